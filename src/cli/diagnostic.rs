@@ -1,0 +1,1 @@
+//! Rendering of parse diagnostics for people (placeholder until the parser issue lands).

@@ -1,0 +1,12 @@
+//! `tableq eval` (placeholder until its issue lands).
+use std::process::ExitCode;
+
+/// Arguments.
+#[derive(clap::Args)]
+pub struct Args {}
+
+/// Runs the command.
+pub fn run(_args: Args) -> ExitCode {
+    eprintln!("error: `eval` is not built yet");
+    ExitCode::from(2)
+}
