@@ -1,0 +1,2 @@
+//! Criterion benchmark `scan` (placeholder until its issue lands).
+fn main() {}
