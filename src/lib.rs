@@ -16,6 +16,8 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod datagen;
+
 pub use tableq_exec as exec;
 pub use tableq_model as model;
 pub use tableq_parser as parser;

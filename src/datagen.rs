@@ -1,0 +1,1 @@
+//! Deterministic synthetic entities for benchmarks and tests (placeholder until the executor issue lands).
