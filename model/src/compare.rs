@@ -36,7 +36,14 @@ pub enum CmpOp {
 
 impl CmpOp {
     /// All operators.
-    pub const ALL: [CmpOp; 6] = [CmpOp::Eq, CmpOp::Ne, CmpOp::Gt, CmpOp::Ge, CmpOp::Lt, CmpOp::Le];
+    pub const ALL: [CmpOp; 6] = [
+        CmpOp::Eq,
+        CmpOp::Ne,
+        CmpOp::Gt,
+        CmpOp::Ge,
+        CmpOp::Lt,
+        CmpOp::Le,
+    ];
 
     /// The OData keyword, e.g. `"eq"`.
     pub const fn as_str(self) -> &'static str {
@@ -169,7 +176,11 @@ mod tests {
         check(Some(Value::Int64(5)), Value::Int32(4), GREATER);
         check(Some(Value::Double(5.0)), Value::Int32(5), EQUAL);
         check(Some(Value::Double(4.5)), Value::Int64(5), LESS);
-        check(Some(Value::Double(9007199254740992.0)), Value::Int64(9007199254740993), EQUAL);
+        check(
+            Some(Value::Double(9007199254740992.0)),
+            Value::Int64(9007199254740993),
+            EQUAL,
+        );
         check(Some(Value::Int64(i64::MAX)), Value::Int64(i64::MAX), EQUAL);
     }
 
@@ -192,15 +203,27 @@ mod tests {
         check(Some(Value::Double(f64::NAN)), Value::Double(1.0), NAN);
         check(Some(Value::Double(1.0)), Value::Double(f64::NAN), NAN);
         check(Some(Value::Double(f64::NAN)), Value::Int32(1), NAN);
-        check(Some(Value::Double(f64::INFINITY)), Value::Double(f64::INFINITY), EQUAL);
+        check(
+            Some(Value::Double(f64::INFINITY)),
+            Value::Double(f64::INFINITY),
+            EQUAL,
+        );
     }
 
     #[test]
     fn same_type_orders() {
-        check(Some(Value::from("\u{10000}")), Value::from("\u{FFFF}"), LESS);
+        check(
+            Some(Value::from("\u{10000}")),
+            Value::from("\u{FFFF}"),
+            LESS,
+        );
         check(Some(Value::from("B")), Value::from("a"), LESS);
         check(Some(Value::Boolean(false)), Value::Boolean(true), LESS);
-        check(Some(Value::Binary(vec![1, 2])), Value::Binary(vec![1]), GREATER);
+        check(
+            Some(Value::Binary(vec![1, 2])),
+            Value::Binary(vec![1]),
+            GREATER,
+        );
         let g1 = Uuid::parse_str("00000000-0000-0000-0000-0000000000ff").unwrap();
         let g2 = Uuid::parse_str("01000000-0000-0000-0000-000000000000").unwrap();
         check(Some(Value::Guid(g1)), Value::Guid(g2), LESS);

@@ -28,7 +28,9 @@ pub enum DateTimeError {
     #[error("`{0}` is not a valid DateTime: expected YYYY-MM-DDTHH:MM:SS[.fffffff][Z|±hh:mm]")]
     Invalid(String),
     /// The instant lies outside 1601-01-01T00:00:00Z … 9999-12-31T23:59:59.9999999Z.
-    #[error("DateTime `{0}` is out of range: allowed are 1601-01-01T00:00:00Z … 9999-12-31T23:59:59.9999999Z")]
+    #[error(
+        "DateTime `{0}` is out of range: allowed are 1601-01-01T00:00:00Z … 9999-12-31T23:59:59.9999999Z"
+    )]
     OutOfRange(String),
 }
 
@@ -125,8 +127,10 @@ impl DateTime {
         let offset_seconds: i64 = match &b[pos..] {
             [] | [b'Z'] => 0,
             [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
-                let hh = digits(pos + 1..pos + 3).filter(|_| h1.is_ascii_digit() && h2.is_ascii_digit());
-                let mm = digits(pos + 4..pos + 6).filter(|_| m1.is_ascii_digit() && m2.is_ascii_digit());
+                let hh =
+                    digits(pos + 1..pos + 3).filter(|_| h1.is_ascii_digit() && h2.is_ascii_digit());
+                let mm =
+                    digits(pos + 4..pos + 6).filter(|_| m1.is_ascii_digit() && m2.is_ascii_digit());
                 match (hh, mm) {
                     (Some(hh), Some(mm)) if hh <= 23 && mm <= 59 => {
                         let s = i64::from(hh * 3600 + mm * 60);
@@ -190,7 +194,10 @@ mod tests {
     #[test]
     fn bounds() {
         assert_eq!(DateTime::parse("1601-01-01T00:00:00Z"), Ok(DateTime::MIN));
-        assert_eq!(DateTime::parse("9999-12-31T23:59:59.9999999Z"), Ok(DateTime::MAX));
+        assert_eq!(
+            DateTime::parse("9999-12-31T23:59:59.9999999Z"),
+            Ok(DateTime::MAX)
+        );
         assert_eq!(DateTime::MIN.to_string(), "1601-01-01T00:00:00Z");
         assert_eq!(DateTime::MAX.to_string(), "9999-12-31T23:59:59.9999999Z");
         assert!(matches!(
@@ -215,7 +222,10 @@ mod tests {
             ("2008-07-10T00:00:00", "2008-07-10T00:00:00Z"),
             ("2008-07-10T00:00:00.1Z", "2008-07-10T00:00:00.1Z"),
             ("2008-07-10T00:00:00.1000000Z", "2008-07-10T00:00:00.1Z"),
-            ("2008-07-10T00:00:00.0000001Z", "2008-07-10T00:00:00.0000001Z"),
+            (
+                "2008-07-10T00:00:00.0000001Z",
+                "2008-07-10T00:00:00.0000001Z",
+            ),
             ("2008-07-10T00:00:00-05:30", "2008-07-10T05:30:00Z"),
             ("2000-02-29T12:00:00Z", "2000-02-29T12:00:00Z"),
         ];

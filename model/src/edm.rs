@@ -63,7 +63,9 @@ impl fmt::Display for EdmType {
 
 /// Error returned when a string is not one of the eight `Edm.*` names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown type `{0}`: expected one of Edm.Binary, Edm.Boolean, Edm.DateTime, Edm.Double, Edm.Guid, Edm.Int32, Edm.Int64, Edm.String")]
+#[error(
+    "unknown type `{0}`: expected one of Edm.Binary, Edm.Boolean, Edm.DateTime, Edm.Double, Edm.Guid, Edm.Int32, Edm.Int64, Edm.String"
+)]
 pub struct UnknownEdmType(pub String);
 
 impl FromStr for EdmType {

@@ -250,9 +250,18 @@ mod tests {
             "r",
             None,
             [
-                Property { name: "z".into(), value: Value::Int32(1) },
-                Property { name: "a".into(), value: Value::Int32(2) },
-                Property { name: "z".into(), value: Value::Int32(3) },
+                Property {
+                    name: "z".into(),
+                    value: Value::Int32(1),
+                },
+                Property {
+                    name: "a".into(),
+                    value: Value::Int32(2),
+                },
+                Property {
+                    name: "z".into(),
+                    value: Value::Int32(3),
+                },
             ],
         );
         assert_eq!(e.len(), 2);

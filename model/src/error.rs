@@ -74,6 +74,9 @@ pub struct ModelError {
 impl ModelError {
     /// A new error.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> ModelError {
-        ModelError { code, message: message.into() }
+        ModelError {
+            code,
+            message: message.into(),
+        }
     }
 }

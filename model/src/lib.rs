@@ -33,6 +33,7 @@ mod edm;
 mod entity;
 mod error;
 pub mod order;
+pub mod validate;
 mod value;
 
 pub use compare::{CmpOp, compare, order_against};
