@@ -1,0 +1,277 @@
+//! Key-range extraction: a pure function from a predicate to (key ranges, residual, exact).
+//!
+//! **Guarantee.** For the result `(keys, residual)` of [`extract_key_ranges`] and every
+//! entity `e`:
+//!
+//! > `p(e)` ⇔ `keys.contains(e.PartitionKey, e.RowKey)` ∧ `residual(e)`.
+//!
+//! In particular *no entity outside the ranges can match*, and an entity inside them matches
+//! exactly when it satisfies the residual. When the ranges capture the predicate exactly the
+//! residual is `true` ([`Extraction::exact`]) and need not be evaluated; an empty key set
+//! means the predicate is a contradiction and nothing is read.
+//!
+//! **How.** Bottom-up over the predicate, each node gets a 2-D key set `K` and a residual `R`
+//! with `node ⇔ key ∈ K ∧ R`:
+//!
+//! * a PartitionKey/RowKey comparison with a String is exactly its interval (`ne` is two);
+//!   with another type it is a constant (the type-mismatch rule: `lt`/`le`/`ne` everything,
+//!   `eq`/`gt`/`ge` nothing);
+//! * any other comparison (Timestamp included: it may be missing) is `K = all, R = node`;
+//! * `and` intersects the `K`s and conjoins the `R`s (exact operands contribute nothing to
+//!   the residual);
+//! * `or` unions the `K`s; it is exact when the inexact operands' keys are covered by the
+//!   exact operands' keys, otherwise `R` is the whole `or`;
+//! * `not` of an exact operand is the complement (keys are always present, so negation is
+//!   exact), otherwise `K = all, R = node`.
+//!
+//! **Limits.** Sets are sweeps linear in their sizes, and an `or` unions its operands
+//! pairwise in a balanced tree, so extraction is `O(n log n)` in the filter size. To keep
+//! plans small, a node whose set would need more than `max_ranges` ranges (default
+//! [`DEFAULT_MAX_RANGES`]) is coarsened to a superset — first each RowKey set to its hull,
+//! then one rectangle — and keeps itself as residual. Likewise a final set in which one
+//! rectangle spans several PartitionKeys with a gappy RowKey set (which could not be scanned
+//! in key order) is coarsened to the RowKey hull with the whole predicate as residual.
+//!
+//! ```
+//! use tableq_model::{CmpOp, Value};
+//! use tableq_planner::extract::extract_key_ranges;
+//! use tableq_planner::plan::Strategy;
+//! use tableq_planner::predicate::Predicate;
+//!
+//! let p = Predicate::and([
+//!     Predicate::compare("PartitionKey", CmpOp::Eq, Value::from("p")),
+//!     Predicate::compare("Age", CmpOp::Gt, Value::Int32(30)),
+//! ]);
+//! let x = extract_key_ranges(&p, 64);
+//! assert_eq!(x.keys.ranges.len(), 1);
+//! assert_eq!(x.keys.ranges[0].strategy(), Strategy::Partition);
+//! assert_eq!(x.residual.to_string(), "Age gt 30");
+//! assert!(!x.exact);
+//! ```
+
+use crate::keyspace::{Intervals, Space};
+use crate::plan::KeySet;
+use crate::predicate::Predicate;
+use crate::rules::is_key;
+use tableq_model::{Value, ValueRef, compare};
+
+/// The default cap on the number of ranges of a plan.
+pub const DEFAULT_MAX_RANGES: usize = 256;
+
+/// The result of [`extract_key_ranges`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Extraction {
+    /// Where matching entities can be: sorted, disjoint, scan-order safe.
+    pub keys: KeySet,
+    /// What entities inside `keys` must still satisfy.
+    pub residual: Predicate,
+    /// Whether `residual` is `true`.
+    pub exact: bool,
+    /// Whether some set was coarsened to respect `max_ranges` or scan order.
+    pub coarsened: bool,
+}
+
+/// Derives key ranges and a residual from `p` (see the module docs for the guarantee).
+/// `max_ranges` (at least 1) caps the number of ranges.
+pub fn extract_key_ranges(p: &Predicate, max_ranges: usize) -> Extraction {
+    let max = max_ranges.max(1);
+    let mut coarsened = false;
+    let (mut space, mut residual) = analyze(p, max, &mut coarsened);
+    if !space.scan_order_safe() {
+        space = space.order_safe_hull();
+        residual = p.clone();
+        coarsened = true;
+    }
+    if space.is_empty() {
+        residual = Predicate::True;
+    }
+    let exact = residual.is_true();
+    Extraction {
+        keys: KeySet::from_space(&space),
+        residual,
+        exact,
+        coarsened,
+    }
+}
+
+/// `p ⇔ key ∈ K ∧ R`.
+fn analyze(p: &Predicate, max: usize, coarsened: &mut bool) -> (Space, Predicate) {
+    let (space, residual) = match p {
+        Predicate::True => (Space::full(), Predicate::True),
+        Predicate::False => (Space::empty(), Predicate::True),
+        Predicate::Compare(c) if is_key(&c.property) => match &c.value {
+            Value::String(s) => {
+                let iv = Intervals::from_comparison(c.op, s);
+                let space = if c.property == "PartitionKey" {
+                    Space::product(&iv, &Intervals::full())
+                } else {
+                    Space::product(&Intervals::full(), &iv)
+                };
+                (space, Predicate::True)
+            }
+            other => {
+                // Always-present String key vs another type: a constant.
+                let holds = compare(Some(ValueRef::String("")), c.op, other.as_ref());
+                (
+                    if holds { Space::full() } else { Space::empty() },
+                    Predicate::True,
+                )
+            }
+        },
+        Predicate::Compare(_) => (Space::full(), p.clone()),
+        Predicate::Not(inner) => {
+            let (space, residual) = analyze(inner, max, coarsened);
+            if residual.is_true() {
+                (space.complement(), Predicate::True)
+            } else {
+                (Space::full(), p.clone())
+            }
+        }
+        Predicate::And(ps) => {
+            let mut spaces = Vec::with_capacity(ps.len());
+            let mut residuals = Vec::new();
+            for q in ps {
+                let (s, r) = analyze(q, max, coarsened);
+                spaces.push(s);
+                residuals.push(r);
+            }
+            let space = reduce(spaces, Space::full(), |a, b| a.intersect(&b));
+            if space.is_empty() {
+                (space, Predicate::True)
+            } else {
+                (space, Predicate::and(residuals))
+            }
+        }
+        Predicate::Or(ps) => {
+            let mut exact = Vec::with_capacity(ps.len());
+            let mut inexact = Vec::new();
+            for q in ps {
+                let (s, r) = analyze(q, max, coarsened);
+                if r.is_true() {
+                    exact.push(s)
+                } else {
+                    inexact.push(s)
+                }
+            }
+            let exact = reduce(exact, Space::empty(), |a, b| a.union(&b));
+            if inexact.is_empty() {
+                (exact, Predicate::True)
+            } else {
+                let inexact = reduce(inexact, Space::empty(), |a, b| a.union(&b));
+                let all = exact.union(&inexact);
+                // Inexact operands inside the exact operands' keys add nothing.
+                if all == exact {
+                    (exact, Predicate::True)
+                } else {
+                    (all, p.clone())
+                }
+            }
+        }
+    };
+    if space.range_count() > max {
+        *coarsened = true;
+        return (space.coarsen(max), p.clone());
+    }
+    (space, residual)
+}
+
+/// Combines `items` pairwise in a balanced tree (`O(n log n)` total for sweeps).
+fn reduce(mut items: Vec<Space>, unit: Space, f: impl Fn(Space, Space) -> Space) -> Space {
+    if items.is_empty() {
+        return unit;
+    }
+    while items.len() > 1 {
+        let mut next = Vec::with_capacity(items.len().div_ceil(2));
+        let mut it = items.into_iter();
+        while let Some(a) = it.next() {
+            match it.next() {
+                Some(b) => next.push(f(a, b)),
+                None => next.push(a),
+            }
+        }
+        items = next;
+    }
+    items.pop().unwrap_or(unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{KeyInterval, Strategy};
+    use tableq_model::CmpOp;
+
+    fn pk(op: CmpOp, s: &str) -> Predicate {
+        Predicate::compare("PartitionKey", op, Value::from(s))
+    }
+    fn rk(op: CmpOp, s: &str) -> Predicate {
+        Predicate::compare("RowKey", op, Value::from(s))
+    }
+
+    #[test]
+    fn or_of_points_and_cap() {
+        let p = Predicate::or(
+            (0..10).map(|i| Predicate::and([pk(CmpOp::Eq, &format!("p{i}")), rk(CmpOp::Eq, "r")])),
+        );
+        let x = extract_key_ranges(&p, 64);
+        assert!(x.exact);
+        assert_eq!(x.keys.ranges.len(), 10);
+        assert!(
+            x.keys
+                .ranges
+                .iter()
+                .all(|r| r.strategy() == Strategy::Point)
+        );
+        x.keys.check_invariants().unwrap();
+        let capped = extract_key_ranges(&p, 4);
+        assert!(capped.coarsened && !capped.exact);
+        assert_eq!(capped.keys.ranges.len(), 1);
+        assert_eq!(capped.residual, p);
+    }
+
+    #[test]
+    fn gappy_rowkeys_over_many_partitions_are_hulled() {
+        let p = Predicate::and([
+            pk(CmpOp::Gt, "a"),
+            Predicate::or([rk(CmpOp::Eq, "1"), rk(CmpOp::Eq, "3")]),
+        ]);
+        let x = extract_key_ranges(&p, 64);
+        assert_eq!(x.keys.ranges.len(), 1);
+        assert_eq!(
+            x.keys.ranges[0].row_key.lower,
+            std::ops::Bound::Included("1".to_owned())
+        );
+        assert_eq!(
+            x.keys.ranges[0].row_key.upper,
+            std::ops::Bound::Included("3".to_owned())
+        );
+        assert_eq!(x.residual, p);
+    }
+
+    #[test]
+    fn exact_or_absorbs_inexact_operands() {
+        let p = Predicate::or([
+            pk(CmpOp::Ge, "a"),
+            Predicate::and([
+                pk(CmpOp::Eq, "b"),
+                Predicate::compare("X", CmpOp::Eq, Value::Int32(1)),
+            ]),
+        ]);
+        let x = extract_key_ranges(&p, 64);
+        assert!(x.exact);
+        assert_eq!(
+            x.keys.ranges[0].partition_key.lower,
+            std::ops::Bound::Included("a".to_owned())
+        );
+        assert_eq!(
+            x.keys.ranges[0].partition_key.upper,
+            std::ops::Bound::Unbounded
+        );
+        let contradiction = Predicate::and([pk(CmpOp::Eq, "a"), pk(CmpOp::Eq, "b")]);
+        assert!(extract_key_ranges(&contradiction, 64).keys.is_empty());
+        let point = Predicate::and([pk(CmpOp::Gt, "a"), pk(CmpOp::Le, "a\0")]);
+        assert_eq!(
+            extract_key_ranges(&point, 64).keys.ranges[0].partition_key,
+            KeyInterval::point("a\0")
+        );
+    }
+}

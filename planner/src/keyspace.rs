@@ -1,0 +1,509 @@
+//! Set algebra over the (PartitionKey, RowKey) key space — the engine of key-range
+//! extraction (crate-private; the public form is [`crate::plan::KeySet`]).
+//!
+//! **Cuts.** Keys are strings under UTF-16 ordinal order ([`compare_str`]). The successor of
+//! a string `s` is `s + "\0"` (nothing lies strictly between them), so every bound is a
+//! *cut just before some string*: `ge s` starts at `Cut::At(s)`, `gt s` at
+//! `Cut::At(s + "\0")`, `lt s` ends at `Cut::At(s)`, `le s` at `Cut::At(s + "\0")`. The
+//! empty string is the least key, so `Cut::At("")` is normalised to `Cut::NegInf`. With a
+//! single kind of finite cut, equal sets have equal representations, adjacent intervals
+//! merge, and `PartitionKey gt 'a' and PartitionKey le 'a\u{0}'` is recognised as a point.
+//!
+//! **Sets.** [`Intervals`] is a sorted list of disjoint, non-adjacent half-open intervals
+//! `[lo, hi)` of cuts (a 1-D set). [`Space`] is a 2-D set: a sorted list of disjoint,
+//! non-adjacent PartitionKey intervals, each with the non-empty set of RowKeys allowed in it;
+//! two neighbouring PartitionKey intervals never carry equal RowKey sets (they are merged).
+//! Union, intersection and complement are sweeps, linear in the sizes of the operands.
+
+use std::cmp::Ordering;
+use tableq_model::CmpOp;
+use tableq_model::order::compare_str;
+
+/// A position between keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Cut {
+    /// Before every key.
+    NegInf,
+    /// Just before this (non-empty) string.
+    At(String),
+    /// After every key.
+    PosInf,
+}
+
+impl Cut {
+    /// The cut just before `s` (`NegInf` for the empty string, the least key).
+    pub(crate) fn before(s: &str) -> Cut {
+        if s.is_empty() {
+            Cut::NegInf
+        } else {
+            Cut::At(s.to_owned())
+        }
+    }
+
+    /// The cut just after `s`, i.e. just before its successor `s + "\0"`.
+    pub(crate) fn after(s: &str) -> Cut {
+        let mut t = String::with_capacity(s.len() + 1);
+        t.push_str(s);
+        t.push('\0');
+        Cut::At(t)
+    }
+
+    /// The string `s` with `self == Cut::after(s)`, if any.
+    pub(crate) fn as_after(&self) -> Option<&str> {
+        match self {
+            Cut::At(t) => t.strip_suffix('\0'),
+            _ => None,
+        }
+    }
+
+    fn rank(&self) -> u8 {
+        match self {
+            Cut::NegInf => 0,
+            Cut::At(_) => 1,
+            Cut::PosInf => 2,
+        }
+    }
+}
+
+impl PartialOrd for Cut {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Cut {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (Cut::At(a), Cut::At(b)) => compare_str(a, b),
+            _ => self.rank().cmp(&other.rank()),
+        }
+    }
+}
+
+/// A half-open interval `[lo, hi)` of cuts, non-empty when `lo < hi`.
+pub(crate) type Interval = (Cut, Cut);
+
+/// Whether `[lo, hi)` holds exactly one key, which is returned.
+pub(crate) fn as_point(iv: &Interval) -> Option<&str> {
+    let s = iv.1.as_after()?;
+    let lo_ok = match &iv.0 {
+        Cut::NegInf => s.is_empty(),
+        Cut::At(t) => t == s,
+        Cut::PosInf => false,
+    };
+    lo_ok.then_some(s)
+}
+
+/// Whether `[lo, hi)` is every key.
+pub(crate) fn is_full(iv: &Interval) -> bool {
+    iv.0 == Cut::NegInf && iv.1 == Cut::PosInf
+}
+
+/// A 1-D set of keys: sorted, disjoint, non-adjacent intervals.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Intervals(pub(crate) Vec<Interval>);
+
+impl Intervals {
+    pub(crate) fn empty() -> Intervals {
+        Intervals(Vec::new())
+    }
+
+    pub(crate) fn full() -> Intervals {
+        Intervals(vec![(Cut::NegInf, Cut::PosInf)])
+    }
+
+    /// `[lo, hi)`, empty when `lo >= hi`.
+    pub(crate) fn interval(lo: Cut, hi: Cut) -> Intervals {
+        if lo < hi {
+            Intervals(vec![(lo, hi)])
+        } else {
+            Intervals::empty()
+        }
+    }
+
+    /// The keys `k` with `k op s`.
+    pub(crate) fn from_comparison(op: CmpOp, s: &str) -> Intervals {
+        match op {
+            CmpOp::Eq => Intervals::interval(Cut::before(s), Cut::after(s)),
+            CmpOp::Ne => Intervals::from_comparison(CmpOp::Eq, s).complement(),
+            CmpOp::Gt => Intervals::interval(Cut::after(s), Cut::PosInf),
+            CmpOp::Ge => Intervals::interval(Cut::before(s), Cut::PosInf),
+            CmpOp::Lt => Intervals::interval(Cut::NegInf, Cut::before(s)),
+            CmpOp::Le => Intervals::interval(Cut::NegInf, Cut::after(s)),
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        self.0.len() == 1 && is_full(&self.0[0])
+    }
+
+    #[cfg(test)]
+    pub(crate) fn contains(&self, key: &str) -> bool {
+        let c = Cut::before(key);
+        self.0.iter().any(|(lo, hi)| *lo <= c && c < *hi)
+    }
+
+    /// The smallest single interval containing the set (`None` when empty).
+    pub(crate) fn hull(&self) -> Option<Interval> {
+        let first = self.0.first()?;
+        let last = self.0.last()?;
+        Some((first.0.clone(), last.1.clone()))
+    }
+
+    pub(crate) fn union(&self, other: &Intervals) -> Intervals {
+        if self.is_empty() {
+            return other.clone();
+        }
+        if other.is_empty() {
+            return self.clone();
+        }
+        let mut out: Vec<Interval> = Vec::with_capacity(self.0.len() + other.0.len());
+        let (mut i, mut j) = (0, 0);
+        while i < self.0.len() || j < other.0.len() {
+            let next = if j >= other.0.len() || (i < self.0.len() && self.0[i].0 <= other.0[j].0) {
+                i += 1;
+                &self.0[i - 1]
+            } else {
+                j += 1;
+                &other.0[j - 1]
+            };
+            match out.last_mut() {
+                Some(last) if next.0 <= last.1 => {
+                    if next.1 > last.1 {
+                        last.1 = next.1.clone();
+                    }
+                }
+                _ => out.push(next.clone()),
+            }
+        }
+        Intervals(out)
+    }
+
+    pub(crate) fn intersect(&self, other: &Intervals) -> Intervals {
+        let mut out = Vec::new();
+        let (mut i, mut j) = (0, 0);
+        while i < self.0.len() && j < other.0.len() {
+            let (a, b) = (&self.0[i], &other.0[j]);
+            let lo = if a.0 >= b.0 { &a.0 } else { &b.0 };
+            let hi = if a.1 <= b.1 { &a.1 } else { &b.1 };
+            if lo < hi {
+                out.push((lo.clone(), hi.clone()));
+            }
+            if a.1 <= b.1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+        Intervals(out)
+    }
+
+    pub(crate) fn complement(&self) -> Intervals {
+        let mut out = Vec::with_capacity(self.0.len() + 1);
+        let mut prev = Cut::NegInf;
+        for (lo, hi) in &self.0 {
+            if prev < *lo {
+                out.push((prev, lo.clone()));
+            }
+            prev = hi.clone();
+        }
+        if prev < Cut::PosInf {
+            out.push((prev, Cut::PosInf));
+        }
+        Intervals(out)
+    }
+}
+
+/// One PartitionKey interval and the RowKeys allowed in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Segment {
+    /// The PartitionKey interval.
+    pub(crate) pk: Interval,
+    /// The RowKeys (non-empty).
+    pub(crate) rk: Intervals,
+}
+
+/// A 2-D set of (PartitionKey, RowKey) pairs (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct Space(pub(crate) Vec<Segment>);
+
+impl Space {
+    pub(crate) fn empty() -> Space {
+        Space(Vec::new())
+    }
+
+    pub(crate) fn full() -> Space {
+        Space(vec![Segment {
+            pk: (Cut::NegInf, Cut::PosInf),
+            rk: Intervals::full(),
+        }])
+    }
+
+    /// `pk × rk` (empty when either is).
+    pub(crate) fn product(pk: &Intervals, rk: &Intervals) -> Space {
+        if rk.is_empty() {
+            return Space::empty();
+        }
+        Space(
+            pk.0.iter()
+                .map(|iv| Segment {
+                    pk: iv.clone(),
+                    rk: rk.clone(),
+                })
+                .collect(),
+        )
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(crate) fn is_full(&self) -> bool {
+        self.0.len() == 1 && is_full(&self.0[0].pk) && self.0[0].rk.is_full()
+    }
+
+    pub(crate) fn union(&self, other: &Space) -> Space {
+        if self.is_empty() || other.is_full() {
+            return other.clone();
+        }
+        if other.is_empty() || self.is_full() {
+            return self.clone();
+        }
+        combine(self, other, |a, b| match (a, b) {
+            (Some(a), Some(b)) => a.union(b),
+            (Some(x), None) | (None, Some(x)) => x.clone(),
+            (None, None) => Intervals::empty(),
+        })
+    }
+
+    pub(crate) fn intersect(&self, other: &Space) -> Space {
+        if self.is_empty() || other.is_full() {
+            return self.clone();
+        }
+        if other.is_empty() || self.is_full() {
+            return other.clone();
+        }
+        combine(self, other, |a, b| match (a, b) {
+            (Some(a), Some(b)) => a.intersect(b),
+            _ => Intervals::empty(),
+        })
+    }
+
+    pub(crate) fn complement(&self) -> Space {
+        combine(self, &Space::empty(), |a, _| match a {
+            Some(a) => a.complement(),
+            None => Intervals::full(),
+        })
+    }
+
+    /// Whether the pair is in the set.
+    #[cfg(test)]
+    pub(crate) fn contains(&self, pk: &str, rk: &str) -> bool {
+        let c = Cut::before(pk);
+        self.0
+            .iter()
+            .any(|s| s.pk.0 <= c && c < s.pk.1 && s.rk.contains(rk))
+    }
+
+    /// The number of key ranges the set turns into (see [`Space::scan_order_safe`]).
+    pub(crate) fn range_count(&self) -> usize {
+        self.0
+            .iter()
+            .map(|s| {
+                if as_point(&s.pk).is_some() {
+                    s.rk.0.len()
+                } else {
+                    1
+                }
+            })
+            .sum()
+    }
+
+    /// Whether every segment can be scanned in key order as listed: a segment spanning more
+    /// than one PartitionKey must allow a single RowKey interval (else its rectangles would
+    /// interleave in key order).
+    pub(crate) fn scan_order_safe(&self) -> bool {
+        self.0
+            .iter()
+            .all(|s| as_point(&s.pk).is_some() || s.rk.0.len() == 1)
+    }
+
+    /// A superset that is [`scan_order_safe`](Space::scan_order_safe): multi-PartitionKey
+    /// segments get the hull of their RowKey set.
+    pub(crate) fn order_safe_hull(&self) -> Space {
+        let mut out: Vec<Segment> = Vec::with_capacity(self.0.len());
+        for s in &self.0 {
+            let rk = if as_point(&s.pk).is_some() || s.rk.0.len() == 1 {
+                s.rk.clone()
+            } else {
+                s.rk.hull()
+                    .map_or_else(Intervals::empty, |(lo, hi)| Intervals::interval(lo, hi))
+            };
+            push_merged(&mut out, s.pk.clone(), rk);
+        }
+        Space(out)
+    }
+
+    /// A superset with at most `max` ranges (max ≥ 1): first every RowKey set becomes its
+    /// hull, then, if still too many, a single rectangle (PartitionKey hull × RowKey hull).
+    pub(crate) fn coarsen(&self, max: usize) -> Space {
+        if self.range_count() <= max {
+            return self.clone();
+        }
+        let mut out: Vec<Segment> = Vec::new();
+        for s in &self.0 {
+            let rk =
+                s.rk.hull()
+                    .map_or_else(Intervals::empty, |(lo, hi)| Intervals::interval(lo, hi));
+            push_merged(&mut out, s.pk.clone(), rk);
+        }
+        let hulled = Space(out);
+        if hulled.range_count() <= max {
+            return hulled;
+        }
+        let (Some(first), Some(last)) = (hulled.0.first(), hulled.0.last()) else {
+            return hulled;
+        };
+        let pk = (first.pk.0.clone(), last.pk.1.clone());
+        let rk = hulled
+            .0
+            .iter()
+            .fold(Intervals::empty(), |acc, s| acc.union(&s.rk));
+        let rk = rk
+            .hull()
+            .map_or_else(Intervals::empty, |(lo, hi)| Intervals::interval(lo, hi));
+        Space(vec![Segment { pk, rk }])
+    }
+}
+
+/// Appends `pk × rk` after the last segment, merging with it when adjacent with equal RowKeys.
+fn push_merged(out: &mut Vec<Segment>, pk: Interval, rk: Intervals) {
+    if rk.is_empty() || pk.0 >= pk.1 {
+        return;
+    }
+    if let Some(last) = out.last_mut() {
+        if last.pk.1 == pk.0 && last.rk == rk {
+            last.pk.1 = pk.1;
+            return;
+        }
+    }
+    out.push(Segment { pk, rk });
+}
+
+/// The pointwise combination of two spaces: the PartitionKey axis is cut at every boundary
+/// of either operand, and each elementary piece gets `f(rows of a, rows of b)`.
+fn combine(
+    a: &Space,
+    b: &Space,
+    f: impl Fn(Option<&Intervals>, Option<&Intervals>) -> Intervals,
+) -> Space {
+    let mut cuts: Vec<&Cut> = Vec::with_capacity(2 * (a.0.len() + b.0.len()) + 2);
+    let (neg, pos) = (Cut::NegInf, Cut::PosInf);
+    cuts.push(&neg);
+    cuts.push(&pos);
+    for s in a.0.iter().chain(&b.0) {
+        cuts.push(&s.pk.0);
+        cuts.push(&s.pk.1);
+    }
+    cuts.sort();
+    cuts.dedup();
+    let mut out: Vec<Segment> = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    for w in cuts.windows(2) {
+        let (lo, hi) = (w[0], w[1]);
+        while i < a.0.len() && a.0[i].pk.1 <= *lo {
+            i += 1;
+        }
+        while j < b.0.len() && b.0[j].pk.1 <= *lo {
+            j += 1;
+        }
+        let ra = a.0.get(i).filter(|s| s.pk.0 <= *lo).map(|s| &s.rk);
+        let rb = b.0.get(j).filter(|s| s.pk.0 <= *lo).map(|s| &s.rk);
+        push_merged(&mut out, (lo.clone(), hi.clone()), f(ra, rb));
+    }
+    Space(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const KEYS: &[&str] = &["", "\0", "a", "a\0", "ab", "b", "\u{FFFF}", "\u{10000}"];
+
+    fn cmp_space(pk: bool, op: CmpOp, s: &str) -> Space {
+        let iv = Intervals::from_comparison(op, s);
+        if pk {
+            Space::product(&iv, &Intervals::full())
+        } else {
+            Space::product(&Intervals::full(), &iv)
+        }
+    }
+
+    fn arb_space() -> impl Strategy<Value = Space> {
+        let leaf = (
+            any::<bool>(),
+            prop::sample::select(CmpOp::ALL.to_vec()),
+            prop::sample::select(KEYS),
+        )
+            .prop_map(|(pk, op, s)| cmp_space(pk, op, s));
+        leaf.prop_recursive(3, 16, 3, |inner| {
+            prop_oneof![
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| a.union(&b)),
+                (inner.clone(), inner.clone()).prop_map(|(a, b)| a.intersect(&b)),
+                inner.prop_map(|a| a.complement()),
+            ]
+        })
+    }
+
+    fn well_formed(s: &Space) -> bool {
+        s.0.iter()
+            .all(|seg| seg.pk.0 < seg.pk.1 && !seg.rk.is_empty())
+            && s.0
+                .windows(2)
+                .all(|w| w[0].pk.1 <= w[1].pk.0 && !(w[0].pk.1 == w[1].pk.0 && w[0].rk == w[1].rk))
+            && s.0
+                .iter()
+                .all(|seg| seg.rk.0.windows(2).all(|w| w[0].1 < w[1].0))
+    }
+
+    #[test]
+    fn points_and_successors() {
+        assert_eq!(as_point(&(Cut::NegInf, Cut::after(""))), Some(""));
+        assert_eq!(as_point(&(Cut::before("a"), Cut::after("a"))), Some("a"));
+        let gt_a = Intervals::from_comparison(CmpOp::Gt, "a");
+        let le_a0 = Intervals::from_comparison(CmpOp::Le, "a\0");
+        assert_eq!(as_point(&gt_a.intersect(&le_a0).0[0]), Some("a\0"));
+        assert!(Intervals::from_comparison(CmpOp::Ge, "").is_full());
+        assert!(Intervals::from_comparison(CmpOp::Lt, "").is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn algebra_matches_membership(a in arb_space(), b in arb_space()) {
+            let u = a.union(&b);
+            let i = a.intersect(&b);
+            let c = a.complement();
+            prop_assert!(well_formed(&a) && well_formed(&u) && well_formed(&i) && well_formed(&c));
+            prop_assert!(c.complement() == a);
+            for pk in KEYS {
+                for rk in KEYS {
+                    let (x, y) = (a.contains(pk, rk), b.contains(pk, rk));
+                    prop_assert_eq!(u.contains(pk, rk), x || y);
+                    prop_assert_eq!(i.contains(pk, rk), x && y);
+                    prop_assert_eq!(c.contains(pk, rk), !x);
+                    if x {
+                        prop_assert!(a.coarsen(1).contains(pk, rk));
+                        prop_assert!(a.order_safe_hull().contains(pk, rk));
+                    }
+                }
+            }
+            prop_assert!(a.coarsen(1).range_count() <= 1);
+            prop_assert!(a.order_safe_hull().scan_order_safe());
+        }
+    }
+}

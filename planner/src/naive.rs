@@ -1,0 +1,37 @@
+//! The naive reference evaluator: the test oracle.
+//!
+//! [`matches`] evaluates the **original AST** of a filter on one entity, with no lowering,
+//! no normalisation, no rewrite rules and no key ranges: `or`/`and`/`not` are plain boolean
+//! logic and every comparison goes straight to [`tableq_model::compare`] (a literal-first
+//! comparison with its operator swapped, a bare property as `eq true`). Everything the
+//! planner does must agree with it on every filter and every entity set.
+//!
+//! ```
+//! use tableq_model::Entity;
+//! use tableq_parser::ast::Filter;
+//! // No filter matches every entity.
+//! assert!(tableq_planner::naive::matches(&Filter::default(), &Entity::new("p", "r")));
+//! ```
+
+use tableq_model::{CmpOp, EntityView, ValueRef, compare};
+use tableq_parser::ast::{Expr, Filter};
+
+/// Whether `entity` satisfies `filter` ("no filter" matches everything).
+pub fn matches<E: EntityView + ?Sized>(filter: &Filter, entity: &E) -> bool {
+    filter.expr.as_ref().is_none_or(|e| eval(e, entity))
+}
+
+/// Evaluates one expression on one entity.
+pub fn eval<E: EntityView + ?Sized>(expr: &Expr, entity: &E) -> bool {
+    match expr {
+        Expr::Or(operands, _) => operands.iter().any(|e| eval(e, entity)),
+        Expr::And(operands, _) => operands.iter().all(|e| eval(e, entity)),
+        Expr::Not(operand, _) => !eval(operand, entity),
+        Expr::Comparison(c) => compare(
+            entity.get(&c.property.name),
+            c.normalized_op(),
+            c.literal.value.as_ref(),
+        ),
+        Expr::BoolProperty(p) => compare(entity.get(&p.name), CmpOp::Eq, ValueRef::Boolean(true)),
+    }
+}

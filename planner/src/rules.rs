@@ -1,0 +1,406 @@
+//! Named rewrite rules over [`Predicate`]s and the driver that runs them to a fixpoint.
+//!
+//! Each [`Rule`] looks at one node and either rewrites it or leaves it alone; the
+//! [`Driver`] applies every rule bottom-up over the whole predicate, pass after pass, until a
+//! pass changes nothing (at most [`MAX_PASSES`] passes; every rule strictly shrinks the
+//! predicate — fewer nodes or fewer `Not`s — so the fixpoint is reached long before). After
+//! each rule it checks that the predicate is still normalised
+//! ([`Predicate::is_normalized`]) and, when asked, records every change as a [`Step`] for
+//! `explain --verbose`.
+//!
+//! The rules (all sound under the service's semantics, see each one):
+//!
+//! | rule | rewrites |
+//! |---|---|
+//! | `key_type_mismatch` | `PartitionKey`/`RowKey` vs a non-String literal → `true`/`false` |
+//! | `key_lower_bound` | `PartitionKey ge ''` → `true`, `PartitionKey lt ''` → `false` (same for RowKey) |
+//! | `negate_key_comparison` | `not (PartitionKey eq 'x')` → `PartitionKey ne 'x'` (same for RowKey) |
+//! | `complementary_operands` | `X and not X` → `false`, `X or not X` → `true` |
+//! | `absorption` | `X and (X or Y)` → `X`, `X or (X and Y)` → `X` |
+//!
+//! ```
+//! use tableq_model::{CmpOp, Value};
+//! use tableq_planner::predicate::Predicate;
+//! use tableq_planner::rules::Driver;
+//!
+//! let p = Predicate::not(Predicate::compare("PartitionKey", CmpOp::Lt, Value::Int32(5)));
+//! let (out, steps) = Driver::new().record(true).run(p);
+//! assert_eq!(out, Predicate::False); // `PartitionKey lt 5` is always true (type mismatch)
+//! assert_eq!(steps[0].rule, "key_type_mismatch");
+//! ```
+
+use crate::predicate::{Comparison, Predicate};
+use std::collections::HashSet;
+use tableq_model::{CmpOp, SystemProperty, Value, ValueRef, compare};
+
+/// The most passes the driver makes.
+pub const MAX_PASSES: usize = 32;
+
+/// A named rewrite of one predicate node: `Ok(new)` when it applies, `Err(unchanged)` when
+/// not. Rules see nodes whose operands are already rewritten and normalised.
+pub struct Rule {
+    /// The rule's name, as shown by `explain --verbose`.
+    pub name: &'static str,
+    /// What the rule does, in one line.
+    pub description: &'static str,
+    /// The rewrite.
+    pub apply: fn(Predicate) -> Result<Predicate, Predicate>,
+}
+
+/// One recorded rewrite.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// The rule (or pipeline stage) that made the change.
+    pub rule: &'static str,
+    /// The node before, in canonical OData.
+    pub before: String,
+    /// The node after.
+    pub after: String,
+}
+
+/// The rules, in the order the driver applies them.
+pub const RULES: &[Rule] = &[
+    Rule {
+        name: "key_type_mismatch",
+        description: "a key compared with a non-String literal is a constant (mismatch counts as less)",
+        apply: key_type_mismatch,
+    },
+    Rule {
+        name: "key_lower_bound",
+        description: "'' is the least key: `ge ''` is true, `lt ''` is false",
+        apply: key_lower_bound,
+    },
+    Rule {
+        name: "negate_key_comparison",
+        description: "keys are always present, so `not (Key op 'x')` flips the operator",
+        apply: negate_key_comparison,
+    },
+    Rule {
+        name: "complementary_operands",
+        description: "`X and not X` is false, `X or not X` is true",
+        apply: complementary_operands,
+    },
+    Rule {
+        name: "absorption",
+        description: "`X and (X or Y)` is X, `X or (X and Y)` is X",
+        apply: absorption,
+    },
+];
+
+/// Runs [`RULES`] to a fixpoint.
+#[derive(Debug, Clone, Default)]
+pub struct Driver {
+    record: bool,
+}
+
+impl Driver {
+    /// A driver that records nothing.
+    pub fn new() -> Driver {
+        Driver::default()
+    }
+
+    /// Whether to record every change as a [`Step`].
+    pub fn record(mut self, record: bool) -> Driver {
+        self.record = record;
+        self
+    }
+
+    /// Rewrites `p` to a fixpoint of all rules; returns the result and the recorded steps.
+    pub fn run(&self, mut p: Predicate) -> (Predicate, Vec<Step>) {
+        let mut steps = Vec::new();
+        for _ in 0..MAX_PASSES {
+            let mut changed = false;
+            for rule in RULES {
+                let (next, c) = self.apply_everywhere(rule, p, &mut steps);
+                p = next;
+                debug_assert!(
+                    p.is_normalized(),
+                    "rule {} broke normalisation: {p:?}",
+                    rule.name
+                );
+                changed |= c;
+            }
+            if !changed {
+                break;
+            }
+        }
+        (p, steps)
+    }
+
+    /// Applies one rule bottom-up over the whole predicate.
+    fn apply_everywhere(
+        &self,
+        rule: &Rule,
+        p: Predicate,
+        steps: &mut Vec<Step>,
+    ) -> (Predicate, bool) {
+        let (p, below) = match p {
+            Predicate::And(ps) => {
+                let (ps, c) = self.apply_all(rule, ps, steps);
+                (
+                    if c {
+                        Predicate::and(ps)
+                    } else {
+                        Predicate::And(ps)
+                    },
+                    c,
+                )
+            }
+            Predicate::Or(ps) => {
+                let (ps, c) = self.apply_all(rule, ps, steps);
+                (
+                    if c {
+                        Predicate::or(ps)
+                    } else {
+                        Predicate::Or(ps)
+                    },
+                    c,
+                )
+            }
+            Predicate::Not(inner) => {
+                let (inner, c) = self.apply_everywhere(rule, *inner, steps);
+                (
+                    if c {
+                        Predicate::not(inner)
+                    } else {
+                        Predicate::Not(Box::new(inner))
+                    },
+                    c,
+                )
+            }
+            leaf => (leaf, false),
+        };
+        let before = self.record.then(|| p.to_string());
+        match (rule.apply)(p) {
+            Ok(new) => {
+                if let Some(before) = before {
+                    steps.push(Step {
+                        rule: rule.name,
+                        before,
+                        after: new.to_string(),
+                    });
+                }
+                (new, true)
+            }
+            Err(same) => (same, below),
+        }
+    }
+
+    fn apply_all(
+        &self,
+        rule: &Rule,
+        ps: Vec<Predicate>,
+        steps: &mut Vec<Step>,
+    ) -> (Vec<Predicate>, bool) {
+        let mut changed = false;
+        let ps = ps
+            .into_iter()
+            .map(|q| {
+                let (q, c) = self.apply_everywhere(rule, q, steps);
+                changed |= c;
+                q
+            })
+            .collect();
+        (ps, changed)
+    }
+}
+
+/// Whether `name` is PartitionKey or RowKey: always-present Strings.
+pub fn is_key(name: &str) -> bool {
+    matches!(
+        SystemProperty::from_name(name),
+        Some(SystemProperty::PartitionKey | SystemProperty::RowKey)
+    )
+}
+
+/// `PartitionKey op <non-String>`: decided by [`tableq_model::compare`] with any String
+/// property value (the key is always present and always a String, so the type mismatch makes
+/// the outcome independent of the entity).
+fn key_type_mismatch(p: Predicate) -> Result<Predicate, Predicate> {
+    match &p {
+        Predicate::Compare(c) if is_key(&c.property) && !matches!(c.value, Value::String(_)) => {
+            let holds = compare(Some(ValueRef::String("")), c.op, c.value.as_ref());
+            Ok(if holds {
+                Predicate::True
+            } else {
+                Predicate::False
+            })
+        }
+        _ => Err(p),
+    }
+}
+
+/// `Key ge ''` holds for every key and `Key lt ''` for none: `''` is the least string.
+fn key_lower_bound(p: Predicate) -> Result<Predicate, Predicate> {
+    match &p {
+        Predicate::Compare(Comparison {
+            property,
+            op,
+            value: Value::String(s),
+        }) if is_key(property) && s.is_empty() && matches!(op, CmpOp::Ge | CmpOp::Lt) => {
+            Ok(if *op == CmpOp::Ge {
+                Predicate::True
+            } else {
+                Predicate::False
+            })
+        }
+        _ => Err(p),
+    }
+}
+
+/// The operator `op'` with `a op' b == !(a op b)` for totally ordered, present values.
+pub fn negate_op(op: CmpOp) -> CmpOp {
+    match op {
+        CmpOp::Eq => CmpOp::Ne,
+        CmpOp::Ne => CmpOp::Eq,
+        CmpOp::Gt => CmpOp::Le,
+        CmpOp::Ge => CmpOp::Lt,
+        CmpOp::Lt => CmpOp::Ge,
+        CmpOp::Le => CmpOp::Gt,
+    }
+}
+
+/// `not (Key op 'x')` → `Key op' 'x'`: sound because keys are always present Strings and
+/// String order is total (no NaN). Not for Timestamp (entities from files may lack it) nor
+/// custom properties (the missing-property rule).
+fn negate_key_comparison(p: Predicate) -> Result<Predicate, Predicate> {
+    match p {
+        Predicate::Not(inner) => match *inner {
+            Predicate::Compare(c) if is_key(&c.property) && matches!(c.value, Value::String(_)) => {
+                Ok(Predicate::Compare(Comparison {
+                    op: negate_op(c.op),
+                    ..c
+                }))
+            }
+            other => Err(Predicate::Not(Box::new(other))),
+        },
+        other => Err(other),
+    }
+}
+
+/// `X and not X` → `false`; `X or not X` → `true` (each entity makes X true or false).
+fn complementary_operands(p: Predicate) -> Result<Predicate, Predicate> {
+    let (ps, is_and) = match &p {
+        Predicate::And(ps) => (ps, true),
+        Predicate::Or(ps) => (ps, false),
+        _ => return Err(p),
+    };
+    let set: HashSet<&Predicate> = ps.iter().collect();
+    let clash = ps
+        .iter()
+        .any(|q| matches!(q, Predicate::Not(inner) if set.contains(&**inner)));
+    if clash {
+        Ok(if is_and {
+            Predicate::False
+        } else {
+            Predicate::True
+        })
+    } else {
+        Err(p)
+    }
+}
+
+/// `X and (X or Y)` → `X and …` without the `Or`; dually for `or`. An operand of the outer
+/// junction that also appears inside an inner junction of the other kind makes that inner
+/// junction redundant.
+fn absorption(p: Predicate) -> Result<Predicate, Predicate> {
+    let (ps, is_and) = match p {
+        Predicate::And(ps) => (ps, true),
+        Predicate::Or(ps) => (ps, false),
+        other => return Err(other),
+    };
+    let redundant: Vec<bool> = {
+        let set: HashSet<&Predicate> = ps.iter().collect();
+        ps.iter()
+            .map(|q| match q {
+                Predicate::Or(inner) if is_and => inner.iter().any(|x| set.contains(x)),
+                Predicate::And(inner) if !is_and => inner.iter().any(|x| set.contains(x)),
+                _ => false,
+            })
+            .collect()
+    };
+    if !redundant.contains(&true) {
+        return Err(if is_and {
+            Predicate::And(ps)
+        } else {
+            Predicate::Or(ps)
+        });
+    }
+    let kept = ps
+        .into_iter()
+        .zip(redundant)
+        .filter(|(_, r)| !r)
+        .map(|(q, _)| q);
+    Ok(if is_and {
+        Predicate::and(kept)
+    } else {
+        Predicate::or(kept)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmp(p: &str, op: CmpOp, v: Value) -> Predicate {
+        Predicate::compare(p, op, v)
+    }
+
+    #[test]
+    fn mismatch_constants_follow_compare() {
+        for op in CmpOp::ALL {
+            let (out, _) = Driver::new().run(cmp("PartitionKey", op, Value::Int32(5)));
+            let want = matches!(op, CmpOp::Ne | CmpOp::Lt | CmpOp::Le);
+            assert_eq!(
+                out,
+                if want {
+                    Predicate::True
+                } else {
+                    Predicate::False
+                },
+                "{op}"
+            );
+            let (out, _) = Driver::new().run(cmp("RowKey", op, Value::Boolean(true)));
+            assert_eq!(
+                out,
+                if want {
+                    Predicate::True
+                } else {
+                    Predicate::False
+                },
+                "{op}"
+            );
+            // Timestamp and custom properties may be missing: never folded.
+            let t = cmp("Timestamp", op, Value::Int32(5));
+            assert_eq!(Driver::new().run(t.clone()).0, t);
+        }
+    }
+
+    #[test]
+    fn negation_only_for_keys() {
+        let pk = Predicate::not(cmp("PartitionKey", CmpOp::Lt, Value::from("a")));
+        assert_eq!(
+            Driver::new().run(pk).0,
+            cmp("PartitionKey", CmpOp::Ge, Value::from("a"))
+        );
+        let ts = Predicate::not(cmp("Timestamp", CmpOp::Lt, Value::from("a")));
+        assert_eq!(Driver::new().run(ts.clone()).0, ts);
+        let a = Predicate::not(cmp("A", CmpOp::Eq, Value::Int32(1)));
+        assert_eq!(Driver::new().run(a.clone()).0, a);
+    }
+
+    #[test]
+    fn complement_and_absorption() {
+        let x = cmp("A", CmpOp::Eq, Value::Int32(1));
+        let y = cmp("B", CmpOp::Eq, Value::Int32(2));
+        let p = Predicate::and([x.clone(), Predicate::not(x.clone())]);
+        assert_eq!(Driver::new().run(p).0, Predicate::False);
+        let p = Predicate::or([y.clone(), x.clone(), Predicate::not(x.clone())]);
+        assert_eq!(Driver::new().run(p).0, Predicate::True);
+        let p = Predicate::and([x.clone(), Predicate::or([x.clone(), y.clone()])]);
+        let (out, steps) = Driver::new().record(true).run(p);
+        assert_eq!(out, x);
+        assert_eq!(steps.len(), 1);
+        assert_eq!(steps[0].after, "A eq 1");
+    }
+}
