@@ -32,6 +32,7 @@ mod datetime;
 mod edm;
 mod entity;
 mod error;
+pub mod json;
 pub mod order;
 pub mod validate;
 mod value;

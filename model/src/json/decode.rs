@@ -1,0 +1,511 @@
+//! Decoding entities from the service's JSON.
+
+use super::{guid_text_ok, lone_surrogate_error};
+use crate::validate::{self, excerpt};
+use crate::{DateTime, DateTimeError, EdmType, Entity, ErrorCode, ModelError, Property, Value};
+use base64::Engine;
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+/// How to decode an entity payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DecodeOptions {
+    /// Keep the payload's `Timestamp` (`true` for entities read from a file, where the
+    /// Timestamp is the stored value) or ignore it entirely (`false`, the default: writes
+    /// through the service ignore a payload Timestamp, whatever it contains).
+    pub keep_timestamp: bool,
+}
+
+impl DecodeOptions {
+    /// The service's rules for write payloads: a payload Timestamp is ignored.
+    pub const SERVICE: DecodeOptions = DecodeOptions {
+        keep_timestamp: false,
+    };
+    /// The rules for stored entities read from files: the Timestamp is kept (and must be a
+    /// valid DateTime).
+    pub const STORED: DecodeOptions = DecodeOptions {
+        keep_timestamp: true,
+    };
+}
+
+/// A decoded payload before the entity-level checks: keys may be missing (a merge or an
+/// update takes them from the URL) and limits on counts and sizes are not yet applied.
+///
+/// Already checked: the text is one JSON object, no key appears twice, every custom property
+/// name is valid, every value converts to its (annotated or inferred) type, keys are JSON
+/// strings.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Payload {
+    /// The PartitionKey, if the payload has one (not null).
+    pub partition_key: Option<String>,
+    /// The RowKey, if the payload has one (not null).
+    pub row_key: Option<String>,
+    /// The Timestamp, if kept by the options and present (not null).
+    pub timestamp: Option<DateTime>,
+    /// The custom properties in payload order; null values are left out.
+    pub properties: Vec<Property>,
+}
+
+impl Payload {
+    /// Builds the entity: both keys must be present (else `PropertiesNeedValue`). Runs no
+    /// other check; see [`crate::validate::entity`].
+    pub fn into_entity(self) -> Result<Entity, ModelError> {
+        let missing = match (&self.partition_key, &self.row_key) {
+            (None, None) => Some("PartitionKey and RowKey"),
+            (None, Some(_)) => Some("PartitionKey"),
+            (Some(_), None) => Some("RowKey"),
+            _ => None,
+        };
+        if let Some(missing) = missing {
+            return Err(ModelError::new(
+                ErrorCode::PropertiesNeedValue,
+                format!(
+                    "the entity has no {missing}: every entity needs both keys (as JSON strings)"
+                ),
+            ));
+        }
+        Ok(Entity::with_properties(
+            self.partition_key.unwrap_or_default(),
+            self.row_key.unwrap_or_default(),
+            self.timestamp,
+            self.properties,
+        ))
+    }
+}
+
+/// Decodes and fully validates one entity from its JSON text (one JSON object in the
+/// service's form): the one call that yields the service's error code for any bad payload.
+///
+/// Equivalent to [`decode_payload`], then [`Payload::into_entity`], then
+/// [`crate::validate::entity`].
+pub fn decode_entity(text: &str, options: &DecodeOptions) -> Result<Entity, ModelError> {
+    let entity = decode_payload(text, options)?.into_entity()?;
+    validate::entity(&entity)?;
+    Ok(entity)
+}
+
+/// Like [`decode_entity`], from an already parsed JSON value. (A `serde_json::Value` cannot
+/// hold duplicate keys, so `DuplicatePropertiesSpecified` is only detected from text.)
+pub fn decode_entity_value(
+    value: &serde_json::Value,
+    options: &DecodeOptions,
+) -> Result<Entity, ModelError> {
+    decode_entity(&value.to_string(), options)
+}
+
+/// A JSON object as its entries in text order, values kept as raw text.
+struct RawObject<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for RawObject<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor;
+        impl<'de> Visitor<'de> for ObjectVisitor {
+            type Value = RawObject<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(8));
+                while let Some(entry) = map.next_entry::<String, &'de RawValue>()? {
+                    entries.push(entry);
+                }
+                Ok(RawObject(entries))
+            }
+        }
+        deserializer.deserialize_map(ObjectVisitor)
+    }
+}
+
+fn invalid(message: impl Into<String>) -> ModelError {
+    ModelError::new(ErrorCode::InvalidInput, message)
+}
+
+fn json_error(e: &serde_json::Error) -> ModelError {
+    if let Some(m) = lone_surrogate_error(e) {
+        return m;
+    }
+    match e.classify() {
+        serde_json::error::Category::Data => {
+            invalid(format!("the entity must be a JSON object ({e})"))
+        }
+        _ => invalid(format!("the entity is not valid JSON: {e}")),
+    }
+}
+
+/// What a payload key is.
+enum KeyKind<'k> {
+    /// `Name@odata.type`: the type annotation of `Name`.
+    TypeAnnotation(&'k str),
+    /// `odata.*` metadata, or any other annotation (`@odata.etag`, `Name@ns.term`): ignored.
+    Ignored,
+    /// A property (system or custom).
+    Property,
+}
+
+fn classify(key: &str) -> KeyKind<'_> {
+    if let Some(name) = key.strip_suffix("@odata.type") {
+        if !name.is_empty() && !name.contains('@') {
+            return KeyKind::TypeAnnotation(name);
+        }
+        return KeyKind::Ignored;
+    }
+    if key.contains('@') || key.starts_with("odata.") {
+        KeyKind::Ignored
+    } else {
+        KeyKind::Property
+    }
+}
+
+/// Decodes one payload (a JSON object) without the entity-level checks; see [`Payload`].
+///
+/// Rules: keys appear at most once (→ `DuplicatePropertiesSpecified`); `Name@odata.type`
+/// annotations name an Edm type (unknown → `InvalidInput`) and may come before or after the
+/// value; `odata.*` metadata and other annotations are ignored; a `null` value is an absent
+/// property (an annotation alone adds nothing); objects, arrays and values that do not
+/// convert to their type are `InvalidInput` (a DateTime out of range is `OutOfRangeInput`);
+/// PartitionKey and RowKey must be JSON strings; the Timestamp is handled as
+/// [`DecodeOptions::keep_timestamp`] says; custom names must be valid property names.
+pub fn decode_payload(text: &str, options: &DecodeOptions) -> Result<Payload, ModelError> {
+    let RawObject(entries) =
+        serde_json::from_str::<RawObject<'_>>(text).map_err(|e| json_error(&e))?;
+
+    let mut seen: HashSet<&str> = HashSet::with_capacity(entries.len());
+    let mut types: HashMap<&str, EdmType> = HashMap::new();
+    for (key, raw) in &entries {
+        if !seen.insert(key.as_str()) {
+            return Err(ModelError::new(
+                ErrorCode::DuplicatePropertiesSpecified,
+                format!(
+                    "`{}` appears more than once in the entity: each property (and annotation) \
+                     may be given only once",
+                    excerpt(key)
+                ),
+            ));
+        }
+        if let KeyKind::TypeAnnotation(name) = classify(key) {
+            types.insert(name, annotation_type(key, raw)?);
+        }
+    }
+
+    let mut payload = Payload {
+        properties: Vec::with_capacity(entries.len()),
+        ..Payload::default()
+    };
+    for (key, raw) in &entries {
+        if !matches!(classify(key), KeyKind::Property) {
+            continue;
+        }
+        let declared = types.get(key.as_str()).copied();
+        match key.as_str() {
+            "PartitionKey" => payload.partition_key = key_value(key, raw, declared)?,
+            "RowKey" => payload.row_key = key_value(key, raw, declared)?,
+            "Timestamp" => {
+                if options.keep_timestamp {
+                    if let Some(t) = declared.filter(|t| *t != EdmType::DateTime) {
+                        return Err(invalid(format!(
+                            "Timestamp is annotated {t}: the Timestamp is always an Edm.DateTime"
+                        )));
+                    }
+                    payload.timestamp = match convert(key, raw, Some(EdmType::DateTime))? {
+                        Some(Value::DateTime(t)) => Some(t),
+                        _ => None,
+                    };
+                }
+            }
+            name => {
+                validate::property_name(name)?;
+                if let Some(value) = convert(name, raw, declared)? {
+                    payload.properties.push(Property {
+                        name: name.to_owned(),
+                        value,
+                    });
+                }
+            }
+        }
+    }
+    Ok(payload)
+}
+
+fn annotation_type(key: &str, raw: &RawValue) -> Result<EdmType, ModelError> {
+    let text: String = match raw.get().as_bytes().first() {
+        Some(b'"') => serde_json::from_str(raw.get()).map_err(|e| json_error(&e))?,
+        _ => {
+            return Err(invalid(format!(
+                "annotation `{}` must be a string naming an Edm type, not {}",
+                excerpt(key),
+                excerpt(raw.get())
+            )));
+        }
+    };
+    text.parse::<EdmType>()
+        .map_err(|e| invalid(format!("annotation `{}`: {e}", excerpt(key))))
+}
+
+fn key_value(
+    name: &str,
+    raw: &RawValue,
+    declared: Option<EdmType>,
+) -> Result<Option<String>, ModelError> {
+    if let Some(t) = declared.filter(|t| *t != EdmType::String) {
+        return Err(invalid(format!(
+            "{name} is annotated {t}: keys are always Edm.String"
+        )));
+    }
+    match raw.get().as_bytes().first() {
+        Some(b'n') => Ok(None),
+        Some(b'"') => Ok(Some(parse_string(raw)?)),
+        _ => Err(invalid(format!(
+            "{name} must be a JSON string, not {}",
+            excerpt(raw.get())
+        ))),
+    }
+}
+
+fn parse_string(raw: &RawValue) -> Result<String, ModelError> {
+    serde_json::from_str::<String>(raw.get()).map_err(|e| json_error(&e))
+}
+
+/// Converts one raw JSON value to a typed value (`None` for null).
+fn convert(
+    name: &str,
+    raw: &RawValue,
+    declared: Option<EdmType>,
+) -> Result<Option<Value>, ModelError> {
+    let text = raw.get();
+    let cannot = |what: &str, t: EdmType, expected: &str| {
+        invalid(format!(
+            "property `{}`: {what} {} cannot be read as {t} (expected {expected})",
+            excerpt(name),
+            excerpt(text)
+        ))
+    };
+    let value = match text.as_bytes().first() {
+        Some(b'n') => return Ok(None),
+        Some(b'{') | Some(b'[') => {
+            return Err(invalid(format!(
+                "property `{}`: a JSON {} is not a property value (values are strings, numbers \
+                 or booleans)",
+                excerpt(name),
+                if text.starts_with('{') {
+                    "object"
+                } else {
+                    "array"
+                }
+            )));
+        }
+        Some(b't') | Some(b'f') => {
+            let b = text == "true";
+            match declared {
+                None | Some(EdmType::Boolean) => Value::Boolean(b),
+                Some(t) => return Err(cannot("the boolean", t, expected_form(t))),
+            }
+        }
+        Some(b'"') => {
+            let s = parse_string(raw)?;
+            match declared {
+                None | Some(EdmType::String) => Value::String(s),
+                Some(t) => from_string(name, &s, t)?,
+            }
+        }
+        _ => {
+            // A JSON number, kept as its exact text.
+            let integer = !text.contains(['.', 'e', 'E']);
+            match declared {
+                None if integer => match text.parse::<i32>() {
+                    Ok(i) => Value::Int32(i),
+                    Err(_) => Value::Double(finite_double(name, text)?),
+                },
+                None | Some(EdmType::Double) => Value::Double(finite_double(name, text)?),
+                Some(EdmType::String) => Value::String(text.to_owned()),
+                Some(EdmType::Int32) if integer => Value::Int32(
+                    text.parse()
+                        .map_err(|_| out_of_range_int(name, text, EdmType::Int32))?,
+                ),
+                Some(EdmType::Int64) if integer => Value::Int64(
+                    text.parse()
+                        .map_err(|_| out_of_range_int(name, text, EdmType::Int64))?,
+                ),
+                Some(t) => return Err(cannot("the number", t, expected_form(t))),
+            }
+        }
+    };
+    Ok(Some(value))
+}
+
+fn expected_form(t: EdmType) -> &'static str {
+    match t {
+        EdmType::Binary => "a padded base64 string",
+        EdmType::Boolean => "true, false, or the string \"true\"/\"false\" in any case",
+        EdmType::DateTime => "a string YYYY-MM-DDTHH:MM:SS[.fffffff][Z|±hh:mm]",
+        EdmType::Double => {
+            "a JSON number, a numeric string, \"NaN\", \"Infinity\" or \"-Infinity\""
+        }
+        EdmType::Guid => "a string in the dashed 8-4-4-4-12 hex form",
+        EdmType::Int32 | EdmType::Int64 => "a JSON integer or a string of [+-]digits",
+        EdmType::String => "a JSON string or number",
+    }
+}
+
+fn out_of_range_int(name: &str, text: &str, t: EdmType) -> ModelError {
+    let range = if t == EdmType::Int32 {
+        "-2147483648 to 2147483647"
+    } else {
+        "-9223372036854775808 to 9223372036854775807"
+    };
+    invalid(format!(
+        "property `{}`: {} is out of range for {t} ({range})",
+        excerpt(name),
+        excerpt(text)
+    ))
+}
+
+fn finite_double(name: &str, text: &str) -> Result<f64, ModelError> {
+    match text.parse::<f64>() {
+        Ok(d) if d.is_finite() => Ok(d),
+        Ok(_) => Err(invalid(format!(
+            "property `{}`: {} overflows Edm.Double (largest finite value ±1.7976931348623157e308)",
+            excerpt(name),
+            excerpt(text)
+        ))),
+        Err(_) => Err(invalid(format!(
+            "property `{}`: {} is not a number",
+            excerpt(name),
+            excerpt(text)
+        ))),
+    }
+}
+
+/// `[+-]?digits`.
+fn is_integer_text(s: &str) -> bool {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `[+-]?(digits[.digits*]|.digits)([eE][+-]?digits)?`: the numeric strings accepted for
+/// Edm.Double (no `inf`/`nan` spellings, no spaces).
+fn is_decimal_text(s: &str) -> bool {
+    let b = s.strip_prefix(['+', '-']).unwrap_or(s).as_bytes();
+    let mut i = 0;
+    let int_digits = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    i += int_digits;
+    let mut frac_digits = 0;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        frac_digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        i += frac_digits;
+    }
+    if int_digits + frac_digits == 0 {
+        return false;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        let exp_digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if exp_digits == 0 {
+            return false;
+        }
+        i += exp_digits;
+    }
+    i == b.len()
+}
+
+/// Converts an annotated JSON string to its declared (non-String) type.
+fn from_string(name: &str, s: &str, t: EdmType) -> Result<Value, ModelError> {
+    let cannot = || {
+        invalid(format!(
+            "property `{}`: \"{}\" cannot be read as {t} (expected {})",
+            excerpt(name),
+            excerpt(s),
+            expected_form(t)
+        ))
+    };
+    Ok(match t {
+        EdmType::String => Value::String(s.to_owned()),
+        EdmType::Int32 if is_integer_text(s) => {
+            Value::Int32(s.parse().map_err(|_| out_of_range_int(name, s, t))?)
+        }
+        EdmType::Int64 if is_integer_text(s) => {
+            Value::Int64(s.parse().map_err(|_| out_of_range_int(name, s, t))?)
+        }
+        EdmType::Int32 | EdmType::Int64 => return Err(cannot()),
+        EdmType::Boolean if s.eq_ignore_ascii_case("true") => Value::Boolean(true),
+        EdmType::Boolean if s.eq_ignore_ascii_case("false") => Value::Boolean(false),
+        EdmType::Boolean => return Err(cannot()),
+        EdmType::Double => match s {
+            "NaN" => Value::Double(f64::NAN),
+            "Infinity" => Value::Double(f64::INFINITY),
+            "-Infinity" => Value::Double(f64::NEG_INFINITY),
+            _ if is_decimal_text(s) => Value::Double(finite_double(name, s)?),
+            _ => return Err(cannot()),
+        },
+        EdmType::DateTime => match DateTime::parse(s) {
+            Ok(d) => Value::DateTime(d),
+            Err(DateTimeError::OutOfRange(_)) => {
+                return Err(ModelError::new(
+                    ErrorCode::OutOfRangeInput,
+                    format!(
+                        "property `{}`: DateTime \"{}\" is out of range (allowed: \
+                         1601-01-01T00:00:00Z to 9999-12-31T23:59:59.9999999Z)",
+                        excerpt(name),
+                        excerpt(s)
+                    ),
+                ));
+            }
+            Err(DateTimeError::Invalid(_)) => return Err(cannot()),
+        },
+        EdmType::Guid => {
+            if !guid_text_ok(s) {
+                return Err(cannot());
+            }
+            Value::Guid(uuid::Uuid::parse_str(s).map_err(|_| cannot())?)
+        }
+        EdmType::Binary => Value::Binary(
+            base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .map_err(|_| cannot())?,
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_grammars() {
+        for ok in ["0", "+1", "-12", "007"] {
+            assert!(is_integer_text(ok), "{ok}");
+        }
+        for bad in ["", "+", "1.0", " 1", "1 ", "1e3", "0x1", "１"] {
+            assert!(!is_integer_text(bad), "{bad}");
+        }
+        for ok in [
+            "0", "1.5", "-1.5", "+2", ".5", "5.", "1e5", "1E-5", "-.5e+3",
+        ] {
+            assert!(is_decimal_text(ok), "{ok}");
+        }
+        for bad in [
+            "", ".", "-", "e5", "1e", "1e+", "inf", "nan", "infinity", "1.2.3", " 1", "0x10",
+            "1_000",
+        ] {
+            assert!(!is_decimal_text(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn key_classification() {
+        assert!(matches!(
+            classify("A@odata.type"),
+            KeyKind::TypeAnnotation("A")
+        ));
+        assert!(matches!(classify("@odata.type"), KeyKind::Ignored));
+        assert!(matches!(classify("odata.etag"), KeyKind::Ignored));
+        assert!(matches!(classify("A@odata.mediaEtag"), KeyKind::Ignored));
+        assert!(matches!(classify("odata"), KeyKind::Property));
+        assert!(matches!(classify("odataX"), KeyKind::Property));
+    }
+}

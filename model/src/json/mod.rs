@@ -1,0 +1,112 @@
+//! The Table service's JSON wire format for entities, and the ETag.
+//!
+//! **Decoding** ([`decode_entity`]) reads one JSON object in the service's form and applies
+//! every rule of the data model, so that one call yields the service's error code:
+//!
+//! * `Name@odata.type` annotations, before or after the value; an unknown type is
+//!   `InvalidInput`. `odata.*` metadata (`odata.metadata`, `odata.etag`, …) and other
+//!   annotations are ignored.
+//! * Without an annotation a value's type is inferred: string → String, integer in i32 range
+//!   → Int32, any other number → Double, `true`/`false` → Boolean.
+//! * Annotated values convert leniently, as the service does: Int32/Int64 from a JSON
+//!   integer or a `[+-]digits` string; Boolean from JSON or `"true"`/`"false"` in any case;
+//!   Double from a number, a numeric string, `"NaN"`, `"Infinity"`, `"-Infinity"`; DateTime
+//!   from the strict form (out of range → `OutOfRangeInput`); Guid from the dashed form in
+//!   either case; Binary from padded base64; String from a string or a number's text.
+//! * `null` is an absent property; a JSON object or array as a value, a lone surrogate
+//!   escape, or any unconvertible value is `InvalidInput`; PartitionKey and RowKey must be
+//!   JSON strings (missing → `PropertiesNeedValue`); the same key twice is
+//!   `DuplicatePropertiesSpecified` (detected on the raw text).
+//! * The Timestamp is kept or ignored per [`DecodeOptions`].
+//!
+//! **Encoding** ([`encode_entity_to_string`], [`encode_entity_ordered`], [`encode_entity`])
+//! writes the three metadata levels of [`MetadataLevel`], with an optional [`Envelope`]
+//! (`odata.metadata`, `odata.etag`, …) that the server fills in.
+//!
+//! ```
+//! use tableq_model::json::{self, DecodeOptions, EncodeOptions, MetadataLevel};
+//! use tableq_model::{ErrorCode, Value};
+//!
+//! let text = r#"{"PartitionKey":"p","RowKey":"r","Age":42,"Big@odata.type":"Edm.Int64","Big":"9007199254740993"}"#;
+//! let e = json::decode_entity(text, &DecodeOptions::default()).unwrap();
+//! assert_eq!(e.custom("Age"), Some(&Value::Int32(42)));
+//! assert_eq!(e.custom("Big"), Some(&Value::Int64(9007199254740993)));
+//!
+//! let out = json::encode_entity_to_string(&e, &EncodeOptions::level(MetadataLevel::MinimalMetadata));
+//! assert_eq!(out, r#"{"PartitionKey":"p","RowKey":"r","Age":42,"Big@odata.type":"Edm.Int64","Big":"9007199254740993"}"#);
+//!
+//! let err = json::decode_entity(r#"{"PartitionKey":"p","RowKey":"r","a":1,"a":2}"#,
+//!                               &DecodeOptions::default()).unwrap_err();
+//! assert_eq!(err.code, ErrorCode::DuplicatePropertiesSpecified);
+//!
+//! let t = tableq_model::DateTime::parse("2021-06-09T01:17:08.3795894Z").unwrap();
+//! assert_eq!(json::etag(t), r#"W/"datetime'2021-06-09T01%3A17%3A08.3795894Z'""#);
+//! assert_eq!(json::parse_etag(&json::etag(t)), Ok(t));
+//! ```
+
+mod decode;
+mod encode;
+
+pub use decode::{DecodeOptions, Payload, decode_entity, decode_entity_value, decode_payload};
+pub use encode::{
+    EncodeOptions, EncodedEntity, Envelope, MetadataLevel, encode_entity, encode_entity_ordered,
+    encode_entity_to_string,
+};
+
+use crate::validate::excerpt;
+use crate::{DateTime, ErrorCode, ModelError};
+
+/// Whether a Guid text has the dashed 8-4-4-4-12 hex form (either case).
+fn guid_text_ok(s: &str) -> bool {
+    s.len() == 36
+        && s.bytes().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_hexdigit(),
+        })
+}
+
+/// The `InvalidInput` error for serde_json's lone-surrogate complaints, if this is one.
+fn lone_surrogate_error(e: &serde_json::Error) -> Option<ModelError> {
+    let text = e.to_string();
+    (text.contains("surrogate") || text.contains("end of hex escape")).then(|| {
+        ModelError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "a string contains a lone surrogate escape (an unpaired \\uD800-\\uDFFF): \
+                 strings must be valid Unicode ({e})"
+            ),
+        )
+    })
+}
+
+/// The ETag of an entity with this Timestamp: `W/"datetime'<Timestamp>'"` with `:`
+/// percent-encoded as `%3A`, e.g. `W/"datetime'2021-06-09T01%3A17%3A08.3795894Z'"`.
+pub fn etag(timestamp: DateTime) -> String {
+    format!(
+        "W/\"datetime'{}'\"",
+        timestamp.to_string().replace(':', "%3A")
+    )
+}
+
+/// Reads an ETag written by [`etag`] back to its Timestamp (`%3A` in either case, or a plain
+/// `:`). Anything else is `InvalidInput`.
+pub fn parse_etag(text: &str) -> Result<DateTime, ModelError> {
+    let bad = || {
+        ModelError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "`{}` is not an ETag of this service (expected W/\"datetime'…'\")",
+                excerpt(text)
+            ),
+        )
+    };
+    let inner = text
+        .strip_prefix("W/\"datetime'")
+        .and_then(|s| s.strip_suffix("'\""))
+        .ok_or_else(bad)?;
+    let decoded = inner.replace("%3A", ":").replace("%3a", ":");
+    DateTime::parse(&decoded).map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests;
