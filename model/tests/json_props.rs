@@ -165,7 +165,7 @@ proptest! {
         if ab != Ordering::Greater && b.cmp(&c) != Ordering::Greater {
             prop_assert_ne!(a.cmp(&c), Ordering::Greater);
         }
-        let mut v = vec![a.clone(), b.clone(), c.clone()];
+        let mut v = [a.clone(), b.clone(), c.clone()];
         v.sort();
         prop_assert!(v.windows(2).all(|w| w[0] <= w[1]));
     }
