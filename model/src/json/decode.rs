@@ -123,7 +123,7 @@ fn invalid(message: impl Into<String>) -> ModelError {
 }
 
 fn json_error(e: &serde_json::Error) -> ModelError {
-    if let Some(m) = lone_surrogate_error(e) {
+    if let Some(m) = lone_surrogate_error(e, "", true) {
         return m;
     }
     match e.classify() {
@@ -230,7 +230,7 @@ pub fn decode_payload(text: &str, options: &DecodeOptions) -> Result<Payload, Mo
 
 fn annotation_type(key: &str, raw: &RawValue) -> Result<EdmType, ModelError> {
     let text: String = match raw.get().as_bytes().first() {
-        Some(b'"') => serde_json::from_str(raw.get()).map_err(|e| json_error(&e))?,
+        Some(b'"') => serde_json::from_str(raw.get()).map_err(|e| value_error(key, &e))?,
         _ => {
             return Err(invalid(format!(
                 "annotation `{}` must be a string naming an Edm type, not {}",
@@ -255,7 +255,7 @@ fn key_value(
     }
     match raw.get().as_bytes().first() {
         Some(b'n') => Ok(None),
-        Some(b'"') => Ok(Some(parse_string(raw)?)),
+        Some(b'"') => Ok(Some(parse_string(name, raw)?)),
         _ => Err(invalid(format!(
             "{name} must be a JSON string, not {}",
             excerpt(raw.get())
@@ -263,8 +263,21 @@ fn key_value(
     }
 }
 
-fn parse_string(raw: &RawValue) -> Result<String, ModelError> {
-    serde_json::from_str::<String>(raw.get()).map_err(|e| json_error(&e))
+fn parse_string(name: &str, raw: &RawValue) -> Result<String, ModelError> {
+    serde_json::from_str::<String>(raw.get()).map_err(|e| value_error(name, &e))
+}
+
+/// An error from parsing one (already syntax-checked) value: serde_json's position would be
+/// relative to the value, so it is left out.
+fn value_error(name: &str, e: &serde_json::Error) -> ModelError {
+    let place = format!("property `{}`: ", excerpt(name));
+    lone_surrogate_error(e, &place, false).unwrap_or_else(|| {
+        let text = e.to_string();
+        let text = text
+            .rfind(" at line ")
+            .map_or(text.as_str(), |i| &text[..i]);
+        invalid(format!("{place}{text}"))
+    })
 }
 
 /// Converts one raw JSON value to a typed value (`None` for null).
@@ -303,7 +316,7 @@ fn convert(
             }
         }
         Some(b'"') => {
-            let s = parse_string(raw)?;
+            let s = parse_string(name, raw)?;
             match declared {
                 None | Some(EdmType::String) => Value::String(s),
                 Some(t) => from_string(name, &s, t)?,

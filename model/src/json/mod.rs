@@ -66,14 +66,25 @@ fn guid_text_ok(s: &str) -> bool {
 }
 
 /// The `InvalidInput` error for serde_json's lone-surrogate complaints, if this is one.
-fn lone_surrogate_error(e: &serde_json::Error) -> Option<ModelError> {
+/// `whole_text` says whether `e` came from parsing the whole payload (its position is then
+/// meaningful) or one value of it (`place` names that value).
+fn lone_surrogate_error(
+    e: &serde_json::Error,
+    place: &str,
+    whole_text: bool,
+) -> Option<ModelError> {
     let text = e.to_string();
     (text.contains("surrogate") || text.contains("end of hex escape")).then(|| {
+        let at = if whole_text {
+            format!(" (at column {})", e.column())
+        } else {
+            String::new()
+        };
         ModelError::new(
             ErrorCode::InvalidInput,
             format!(
-                "a string contains a lone surrogate escape (an unpaired \\uD800-\\uDFFF): \
-                 strings must be valid Unicode ({e})"
+                "{place}a string contains a lone surrogate escape (an unpaired \\uD800-\\uDFFF){at}: \
+                 strings must be valid Unicode"
             ),
         )
     })
