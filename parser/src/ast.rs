@@ -101,6 +101,10 @@ impl Expr {
 impl Comparison {
     /// The operator with the property on the left: `30 lt Age` gives `gt`.
     pub fn normalized_op(&self) -> CmpOp {
-        if self.literal_first { self.op.swap() } else { self.op }
+        if self.literal_first {
+            self.op.swap()
+        } else {
+            self.op
+        }
     }
 }

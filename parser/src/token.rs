@@ -1,0 +1,86 @@
+//! The tokens of `$filter`, as produced by [`crate::lex`].
+//!
+//! Literals are already typed ([`Value`]); `true`/`false`, `NaN`, `INF` and `-INF` are
+//! literals too. Keywords are lowercase only: `EQ` or `Not` lex as [`Token::Ident`].
+//!
+//! ```
+//! use tableq_parser::{lex, Token};
+//! use tableq_model::{CmpOp, Value};
+//! let tokens: Vec<Token> = lex("Age ge 30").unwrap().into_iter().map(|(t, _)| t).collect();
+//! assert_eq!(
+//!     tokens,
+//!     [Token::Ident("Age".into()), Token::Op(CmpOp::Ge), Token::Literal(Value::Int32(30))]
+//! );
+//! ```
+
+use std::fmt;
+use tableq_model::{CmpOp, Value};
+
+/// One token of a `$filter`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Token {
+    /// `(`
+    LParen,
+    /// `)`
+    RParen,
+    /// `,` (only meaningful inside unsupported constructs such as `in (...)`).
+    Comma,
+    /// `/` (property paths and lambdas, which are unsupported).
+    Slash,
+    /// `:` (lambda variables, unsupported).
+    Colon,
+    /// `and`
+    And,
+    /// `or`
+    Or,
+    /// `not`
+    Not,
+    /// `eq`, `ne`, `gt`, `ge`, `lt`, `le`.
+    Op(CmpOp),
+    /// A typed literal: string, number, boolean, `datetime'…'`, `guid'…'`, `X'…'`.
+    Literal(Value),
+    /// `null` (rejected by the parser: the service has no null comparisons).
+    Null,
+    /// A name: a property, or a word that is not a keyword (`EQ`, `startswith`, `add`).
+    Ident(String),
+    /// A `$`-parameter such as `$it` (rejected by the parser).
+    Parameter(String),
+}
+
+impl Token {
+    /// A short description of the token's class, e.g. `"identifier"`, `"literal"`.
+    pub fn class(&self) -> &'static str {
+        match self {
+            Token::LParen | Token::RParen | Token::Comma | Token::Slash | Token::Colon => {
+                "punctuation"
+            }
+            Token::And | Token::Or | Token::Not => "keyword",
+            Token::Op(_) => "operator",
+            Token::Literal(_) => "literal",
+            Token::Null => "null",
+            Token::Ident(_) => "identifier",
+            Token::Parameter(_) => "parameter",
+        }
+    }
+}
+
+impl fmt::Display for Token {
+    /// The token in canonical source form (`and`, `eq`, `'it''s'`, `5L`, `Age`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Token::LParen => f.write_str("("),
+            Token::RParen => f.write_str(")"),
+            Token::Comma => f.write_str(","),
+            Token::Slash => f.write_str("/"),
+            Token::Colon => f.write_str(":"),
+            Token::And => f.write_str("and"),
+            Token::Or => f.write_str("or"),
+            Token::Not => f.write_str("not"),
+            Token::Op(op) => write!(f, "{op}"),
+            Token::Literal(v) => write!(f, "{v}"),
+            Token::Null => f.write_str("null"),
+            Token::Ident(name) | Token::Parameter(name) => f.write_str(name),
+        }
+    }
+}
