@@ -24,6 +24,16 @@
 //! * `not` of an exact operand is the complement (keys are always present, so negation is
 //!   exact), otherwise `K = all, R = node`.
 //!
+//! Finally the residual is simplified *in key context*: it is only evaluated on entities
+//! inside the ranges, so a key comparison that holds on every range is `true` there and one
+//! that holds on none is `false` (`PartitionKey eq 'p' and not (PartitionKey eq 'p' and A)`
+//! reads partition `p` with residual `not (A eq true)`).
+//!
+//! Finally the residual is simplified *in key context*: it is only evaluated on entities
+//! inside the ranges, so a key comparison that holds on every range is `true` there and one
+//! that holds on none is `false` (`PartitionKey eq 'p' and not (PartitionKey eq 'p' and A)`
+//! reads partition `p` with residual `not (A eq true)`).
+//!
 //! **Limits.** Sets are sweeps linear in their sizes, and an `or` unions its operands
 //! pairwise in a balanced tree, so extraction is `O(n log n)` in the filter size. To keep
 //! plans small, a node whose set would need more than `max_ranges` ranges (default
@@ -52,7 +62,7 @@
 use crate::keyspace::{Intervals, Space};
 use crate::plan::KeySet;
 use crate::predicate::Predicate;
-use crate::rules::is_key;
+use crate::rules::{Driver, Step, is_key};
 use tableq_model::{Value, ValueRef, compare};
 
 /// The default cap on the number of ranges of a plan.
@@ -74,16 +84,61 @@ pub struct Extraction {
 /// Derives key ranges and a residual from `p` (see the module docs for the guarantee).
 /// `max_ranges` (at least 1) caps the number of ranges.
 pub fn extract_key_ranges(p: &Predicate, max_ranges: usize) -> Extraction {
+    extract_key_ranges_traced(p, max_ranges, None)
+}
+
+/// [`extract_key_ranges`], recording what it did as [`Step`]s when `trace` is given:
+/// `extract_key_ranges` (the ranges found), `coarsen_ranges`, `scan_order_hull` and
+/// `residual_in_key_context`.
+pub fn extract_key_ranges_traced(
+    p: &Predicate,
+    max_ranges: usize,
+    mut trace: Option<&mut Vec<Step>>,
+) -> Extraction {
     let max = max_ranges.max(1);
     let mut coarsened = false;
     let (mut space, mut residual) = analyze(p, max, &mut coarsened);
+    if let Some(t) = trace.as_deref_mut() {
+        t.push(Step {
+            rule: "extract_key_ranges",
+            before: p.to_string(),
+            after: format!("{} range(s), residual {residual}", space.range_count()),
+        });
+        if coarsened {
+            t.push(Step {
+                rule: "coarsen_ranges",
+                before: format!("more than {max} ranges"),
+                after: "a coarser superset; the residual keeps the precision".to_owned(),
+            });
+        }
+    }
     if !space.scan_order_safe() {
         space = space.order_safe_hull();
         residual = p.clone();
         coarsened = true;
+        if let Some(t) = trace.as_deref_mut() {
+            t.push(Step {
+                rule: "scan_order_hull",
+                before: "a multi-partition range with gaps in RowKey".to_owned(),
+                after: format!("its RowKey hull, residual {residual}"),
+            });
+        }
     }
     if space.is_empty() {
         residual = Predicate::True;
+    } else if !residual.is_true() {
+        let simplified = in_key_context(&residual, &space);
+        if simplified != residual {
+            let (simplified, _) = Driver::new().run(simplified);
+            if let Some(t) = trace.as_deref_mut() {
+                t.push(Step {
+                    rule: "residual_in_key_context",
+                    before: residual.to_string(),
+                    after: simplified.to_string(),
+                });
+            }
+            residual = simplified;
+        }
     }
     let exact = residual.is_true();
     Extraction {
@@ -91,6 +146,31 @@ pub fn extract_key_ranges(p: &Predicate, max_ranges: usize) -> Extraction {
         residual,
         exact,
         coarsened,
+    }
+}
+
+/// The residual is only evaluated on entities whose keys lie in `space`: a key comparison
+/// that holds on all of `space` is `true` there, one that holds nowhere in it is `false`.
+fn in_key_context(p: &Predicate, space: &Space) -> Predicate {
+    match p {
+        Predicate::Compare(c) if is_key(&c.property) => {
+            let (s, r) = analyze(p, usize::MAX, &mut false);
+            if !r.is_true() {
+                return p.clone();
+            }
+            let common = space.intersect(&s);
+            if common.is_empty() {
+                Predicate::False
+            } else if common == *space {
+                Predicate::True
+            } else {
+                p.clone()
+            }
+        }
+        Predicate::True | Predicate::False | Predicate::Compare(_) => p.clone(),
+        Predicate::Not(inner) => Predicate::not(in_key_context(inner, space)),
+        Predicate::And(ps) => Predicate::and(ps.iter().map(|q| in_key_context(q, space))),
+        Predicate::Or(ps) => Predicate::or(ps.iter().map(|q| in_key_context(q, space))),
     }
 }
 
@@ -225,7 +305,9 @@ mod tests {
         let capped = extract_key_ranges(&p, 4);
         assert!(capped.coarsened && !capped.exact);
         assert_eq!(capped.keys.ranges.len(), 1);
-        assert_eq!(capped.residual, p);
+        // In the coarse range every RowKey is 'r': only the PartitionKeys remain to check.
+        let pks = Predicate::or((0..10).map(|i| pk(CmpOp::Eq, &format!("p{i}"))));
+        assert_eq!(capped.residual, pks);
     }
 
     #[test]
@@ -244,7 +326,10 @@ mod tests {
             x.keys.ranges[0].row_key.upper,
             std::ops::Bound::Included("3".to_owned())
         );
-        assert_eq!(x.residual, p);
+        assert_eq!(
+            x.residual,
+            Predicate::or([rk(CmpOp::Eq, "1"), rk(CmpOp::Eq, "3")])
+        );
     }
 
     #[test]

@@ -134,10 +134,11 @@ impl Planner {
         top: Option<&Top>,
     ) -> Explanation {
         let lowered = lower::lower(filter);
-        let (rewritten, steps) = rules::Driver::new()
+        let (rewritten, mut steps) = rules::Driver::new()
             .record(self.verbose)
             .run(lowered.clone());
-        let x = extract_key_ranges(&rewritten, self.max_ranges);
+        let trace = if self.verbose { Some(&mut steps) } else { None };
+        let x = extract::extract_key_ranges_traced(&rewritten, self.max_ranges, trace);
         let plan = Plan {
             ranges: x.keys,
             residual: x.residual,

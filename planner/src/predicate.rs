@@ -15,7 +15,8 @@
 //! rule `not (A eq 1)` matches entities lacking `A` while `A ne 1` does not. (The rewrite rule
 //! `negate_key_comparison` flips the operator where that is sound: on PartitionKey/RowKey.)
 //!
-//! `Display` prints canonical OData (`true`/`false` for the constants):
+//! `Display` prints canonical OData in the parser's style (`true`/`false` for the
+//! constants; `not A eq 1` means `not (A eq 1)`):
 //!
 //! ```
 //! use tableq_model::{CmpOp, Value};
@@ -24,7 +25,7 @@
 //! let a = Predicate::compare("A", CmpOp::Eq, Value::Int32(1));
 //! let b = Predicate::compare("B", CmpOp::Gt, Value::from("x"));
 //! let p = Predicate::not(Predicate::and([a.clone(), b, Predicate::True]));
-//! assert_eq!(p.to_string(), "not (A eq 1) or not (B gt 'x')");
+//! assert_eq!(p.to_string(), "not A eq 1 or not B gt 'x'");
 //! assert_eq!(Predicate::or([a.clone(), a.clone()]), a); // duplicates collapse
 //! ```
 
@@ -214,14 +215,18 @@ fn dedupe(ps: &mut Vec<Predicate>) {
 }
 
 impl fmt::Display for Predicate {
-    /// Canonical OData: `and` binds tighter than `or`, so only an `Or` inside an `And` needs
-    /// parentheses; `not` is always followed by a parenthesised operand.
+    /// Canonical OData, as the parser prints an AST: `and` binds tighter than `or`, so only
+    /// an `Or` inside an `And` needs parentheses, and `not` applies to the comparison after
+    /// it (`not A eq 1`) or to a parenthesised group.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Predicate::True => f.write_str("true"),
             Predicate::False => f.write_str("false"),
             Predicate::Compare(c) => c.fmt(f),
-            Predicate::Not(p) => write!(f, "not ({p})"),
+            Predicate::Not(p) if matches!(**p, Predicate::And(_) | Predicate::Or(_)) => {
+                write!(f, "not ({p})")
+            }
+            Predicate::Not(p) => write!(f, "not {p}"),
             Predicate::And(ps) => write_joined(f, ps, " and ", |p| {
                 matches!(p, Predicate::Or(_) | Predicate::And(_))
             }),
@@ -309,7 +314,7 @@ mod tests {
             Predicate::or([a.clone(), b.clone()]),
             Predicate::not(d.clone()),
         ]);
-        assert_eq!(p.to_string(), "(A eq 1 or B lt 2) and not (D ne 'it''s')");
+        assert_eq!(p.to_string(), "(A eq 1 or B lt 2) and not D ne 'it''s'");
         let q = Predicate::or([Predicate::and([a, b]), d]);
         assert_eq!(q.to_string(), "A eq 1 and B lt 2 or D ne 'it''s'");
         assert_eq!(Predicate::True.to_string(), "true");

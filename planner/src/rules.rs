@@ -16,7 +16,7 @@
 //! | `key_lower_bound` | `PartitionKey ge ''` → `true`, `PartitionKey lt ''` → `false` (same for RowKey) |
 //! | `negate_key_comparison` | `not (PartitionKey eq 'x')` → `PartitionKey ne 'x'` (same for RowKey) |
 //! | `complementary_operands` | `X and not X` → `false`, `X or not X` → `true` |
-//! | `absorption` | `X and (X or Y)` → `X`, `X or (X and Y)` → `X` |
+//! | `absorption` | `X and (X or Y)` → `X`, `(X or Y) and (Y or X or Z)` → `X or Y`, dually for `or` |
 //!
 //! ```
 //! use tableq_model::{CmpOp, Value};
@@ -82,7 +82,7 @@ pub const RULES: &[Rule] = &[
     },
     Rule {
         name: "absorption",
-        description: "`X and (X or Y)` is X, `X or (X and Y)` is X",
+        description: "`X and (X or Y)` is X, `(X or Y) and (X or Y or Z)` is `X or Y`; dually for or",
         apply: absorption,
     },
 ];
@@ -300,25 +300,38 @@ fn complementary_operands(p: Predicate) -> Result<Predicate, Predicate> {
     }
 }
 
-/// `X and (X or Y)` → `X and …` without the `Or`; dually for `or`. An operand of the outer
-/// junction that also appears inside an inner junction of the other kind makes that inner
-/// junction redundant.
+/// `X and (X or Y)` → `X`, and `(X or Y) and (Y or X or Z)` → `X or Y`; dually for `or`.
+/// An inner junction of the other kind is redundant when one of its operands is also an
+/// operand of the outer junction, or when another inner junction's operands are a subset of
+/// its own (for equal sets the first one is kept).
 fn absorption(p: Predicate) -> Result<Predicate, Predicate> {
     let (ps, is_and) = match p {
         Predicate::And(ps) => (ps, true),
         Predicate::Or(ps) => (ps, false),
         other => return Err(other),
     };
-    let redundant: Vec<bool> = {
-        let set: HashSet<&Predicate> = ps.iter().collect();
-        ps.iter()
-            .map(|q| match q {
-                Predicate::Or(inner) if is_and => inner.iter().any(|x| set.contains(x)),
-                Predicate::And(inner) if !is_and => inner.iter().any(|x| set.contains(x)),
-                _ => false,
-            })
-            .collect()
-    };
+    let mut redundant = vec![false; ps.len()];
+    {
+        let outer: HashSet<&Predicate> = ps.iter().collect();
+        for i in 0..ps.len() {
+            let Some(qs) = inner_junction(&ps[i], is_and) else {
+                continue;
+            };
+            if qs.iter().any(|x| outer.contains(x)) {
+                redundant[i] = true;
+                continue;
+            }
+            let own: HashSet<&Predicate> = qs.iter().collect();
+            redundant[i] = (0..ps.len()).any(|j| {
+                j != i
+                    && !redundant[j]
+                    && inner_junction(&ps[j], is_and).is_some_and(|rs| {
+                        (rs.len() < qs.len() || (rs.len() == qs.len() && j < i))
+                            && rs.iter().all(|r| own.contains(r))
+                    })
+            });
+        }
+    }
     if !redundant.contains(&true) {
         return Err(if is_and {
             Predicate::And(ps)
@@ -336,6 +349,15 @@ fn absorption(p: Predicate) -> Result<Predicate, Predicate> {
     } else {
         Predicate::or(kept)
     })
+}
+
+/// The operands of `q` when it is a junction of the other kind than the outer one.
+fn inner_junction(q: &Predicate, outer_is_and: bool) -> Option<&[Predicate]> {
+    match q {
+        Predicate::Or(xs) if outer_is_and => Some(xs),
+        Predicate::And(xs) if !outer_is_and => Some(xs),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
