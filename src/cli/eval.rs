@@ -1,12 +1,437 @@
-//! `tableq eval` (placeholder until its issue lands).
+//! `tableq eval`: the standalone filter evaluator (spec: query.md, "The standalone
+//! evaluator").
+//!
+//! ```text
+//! tableq eval [--filter F] [--select S] [--top N] [--max-comparisons N] [--no-limits]
+//!             [--threads N] [--stats] [--strict] [FILE|-]
+//! ```
+//!
+//! 1. The query is parsed first (so a bad query fails fast, before a large file is read):
+//!    an invalid `--filter`, `--select` or `--top` prints a caret diagnostic on stderr and
+//!    exits 2. No `--filter` (or a blank one) means every entity. The comparison limit is
+//!    the service's 15; `--max-comparisons N` sets it and wins over `--no-limits`, which
+//!    lifts it (the nesting and length limits always apply).
+//! 2. Entities are read as JSON lines from FILE or standard input (`-` or no FILE), exactly
+//!    as `tableq validate` reads them: LF or CRLF, a leading UTF-8 BOM skipped, blank lines
+//!    skipped, each line decoded and validated as a *stored* entity (its Timestamp is kept;
+//!    a line without one has none). Lines are decoded in parallel batches and streamed into
+//!    a compact [`MemorySource`]; the file is never held in memory.
+//!    * An invalid line is reported on stderr as `warning: line N: <Code>: <message>` and
+//!      skipped; with `--strict` the first invalid line is fatal
+//!      (`error: line N: <Code>: <message>`, exit 2, nothing printed on stdout).
+//!    * Two lines with the same (PartitionKey, RowKey): the later line wins, as an upsert
+//!      would (a table holds one entity per key); a warning gives the count, and `--strict`
+//!      makes it fatal (exit 2).
+//!    * An unreadable file or bytes that are not UTF-8: `error: …`, exit 2.
+//! 3. The query runs through the planner and the parallel executor. Matches are printed on
+//!    stdout as JSON lines in ascending (PartitionKey, RowKey) order, in the no-metadata form
+//!    plus `Name@odata.type` annotations where JSON cannot show the type (Int64, DateTime,
+//!    Guid, Binary, non-finite Double, and the Timestamp). Without `--top` every match is
+//!    printed (continuations are followed internally, page by page); with `--top N` only
+//!    the first page (at most N entities). With `--select`, each line holds exactly the
+//!    selected properties in selection order, `"Name": null` for one the entity lacks.
+//! 4. `--stats`: the last line on stderr is one JSON object
+//!    `{"loaded":N,"ranges":N,"examined":N,"matched":N,"load_ms":F,"parse_us":F,"plan_us":F,"exec_us":F}`
+//!    — entities in the source, key ranges of the plan, entities read from the source,
+//!    entities printed, and the time spent loading, parsing the query, planning and
+//!    executing (execution only: not printing).
+//!
+//! Exit codes: 0 success (also when lines were skipped with a warning), 2 invalid query,
+//! unreadable input, or (with `--strict`) invalid input.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
+use tableq::exec::{Executor, Key, MemorySource, PageOptions, ResultRow};
+use tableq::model::json::{
+    DecodeOptions, EncodeOptions, EncodedEntity, MetadataLevel, decode_entity,
+    encode_entity_ordered,
+};
+use tableq::model::{Entity, ModelError};
+use tableq::parser::{FilterOptions, ParseError, parse_filter, parse_select, parse_top};
+use tableq::planner::Plan;
 
-/// Arguments.
+/// Arguments of `tableq eval`.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The `$filter` expression (none or blank: every entity).
+    #[arg(long, value_name = "F", allow_hyphen_values = true)]
+    filter: Option<String>,
+    /// The `$select` list: comma-separated property names, or `*`.
+    #[arg(long, value_name = "S", allow_hyphen_values = true)]
+    select: Option<String>,
+    /// `$top`: print only the first page, at most N (1–1000) entities.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    top: Option<String>,
+    /// Comparison limit (default: the service's 15); wins over --no-limits.
+    #[arg(long, value_name = "N")]
+    max_comparisons: Option<usize>,
+    /// Lift the comparison limit (nesting and length limits stay).
+    #[arg(long)]
+    no_limits: bool,
+    /// Threads for loading and execution (default: all cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
+    /// Print timing and counters as one JSON object, the last line on stderr.
+    #[arg(long)]
+    stats: bool,
+    /// Treat an invalid line or a repeated key in the input as fatal (exit 2).
+    #[arg(long)]
+    strict: bool,
+    /// Entities as JSON lines; `-` or nothing reads standard input.
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
+}
 
-/// Runs the command.
-pub fn run(_args: Args) -> ExitCode {
-    eprintln!("error: `eval` is not built yet");
-    ExitCode::from(2)
+/// Runs `tableq eval`.
+pub fn run(args: Args) -> ExitCode {
+    match eval(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Reported) => ExitCode::from(2),
+        Err(Failure::Message(m)) => {
+            eprintln!("error: {m}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Why a run failed (exit 2).
+enum Failure {
+    /// Already reported on stderr.
+    Reported,
+    /// To report as `error: …`.
+    Message(String),
+}
+
+fn eval(args: &Args) -> Result<(), Failure> {
+    // 1. The query.
+    let started = Instant::now();
+    let plan = parse_and_plan(args)?;
+    let (plan, parse_time, plan_time) = (plan.0, plan.1, started.elapsed() - plan.1);
+
+    // 2. The entities.
+    let threads = match args.threads {
+        Some(n) => usize::from(n),
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let load_start = Instant::now();
+    let (label, input): (String, Box<dyn BufRead>) = match &args.file {
+        Some(p) if p.as_os_str() != "-" => match File::open(p) {
+            Ok(f) => (
+                p.display().to_string(),
+                Box::new(BufReader::with_capacity(1 << 20, f)),
+            ),
+            Err(e) => {
+                return Err(Failure::Message(format!(
+                    "cannot read `{}`: {e}",
+                    p.display()
+                )));
+            }
+        },
+        _ => ("<stdin>".to_owned(), Box::new(io::stdin().lock())),
+    };
+    let mut loader = Loader::new(input, threads, args.strict);
+    let source = MemorySource::from_entities(loader.by_ref());
+    if let Some(stop) = loader.stop.take() {
+        return Err(match stop {
+            Stop::Unreadable(why) => Failure::Message(format!("cannot read {label}: {why}")),
+            Stop::Invalid(line, e) => {
+                report_line("error", line, &e);
+                Failure::Reported
+            }
+        });
+    }
+    let source = source.map_err(|e| Failure::Message(format!("cannot load {label}: {e}")))?;
+    let loaded = source.len() as u64;
+    if loader.skipped > 0 {
+        eprintln!(
+            "warning: {label}: skipped {} invalid {}",
+            loader.skipped,
+            plural(loader.skipped, "line", "lines")
+        );
+    }
+    let repeated = loader.decoded - loaded;
+    if repeated > 0 {
+        let what = format!(
+            "{label}: {repeated} {} the keys of an earlier line",
+            plural(repeated, "line repeats", "lines repeat")
+        );
+        if args.strict {
+            return Err(Failure::Message(what));
+        }
+        eprintln!("warning: {what}; the later line wins");
+    }
+    let load_time = load_start.elapsed();
+
+    // 3. Execution and output.
+    let snapshot = source.snapshot();
+    let executor = Executor::new(&snapshot)
+        .with_threads(threads)
+        .map_err(|e| Failure::Message(e.to_string()))?;
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let options = PageOptions::default();
+    let mut continuation: Option<Key> = None;
+    let mut exec_time = Duration::ZERO;
+    let (mut examined, mut matched) = (0u64, 0u64);
+    let mut line = String::new();
+    loop {
+        let t = Instant::now();
+        let page = executor
+            .execute_page(&plan, continuation.as_ref(), &options)
+            .map_err(|e| Failure::Message(e.to_string()))?;
+        exec_time += t.elapsed();
+        examined += page.stats.examined;
+        for row in &page.rows {
+            line.clear();
+            write_row(&mut line, row);
+            line.push('\n');
+            if let Err(e) = out.write_all(line.as_bytes()) {
+                return output_error(e);
+            }
+            matched += 1;
+        }
+        // With `$top` the first page is the answer; without, follow continuations.
+        continuation = page.continuation;
+        if plan.top.is_some() || continuation.is_none() {
+            break;
+        }
+    }
+    if let Err(e) = out.flush() {
+        return output_error(e);
+    }
+
+    if args.stats {
+        eprintln!(
+            "{{\"loaded\":{loaded},\"ranges\":{},\"examined\":{examined},\"matched\":{matched},\
+             \"load_ms\":{:.3},\"parse_us\":{:.3},\"plan_us\":{:.3},\"exec_us\":{:.3}}}",
+            plan.ranges.ranges.len(),
+            load_time.as_secs_f64() * 1e3,
+            parse_time.as_secs_f64() * 1e6,
+            plan_time.as_secs_f64() * 1e6,
+            exec_time.as_secs_f64() * 1e6,
+        );
+    }
+    Ok(())
+}
+
+/// A closed stdout (`tableq eval … | head`) ends the run quietly; other errors are fatal.
+fn output_error(e: io::Error) -> Result<(), Failure> {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        Ok(())
+    } else {
+        Err(Failure::Message(format!("cannot write to stdout: {e}")))
+    }
+}
+
+/// Parses `--filter`, `--select`, `--top` and plans them; returns the plan and the parse time.
+fn parse_and_plan(args: &Args) -> Result<(Plan, Duration), Failure> {
+    let started = Instant::now();
+    let options = FilterOptions {
+        max_comparisons: match (args.max_comparisons, args.no_limits) {
+            (Some(n), _) => Some(n),
+            (None, true) => None,
+            (None, false) => FilterOptions::default().max_comparisons,
+        },
+        ..FilterOptions::default()
+    };
+    let filter = parse_filter(args.filter.as_deref().unwrap_or(""), &options)
+        .map_err(|e| diagnostic("filter", &e))?;
+    let select = args
+        .select
+        .as_deref()
+        .map(parse_select)
+        .transpose()
+        .map_err(|e| diagnostic("$select", &e))?;
+    let top = args
+        .top
+        .as_deref()
+        .map(parse_top)
+        .transpose()
+        .map_err(|e| diagnostic("$top", &e))?;
+    let parse_time = started.elapsed();
+    let plan = tableq::planner::plan(&filter, select.as_ref(), top.as_ref());
+    Ok((plan, parse_time))
+}
+
+/// Reports an invalid query option on stderr (`source_name` labels the input).
+fn diagnostic(option: &str, e: &ParseError) -> Failure {
+    super::diagnostic::print_parse_error(e, option);
+    Failure::Reported
+}
+
+/// Appends one result row as compact JSON.
+fn write_row(out: &mut String, row: &ResultRow) {
+    let options = EncodeOptions::level(MetadataLevel::MinimalMetadata);
+    let encoded = encode_entity_ordered(&row.entity, &options);
+    let text = match &row.select {
+        None => encoded.to_json_string(),
+        Some(names) => {
+            let mut projected = EncodedEntity::default();
+            for name in names.iter() {
+                let annotation = format!("{name}@odata.type");
+                let mut value = serde_json::Value::Null;
+                for (key, v) in encoded.members() {
+                    if *key == annotation {
+                        projected.push(annotation.clone(), v.clone());
+                    } else if key == name {
+                        value = v.clone();
+                    }
+                }
+                projected.push(name.clone(), value);
+            }
+            projected.to_json_string()
+        }
+    };
+    out.push_str(&text);
+}
+
+fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 { one } else { many }
+}
+
+/// Prints `<level>: line N: <Code>: <message>` on stderr (the `validate` format).
+fn report_line(level: &str, line: u64, e: &ModelError) {
+    let message = e.message.replace(['\n', '\r'], " ");
+    eprintln!("{level}: line {line}: {}: {message}", e.code);
+}
+
+/// Why loading stopped early.
+enum Stop {
+    /// Read error or non-UTF-8 bytes.
+    Unreadable(String),
+    /// `--strict` and an invalid line.
+    Invalid(u64, ModelError),
+}
+
+/// Lines decoded per parallel batch.
+const BATCH_LINES: usize = 16 * 1024;
+
+/// Streams entities out of JSON lines, decoding batches of lines on several threads.
+/// Invalid lines are reported (or, when strict, stop the stream with [`Stop::Invalid`]).
+struct Loader<R> {
+    input: R,
+    threads: usize,
+    strict: bool,
+    /// Lines read so far (blank ones included): the number of the last line read.
+    line: u64,
+    batch: std::vec::IntoIter<Entity>,
+    /// Entities decoded (before duplicate keys collapse).
+    decoded: u64,
+    /// Invalid lines skipped.
+    skipped: u64,
+    stop: Option<Stop>,
+    done: bool,
+}
+
+impl<R: BufRead> Loader<R> {
+    fn new(input: R, threads: usize, strict: bool) -> Loader<R> {
+        Loader {
+            input,
+            threads: threads.max(1),
+            strict,
+            line: 0,
+            batch: Vec::new().into_iter(),
+            decoded: 0,
+            skipped: 0,
+            stop: None,
+            done: false,
+        }
+    }
+
+    /// Reads the next batch of non-blank lines with their numbers.
+    fn read_batch(&mut self) -> Result<Vec<(u64, String)>, Stop> {
+        let mut lines = Vec::with_capacity(BATCH_LINES);
+        let mut buf = Vec::with_capacity(1024);
+        while lines.len() < BATCH_LINES {
+            buf.clear();
+            let read = self
+                .input
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| Stop::Unreadable(format!("line {}: {e}", self.line + 1)))?;
+            if read == 0 {
+                self.done = true;
+                break;
+            }
+            self.line += 1;
+            let mut bytes = buf.as_slice();
+            if self.line == 1 {
+                bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+            }
+            let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+            let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+            let text = std::str::from_utf8(bytes).map_err(|e| {
+                Stop::Unreadable(format!(
+                    "line {} is not valid UTF-8 (at byte {} of the line)",
+                    self.line,
+                    e.valid_up_to() + 1
+                ))
+            })?;
+            if !text.trim().is_empty() {
+                lines.push((self.line, text.to_owned()));
+            }
+        }
+        Ok(lines)
+    }
+
+    /// Decodes a batch in parallel, keeping line order.
+    fn decode(&self, lines: Vec<(u64, String)>) -> Vec<Result<Entity, (u64, ModelError)>> {
+        let decode_one = |(n, text): &(u64, String)| {
+            decode_entity(text, &DecodeOptions::STORED).map_err(|e| (*n, e))
+        };
+        if self.threads == 1 || lines.len() < 256 {
+            return lines.iter().map(decode_one).collect();
+        }
+        let per = lines.len().div_ceil(self.threads);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = lines
+                .chunks(per)
+                .map(|chunk| scope.spawn(move || chunk.iter().map(decode_one).collect::<Vec<_>>()))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    }
+}
+
+impl<R: BufRead> Iterator for Loader<R> {
+    type Item = Entity;
+
+    fn next(&mut self) -> Option<Entity> {
+        loop {
+            if let Some(e) = self.batch.next() {
+                return Some(e);
+            }
+            if self.done || self.stop.is_some() {
+                return None;
+            }
+            let lines = match self.read_batch() {
+                Ok(lines) => lines,
+                Err(stop) => {
+                    self.stop = Some(stop);
+                    return None;
+                }
+            };
+            let mut entities = Vec::with_capacity(lines.len());
+            for result in self.decode(lines) {
+                match result {
+                    Ok(e) => entities.push(e),
+                    Err((line, e)) if self.strict => {
+                        self.stop = Some(Stop::Invalid(line, e));
+                        return None;
+                    }
+                    Err((line, e)) => {
+                        report_line("warning", line, &e);
+                        self.skipped += 1;
+                    }
+                }
+            }
+            self.decoded += entities.len() as u64;
+            self.batch = entities.into_iter();
+        }
+    }
 }
