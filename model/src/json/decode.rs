@@ -122,16 +122,25 @@ fn invalid(message: impl Into<String>) -> ModelError {
     ModelError::new(ErrorCode::InvalidInput, message)
 }
 
-fn json_error(e: &serde_json::Error) -> ModelError {
+/// The error for a payload that is not one JSON object.
+fn top_level_error(text: &str, e: &serde_json::Error) -> ModelError {
     if let Some(m) = lone_surrogate_error(e, "", true) {
         return m;
     }
-    match e.classify() {
-        serde_json::error::Category::Data => {
-            invalid(format!("the entity must be a JSON object ({e})"))
-        }
-        _ => invalid(format!("the entity is not valid JSON: {e}")),
+    if e.classify() == serde_json::error::Category::Data {
+        // Valid JSON, but not an object (keys and raw values accept anything else).
+        let what = match text.trim_start().as_bytes().first() {
+            Some(b'[') => "an array",
+            Some(b'"') => "a string",
+            Some(b'n') => "null",
+            Some(b't' | b'f') => "a boolean",
+            _ => "a number",
+        };
+        return invalid(format!(
+            "the entity is {what}, not a JSON object: an entity is one JSON object"
+        ));
     }
+    invalid(format!("the entity is not valid JSON: {e}"))
 }
 
 /// What a payload key is.
@@ -169,7 +178,7 @@ fn classify(key: &str) -> KeyKind<'_> {
 /// [`DecodeOptions::keep_timestamp`] says; custom names must be valid property names.
 pub fn decode_payload(text: &str, options: &DecodeOptions) -> Result<Payload, ModelError> {
     let RawObject(entries) =
-        serde_json::from_str::<RawObject<'_>>(text).map_err(|e| json_error(&e))?;
+        serde_json::from_str::<RawObject<'_>>(text).map_err(|e| top_level_error(text, &e))?;
 
     let mut seen: HashSet<&str> = HashSet::with_capacity(entries.len());
     let mut types: HashMap<&str, EdmType> = HashMap::new();
