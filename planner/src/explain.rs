@@ -189,9 +189,9 @@ impl fmt::Display for Explanation {
         if self.verbose {
             writeln!(f, "lowered:   {}", self.lowered)?;
             if self.steps.is_empty() {
-                writeln!(f, "rules:     (no rule applied)")?;
+                writeln!(f, "steps:     (no rule applied)")?;
             } else {
-                writeln!(f, "rules:")?;
+                writeln!(f, "steps:")?;
                 for s in &self.steps {
                     writeln!(f, "  {}: {}  =>  {}", s.rule, s.before, s.after)?;
                 }
