@@ -10,7 +10,11 @@
 //! * [`order`] — the one value order of the spec (UTF-16 ordinal strings, Guid bytes, …);
 //! * [`compare()`] — the **single** function that decides a `$filter` comparison
 //!   (missing properties, numeric widening, type mismatch, NaN);
-//! * [`ErrorCode`] / [`ModelError`] — the service's error codes with actionable messages.
+//! * [`ErrorCode`] / [`ModelError`] — the service's error codes with actionable messages;
+//! * [`validate`] — every data-model rule (table and property names, keys, counts, sizes,
+//!   the entity-size formula), each violation with the service's error code;
+//! * [`json`] — the JSON wire format: decoding with annotations and the service's lenient
+//!   conversions, encoding in the three metadata levels, and the ETag.
 //!
 //! Lower layers never depend on higher ones: this crate knows nothing of parsing or planning.
 //!
@@ -23,6 +27,12 @@
 //! assert!(compare(e.get("Age"), CmpOp::Gt, Value::Int32(30).as_ref()));
 //! // A missing property makes every comparison false, even `ne`.
 //! assert!(!compare(e.get("Name"), CmpOp::Ne, Value::from("x").as_ref()));
+//!
+//! // Entities come from the service's JSON and are validated on the way in.
+//! use tableq_model::json::{decode_entity, DecodeOptions};
+//! let e = decode_entity(r#"{"PartitionKey":"p","RowKey":"r","Age":42}"#,
+//!                       &DecodeOptions::default()).unwrap();
+//! assert!(tableq_model::validate::entity(&e).is_ok());
 //! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]

@@ -133,6 +133,19 @@ pub fn table_name(name: &str) -> Result<(), ModelError> {
     Ok(())
 }
 
+/// The form under which table names are unique and looked up: ASCII lowercase. Table names
+/// are unique within an account case-insensitively (`MyTable` and `mytable` are one table);
+/// the case given at creation is kept for display.
+///
+/// ```
+/// use tableq_model::validate::table_key;
+/// assert_eq!(table_key("MyTable"), table_key("mytable"));
+/// assert_ne!(table_key("MyTable"), table_key("MyTable2"));
+/// ```
+pub fn table_key(name: &str) -> String {
+    name.to_ascii_lowercase()
+}
+
 /// Whether `c` counts as a letter of a property name: the Unicode letter categories
 /// (Lu, Ll, Lt, Lm, Lo) and letter numbers (Nl), like a C# identifier's letter-character.
 fn is_name_letter(c: char) -> bool {
