@@ -29,7 +29,7 @@ const MAX_SHOWN_LINE: usize = 100;
 pub enum ErrorKind {
     // ---- lexical -------------------------------------------------------------------------
     /// A character that starts no token (`#`, a tab, a newline, …).
-    #[error("unexpected character `{}`", .0.escape_debug())]
+    #[error("unexpected character `{}`", shown_char(*.0))]
     UnexpectedChar(char),
     /// A string or prefixed literal without its closing quote; names the literal kind
     /// (`string`, `datetime`, `guid`, `binary`).
@@ -156,7 +156,7 @@ pub enum ErrorKind {
         limit: usize,
     },
     /// `$top` is not a plain decimal integer.
-    #[error("invalid $top `{0}`: expected an integer from 1 to 1000")]
+    #[error("invalid $top `{0}`")]
     InvalidTop(String),
     /// `$top` is an integer outside 1 ..= 1000.
     #[error("$top must be between 1 and 1000, got `{0}`")]
@@ -384,6 +384,15 @@ impl ParseError {
         let caret_col = col - from + usize::from(prefix);
         let width = width.min((to + 1).saturating_sub(col).max(1));
         (shown, caret_col, width)
+    }
+}
+
+/// A character for a headline: control characters escaped (`\t`), others as they are.
+fn shown_char(c: char) -> String {
+    if c.is_control() {
+        c.escape_debug().to_string()
+    } else {
+        c.to_string()
     }
 }
 
