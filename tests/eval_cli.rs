@@ -1,0 +1,434 @@
+//! Golden tests of `tableq eval`: output form and order, paging (`--top`, continuations),
+//! limits, `--stats`, invalid and duplicate input lines, `--strict`, stdin, exit codes.
+//! (The query semantics themselves are checked by the conformance corpus.)
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+/// A temporary input file, removed on drop.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str, content: &[u8]) -> TempFile {
+        let dir = std::env::temp_dir().join(format!("tableq-eval-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, content).unwrap();
+        TempFile(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn tableq(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tableq"))
+        .args(args)
+        .output()
+        .expect("run tableq")
+}
+
+fn tableq_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tableq"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run tableq");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    let _ = writer.join();
+    out
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// (PartitionKey, RowKey) of every printed line.
+fn keys(o: &Output) -> Vec<String> {
+    stdout(o)
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!(
+                "{}/{}",
+                v["PartitionKey"].as_str().unwrap(),
+                v["RowKey"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+fn generated(entities: u32, partitions: u32) -> TempFile {
+    let out = tableq(&[
+        "gen",
+        "--entities",
+        &entities.to_string(),
+        "--partitions",
+        &partitions.to_string(),
+        "--seed",
+        "3",
+    ]);
+    assert!(out.status.success());
+    TempFile::new(&format!("gen-{entities}-{partitions}.jsonl"), &out.stdout)
+}
+
+const PEOPLE: &str = r#"{"PartitionKey":"b","RowKey":"1","Name":"Dee","Age":30}
+{"PartitionKey":"a","RowKey":"2","Name":"Bob","Age":45,"Timestamp":"2024-05-01T10:00:00.5Z"}
+{"PartitionKey":"a","RowKey":"1","Name":"Ann","Age":30}
+"#;
+
+/// The `--stats` object (the last stderr line), checking its exact shape.
+fn stats(o: &Output) -> serde_json::Map<String, serde_json::Value> {
+    let err = stderr(o);
+    let last = err.lines().last().expect("a stats line");
+    let v: serde_json::Value = serde_json::from_str(last).expect("the last line is JSON");
+    let map = v.as_object().expect("an object").clone();
+    let names: Vec<&str> = map.keys().map(String::as_str).collect();
+    let mut expected = [
+        "loaded", "ranges", "examined", "matched", "load_ms", "parse_us", "plan_us", "exec_us",
+    ];
+    expected.sort_unstable();
+    assert_eq!(names, expected, "{last}");
+    // The keys are printed in the documented order.
+    let order: Vec<usize> = [
+        "\"loaded\"",
+        "\"ranges\"",
+        "\"examined\"",
+        "\"matched\"",
+        "\"load_ms\"",
+        "\"parse_us\"",
+        "\"plan_us\"",
+        "\"exec_us\"",
+    ]
+    .iter()
+    .map(|k| last.find(k).unwrap())
+    .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{last}");
+    for k in ["loaded", "ranges", "examined", "matched"] {
+        assert!(map[k].is_u64(), "{k} in {last}");
+    }
+    for k in ["load_ms", "parse_us", "plan_us", "exec_us"] {
+        assert!(map[k].as_f64().is_some_and(|f| f >= 0.0), "{k} in {last}");
+    }
+    map
+}
+
+#[test]
+fn prints_every_entity_in_key_order_without_a_filter() {
+    let f = TempFile::new("people.jsonl", PEOPLE.as_bytes());
+    let out = tableq(&["eval", f.path()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(keys(&out), ["a/1", "a/2", "b/1"]);
+    // A blank filter is no filter.
+    let out = tableq(&["eval", "--filter", "   ", f.path()]);
+    assert_eq!(keys(&out), ["a/1", "a/2", "b/1"]);
+}
+
+#[test]
+fn output_form_keeps_timestamp_and_annotates_what_json_cannot_show() {
+    let line = r#"{"PartitionKey":"p","RowKey":"r","Timestamp":"2024-05-01T10:00:00.5000000Z","S":"x","I":7,"D":2.0,"B":true,"L@odata.type":"Edm.Int64","L":"9007199254740993","T@odata.type":"Edm.DateTime","T":"2013-08-02T17:37:43.9004348Z","G@odata.type":"Edm.Guid","G":"A455C695-DF98-5678-AAAA-81D3367E5A34","X@odata.type":"Edm.Binary","X":"AAE=","N@odata.type":"Edm.Double","N":"NaN"}"#;
+    let f = TempFile::new("typed.jsonl", line.as_bytes());
+    let out = tableq(&[
+        "eval",
+        "--filter",
+        "Timestamp eq datetime'2024-05-01T10:00:00.5Z'",
+        f.path(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        concat!(
+            r#"{"PartitionKey":"p","RowKey":"r","Timestamp@odata.type":"Edm.DateTime","Timestamp":"2024-05-01T10:00:00.5Z","#,
+            r#""B":true,"D":2.0,"G@odata.type":"Edm.Guid","G":"a455c695-df98-5678-aaaa-81d3367e5a34","I":7,"#,
+            r#""L@odata.type":"Edm.Int64","L":"9007199254740993","N@odata.type":"Edm.Double","N":"NaN","S":"x","#,
+            r#""T@odata.type":"Edm.DateTime","T":"2013-08-02T17:37:43.9004348Z","X@odata.type":"Edm.Binary","X":"AAE="}"#,
+            "\n"
+        )
+    );
+}
+
+#[test]
+fn select_prints_exactly_the_selection_with_nulls() {
+    let f = TempFile::new("people-select.jsonl", PEOPLE.as_bytes());
+    let out = tableq(&["eval", "--select", "Age, Missing,RowKey,Age", f.path()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "{\"Age\":30,\"Missing\":null,\"RowKey\":\"1\"}\n\
+         {\"Age\":45,\"Missing\":null,\"RowKey\":\"2\"}\n\
+         {\"Age\":30,\"Missing\":null,\"RowKey\":\"1\"}\n"
+    );
+}
+
+#[test]
+fn without_top_all_pages_are_printed_with_top_only_the_first() {
+    let f = generated(2500, 3);
+    let all = tableq(&["eval", "--stats", f.path()]);
+    assert!(all.status.success(), "{}", stderr(&all));
+    assert_eq!(stdout(&all).lines().count(), 2500);
+    let s = stats(&all);
+    assert_eq!(
+        (s["loaded"].as_u64(), s["matched"].as_u64()),
+        (Some(2500), Some(2500))
+    );
+    assert_eq!(s["examined"].as_u64(), Some(2500));
+    assert_eq!(s["ranges"].as_u64(), Some(1));
+
+    let top = tableq(&["eval", "--top", "1000", f.path()]);
+    assert_eq!(stdout(&top).lines().count(), 1000);
+    let top = tableq(&[
+        "eval",
+        "--top",
+        "7",
+        "--filter",
+        "PartitionKey ge 'p001'",
+        f.path(),
+    ]);
+    let k = keys(&top);
+    assert_eq!(k.len(), 7);
+    assert_eq!(k[0], "p001/r00000000");
+    // The first page of the full result, in the same order.
+    let head: Vec<String> = keys(&all).into_iter().take(1000).collect();
+    assert_eq!(keys(&tableq(&["eval", "--top", "1000", f.path()])), head);
+}
+
+#[test]
+fn threads_do_not_change_the_output() {
+    let f = generated(3000, 10);
+    let filter = "Age lt 50 and Active or PartitionKey eq 'p003' and RowKey lt 'r00000100'";
+    let one = tableq(&["eval", "--threads", "1", "--filter", filter, f.path()]);
+    let two = tableq(&["eval", "--threads", "2", "--filter", filter, f.path()]);
+    assert!(one.status.success() && two.status.success());
+    assert!(!one.stdout.is_empty());
+    assert_eq!(one.stdout, two.stdout);
+    assert_eq!(
+        tableq(&["eval", "--threads", "0", f.path()]).status.code(),
+        Some(2)
+    );
+}
+
+#[test]
+fn stats_counts_ranges_and_examined() {
+    let f = generated(1000, 10);
+    let point = tableq(&[
+        "eval",
+        "--stats",
+        "--filter",
+        "PartitionKey eq 'p004' and RowKey eq 'r00000042'",
+        f.path(),
+    ]);
+    assert_eq!(keys(&point), ["p004/r00000042"]);
+    let s = stats(&point);
+    assert_eq!(s["ranges"].as_u64(), Some(1));
+    assert_eq!(s["matched"].as_u64(), Some(1));
+    assert!(s["examined"].as_u64().unwrap() <= 1, "{s:?}");
+
+    let none = tableq(&[
+        "eval",
+        "--stats",
+        "--filter",
+        "PartitionKey eq 'a' and PartitionKey eq 'b'",
+        f.path(),
+    ]);
+    let s = stats(&none);
+    assert_eq!(
+        (
+            s["ranges"].as_u64(),
+            s["examined"].as_u64(),
+            s["matched"].as_u64()
+        ),
+        (Some(0), Some(0), Some(0))
+    );
+
+    let two = tableq(&[
+        "eval",
+        "--stats",
+        "--filter",
+        "PartitionKey eq 'p001' or PartitionKey eq 'p007'",
+        f.path(),
+    ]);
+    let s = stats(&two);
+    assert_eq!(s["ranges"].as_u64(), Some(2));
+    assert_eq!(s["matched"].as_u64(), Some(200));
+    assert_eq!(s["examined"].as_u64(), Some(200));
+    assert_eq!(s["loaded"].as_u64(), Some(1000));
+}
+
+#[test]
+fn invalid_lines_are_skipped_with_a_warning() {
+    let input = "{\"PartitionKey\":\"a\",\"RowKey\":\"1\",\"Age\":1}\n\
+                 not json\n\
+                 \n\
+                 {\"PartitionKey\":\"a\",\"RowKey\":\"2\",\"Bad-Name\":1}\n\
+                 {\"PartitionKey\":\"a\",\"RowKey\":\"3\",\"Age\":3}\n";
+    let f = TempFile::new("invalid.jsonl", input.as_bytes());
+    let out = tableq(&["eval", "--stats", f.path()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(keys(&out), ["a/1", "a/3"]);
+    let err = stderr(&out);
+    assert!(err.contains("line 2: InvalidInput: "), "{err}");
+    assert!(err.contains("line 4: PropertyNameInvalid: "), "{err}");
+    assert!(err.contains("skipped 2 invalid lines"), "{err}");
+    assert_eq!(stats(&out)["loaded"].as_u64(), Some(2));
+}
+
+#[test]
+fn strict_makes_an_invalid_line_fatal() {
+    let input =
+        "{\"PartitionKey\":\"a\",\"RowKey\":\"1\"}\n{\"PartitionKey\":\"a/b\",\"RowKey\":\"2\"}\n";
+    let f = TempFile::new("strict.jsonl", input.as_bytes());
+    let out = tableq(&["eval", "--strict", f.path()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr(&out).contains("error: line 2: InvalidInput: "),
+        "{}",
+        stderr(&out)
+    );
+    // Without --strict the valid line is still evaluated.
+    assert_eq!(keys(&tableq(&["eval", f.path()])), ["a/1"]);
+}
+
+#[test]
+fn repeated_keys_later_line_wins_or_strict_fails() {
+    let input = "{\"PartitionKey\":\"a\",\"RowKey\":\"1\",\"V\":1}\n\
+                 {\"PartitionKey\":\"a\",\"RowKey\":\"2\",\"V\":2}\n\
+                 {\"PartitionKey\":\"a\",\"RowKey\":\"1\",\"V\":3}\n";
+    let f = TempFile::new("dupes.jsonl", input.as_bytes());
+    let out = tableq(&["eval", f.path()]);
+    assert!(out.status.success());
+    assert_eq!(
+        stdout(&out),
+        "{\"PartitionKey\":\"a\",\"RowKey\":\"1\",\"V\":3}\n{\"PartitionKey\":\"a\",\"RowKey\":\"2\",\"V\":2}\n"
+    );
+    assert!(
+        stderr(&out).contains("1 line repeats the keys of an earlier line"),
+        "{}",
+        stderr(&out)
+    );
+    let strict = tableq(&["eval", "--strict", f.path()]);
+    assert_eq!(strict.status.code(), Some(2));
+    assert!(strict.stdout.is_empty());
+}
+
+#[test]
+fn reads_stdin_with_dash_or_no_file() {
+    let with_dash = tableq_stdin(&["eval", "--filter", "Age eq 30", "-"], PEOPLE.as_bytes());
+    assert_eq!(keys(&with_dash), ["a/1", "b/1"]);
+    let without = tableq_stdin(&["eval", "--filter", "Age eq 30"], PEOPLE.as_bytes());
+    assert_eq!(keys(&without), ["a/1", "b/1"]);
+}
+
+#[test]
+fn bom_crlf_and_blank_lines_are_accepted() {
+    let input = "\u{FEFF}{\"PartitionKey\":\"a\",\"RowKey\":\"1\"}\r\n\r\n   \r\n{\"PartitionKey\":\"a\",\"RowKey\":\"0\"}\r\n";
+    let out = tableq_stdin(&["eval"], input.as_bytes());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(keys(&out), ["a/0", "a/1"]);
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+}
+
+#[test]
+fn unreadable_input_exits_2() {
+    let out = tableq(&["eval", "/nonexistent/tableq/input.jsonl"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot read"), "{}", stderr(&out));
+    let out = tableq_stdin(&["eval"], b"{\"PartitionKey\":\"a\",\"RowKey\":\"\xff\"}\n");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("not valid UTF-8"), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn invalid_query_prints_a_diagnostic_and_exits_2_before_reading_input() {
+    // The file does not exist: the query is checked first.
+    let missing = "/nonexistent/tableq/input.jsonl";
+    let out = tableq(&["eval", "--filter", "Age EQ 30", missing]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("unknown operator `EQ`"), "{err}");
+    assert!(err.contains("^^"), "{err}");
+    assert!(err.contains("did you mean `eq`?"), "{err}");
+    for args in [
+        &["eval", "--select", "Name,,Age", missing][..],
+        &["eval", "--top", "0", missing],
+        &["eval", "--top", "1001", missing],
+        &["eval", "--top", "-3", missing],
+        &["eval", "--filter", "Age eq null", missing],
+    ] {
+        let out = tableq(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty());
+        assert!(
+            !stderr(&out).contains("cannot read"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn comparison_limit_defaults_to_15_and_is_adjustable() {
+    let f = TempFile::new("limits.jsonl", PEOPLE.as_bytes());
+    let sixteen = vec!["Age eq 30"; 16].join(" or ");
+    let fifteen = vec!["Age eq 30"; 15].join(" or ");
+    let run = |extra: &[&str], filter: &str| {
+        let mut args = vec!["eval", "--filter", filter];
+        args.extend_from_slice(extra);
+        args.push(f.path());
+        tableq(&args)
+    };
+    assert_eq!(keys(&run(&[], &fifteen)), ["a/1", "b/1"]);
+    let out = run(&[], &sixteen);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("the filter has 16 comparisons; at most 15 are allowed"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(keys(&run(&["--no-limits"], &sixteen)), ["a/1", "b/1"]);
+    assert_eq!(
+        keys(&run(&["--max-comparisons", "16"], &sixteen)),
+        ["a/1", "b/1"]
+    );
+    // --max-comparisons wins over --no-limits.
+    let out = run(
+        &["--no-limits", "--max-comparisons", "2"],
+        "Age eq 1 or Age eq 2 or Age eq 3",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("at most 2"), "{}", stderr(&out));
+}
+
+#[test]
+fn stats_is_the_last_stderr_line_even_after_warnings() {
+    let input = format!("{PEOPLE}oops\n");
+    let out = tableq_stdin(
+        &["eval", "--stats", "--filter", "Name eq 'Bob'"],
+        input.as_bytes(),
+    );
+    assert!(out.status.success());
+    assert!(stderr(&out).contains("line 4: InvalidInput"));
+    let s = stats(&out);
+    assert_eq!(
+        (s["loaded"].as_u64(), s["matched"].as_u64()),
+        (Some(3), Some(1))
+    );
+}
