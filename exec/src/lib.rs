@@ -1,5 +1,59 @@
 //! # tableq-exec — parallel execution of plans over ordered entity sources
 //!
-//! (Being built: `EntitySource`, `MemorySource`, compiled predicates, paging.)
+//! The last stage of the pipeline (text → AST → plan → **rows**):
+//!
+//! * [`EntitySource`] — the storage abstraction: ordered (PartitionKey, RowKey) range scans
+//!   from an inclusive key, point gets, splitting into chunks for parallel work, and an
+//!   optional property-slot hook. No I/O and no async here: stores live with their users.
+//! * [`MemorySource`] / [`MemorySnapshot`] — a compact in-memory table with consistent
+//!   snapshots under concurrent writes and sub-microsecond point lookups.
+//! * [`CompiledPredicate`] — the plan's residual compiled per source (names resolved once,
+//!   operators as outcome masks), agreeing with [`tableq_model::compare`].
+//! * [`Executor`] — runs a [`Plan`](tableq_planner::plan::Plan) in parallel (rayon), in key
+//!   order, page by page with continuations and an optional work budget.
+//!
+//! Every key order is the UTF-16 ordinal order of the spec
+//! ([`tableq_model::order::compare_str`]).
+//!
+//! ```
+//! use tableq_exec::{Executor, Key, MemorySource, PageOptions};
+//! use tableq_model::{Entity, Value};
+//! use tableq_planner::{plan::{KeyInterval, KeyRange, KeySet, Plan}, predicate::Predicate};
+//!
+//! let table = MemorySource::new();
+//! for i in 0..5 {
+//!     let mut e = Entity::new("p", format!("r{i}"));
+//!     e.set("N", Value::Int32(i));
+//!     table.upsert(e).unwrap();
+//! }
+//! // PartitionKey eq 'p', two per page.
+//! let plan = Plan {
+//!     ranges: KeySet { ranges: vec![KeyRange { partition_key: KeyInterval::point("p"), row_key: KeyInterval::full() }] },
+//!     residual: Predicate::True,
+//!     select: None,
+//!     top: Some(2),
+//! };
+//! let snapshot = table.snapshot();
+//! let executor = Executor::new(&snapshot);
+//! let first = executor.execute_page(&plan, None, &PageOptions::default()).unwrap();
+//! assert_eq!(first.rows.len(), 2);
+//! assert_eq!(first.continuation, Some(Key::new("p", "r2")));
+//! let second = executor.execute_page(&plan, first.continuation.as_ref(), &PageOptions::default()).unwrap();
+//! assert_eq!(second.rows[0].entity.row_key(), "r2");
+//! ```
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+pub mod compile;
+pub mod executor;
+pub mod key;
+pub mod memory;
+pub mod result;
+pub mod source;
+
+pub use compile::CompiledPredicate;
+pub use executor::{DEFAULT_PAGE_SIZE, ExecError, Executor, PageOptions, Pages, Tuning};
+pub use key::{Chunk, Key, Scan, compare_keys};
+pub use memory::{MemoryError, MemoryRow, MemoryRows, MemorySnapshot, MemorySource, Write};
+pub use result::{ExecStats, Page, ResultRow};
+pub use source::{EntityRef, EntitySource, PropertySlot, SlotLookup, SourceRow};

@@ -1,0 +1,777 @@
+//! The executor: runs a [`Plan`] over an [`EntitySource`] page by page.
+//!
+//! # How a page is computed
+//!
+//! 1. The residual is compiled for the source ([`CompiledPredicate`]).
+//! 2. The plan's ranges (sorted and disjoint, see [`tableq_planner::plan`]) are walked in key
+//!    order from the continuation. Work is cut into **waves** of chunks
+//!    ([`EntitySource::split`]): a wave holds about `threads` chunks of `chunk_rows` rows;
+//!    `chunk_rows` starts small (4 Ki rows) and doubles each wave up to 1 Mi. A `$top` page
+//!    therefore stops after a bounded look-ahead (the first page of a huge scan reads a few
+//!    thousand rows, not the table), while long scans quickly reach large, cheap chunks.
+//! 3. The chunks of a wave are scanned in parallel on the executor's rayon pool, each
+//!    stopping once it alone could fill the page; results are merged back in key order.
+//!    Tiny waves (point lookups, a few small ranges) run on the calling thread — no rayon
+//!    overhead — and a point range is answered by [`EntitySource::get`].
+//! 4. The page ends after `limit` rows, or when the work budget (entities examined, deadline)
+//!    runs out, with a **continuation**: the key of the next entity to examine, inclusive.
+//!    Resuming there with the same plan yields exactly the remaining results; entities
+//!    before it are never revisited, so inserts and deletes between pages cannot cause a
+//!    result to be skipped or repeated.
+//!
+//! ```
+//! use tableq_exec::{Executor, MemorySource, PageOptions};
+//! use tableq_model::{CmpOp, Entity, Value};
+//! use tableq_planner::{plan::{KeySet, Plan}, predicate::{Comparison, Predicate}};
+//!
+//! let table = MemorySource::from_entities((0..100).map(|i| {
+//!     let mut e = Entity::new(format!("p{}", i % 3), format!("r{i:03}"));
+//!     e.set("Age", Value::Int32(i));
+//!     e
+//! })).unwrap();
+//! let plan = Plan {
+//!     ranges: KeySet::all(),
+//!     residual: Predicate::Compare(Comparison { property: "Age".into(), op: CmpOp::Ge, value: Value::Int32(50) }),
+//!     select: Some(vec!["Age".into()]),
+//!     top: Some(20),
+//! };
+//! let snapshot = table.snapshot();
+//! let executor = Executor::new(&snapshot);
+//! let pages: Vec<_> = executor.pages(&plan, PageOptions::default()).collect::<Result<_, _>>().unwrap();
+//! assert_eq!(pages.iter().map(|p| p.rows.len()).sum::<usize>(), 50);
+//! assert!(pages.last().unwrap().continuation.is_none());
+//! ```
+
+use crate::compile::CompiledPredicate;
+use crate::key::{Key, Scan};
+use crate::result::{ExecStats, Page, ResultRow};
+use crate::source::{EntitySource, SourceRow};
+use rayon::prelude::*;
+use std::borrow::Cow;
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
+use std::time::Instant;
+use tableq_model::order::compare_str;
+use tableq_planner::plan::{KeyInterval, KeyRange, Plan};
+
+/// The page size without `$top` (the service's).
+pub const DEFAULT_PAGE_SIZE: usize = 1000;
+/// Most chunks in one wave (many small ranges).
+const MAX_WAVE_CHUNKS: usize = 256;
+/// Rows a continuation lookup may read past the page's end.
+const RESOLVE_LOOKAHEAD: usize = 4096;
+
+/// Why execution failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecError {
+    /// Invalid [`PageOptions`] or thread count.
+    #[error("invalid execution option: {0}")]
+    InvalidOption(String),
+    /// The thread pool could not be created.
+    #[error("cannot create the executor's thread pool: {0}")]
+    ThreadPool(#[from] rayon::ThreadPoolBuildError),
+}
+
+/// Per-page options: page size and work budget.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageOptions {
+    /// Most rows per page. `None`: the plan's `$top`, else [`DEFAULT_PAGE_SIZE`]; when both
+    /// this and `$top` are set, the smaller wins. Use [`PageOptions::unbounded`] for "all
+    /// results in one page" (without `$top`).
+    pub page_size: Option<usize>,
+    /// Stop the page after about this many entities were examined (read from the source).
+    /// Checked periodically by every worker, so a page may examine somewhat more; at least
+    /// one entity is always examined, so paging always progresses.
+    pub max_examined: Option<u64>,
+    /// Stop the page once this instant has passed (checked like `max_examined`).
+    pub deadline: Option<Instant>,
+}
+
+impl PageOptions {
+    /// No page-size limit besides `$top`, no budget.
+    pub fn unbounded() -> PageOptions {
+        PageOptions {
+            page_size: Some(usize::MAX),
+            ..PageOptions::default()
+        }
+    }
+
+    /// Sets the page size.
+    pub fn with_page_size(mut self, rows: usize) -> PageOptions {
+        self.page_size = Some(rows);
+        self
+    }
+
+    /// Sets the examined-entities budget.
+    pub fn with_max_examined(mut self, entities: u64) -> PageOptions {
+        self.max_examined = Some(entities);
+        self
+    }
+
+    /// Sets the deadline.
+    pub fn with_deadline(mut self, deadline: Instant) -> PageOptions {
+        self.deadline = Some(deadline);
+        self
+    }
+}
+
+/// Work-splitting knobs of an [`Executor`]. The defaults suit in-memory tables; tests set
+/// tiny values to exercise parallel merging on small data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    /// Rows per chunk in a page's first wave (default 4096); doubles each wave.
+    pub initial_chunk_rows: usize,
+    /// Largest chunk (default 2²⁰ rows).
+    pub max_chunk_rows: usize,
+    /// A wave estimated at no more rows than this runs on the calling thread (default 2048).
+    pub small_wave_rows: usize,
+}
+
+impl Default for Tuning {
+    fn default() -> Tuning {
+        Tuning {
+            initial_chunk_rows: 4096,
+            max_chunk_rows: 1 << 20,
+            small_wave_rows: 2048,
+        }
+    }
+}
+
+/// Runs plans over one source (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Executor<'s, S: ?Sized> {
+    source: &'s S,
+    pool: Option<Arc<rayon::ThreadPool>>,
+    threads: usize,
+    tuning: Tuning,
+}
+
+/// A group of plan ranges scanned as one: normally a single range; ranges that are not in
+/// strictly ascending key order (possible only in hand-built plans) are merged into their
+/// hull with a per-row membership check.
+struct Group<'p> {
+    hull: Cow<'p, KeyRange>,
+    members: Option<&'p [KeyRange]>,
+    ranges: usize,
+}
+
+impl Group<'_> {
+    fn admits<R: SourceRow>(&self, row: &R) -> bool {
+        match self.members {
+            None => true,
+            Some(ms) => ms
+                .iter()
+                .any(|r| r.contains(row.partition_key(), row.row_key())),
+        }
+    }
+    fn point(&self) -> Option<(&str, &str)> {
+        if self.members.is_some() {
+            return None;
+        }
+        Some((
+            self.hull.partition_key.as_point()?,
+            self.hull.row_key.as_point()?,
+        ))
+    }
+}
+
+/// A chunk of work: keys `>= from` and `< until` of a group.
+struct Job {
+    group: usize,
+    from: Option<Key>,
+    until: Option<Key>,
+    point: bool,
+}
+
+enum ChunkEnd {
+    /// Every row of the chunk was examined.
+    Exhausted,
+    /// Stopped before this row (not yet examined).
+    Stopped(Key),
+}
+
+struct ChunkOut<R> {
+    rows: Vec<R>,
+    examined: u64,
+    end: ChunkEnd,
+}
+
+/// Where the next page starts.
+enum Resume {
+    /// A key that exists (or a position no result lies before).
+    At(Key),
+    /// Resume scanning groups from `group` at `from`: resolved to the next existing key.
+    Position { group: usize, from: Option<Key> },
+}
+
+struct Budget {
+    max: Option<u64>,
+    deadline: Option<Instant>,
+    examined: AtomicU64,
+    stop: AtomicBool,
+    interval: u64,
+}
+
+impl Budget {
+    fn new(options: &PageOptions, threads: usize) -> Budget {
+        let interval = match options.max_examined {
+            Some(max) => (max / (4 * threads as u64).max(1)).clamp(1, 1024),
+            None => 1024,
+        };
+        Budget {
+            max: options.max_examined,
+            deadline: options.deadline,
+            examined: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+            interval,
+        }
+    }
+
+    fn enabled(&self) -> bool {
+        self.max.is_some() || self.deadline.is_some()
+    }
+
+    /// Records `n` examined entities; whether the page must stop.
+    fn tick(&self, n: u64) -> bool {
+        if let Some(max) = self.max
+            && self.examined.fetch_add(n, AtomicOrdering::Relaxed) + n >= max
+        {
+            self.stop.store(true, AtomicOrdering::Relaxed);
+        }
+        if let Some(deadline) = self.deadline
+            && Instant::now() >= deadline
+        {
+            self.stop.store(true, AtomicOrdering::Relaxed);
+        }
+        self.stop.load(AtomicOrdering::Relaxed)
+    }
+
+    fn exhausted(&self) -> bool {
+        self.stop.load(AtomicOrdering::Relaxed)
+    }
+}
+
+fn key_of<R: SourceRow>(row: &R) -> Key {
+    Key::new(row.partition_key(), row.row_key())
+}
+
+/// Whether every key of `upper`'s interval is below every key of `lower`'s.
+fn strictly_below(upper: &Bound<String>, lower: &Bound<String>) -> bool {
+    use std::cmp::Ordering::*;
+    match (upper, lower) {
+        (Bound::Unbounded, _) | (_, Bound::Unbounded) => false,
+        (Bound::Included(u), Bound::Included(l)) => compare_str(u, l) == Less,
+        (Bound::Included(u) | Bound::Excluded(u), Bound::Excluded(l))
+        | (Bound::Excluded(u), Bound::Included(l)) => compare_str(u, l) != Greater,
+    }
+}
+
+fn ordered(a: &KeyRange, b: &KeyRange) -> bool {
+    match (a.partition_key.as_point(), b.partition_key.as_point()) {
+        (Some(p), Some(q)) if p == q => strictly_below(&a.row_key.upper, &b.row_key.lower),
+        _ => strictly_below(&a.partition_key.upper, &b.partition_key.lower),
+    }
+}
+
+fn min_lower(a: &Bound<String>, b: &Bound<String>) -> Bound<String> {
+    use std::cmp::Ordering::*;
+    match (a, b) {
+        (Bound::Unbounded, _) | (_, Bound::Unbounded) => Bound::Unbounded,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            match compare_str(x, y) {
+                Less => a.clone(),
+                Greater => b.clone(),
+                Equal if matches!(a, Bound::Included(_)) => a.clone(),
+                Equal => b.clone(),
+            }
+        }
+    }
+}
+
+fn max_upper(a: &Bound<String>, b: &Bound<String>) -> Bound<String> {
+    use std::cmp::Ordering::*;
+    match (a, b) {
+        (Bound::Unbounded, _) | (_, Bound::Unbounded) => Bound::Unbounded,
+        (Bound::Included(x) | Bound::Excluded(x), Bound::Included(y) | Bound::Excluded(y)) => {
+            match compare_str(x, y) {
+                Greater => a.clone(),
+                Less => b.clone(),
+                Equal if matches!(a, Bound::Included(_)) => a.clone(),
+                Equal => b.clone(),
+            }
+        }
+    }
+}
+
+/// Whether an interval holds no key.
+fn interval_is_empty(iv: &KeyInterval) -> bool {
+    use std::cmp::Ordering::*;
+    match (&iv.lower, &iv.upper) {
+        (Bound::Included(l), Bound::Included(u)) => compare_str(l, u) == Greater,
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(u)) | (Bound::Excluded(l), Bound::Included(u)) => {
+            compare_str(l, u) != Less
+        }
+        (_, Bound::Excluded(u)) => u.is_empty(),
+        _ => false,
+    }
+}
+
+/// Groups the plan's ranges into independently scannable, ascending groups: one per range
+/// when the (non-empty) ranges are in strictly ascending key order, as the planner
+/// guarantees; otherwise (hand-built plans) one group scanning the hull of all ranges with a
+/// per-row membership check, which returns their union in key order.
+fn groups(ranges: &[KeyRange]) -> Vec<Group<'_>> {
+    let live = ranges.iter().filter(|r| !interval_is_empty(&r.partition_key) && !interval_is_empty(&r.row_key));
+    let live: Vec<&KeyRange> = live.collect();
+    if live.windows(2).all(|w| ordered(w[0], w[1])) {
+        return live.into_iter().map(|r| Group { hull: Cow::Borrowed(r), members: None, ranges: 1 }).collect();
+    }
+    let mut lower = live[0].partition_key.lower.clone();
+    let mut upper = live[0].partition_key.upper.clone();
+    for m in &live[1..] {
+        lower = min_lower(&lower, &m.partition_key.lower);
+        upper = max_upper(&upper, &m.partition_key.upper);
+    }
+    let hull = KeyRange { partition_key: KeyInterval { lower, upper }, row_key: KeyInterval::full() };
+    vec![Group { hull: Cow::Owned(hull), members: Some(ranges), ranges: ranges.len() }]
+}
+
+impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
+    /// An executor over `source` on rayon's global thread pool.
+    pub fn new(source: &'s S) -> Executor<'s, S> {
+        Executor {
+            source,
+            pool: None,
+            threads: rayon::current_num_threads().max(1),
+            tuning: Tuning::default(),
+        }
+    }
+
+    /// Sets the work-splitting knobs.
+    pub fn with_tuning(mut self, tuning: Tuning) -> Executor<'s, S> {
+        self.tuning = Tuning {
+            initial_chunk_rows: tuning.initial_chunk_rows.max(1),
+            max_chunk_rows: tuning.max_chunk_rows.max(tuning.initial_chunk_rows).max(1),
+            small_wave_rows: tuning.small_wave_rows,
+        };
+        self
+    }
+
+    /// Uses a dedicated pool of `threads` threads (1 = everything on the calling thread).
+    pub fn with_threads(mut self, threads: usize) -> Result<Executor<'s, S>, ExecError> {
+        if threads == 0 {
+            return Err(ExecError::InvalidOption(
+                "the thread count must be at least 1".into(),
+            ));
+        }
+        self.pool = if threads == 1 {
+            None
+        } else {
+            Some(Arc::new(
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()?,
+            ))
+        };
+        self.threads = threads;
+        Ok(self)
+    }
+
+    /// Uses an existing rayon pool (e.g. one shared by a server's queries).
+    pub fn with_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Executor<'s, S> {
+        self.threads = pool.current_num_threads().max(1);
+        self.pool = Some(pool);
+        self
+    }
+
+    /// The number of threads a page may use.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// The source.
+    pub fn source(&self) -> &'s S {
+        self.source
+    }
+
+    /// Computes one page of `plan`'s results, starting at `continuation` (inclusive; `None`
+    /// for the first page).
+    pub fn execute_page(
+        &self,
+        plan: &Plan,
+        continuation: Option<&Key>,
+        options: &PageOptions,
+    ) -> Result<Page, ExecError> {
+        let limit = match (plan.top.map(|t| t as usize), options.page_size) {
+            (Some(t), Some(p)) => t.min(p),
+            (Some(t), None) => t,
+            (None, Some(p)) => p,
+            (None, None) => DEFAULT_PAGE_SIZE,
+        };
+        if limit == 0 {
+            return Err(ExecError::InvalidOption(
+                "the page size must be at least 1".into(),
+            ));
+        }
+        if options.max_examined == Some(0) {
+            return Err(ExecError::InvalidOption(
+                "the examined-entities budget must be at least 1".into(),
+            ));
+        }
+        let predicate = CompiledPredicate::compile(&plan.residual, self.source);
+        let select: Option<Arc<[String]>> = plan.select.as_ref().map(|s| Arc::from(s.as_slice()));
+        let mut stats = ExecStats::default();
+        let mut rows: Vec<ResultRow> = Vec::new();
+        if predicate.is_false() || plan.ranges.ranges.is_empty() {
+            return Ok(Page {
+                rows,
+                continuation: None,
+                stats,
+            });
+        }
+        let groups = groups(&plan.ranges.ranges);
+        let budget = Budget::new(options, self.threads);
+        let mut group = 0;
+        let mut from: Option<Key> = continuation.cloned();
+        let mut counted_group = usize::MAX;
+        let mut chunk_rows = self.tuning.initial_chunk_rows;
+        let mut first_wave = true;
+        let resume = loop {
+            if group >= groups.len() {
+                break None;
+            }
+            if !first_wave && budget.exhausted() {
+                break Some(Resume::Position { group, from });
+            }
+            first_wave = false;
+            // Build a wave.
+            let mut jobs: Vec<Job> = Vec::new();
+            let mut estimate = 0usize;
+            let wave_rows = chunk_rows.saturating_mul(self.threads);
+            while group < groups.len() && jobs.len() < MAX_WAVE_CHUNKS && estimate < wave_rows {
+                let g = &groups[group];
+                if counted_group != group {
+                    counted_group = group;
+                    stats.ranges += g.ranges as u64;
+                }
+                if g.point().is_some() {
+                    jobs.push(Job {
+                        group,
+                        from: from.clone(),
+                        until: None,
+                        point: true,
+                    });
+                    estimate += 1;
+                    group += 1;
+                    continue;
+                }
+                let scan = Scan {
+                    range: &g.hull,
+                    from: from.as_ref(),
+                    until: None,
+                };
+                let want = (wave_rows - estimate)
+                    .div_ceil(chunk_rows)
+                    .clamp(1, MAX_WAVE_CHUNKS - jobs.len());
+                let chunks = self.source.split(scan, chunk_rows, want);
+                let complete = chunks.last().is_none_or(|c| c.until.is_none());
+                let next_from = if complete {
+                    None
+                } else {
+                    chunks.last().and_then(|c| c.until.clone())
+                };
+                for c in chunks {
+                    let rows = c.rows.unwrap_or(chunk_rows);
+                    estimate = estimate.saturating_add(rows);
+                    jobs.push(Job {
+                        group,
+                        from: c.from.or_else(|| from.clone()),
+                        until: c.until,
+                        point: false,
+                    });
+                }
+                if complete {
+                    group += 1;
+                } else {
+                    from = next_from;
+                }
+            }
+            chunk_rows = (chunk_rows * 2).min(self.tuning.max_chunk_rows);
+            if jobs.is_empty() {
+                continue;
+            }
+            stats.chunks += jobs.len() as u64;
+            let remaining = limit - rows.len();
+            let sequential =
+                self.threads <= 1 || jobs.len() == 1 || estimate <= self.tuning.small_wave_rows;
+            let (kept, resume) = if sequential {
+                let mut kept = Vec::new();
+                let mut resume = None;
+                for job in &jobs {
+                    let out =
+                        self.run_chunk(&groups, job, &predicate, remaining - kept.len(), &budget);
+                    stats.examined += out.examined;
+                    if let Some(r) = absorb(&mut kept, out, job, remaining) {
+                        resume = Some(r);
+                        break;
+                    }
+                }
+                (kept, resume)
+            } else {
+                let run = || {
+                    jobs.par_iter()
+                        .map(|job| self.run_chunk(&groups, job, &predicate, remaining, &budget))
+                        .collect::<Vec<_>>()
+                };
+                let outs = match &self.pool {
+                    Some(pool) => pool.install(run),
+                    None => run(),
+                };
+                let mut kept = Vec::new();
+                let mut resume = None;
+                stats.examined += outs.iter().map(|o| o.examined).sum::<u64>();
+                for (out, job) in outs.into_iter().zip(&jobs) {
+                    if let Some(r) = absorb(&mut kept, out, job, remaining) {
+                        resume = Some(r);
+                        break;
+                    }
+                }
+                (kept, resume)
+            };
+            self.materialize(&mut rows, kept, select.as_ref());
+            if let Some(r) = resume {
+                break Some(r);
+            }
+        };
+        stats.matched = rows.len() as u64;
+        let continuation = match resume {
+            None => None,
+            Some(Resume::At(key)) => Some(key),
+            Some(Resume::Position { group, from }) => self.resolve(&groups, group, from),
+        };
+        Ok(Page {
+            rows,
+            continuation,
+            stats,
+        })
+    }
+
+    fn materialize<'a>(
+        &self,
+        out: &mut Vec<ResultRow>,
+        kept: Vec<S::Row<'a>>,
+        select: Option<&Arc<[String]>>,
+    ) where
+        S: 'a,
+    {
+        if kept.len() >= 512 && self.threads > 1 {
+            let run = || {
+                kept.par_iter()
+                    .map(|r| ResultRow::project(r, select))
+                    .collect::<Vec<_>>()
+            };
+            let projected = match &self.pool {
+                Some(pool) => pool.install(run),
+                None => run(),
+            };
+            out.extend(projected);
+        } else {
+            out.extend(kept.iter().map(|r| ResultRow::project(r, select)));
+        }
+    }
+
+    /// Scans one chunk, keeping at most `limit` matches.
+    fn run_chunk<'a>(
+        &'a self,
+        groups: &'a [Group<'_>],
+        job: &'a Job,
+        predicate: &CompiledPredicate,
+        limit: usize,
+        budget: &Budget,
+    ) -> ChunkOut<S::Row<'a>> {
+        let g = &groups[job.group];
+        if job.point {
+            let mut out = ChunkOut {
+                rows: Vec::new(),
+                examined: 0,
+                end: ChunkEnd::Exhausted,
+            };
+            if let Some((pk, rk)) = g.point()
+                && job.from.as_ref().is_none_or(|f| f.cmp_pair(pk, rk).is_le())
+                && let Some(row) = self.source.get(pk, rk)
+            {
+                out.examined = 1;
+                if predicate.eval(&row) {
+                    out.rows.push(row);
+                }
+            }
+            return out;
+        }
+        let scan = Scan {
+            range: &g.hull,
+            from: job.from.as_ref(),
+            until: job.until.as_ref(),
+        };
+        let mut it = self.source.scan(scan);
+        let mut rows = Vec::new();
+        let mut examined = 0u64;
+        let mut since_tick = 0u64;
+        let check = budget.enabled();
+        let end = loop {
+            if check && since_tick >= budget.interval {
+                let stop = budget.tick(since_tick);
+                since_tick = 0;
+                if stop {
+                    break it
+                        .next()
+                        .map_or(ChunkEnd::Exhausted, |r| ChunkEnd::Stopped(key_of(&r)));
+                }
+            }
+            let Some(row) = it.next() else {
+                break ChunkEnd::Exhausted;
+            };
+            examined += 1;
+            since_tick += 1;
+            if g.admits(&row) && predicate.eval(&row) {
+                rows.push(row);
+                if rows.len() >= limit {
+                    break it
+                        .next()
+                        .map_or(ChunkEnd::Exhausted, |r| ChunkEnd::Stopped(key_of(&r)));
+                }
+            }
+        };
+        if check && since_tick > 0 {
+            budget.tick(since_tick);
+        }
+        ChunkOut {
+            rows,
+            examined,
+            end,
+        }
+    }
+
+    /// The key of the first entity at or after a position, if any.
+    fn resolve(&self, groups: &[Group<'_>], group: usize, from: Option<Key>) -> Option<Key> {
+        let mut read = 0;
+        for g in &groups[group.min(groups.len())..] {
+            if let Some((pk, rk)) = g.point() {
+                if from.as_ref().is_none_or(|f| f.cmp_pair(pk, rk).is_le())
+                    && self.source.get(pk, rk).is_some()
+                {
+                    return Some(Key::new(pk, rk));
+                }
+                continue;
+            }
+            let scan = Scan {
+                range: &g.hull,
+                from: from.as_ref(),
+                until: None,
+            };
+            for row in self.source.scan(scan) {
+                if g.admits(&row) {
+                    return Some(key_of(&row));
+                }
+                read += 1;
+                if read >= RESOLVE_LOOKAHEAD {
+                    // Nothing in the scanned stretch can match: resume at its end.
+                    return Some(key_of(&row));
+                }
+            }
+        }
+        None
+    }
+
+    /// Iterates over the pages of `plan`, following continuations, on this executor's
+    /// source (one consistent view for all pages when the source is a snapshot).
+    pub fn pages<'p>(&'p self, plan: &'p Plan, options: PageOptions) -> Pages<'p, 's, S> {
+        Pages {
+            executor: self,
+            plan,
+            options,
+            next: None,
+            done: false,
+        }
+    }
+
+    /// Every result of `plan` (all pages concatenated) and the summed statistics.
+    pub fn execute_all(
+        &self,
+        plan: &Plan,
+        options: &PageOptions,
+    ) -> Result<(Vec<ResultRow>, ExecStats), ExecError> {
+        let mut rows = Vec::new();
+        let mut stats = ExecStats::default();
+        for page in self.pages(plan, options.clone()) {
+            let page = page?;
+            rows.extend(page.rows);
+            stats += page.stats;
+        }
+        Ok((rows, stats))
+    }
+}
+
+/// Appends a chunk's matches to the wave's rows; `Some` when the page ends in this chunk.
+fn absorb<R: SourceRow>(
+    kept: &mut Vec<R>,
+    out: ChunkOut<R>,
+    job: &Job,
+    limit: usize,
+) -> Option<Resume> {
+    let need = limit - kept.len();
+    let ChunkOut { mut rows, end, .. } = out;
+    if rows.len() > need {
+        let next = key_of(&rows[need]);
+        rows.truncate(need);
+        kept.extend(rows);
+        return Some(Resume::At(next));
+    }
+    let full = rows.len() == need;
+    kept.extend(rows);
+    match end {
+        ChunkEnd::Stopped(key) => Some(Resume::At(key)),
+        ChunkEnd::Exhausted if full => Some(match &job.until {
+            Some(until) if !job.point => Resume::Position {
+                group: job.group,
+                from: Some(until.clone()),
+            },
+            _ => Resume::Position {
+                group: job.group + 1,
+                from: job.from.clone(),
+            },
+        }),
+        ChunkEnd::Exhausted => None,
+    }
+}
+
+/// The pages of a plan ([`Executor::pages`]).
+pub struct Pages<'p, 's, S: ?Sized> {
+    executor: &'p Executor<'s, S>,
+    plan: &'p Plan,
+    options: PageOptions,
+    next: Option<Key>,
+    done: bool,
+}
+
+impl<S: EntitySource + ?Sized> Iterator for Pages<'_, '_, S> {
+    type Item = Result<Page, ExecError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let page = self
+            .executor
+            .execute_page(self.plan, self.next.as_ref(), &self.options);
+        match &page {
+            Ok(p) => {
+                self.next = p.continuation.clone();
+                self.done = self.next.is_none();
+            }
+            Err(_) => self.done = true,
+        }
+        Some(page)
+    }
+}

@@ -1,0 +1,742 @@
+//! [`MemorySource`]: an in-memory table that holds millions of entities compactly, answers
+//! point lookups in well under a microsecond at any size, and lets readers work on
+//! consistent snapshots while writers proceed.
+//!
+//! # Design
+//!
+//! * **Partitions are immutable blocks** (see `partition.rs`): rows sorted by RowKey in
+//!   contiguous arenas — a 24-byte header and one 12-byte slot per property, strings and
+//!   bytes in shared per-partition buffers — plus a RowKey hash index. Property names are
+//!   interned table-wide to `u32` ids, which compiled predicates use directly
+//!   ([`SlotLookup::Slot`]).
+//! * **The table** is a sorted vector of `Arc<Partition>` plus a hash map PartitionKey →
+//!   position. A point lookup is two hash probes; a scan walks partitions in key order.
+//! * **Snapshots and writes**: the whole table state sits behind an `Arc`. A reader's
+//!   [`MemorySource::snapshot`] clones that `Arc` (a few nanoseconds under a read lock) and
+//!   then sees one consistent state for as long as it holds it. Writers are serialised; a
+//!   write builds new versions of the partitions it touches (copy-on-write, sharing every
+//!   other partition) and swaps the state in atomically. Readers never block writers beyond
+//!   the pointer swap, and never see a partial write or batch.
+//! * **Write cost**: a single write copies the affected partition (`O(rows in it)`) and the
+//!   partition directory (`O(partitions)`). Use [`MemorySource::apply`] to batch writes (each
+//!   touched partition is rebuilt once) and [`MemorySource::from_entities`] for bulk loads.
+//!   This favours scan speed and memory over single-write latency; a server with heavy
+//!   random writes to huge partitions wants a different store behind [`EntitySource`].
+//!
+//! ```
+//! use tableq_exec::{EntitySource, MemorySource};
+//! use tableq_model::{Entity, Value};
+//!
+//! let table = MemorySource::new();
+//! let mut e = Entity::new("p1", "r1");
+//! e.set("Age", Value::Int32(7));
+//! table.insert(e).unwrap();
+//! let snapshot = table.snapshot();
+//! table.delete("p1", "r1"); // the snapshot still sees the entity
+//! assert!(snapshot.get("p1", "r1").is_some());
+//! assert!(table.snapshot().get("p1", "r1").is_none());
+//! ```
+
+mod partition;
+
+use crate::key::{Chunk, Key, Scan};
+use crate::source::{EntitySource, PropertySlot, SlotLookup, SourceRow};
+use partition::{Partition, PartitionBuilder, RowHead};
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::RandomState;
+use std::ops::Bound;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use tableq_model::order::{OrdinalString, compare_str};
+use tableq_model::{DateTime, Entity, EntityView, ValueRef};
+use tableq_planner::plan::KeyInterval;
+
+/// Why a write to a [`MemorySource`] failed. A failed write or batch changes nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MemoryError {
+    /// An insert found an entity with the same keys.
+    #[error("an entity with PartitionKey {partition_key:?} and RowKey {row_key:?} already exists")]
+    AlreadyExists {
+        /// The PartitionKey.
+        partition_key: String,
+        /// The RowKey.
+        row_key: String,
+    },
+    /// A delete in a batch found no entity with these keys.
+    #[error("no entity with PartitionKey {partition_key:?} and RowKey {row_key:?}")]
+    NotFound {
+        /// The PartitionKey.
+        partition_key: String,
+        /// The RowKey.
+        row_key: String,
+    },
+    /// A partition outgrew the 32-bit offsets of the layout (4 GiB of strings or of bytes,
+    /// or 2³² properties, or 2²⁸ distinct property names).
+    #[error("partition too large for the in-memory layout ({what} exceed 32-bit offsets)")]
+    PartitionTooLarge {
+        /// Which arena overflowed.
+        what: &'static str,
+    },
+}
+
+/// One write of a batch ([`MemorySource::apply`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Write {
+    /// Insert a new entity; fails if one with the same keys exists.
+    Insert(Entity),
+    /// Insert or replace (the stored entity becomes exactly this one).
+    Upsert(Entity),
+    /// Delete an entity; fails if none has these keys.
+    Delete {
+        /// The PartitionKey.
+        partition_key: String,
+        /// The RowKey.
+        row_key: String,
+    },
+}
+
+/// Interned custom property names (append-only: ids never change).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Names {
+    ids: HashMap<Box<str>, u32>,
+    names: Vec<Box<str>>,
+}
+
+impl Names {
+    pub(crate) fn id(&self, name: &str) -> Option<u32> {
+        self.ids.get(name).copied()
+    }
+
+    pub(crate) fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or("", |n| n)
+    }
+
+    pub(crate) fn intern(&mut self, name: &str) -> u32 {
+        if let Some(id) = self.ids.get(name) {
+            return *id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.into());
+        self.ids.insert(name.into(), id);
+        id
+    }
+}
+
+/// One immutable version of the table.
+#[derive(Debug, Default)]
+struct TableState {
+    /// Non-empty partitions sorted by PartitionKey (UTF-16 ordinal).
+    partitions: Vec<Arc<Partition>>,
+    /// PartitionKey → position in `partitions`.
+    by_key: HashMap<Box<str>, u32>,
+    names: Arc<Names>,
+    hasher: RandomState,
+    len: usize,
+}
+
+impl TableState {
+    fn with(partitions: Vec<Arc<Partition>>, names: Arc<Names>, hasher: RandomState) -> TableState {
+        let by_key = partitions
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (Box::from(p.key()), i as u32))
+            .collect();
+        let len = partitions.iter().map(|p| p.len()).sum();
+        TableState {
+            partitions,
+            by_key,
+            names,
+            hasher,
+            len,
+        }
+    }
+
+    fn partition(&self, key: &str) -> Option<&Arc<Partition>> {
+        self.by_key.get(key).map(|&i| &self.partitions[i as usize])
+    }
+}
+
+/// An in-memory, concurrently readable table (see the module docs).
+#[derive(Debug, Default)]
+pub struct MemorySource {
+    state: RwLock<Arc<TableState>>,
+    writer: Mutex<()>,
+}
+
+/// A consistent, immutable view of a [`MemorySource`]: the [`EntitySource`] the executor
+/// reads. Cheap to create and to clone; holding one keeps its version of the data alive.
+#[derive(Debug, Clone)]
+pub struct MemorySnapshot {
+    state: Arc<TableState>,
+}
+
+impl MemorySource {
+    /// An empty table.
+    pub fn new() -> MemorySource {
+        MemorySource::default()
+    }
+
+    /// A table holding these entities (a later entity with the same keys replaces an
+    /// earlier one). Streams: only the compact form is kept, never all input entities.
+    pub fn from_entities(
+        entities: impl IntoIterator<Item = Entity>,
+    ) -> Result<MemorySource, MemoryError> {
+        let mut names = Names::default();
+        let mut builders: HashMap<String, PartitionBuilder> = HashMap::new();
+        for e in entities {
+            let b = match builders.get_mut(e.partition_key()) {
+                Some(b) => b,
+                None => builders
+                    .entry(e.partition_key().to_owned())
+                    .or_insert_with(|| PartitionBuilder::new(e.partition_key())),
+            };
+            b.push_entity(&e, &mut names)?;
+        }
+        let hasher = RandomState::new();
+        let mut builders: Vec<(String, PartitionBuilder)> = builders.into_iter().collect();
+        builders.sort_by(|a, b| compare_str(&a.0, &b.0));
+        let mut partitions = Vec::with_capacity(builders.len());
+        for (_, b) in builders {
+            partitions.push(Arc::new(b.finish(&hasher)?));
+        }
+        let state = TableState::with(partitions, Arc::new(names), hasher);
+        Ok(MemorySource {
+            state: RwLock::new(Arc::new(state)),
+            writer: Mutex::new(()),
+        })
+    }
+
+    /// A consistent view of the current contents.
+    pub fn snapshot(&self) -> MemorySnapshot {
+        let state = self
+            .state
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        MemorySnapshot { state }
+    }
+
+    /// The number of entities.
+    pub fn len(&self) -> usize {
+        self.snapshot().len()
+    }
+
+    /// Whether the table is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The entity with these keys, as an owned value.
+    pub fn get(&self, partition_key: &str, row_key: &str) -> Option<Entity> {
+        self.snapshot()
+            .get(partition_key, row_key)
+            .map(|r| r.to_entity())
+    }
+
+    /// Inserts a new entity; fails with [`MemoryError::AlreadyExists`] if its keys are taken.
+    pub fn insert(&self, entity: Entity) -> Result<(), MemoryError> {
+        self.apply([Write::Insert(entity)])
+    }
+
+    /// Inserts or replaces an entity.
+    pub fn upsert(&self, entity: Entity) -> Result<(), MemoryError> {
+        self.apply([Write::Upsert(entity)])
+    }
+
+    /// Deletes an entity; returns whether it existed.
+    pub fn delete(&self, partition_key: &str, row_key: &str) -> bool {
+        let write = Write::Delete {
+            partition_key: partition_key.into(),
+            row_key: row_key.into(),
+        };
+        self.apply([write]).is_ok()
+    }
+
+    /// Applies writes in order, atomically: readers see all of them or none, and if one
+    /// fails nothing is applied. Each touched partition is rebuilt once.
+    pub fn apply(&self, writes: impl IntoIterator<Item = Write>) -> Result<(), MemoryError> {
+        let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let current = self.snapshot().state;
+        // Per partition: RowKey → the entity it will hold (None = deleted).
+        let mut pending: BTreeMap<OrdinalString, BTreeMap<OrdinalString, Option<Entity>>> =
+            BTreeMap::new();
+        for write in writes {
+            let (pk, rk, new) = match write {
+                Write::Insert(e) => {
+                    let exists = exists(&current, &pending, e.partition_key(), e.row_key());
+                    if exists {
+                        return Err(MemoryError::AlreadyExists {
+                            partition_key: e.partition_key().into(),
+                            row_key: e.row_key().into(),
+                        });
+                    }
+                    (
+                        e.partition_key().to_owned(),
+                        e.row_key().to_owned(),
+                        Some(e),
+                    )
+                }
+                Write::Upsert(e) => (
+                    e.partition_key().to_owned(),
+                    e.row_key().to_owned(),
+                    Some(e),
+                ),
+                Write::Delete {
+                    partition_key,
+                    row_key,
+                } => {
+                    if !exists(&current, &pending, &partition_key, &row_key) {
+                        return Err(MemoryError::NotFound {
+                            partition_key,
+                            row_key,
+                        });
+                    }
+                    (partition_key, row_key, None)
+                }
+            };
+            pending
+                .entry(OrdinalString(pk))
+                .or_default()
+                .insert(OrdinalString(rk), new);
+        }
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let mut names = Names::clone(&current.names);
+        let mut replaced: Vec<(String, Option<Arc<Partition>>)> = Vec::with_capacity(pending.len());
+        for (OrdinalString(pk), changes) in pending {
+            let old = current.partition(&pk);
+            let mut b = PartitionBuilder::new(&pk);
+            let mut next_old = 0;
+            let old_len = old.map_or(0, |p| p.len());
+            for (OrdinalString(rk), change) in &changes {
+                if let Some(old) = old {
+                    let stop = old.lower_bound(rk, false);
+                    for i in next_old..stop {
+                        b.push_row(old, i)?;
+                    }
+                    next_old = stop;
+                    if next_old < old_len && old.row_key(next_old) == rk {
+                        next_old += 1; // replaced or deleted
+                    }
+                }
+                if let Some(e) = change {
+                    b.push_entity(e, &mut names)?;
+                }
+            }
+            if let Some(old) = old {
+                for i in next_old..old_len {
+                    b.push_row(old, i)?;
+                }
+            }
+            let part = if b.is_empty() {
+                None
+            } else {
+                Some(Arc::new(b.finish(&current.hasher)?))
+            };
+            replaced.push((pk, part));
+        }
+        // Merge the new partition versions into the directory, keeping PartitionKey order.
+        let mut partitions: Vec<Arc<Partition>> =
+            Vec::with_capacity(current.partitions.len() + replaced.len());
+        let mut old = current.partitions.iter().peekable();
+        for (pk, part) in replaced {
+            while let Some(p) = old.next_if(|p| compare_str(p.key(), &pk) == Ordering::Less) {
+                partitions.push(p.clone());
+            }
+            old.next_if(|p| p.key() == pk);
+            partitions.extend(part);
+        }
+        partitions.extend(old.cloned());
+        let state = TableState::with(partitions, Arc::new(names), current.hasher.clone());
+        *self.state.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(state);
+        Ok(())
+    }
+}
+
+fn exists(
+    current: &TableState,
+    pending: &BTreeMap<OrdinalString, BTreeMap<OrdinalString, Option<Entity>>>,
+    pk: &str,
+    rk: &str,
+) -> bool {
+    let staged = pending
+        .get(&OrdinalString(pk.to_owned()))
+        .and_then(|rows| rows.get(&OrdinalString(rk.to_owned())));
+    match staged {
+        Some(change) => change.is_some(),
+        None => current
+            .partition(pk)
+            .is_some_and(|p| p.find(&current.hasher, rk).is_some()),
+    }
+}
+
+impl MemorySnapshot {
+    /// The number of entities.
+    pub fn len(&self) -> usize {
+        self.state.len
+    }
+
+    /// Whether the snapshot holds no entity.
+    pub fn is_empty(&self) -> bool {
+        self.state.len == 0
+    }
+
+    /// The number of partitions.
+    pub fn partition_count(&self) -> usize {
+        self.state.partitions.len()
+    }
+
+    /// Approximate heap bytes held by this version of the table (arenas, indexes, names):
+    /// what the bytes-per-entity figure in `benches/README.md` is computed from.
+    pub fn heap_bytes(&self) -> usize {
+        let s = &self.state;
+        let parts: usize = s
+            .partitions
+            .iter()
+            .map(|p| p.heap_bytes() + size_of::<Partition>() + 16)
+            .sum();
+        let dir =
+            s.partitions.capacity() * 8 + s.by_key.capacity() * (size_of::<(Box<str>, u32)>() + 1);
+        let names: usize = s.names.names.iter().map(|n| 2 * n.len() + 48).sum();
+        parts + dir + names
+    }
+
+    /// Every entity in key order (a convenience over [`EntitySource::scan`]).
+    pub fn iter(&self) -> MemoryRows<'_> {
+        self.rows_from(0, None, None, None, &FULL)
+    }
+
+    /// The slot of a custom property name, if any entity of this snapshot has it. Useful
+    /// for hand-written scans ([`MemoryRow::slot_value`]).
+    pub fn slot(&self, name: &str) -> Option<PropertySlot> {
+        self.state.names.id(name).map(PropertySlot)
+    }
+
+    /// Position of the first partition whose key is not below `lower`.
+    fn first_partition(&self, lower: &Bound<String>) -> usize {
+        let parts = &self.state.partitions;
+        match lower {
+            Bound::Unbounded => 0,
+            Bound::Included(k) => {
+                parts.partition_point(|p| compare_str(p.key(), k) == Ordering::Less)
+            }
+            Bound::Excluded(k) => {
+                parts.partition_point(|p| compare_str(p.key(), k) != Ordering::Greater)
+            }
+        }
+    }
+
+    /// Position one past the last partition whose key is not above `upper`.
+    fn end_partition(&self, upper: &Bound<String>) -> usize {
+        let parts = &self.state.partitions;
+        match upper {
+            Bound::Unbounded => parts.len(),
+            Bound::Included(k) => {
+                parts.partition_point(|p| compare_str(p.key(), k) != Ordering::Greater)
+            }
+            Bound::Excluded(k) => {
+                parts.partition_point(|p| compare_str(p.key(), k) == Ordering::Less)
+            }
+        }
+    }
+
+    /// The partition range a scan touches.
+    fn partition_span(&self, scan: &Scan<'_>) -> (usize, usize) {
+        let pk = &scan.range.partition_key;
+        if let Some(p) = pk.as_point() {
+            return match self.state.by_key.get(p) {
+                Some(&i) => (i as usize, i as usize + 1),
+                None => (0, 0),
+            };
+        }
+        let mut start = self.first_partition(&pk.lower);
+        let mut end = self.end_partition(&pk.upper);
+        let parts = &self.state.partitions;
+        if let Some(from) = scan.from {
+            let first = parts
+                .partition_point(|p| compare_str(p.key(), &from.partition_key) == Ordering::Less);
+            start = start.max(first);
+        }
+        if let Some(until) = scan.until {
+            let past = parts.partition_point(|p| {
+                compare_str(p.key(), &until.partition_key) != Ordering::Greater
+            });
+            end = end.min(past);
+        }
+        (start, end.max(start))
+    }
+
+    fn rows_from<'a>(
+        &'a self,
+        part: usize,
+        end_part: Option<usize>,
+        from: Option<&'a Key>,
+        until: Option<&'a Key>,
+        row_key: &'a KeyInterval,
+    ) -> MemoryRows<'a> {
+        let mut rows = MemoryRows {
+            snapshot: self,
+            row_key,
+            from,
+            until,
+            part,
+            end_part: end_part.unwrap_or(self.state.partitions.len()),
+            row: 0,
+            end_row: 0,
+        };
+        rows.enter_partition();
+        rows
+    }
+}
+
+static FULL: KeyInterval = KeyInterval {
+    lower: Bound::Unbounded,
+    upper: Bound::Unbounded,
+};
+
+/// Row bounds `[lo, hi)` of partition `p` within a RowKey interval and optional key bounds.
+fn row_bounds(
+    p: &Partition,
+    hasher: &RandomState,
+    rk: &KeyInterval,
+    from: Option<&Key>,
+    until: Option<&Key>,
+) -> (usize, usize) {
+    if let Some(point) = rk.as_point() {
+        let inside = from.is_none_or(|f| f.cmp_pair(p.key(), point) != Ordering::Greater)
+            && until.is_none_or(|u| u.cmp_pair(p.key(), point) == Ordering::Greater);
+        return match p.find(hasher, point) {
+            Some(i) if inside => (i, i + 1),
+            _ => (0, 0),
+        };
+    }
+    let mut lo = match &rk.lower {
+        Bound::Unbounded => 0,
+        Bound::Included(k) => p.lower_bound(k, false),
+        Bound::Excluded(k) => p.lower_bound(k, true),
+    };
+    let mut hi = match &rk.upper {
+        Bound::Unbounded => p.len(),
+        Bound::Included(k) => p.lower_bound(k, true),
+        Bound::Excluded(k) => p.lower_bound(k, false),
+    };
+    if let Some(f) = from {
+        match compare_str(p.key(), &f.partition_key) {
+            Ordering::Less => return (0, 0),
+            Ordering::Equal => lo = lo.max(p.lower_bound(&f.row_key, false)),
+            Ordering::Greater => {}
+        }
+    }
+    if let Some(u) = until {
+        match compare_str(p.key(), &u.partition_key) {
+            Ordering::Greater => return (0, 0),
+            Ordering::Equal => hi = hi.min(p.lower_bound(&u.row_key, false)),
+            Ordering::Less => {}
+        }
+    }
+    (lo, hi.max(lo))
+}
+
+/// The iterator of [`MemorySnapshot`] scans.
+#[derive(Debug, Clone)]
+pub struct MemoryRows<'a> {
+    snapshot: &'a MemorySnapshot,
+    row_key: &'a KeyInterval,
+    from: Option<&'a Key>,
+    until: Option<&'a Key>,
+    part: usize,
+    end_part: usize,
+    row: usize,
+    end_row: usize,
+}
+
+impl<'a> MemoryRows<'a> {
+    /// Moves to the first partition at or after `self.part` with rows in bounds.
+    fn enter_partition(&mut self) {
+        let state = &self.snapshot.state;
+        while self.part < self.end_part {
+            let p = &state.partitions[self.part];
+            let (lo, hi) = row_bounds(p, &state.hasher, self.row_key, self.from, self.until);
+            if lo < hi {
+                self.row = lo;
+                self.end_row = hi;
+                return;
+            }
+            self.part += 1;
+        }
+        self.row = 0;
+        self.end_row = 0;
+    }
+}
+
+impl<'a> Iterator for MemoryRows<'a> {
+    type Item = MemoryRow<'a>;
+
+    #[inline]
+    fn next(&mut self) -> Option<MemoryRow<'a>> {
+        if self.row >= self.end_row {
+            if self.part >= self.end_part {
+                return None;
+            }
+            self.part += 1;
+            self.enter_partition();
+            if self.row >= self.end_row {
+                return None;
+            }
+        }
+        let state: &'a TableState = &self.snapshot.state;
+        let partition: &'a Partition = &state.partitions[self.part];
+        let head = partition.head(self.row);
+        self.row += 1;
+        Some(MemoryRow {
+            names: &state.names,
+            partition,
+            head,
+        })
+    }
+}
+
+/// One entity of a [`MemorySnapshot`], borrowed from its compact layout.
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryRow<'a> {
+    names: &'a Names,
+    partition: &'a Partition,
+    head: &'a RowHead,
+}
+
+impl<'a> MemoryRow<'a> {
+    /// A custom property by slot ([`MemorySnapshot::slot`]): the fast path of hand-written
+    /// and compiled scans.
+    #[inline]
+    pub fn slot_value(&self, slot: PropertySlot) -> Option<ValueRef<'a>> {
+        self.partition.value_of(self.head, slot.0)
+    }
+}
+
+impl EntityView for MemoryRow<'_> {
+    fn partition_key(&self) -> &str {
+        self.partition.key()
+    }
+    fn row_key(&self) -> &str {
+        self.partition.row_key_of(self.head)
+    }
+    fn timestamp(&self) -> Option<DateTime> {
+        Partition::timestamp_of(self.head)
+    }
+    fn custom(&self, name: &str) -> Option<ValueRef<'_>> {
+        self.partition.value_of(self.head, self.names.id(name)?)
+    }
+}
+
+impl SourceRow for MemoryRow<'_> {
+    fn to_entity(&self) -> Entity {
+        self.partition.entity(self.head, self.names)
+    }
+
+    #[inline]
+    fn custom_by_slot(&self, slot: PropertySlot) -> Option<ValueRef<'_>> {
+        self.slot_value(slot)
+    }
+}
+
+impl EntitySource for MemorySnapshot {
+    type Row<'a> = MemoryRow<'a>;
+    type Rows<'a> = MemoryRows<'a>;
+
+    fn scan<'a>(&'a self, scan: Scan<'a>) -> MemoryRows<'a> {
+        let (start, end) = self.partition_span(&scan);
+        self.rows_from(start, Some(end), scan.from, scan.until, &scan.range.row_key)
+    }
+
+    fn get<'a>(&'a self, partition_key: &str, row_key: &str) -> Option<MemoryRow<'a>> {
+        let state = &self.state;
+        let partition = state.partition(partition_key)?;
+        let row = partition.find(&state.hasher, row_key)?;
+        Some(MemoryRow {
+            names: &state.names,
+            partition,
+            head: partition.head(row),
+        })
+    }
+
+    fn split(&self, scan: Scan<'_>, chunk_rows: usize, max_chunks: usize) -> Vec<Chunk> {
+        let state = &self.state;
+        let chunk_rows = chunk_rows.max(1);
+        let (start, end) = self.partition_span(&scan);
+        let mut chunks: Vec<Chunk> = Vec::new();
+        let mut current = Chunk {
+            from: scan.from.cloned(),
+            until: None,
+            rows: Some(0),
+        };
+        let mut in_current = 0usize;
+        for p in &state.partitions[start..end] {
+            let (mut lo, hi) =
+                row_bounds(p, &state.hasher, &scan.range.row_key, scan.from, scan.until);
+            while lo < hi {
+                let take = (chunk_rows - in_current).min(hi - lo);
+                in_current += take;
+                lo += take;
+                if in_current == chunk_rows {
+                    let boundary = if lo < hi {
+                        Some(Key::new(p.key(), p.row_key(lo)))
+                    } else {
+                        None // decided below: the next row with data, if any
+                    };
+                    current.rows = Some(in_current);
+                    in_current = 0;
+                    match boundary {
+                        Some(b) => {
+                            current.until = Some(b.clone());
+                            chunks.push(std::mem::replace(
+                                &mut current,
+                                Chunk {
+                                    from: Some(b),
+                                    until: None,
+                                    rows: Some(0),
+                                },
+                            ));
+                        }
+                        None => {
+                            // The chunk ends with this partition: close it at the next row.
+                            current.until = Some(Key::new(format!("{}\u{0}", p.key()), ""));
+                            let next_from = current.until.clone();
+                            chunks.push(std::mem::replace(
+                                &mut current,
+                                Chunk {
+                                    from: next_from,
+                                    until: None,
+                                    rows: Some(0),
+                                },
+                            ));
+                        }
+                    }
+                    if chunks.len() == max_chunks {
+                        return chunks;
+                    }
+                }
+            }
+        }
+        if in_current > 0 {
+            current.rows = Some(in_current);
+            current.until = scan.until.cloned();
+            chunks.push(current);
+        } else if let Some(last) = chunks.last_mut() {
+            // The last full chunk reached the end of the scan.
+            last.until = scan.until.cloned();
+        }
+        chunks
+    }
+
+    fn property_slot(&self, name: &str) -> SlotLookup {
+        match self.state.names.id(name) {
+            Some(id) => SlotLookup::Slot(PropertySlot(id)),
+            None => SlotLookup::Absent,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

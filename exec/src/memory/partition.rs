@@ -1,0 +1,459 @@
+//! One partition of a [`MemorySource`](super::MemorySource): an immutable, compact block of
+//! rows sorted by RowKey, with a hash index for point lookups.
+//!
+//! Layout (all offsets are `u32` into per-partition arenas, so a partition holds at most
+//! 4 GiB of text, 4 GiB of bytes and 2³² property slots):
+//!
+//! * `rows`: one 24-byte [`RowHead`] per entity, sorted by RowKey (UTF-16 ordinal): the
+//!   Timestamp, where the RowKey lies in `text`, where its property slots lie in `slots`;
+//! * `slots`: one 12-byte [`Slot`] per property — interned name id and type tag in one
+//!   `u32`, the value inline (numbers, booleans, DateTime ticks) or as an (offset, length)
+//!   into `text` (strings) or `bytes` (Guid, Binary); a row's slots are sorted by id;
+//! * `index`: RowKey hash (32 bits) → row number, [`COLLISION`] when two RowKeys share a
+//!   hash (then a binary search decides).
+
+use crate::memory::{MemoryError, Names};
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
+use tableq_model::{DateTime, Entity, Property, ValueRef, order::compare_str};
+use uuid::Uuid;
+
+/// Row number marking a hash shared by several RowKeys.
+const COLLISION: u32 = u32::MAX;
+/// Timestamp marking "no Timestamp".
+const NO_TIMESTAMP: i64 = i64::MIN;
+
+const TAG_BINARY: u32 = 0;
+const TAG_BOOLEAN: u32 = 1;
+const TAG_DATETIME: u32 = 2;
+const TAG_DOUBLE: u32 = 3;
+const TAG_GUID: u32 = 4;
+const TAG_INT32: u32 = 5;
+const TAG_INT64: u32 = 6;
+const TAG_STRING: u32 = 7;
+const TAG_BITS: u32 = 4;
+
+/// Per-row header (24 bytes).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowHead {
+    timestamp: i64,
+    key_start: u32,
+    key_len: u32,
+    slot_start: u32,
+    slot_len: u32,
+}
+
+/// One property (12 bytes): `id << 4 | tag`, then the value or its location.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Slot {
+    id_tag: u32,
+    lo: u32,
+    hi: u32,
+}
+
+impl Slot {
+    #[inline]
+    fn id(self) -> u32 {
+        self.id_tag >> TAG_BITS
+    }
+    #[inline]
+    fn u64(self) -> u64 {
+        u64::from(self.lo) | (u64::from(self.hi) << 32)
+    }
+}
+
+/// Spreads a 32-bit hash over 64 bits for the index's `HashMap` (whose control bytes use the
+/// top bits). The keys are already SipHash outputs, so no further hashing is needed.
+#[derive(Default)]
+pub(crate) struct SpreadHasher(u64);
+
+impl Hasher for SpreadHasher {
+    fn finish(&self) -> u64 {
+        self.0.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8) | u64::from(*b);
+        }
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.0 = u64::from(i);
+    }
+}
+
+type Index = HashMap<u32, u32, BuildHasherDefault<SpreadHasher>>;
+
+/// An immutable partition.
+#[derive(Debug)]
+pub(crate) struct Partition {
+    key: Box<str>,
+    rows: Vec<RowHead>,
+    slots: Vec<Slot>,
+    text: String,
+    bytes: Vec<u8>,
+    index: Index,
+}
+
+fn to_u32(n: usize, what: &'static str) -> Result<u32, MemoryError> {
+    u32::try_from(n).map_err(|_| MemoryError::PartitionTooLarge { what })
+}
+
+fn row_hash(hasher: &RandomState, row_key: &str) -> u32 {
+    // Truncation to 32 bits is intended: collisions are resolved by binary search.
+    hasher.hash_one(row_key) as u32
+}
+
+impl Partition {
+    /// The PartitionKey.
+    pub(crate) fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The number of rows.
+    pub(crate) fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Heap bytes used (approximately: arenas and index at their capacity).
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.key.len()
+            + self.rows.capacity() * size_of::<RowHead>()
+            + self.slots.capacity() * size_of::<Slot>()
+            + self.text.capacity()
+            + self.bytes.capacity()
+            // hashbrown: one (u32, u32) bucket and one control byte per bucket; buckets are
+            // the capacity rounded up to a power of two at 7/8 load.
+            + (self.index.capacity() * 8 / 7).next_power_of_two() * (size_of::<(u32, u32)>() + 1)
+    }
+
+    #[inline]
+    pub(crate) fn head(&self, row: usize) -> &RowHead {
+        &self.rows[row]
+    }
+
+    #[inline]
+    pub(crate) fn row_key_of(&self, head: &RowHead) -> &str {
+        let start = head.key_start as usize;
+        self.text
+            .get(start..start + head.key_len as usize)
+            .unwrap_or("")
+    }
+
+    #[inline]
+    pub(crate) fn row_key(&self, row: usize) -> &str {
+        self.row_key_of(&self.rows[row])
+    }
+
+    #[inline]
+    pub(crate) fn timestamp_of(head: &RowHead) -> Option<DateTime> {
+        if head.timestamp == NO_TIMESTAMP {
+            None
+        } else {
+            DateTime::from_ticks(head.timestamp)
+        }
+    }
+
+    #[inline]
+    fn slots_of(&self, head: &RowHead) -> &[Slot] {
+        let start = head.slot_start as usize;
+        self.slots
+            .get(start..start + head.slot_len as usize)
+            .unwrap_or(&[])
+    }
+
+    /// The value of property `id` in a row.
+    #[inline]
+    pub(crate) fn value_of(&self, head: &RowHead, id: u32) -> Option<ValueRef<'_>> {
+        for slot in self.slots_of(head) {
+            let sid = slot.id();
+            if sid == id {
+                return Some(self.decode(*slot));
+            }
+            if sid > id {
+                return None;
+            }
+        }
+        None
+    }
+
+    #[inline]
+    fn decode(&self, slot: Slot) -> ValueRef<'_> {
+        let (lo, hi) = (slot.lo as usize, slot.hi as usize);
+        match slot.id_tag & ((1 << TAG_BITS) - 1) {
+            TAG_STRING => ValueRef::String(self.text.get(lo..lo + hi).unwrap_or("")),
+            TAG_INT32 => ValueRef::Int32(slot.lo as i32),
+            TAG_INT64 => ValueRef::Int64(slot.u64() as i64),
+            TAG_DOUBLE => ValueRef::Double(f64::from_bits(slot.u64())),
+            TAG_BOOLEAN => ValueRef::Boolean(slot.lo != 0),
+            TAG_DATETIME => {
+                ValueRef::DateTime(DateTime::from_ticks(slot.u64() as i64).unwrap_or(DateTime::MIN))
+            }
+            TAG_GUID => {
+                let bytes: [u8; 16] = self
+                    .bytes
+                    .get(lo..lo + 16)
+                    .and_then(|b| b.try_into().ok())
+                    .unwrap_or([0; 16]);
+                ValueRef::Guid(Uuid::from_bytes(bytes))
+            }
+            _ => ValueRef::Binary(self.bytes.get(lo..lo + hi).unwrap_or(&[])),
+        }
+    }
+
+    /// The custom properties of a row as owned values.
+    pub(crate) fn properties_of(&self, head: &RowHead, names: &Names) -> Vec<Property> {
+        self.slots_of(head)
+            .iter()
+            .map(|s| Property {
+                name: names.name(s.id()).to_owned(),
+                value: self.decode(*s).to_owned(),
+            })
+            .collect()
+    }
+
+    /// A row as an owned entity.
+    pub(crate) fn entity(&self, head: &RowHead, names: &Names) -> Entity {
+        Entity::with_properties(
+            self.key.as_ref(),
+            self.row_key_of(head),
+            Partition::timestamp_of(head),
+            self.properties_of(head, names),
+        )
+    }
+
+    /// The first row whose RowKey is `>= row_key` (or `> row_key` when `after`).
+    pub(crate) fn lower_bound(&self, row_key: &str, after: bool) -> usize {
+        self.rows
+            .partition_point(|h| match compare_str(self.row_key_of(h), row_key) {
+                Ordering::Less => true,
+                Ordering::Equal => after,
+                Ordering::Greater => false,
+            })
+    }
+
+    /// The row with exactly this RowKey.
+    pub(crate) fn find(&self, hasher: &RandomState, row_key: &str) -> Option<usize> {
+        match self.index.get(&row_hash(hasher, row_key)) {
+            None => None,
+            Some(&COLLISION) => {
+                let i = self.lower_bound(row_key, false);
+                (i < self.rows.len() && self.row_key(i) == row_key).then_some(i)
+            }
+            Some(&i) => {
+                let i = i as usize;
+                (self.row_key(i) == row_key).then_some(i)
+            }
+        }
+    }
+}
+
+/// Builds a partition row by row. Rows may be pushed in any order; [`finish`] sorts them
+/// (a later row with the same RowKey replaces an earlier one).
+///
+/// [`finish`]: PartitionBuilder::finish
+#[derive(Debug)]
+pub(crate) struct PartitionBuilder {
+    key: Box<str>,
+    rows: Vec<RowHead>,
+    slots: Vec<Slot>,
+    text: String,
+    bytes: Vec<u8>,
+    sorted: bool,
+}
+
+impl PartitionBuilder {
+    pub(crate) fn new(key: &str) -> PartitionBuilder {
+        PartitionBuilder {
+            key: key.into(),
+            rows: Vec::new(),
+            slots: Vec::new(),
+            text: String::new(),
+            bytes: Vec::new(),
+            sorted: true,
+        }
+    }
+
+    fn note_order(&mut self, row_key: &str) {
+        if let Some(last) = self.rows.last() {
+            let start = last.key_start as usize;
+            let prev = self
+                .text
+                .get(start..start + last.key_len as usize)
+                .unwrap_or("");
+            if compare_str(prev, row_key) != Ordering::Less {
+                self.sorted = false;
+            }
+        }
+    }
+
+    fn push_text(&mut self, s: &str) -> Result<(u32, u32), MemoryError> {
+        let start = to_u32(self.text.len(), "text")?;
+        self.text.push_str(s);
+        to_u32(self.text.len(), "text")?;
+        Ok((start, to_u32(s.len(), "text")?))
+    }
+
+    fn push_bytes(&mut self, b: &[u8]) -> Result<(u32, u32), MemoryError> {
+        let start = to_u32(self.bytes.len(), "bytes")?;
+        self.bytes.extend_from_slice(b);
+        to_u32(self.bytes.len(), "bytes")?;
+        Ok((start, to_u32(b.len(), "bytes")?))
+    }
+
+    fn push_slot(&mut self, id: u32, value: ValueRef<'_>) -> Result<(), MemoryError> {
+        let split = |v: u64| (v as u32, (v >> 32) as u32);
+        let (tag, lo, hi) = match value {
+            ValueRef::String(s) => {
+                let (start, len) = self.push_text(s)?;
+                (TAG_STRING, start, len)
+            }
+            ValueRef::Int32(i) => (TAG_INT32, i as u32, 0),
+            ValueRef::Int64(i) => {
+                let (lo, hi) = split(i as u64);
+                (TAG_INT64, lo, hi)
+            }
+            ValueRef::Double(d) => {
+                let (lo, hi) = split(d.to_bits());
+                (TAG_DOUBLE, lo, hi)
+            }
+            ValueRef::Boolean(b) => (TAG_BOOLEAN, u32::from(b), 0),
+            ValueRef::DateTime(t) => {
+                let (lo, hi) = split(t.ticks() as u64);
+                (TAG_DATETIME, lo, hi)
+            }
+            ValueRef::Guid(g) => {
+                let (start, len) = self.push_bytes(g.as_bytes())?;
+                (TAG_GUID, start, len)
+            }
+            ValueRef::Binary(b) => {
+                let (start, len) = self.push_bytes(b)?;
+                (TAG_BINARY, start, len)
+            }
+        };
+        if id >= 1 << (32 - TAG_BITS) {
+            return Err(MemoryError::PartitionTooLarge {
+                what: "property names",
+            });
+        }
+        self.slots.push(Slot {
+            id_tag: (id << TAG_BITS) | tag,
+            lo,
+            hi,
+        });
+        Ok(())
+    }
+
+    /// Appends an entity (its PartitionKey must be this partition's), interning new names.
+    pub(crate) fn push_entity(
+        &mut self,
+        entity: &Entity,
+        names: &mut Names,
+    ) -> Result<(), MemoryError> {
+        self.note_order(entity.row_key());
+        let (key_start, key_len) = self.push_text(entity.row_key())?;
+        let slot_start = to_u32(self.slots.len(), "slots")?;
+        let mut props: Vec<(u32, ValueRef<'_>)> = entity
+            .properties()
+            .iter()
+            .map(|p| (names.intern(&p.name), p.value.as_ref()))
+            .collect();
+        props.sort_unstable_by_key(|(id, _)| *id);
+        for (id, value) in props {
+            self.push_slot(id, value)?;
+        }
+        let slot_len = to_u32(self.slots.len() - slot_start as usize, "slots")?;
+        let timestamp = entity.timestamp().map_or(NO_TIMESTAMP, DateTime::ticks);
+        self.rows.push(RowHead {
+            timestamp,
+            key_start,
+            key_len,
+            slot_start,
+            slot_len,
+        });
+        Ok(())
+    }
+
+    /// Appends a copy of row `row` of `from` (same name table).
+    pub(crate) fn push_row(&mut self, from: &Partition, row: usize) -> Result<(), MemoryError> {
+        let head = *from.head(row);
+        let row_key = from.row_key_of(&head);
+        self.note_order(row_key);
+        let (key_start, key_len) = self.push_text(row_key)?;
+        let slot_start = to_u32(self.slots.len(), "slots")?;
+        for slot in from.slots_of(&head) {
+            self.push_slot(slot.id(), from.decode(*slot))?;
+        }
+        self.rows.push(RowHead {
+            key_start,
+            key_len,
+            slot_start,
+            ..head
+        });
+        Ok(())
+    }
+
+    /// Whether no row was pushed.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Sorts (if needed), drops all but the last row of each RowKey, builds the index.
+    pub(crate) fn finish(mut self, hasher: &RandomState) -> Result<Partition, MemoryError> {
+        if !self.sorted {
+            // Re-lay the rows out in key order, keeping the last of equal keys.
+            let mut order: Vec<usize> = (0..self.rows.len()).collect();
+            let key = |b: &PartitionBuilder, i: usize| {
+                let h = b.rows[i];
+                let start = h.key_start as usize;
+                b.text
+                    .get(start..start + h.key_len as usize)
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            let keys: Vec<String> = order.iter().map(|&i| key(&self, i)).collect();
+            order.sort_by(|&a, &b| compare_str(&keys[a], &keys[b]).then(b.cmp(&a)));
+            order.dedup_by(|later, earlier| keys[*later] == keys[*earlier]);
+            let unsorted = Partition {
+                key: self.key.clone(),
+                rows: std::mem::take(&mut self.rows),
+                slots: std::mem::take(&mut self.slots),
+                text: std::mem::take(&mut self.text),
+                bytes: std::mem::take(&mut self.bytes),
+                index: Index::default(),
+            };
+            drop(keys);
+            let mut sorted = PartitionBuilder::new(&self.key);
+            for i in order {
+                sorted.push_row(&unsorted, i)?;
+            }
+            sorted.sorted = true;
+            return sorted.finish(hasher);
+        }
+        let mut index = Index::with_capacity_and_hasher(self.rows.len(), Default::default());
+        for (i, head) in self.rows.iter().enumerate() {
+            let start = head.key_start as usize;
+            let rk = self
+                .text
+                .get(start..start + head.key_len as usize)
+                .unwrap_or("");
+            let row = to_u32(i, "rows")?;
+            index
+                .entry(row_hash(hasher, rk))
+                .and_modify(|r| *r = COLLISION)
+                .or_insert(row);
+        }
+        self.rows.shrink_to_fit();
+        self.slots.shrink_to_fit();
+        self.text.shrink_to_fit();
+        self.bytes.shrink_to_fit();
+        Ok(Partition {
+            key: self.key,
+            rows: self.rows,
+            slots: self.slots,
+            text: self.text,
+            bytes: self.bytes,
+            index,
+        })
+    }
+}

@@ -1,0 +1,369 @@
+//! Executor vs naive evaluation, by property: all pages concatenated (any page size, work
+//! budget, thread count) equal every entity that lies in the plan's ranges and satisfies the
+//! residual by `Predicate::eval`, in key order; continuations resume exactly even when
+//! entities are inserted and deleted between pages.
+
+use proptest::prelude::*;
+use std::collections::BTreeSet;
+use std::ops::Bound;
+use tableq_exec::{Executor, Key, MemorySource, PageOptions, ResultRow, Tuning, compare_keys};
+use tableq_model::{CmpOp, Entity, EntityView, Value};
+use tableq_planner::plan::{KeyInterval, KeyRange, KeySet, Plan};
+use tableq_planner::predicate::{Comparison, Predicate};
+
+const KEY: &str = "[ab\u{FFFF}\u{10000}]{0,2}";
+
+fn arb_entity() -> impl Strategy<Value = Entity> {
+    (
+        KEY,
+        KEY,
+        proptest::option::of(0i32..4),
+        proptest::option::of("[xy]{0,1}"),
+        any::<bool>(),
+    )
+        .prop_map(|(pk, rk, a, b, c)| {
+            let mut e = Entity::new(pk, rk);
+            if let Some(a) = a {
+                e.set("A", Value::Int32(a));
+            }
+            if let Some(b) = b {
+                e.set("B", Value::String(b));
+            }
+            if c {
+                e.set("C", Value::Int64(2));
+            }
+            e
+        })
+}
+
+fn arb_bound() -> impl Strategy<Value = Bound<String>> {
+    prop_oneof![
+        Just(Bound::Unbounded),
+        KEY.prop_map(Bound::Included),
+        KEY.prop_map(Bound::Excluded),
+    ]
+}
+
+fn arb_interval() -> impl Strategy<Value = KeyInterval> {
+    prop_oneof![
+        Just(KeyInterval::full()),
+        KEY.prop_map(KeyInterval::point),
+        (arb_bound(), arb_bound()).prop_map(|(lower, upper)| KeyInterval { lower, upper }),
+    ]
+}
+
+fn arb_range() -> impl Strategy<Value = KeyRange> {
+    (arb_interval(), arb_interval()).prop_map(|(partition_key, row_key)| KeyRange {
+        partition_key,
+        row_key,
+    })
+}
+
+/// Ranges: either a valid planner-shaped key set (sorted, disjoint) or an arbitrary list
+/// (the executor must then still return the union, in key order).
+fn arb_ranges() -> impl Strategy<Value = Vec<KeyRange>> {
+    prop_oneof![
+        Just(vec![KeyRange::full()]),
+        proptest::collection::vec(arb_range(), 0..4).prop_map(|mut rs| {
+            rs.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+            let set = KeySet { ranges: rs.clone() };
+            if set.check_invariants().is_ok() {
+                rs
+            } else {
+                rs.into_iter().take(1).collect()
+            }
+        }),
+        proptest::collection::vec(arb_range(), 0..4),
+    ]
+}
+
+fn arb_predicate() -> impl Strategy<Value = Predicate> {
+    let leaf = prop_oneof![
+        Just(Predicate::True),
+        Just(Predicate::False),
+        (
+            proptest::sample::select(vec!["A", "B", "C", "PartitionKey", "RowKey", "Missing"]),
+            proptest::sample::select(CmpOp::ALL.to_vec()),
+            prop_oneof![
+                (0i32..4).prop_map(Value::Int32),
+                Just(Value::Int64(2)),
+                "[abxy]{0,1}".prop_map(Value::String),
+            ],
+        )
+            .prop_map(|(p, op, value)| Predicate::Compare(Comparison {
+                property: p.into(),
+                op,
+                value
+            })),
+    ];
+    leaf.prop_recursive(3, 12, 3, |inner| {
+        prop_oneof![
+            inner.clone().prop_map(|p| Predicate::Not(Box::new(p))),
+            proptest::collection::vec(inner.clone(), 2..4).prop_map(Predicate::And),
+            proptest::collection::vec(inner, 2..4).prop_map(Predicate::Or),
+        ]
+    })
+}
+
+fn naive(entities: &[Entity], plan: &Plan) -> Vec<Key> {
+    let mut all: Vec<&Entity> = entities.iter().collect();
+    all.sort_by(|a, b| {
+        compare_keys(
+            a.partition_key(),
+            a.row_key(),
+            b.partition_key(),
+            b.row_key(),
+        )
+    });
+    // Later duplicates replace earlier ones in the source: keep the last of each key.
+    let mut dedup: Vec<Key> = Vec::new();
+    let mut last: Option<&Entity> = None;
+    let mut chosen: Vec<&Entity> = Vec::new();
+    for e in entities.iter().rev() {
+        if !chosen
+            .iter()
+            .any(|c| c.partition_key() == e.partition_key() && c.row_key() == e.row_key())
+        {
+            chosen.push(e);
+        }
+    }
+    chosen.sort_by(|a, b| {
+        compare_keys(
+            a.partition_key(),
+            a.row_key(),
+            b.partition_key(),
+            b.row_key(),
+        )
+    });
+    for e in chosen {
+        if plan.ranges.contains(e.partition_key(), e.row_key()) && plan.residual.eval(e) {
+            dedup.push(Key::new(e.partition_key(), e.row_key()));
+        }
+        last = Some(e);
+    }
+    let _ = last;
+    dedup
+}
+
+fn keys(rows: &[ResultRow]) -> Vec<Key> {
+    rows.iter().map(ResultRow::key).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    #[test]
+    fn executor_equals_naive_scan(
+        entities in proptest::collection::vec(arb_entity(), 0..40),
+        ranges in arb_ranges(),
+        residual in arb_predicate(),
+        top in proptest::option::of(1u32..6),
+        page_size in proptest::option::of(1usize..8),
+        budget in proptest::option::of(1u64..10),
+        threads in 1usize..4,
+        chunk_rows in 1usize..5,
+        small_wave in prop_oneof![Just(0usize), Just(2048)],
+    ) {
+        let table = MemorySource::from_entities(entities.clone()).unwrap();
+        let snapshot = table.snapshot();
+        let plan = Plan { ranges: KeySet { ranges }, residual, select: None, top };
+        let tuning = Tuning { initial_chunk_rows: chunk_rows, max_chunk_rows: 8, small_wave_rows: small_wave };
+        let executor = Executor::new(&snapshot).with_threads(threads).unwrap().with_tuning(tuning);
+        let mut options = PageOptions::default();
+        options.page_size = page_size;
+        options.max_examined = budget;
+        let limit = top.map(|t| t as usize).into_iter().chain(page_size).min().unwrap_or(1000);
+        let mut got = Vec::new();
+        let mut continuation: Option<Key> = None;
+        for _ in 0..10_000 {
+            let page = executor.execute_page(&plan, continuation.as_ref(), &options).unwrap();
+            prop_assert!(page.rows.len() <= limit);
+            prop_assert_eq!(page.stats.matched, page.rows.len() as u64);
+            if let (Some(next), Some(last)) = (&page.continuation, page.rows.last()) {
+                prop_assert!(last.key() < *next, "continuation {} not after last row {}", next, last.key());
+            }
+            if let (Some(prev), Some(next)) = (&continuation, &page.continuation) {
+                prop_assert!(prev < next, "no progress: {} then {}", prev, next);
+            }
+            got.extend(keys(&page.rows));
+            continuation = page.continuation;
+            if continuation.is_none() {
+                break;
+            }
+        }
+        prop_assert!(continuation.is_none());
+        prop_assert_eq!(got, naive(&entities, &plan));
+    }
+
+    #[test]
+    fn continuations_resume_exactly_under_writes(
+        initial in proptest::collection::vec(arb_entity(), 0..40),
+        inserts in proptest::collection::vec(arb_entity(), 0..20),
+        deletes in proptest::collection::vec(0usize..40, 0..10),
+        page_size in 1usize..5,
+    ) {
+        let table = MemorySource::from_entities(initial.clone()).unwrap();
+        let residual = Predicate::Compare(Comparison { property: "A".into(), op: CmpOp::Ge, value: Value::Int32(1) });
+        let plan = Plan { ranges: KeySet::all(), residual: residual.clone(), select: None, top: None };
+        let options = PageOptions::default().with_page_size(page_size);
+        let start: BTreeSet<Key> = table.snapshot().iter().map(|r| Key::new(r.partition_key(), r.row_key())).collect();
+        let mut deleted: BTreeSet<Key> = BTreeSet::new();
+        let mut got: Vec<Key> = Vec::new();
+        let mut continuation: Option<Key> = None;
+        let (mut ins, mut del) = (inserts.iter(), deletes.iter());
+        loop {
+            // A fresh snapshot per page, as a server would take.
+            let snapshot = table.snapshot();
+            let page = Executor::new(&snapshot).execute_page(&plan, continuation.as_ref(), &options).unwrap();
+            got.extend(keys(&page.rows));
+            continuation = page.continuation;
+            if continuation.is_none() {
+                break;
+            }
+            // Writes between pages: upsert (insert or replace) one entity, delete one.
+            if let Some(e) = ins.next() {
+                // Replacing an entity could change whether it matches: count it as deleted.
+                deleted.insert(Key::new(e.partition_key(), e.row_key()));
+                table.upsert(e.clone()).unwrap();
+            }
+            if let Some(&i) = del.next() {
+                let all: Vec<Key> = table.snapshot().iter().map(|r| Key::new(r.partition_key(), r.row_key())).collect();
+                if let Some(k) = all.get(i % all.len().max(1)) {
+                    table.delete(&k.partition_key, &k.row_key);
+                    deleted.insert(k.clone());
+                }
+            }
+        }
+        // Strictly ascending: nothing repeated, nothing out of order.
+        for w in got.windows(2) {
+            prop_assert!(w[0] < w[1]);
+        }
+        // Every entity present and matching throughout was returned.
+        let initial_table = MemorySource::from_entities(initial).unwrap();
+        let snap = initial_table.snapshot();
+        for k in start.difference(&deleted) {
+            let e = tableq_exec::EntitySource::get(&snap, &k.partition_key, &k.row_key).unwrap();
+            if residual.eval(&e) {
+                prop_assert!(got.contains(k), "{} missing", k);
+            }
+        }
+    }
+}
+
+#[test]
+fn select_projects_and_reports_nulls() {
+    let mut e = Entity::new("p", "r");
+    e.set("A", Value::Int32(1));
+    e.set("B", Value::from("x"));
+    let table = MemorySource::from_entities([e]).unwrap();
+    let snapshot = table.snapshot();
+    let plan = Plan {
+        ranges: KeySet::all(),
+        residual: Predicate::True,
+        select: Some(vec!["B".into(), "Nope".into(), "PartitionKey".into()]),
+        top: None,
+    };
+    let page = Executor::new(&snapshot)
+        .execute_page(&plan, None, &PageOptions::default())
+        .unwrap();
+    let row = &page.rows[0];
+    assert!(row.entity.custom("A").is_none());
+    assert_eq!(row.entity.custom("B"), Some(&Value::from("x")));
+    let names: Vec<&str> = row.fields().map(|(n, _)| n).collect();
+    assert_eq!(names, ["B", "Nope", "PartitionKey"]);
+    assert_eq!(row.nulls().collect::<Vec<_>>(), ["Nope"]);
+}
+
+#[test]
+fn top_stops_early_and_budget_pages_can_be_empty() {
+    let table = MemorySource::from_entities((0..200_000).map(|i| {
+        let mut e = Entity::new(format!("p{:02}", i % 10), format!("r{i:07}"));
+        e.set("A", Value::Int32(i % 10));
+        e
+    }))
+    .unwrap();
+    let snapshot = table.snapshot();
+    let executor = Executor::new(&snapshot).with_threads(2).unwrap();
+    let matches_a0 = Predicate::Compare(Comparison {
+        property: "A".into(),
+        op: CmpOp::Eq,
+        value: Value::Int32(0),
+    });
+    // A full scan whose matches all lie in partition p00: the first page reads little.
+    let plan = Plan {
+        ranges: KeySet::all(),
+        residual: matches_a0,
+        select: None,
+        top: Some(10),
+    };
+    let page = executor
+        .execute_page(&plan, None, &PageOptions::default())
+        .unwrap();
+    assert_eq!(page.rows.len(), 10);
+    assert!(
+        page.stats.examined < 20_000,
+        "examined {}",
+        page.stats.examined
+    );
+    // Nothing matches: a small budget gives empty pages that still carry a continuation.
+    let none = Predicate::Compare(Comparison {
+        property: "A".into(),
+        op: CmpOp::Gt,
+        value: Value::Int32(100),
+    });
+    let plan = Plan {
+        ranges: KeySet::all(),
+        residual: none,
+        select: None,
+        top: None,
+    };
+    let page = executor
+        .execute_page(&plan, None, &PageOptions::default().with_max_examined(1000))
+        .unwrap();
+    assert!(page.rows.is_empty());
+    assert!(page.continuation.is_some());
+    assert!(
+        page.stats.examined < 10_000,
+        "examined {}",
+        page.stats.examined
+    );
+}
+
+#[test]
+fn point_lookup_and_empty_plans() {
+    let table = MemorySource::from_entities((0..100).map(|i| Entity::new("p", format!("r{i:03}"))))
+        .unwrap();
+    let snapshot = table.snapshot();
+    let executor = Executor::new(&snapshot);
+    let point = KeyRange {
+        partition_key: KeyInterval::point("p"),
+        row_key: KeyInterval::point("r042"),
+    };
+    let plan = Plan {
+        ranges: KeySet {
+            ranges: vec![point],
+        },
+        residual: Predicate::True,
+        select: None,
+        top: None,
+    };
+    let page = executor
+        .execute_page(&plan, None, &PageOptions::default())
+        .unwrap();
+    assert_eq!(keys(&page.rows), [Key::new("p", "r042")]);
+    assert_eq!((page.stats.examined, page.continuation), (1, None));
+    let empty = Plan {
+        ranges: KeySet::none(),
+        residual: Predicate::True,
+        select: None,
+        top: None,
+    };
+    let page = executor
+        .execute_page(&empty, None, &PageOptions::default())
+        .unwrap();
+    assert!(page.rows.is_empty() && page.continuation.is_none());
+    assert!(
+        executor
+            .execute_page(&plan, None, &PageOptions::default().with_page_size(0))
+            .is_err()
+    );
+}
