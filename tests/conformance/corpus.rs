@@ -132,6 +132,9 @@ pub fn set_path(name: &str) -> PathBuf {
     dir().join("sets").join(format!("{name}.jsonl"))
 }
 
+/// Parsed `error:` field: the accepted kinds and the offset range.
+type ErrorSpec = (Vec<String>, Option<(usize, usize)>);
+
 #[derive(Default)]
 struct Draft {
     name: Option<String>,
@@ -144,7 +147,7 @@ struct Draft {
     limit: Option<Limit>,
     keys: Option<Vec<(String, String)>>,
     rows: Vec<serde_json::Value>,
-    error: Option<(Vec<String>, Option<(usize, usize)>)>,
+    error: Option<ErrorSpec>,
     messages: Vec<String>,
 }
 
@@ -329,7 +332,7 @@ fn unescape(token: &str, origin: &str) -> String {
 }
 
 /// `kind|kind [at N | at A..B]`.
-fn error_spec(value: &str, origin: &str) -> (Vec<String>, Option<(usize, usize)>) {
+fn error_spec(value: &str, origin: &str) -> ErrorSpec {
     let (kinds, at) = match value.split_once(" at ") {
         Some((k, a)) => (k, Some(a.trim())),
         None => (value, None),
