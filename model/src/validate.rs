@@ -19,7 +19,9 @@
 //!
 //! Checks run in a fixed order, so an entity with several problems always reports the same
 //! one: PartitionKey, RowKey, property count, then each property in name order (name, then
-//! value), then the total size. For names, the length is checked before the characters (as
+//! value), then the total size. (The JSON decoder keeps this order, with JSON syntax,
+//! duplicates and annotations first, missing keys right after the keys, and properties in
+//! payload order.) For names, the length is checked before the characters (as
 //! the service does for table names).
 //!
 //! ```
@@ -349,13 +351,9 @@ pub fn value(property: &str, value: &Value) -> Result<(), ModelError> {
     Ok(())
 }
 
-/// Checks a whole entity against every rule: both keys ([`key`]), at most 252 custom
-/// properties (→ `TooManyProperties`), each property's name ([`property_name`]) and value
-/// ([`value()`]), and the total size (→ `EntityTooLarge` over 1 MiB by [`entity_size`]).
-pub fn entity(entity: &Entity) -> Result<(), ModelError> {
-    key(SystemProperty::PartitionKey, entity.partition_key())?;
-    key(SystemProperty::RowKey, entity.row_key())?;
-    let count = entity.len();
+/// Checks the number of custom properties: at most 252 (255 with the three system
+/// properties), else `TooManyProperties`.
+pub fn property_count(count: usize) -> Result<(), ModelError> {
     if count > MAX_CUSTOM_PROPERTIES {
         return err(
             ErrorCode::TooManyProperties,
@@ -366,6 +364,16 @@ pub fn entity(entity: &Entity) -> Result<(), ModelError> {
             ),
         );
     }
+    Ok(())
+}
+
+/// Checks a whole entity against every rule: both keys ([`key`]), at most 252 custom
+/// properties (→ `TooManyProperties`), each property's name ([`property_name`]) and value
+/// ([`value()`]), and the total size (→ `EntityTooLarge` over 1 MiB by [`entity_size`]).
+pub fn entity(entity: &Entity) -> Result<(), ModelError> {
+    key(SystemProperty::PartitionKey, entity.partition_key())?;
+    key(SystemProperty::RowKey, entity.row_key())?;
+    property_count(entity.len())?;
     for p in entity.properties() {
         property_name(&p.name)?;
         value(&p.name, &p.value)?;

@@ -2,7 +2,10 @@
 
 use super::{guid_text_ok, lone_surrogate_error};
 use crate::validate::{self, excerpt};
-use crate::{DateTime, DateTimeError, EdmType, Entity, ErrorCode, ModelError, Property, Value};
+use crate::{
+    DateTime, DateTimeError, EdmType, Entity, ErrorCode, ModelError, Property, SystemProperty,
+    Value,
+};
 use base64::Engine;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
@@ -33,9 +36,11 @@ impl DecodeOptions {
 /// A decoded payload before the entity-level checks: keys may be missing (a merge or an
 /// update takes them from the URL) and limits on counts and sizes are not yet applied.
 ///
-/// Already checked: the text is one JSON object, no key appears twice, every custom property
-/// name is valid, every value converts to its (annotated or inferred) type, keys are JSON
-/// strings.
+/// Already checked: the text is one JSON object, no key appears twice, annotations name Edm
+/// types, keys that are present are JSON strings and valid key values, there are at most 252
+/// custom properties, every custom property name is valid and every value converts to its
+/// (annotated or inferred) type. Not yet checked: presence of the keys, value and entity
+/// sizes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Payload {
     /// The PartitionKey, if the payload has one (not null).
@@ -49,23 +54,24 @@ pub struct Payload {
 }
 
 impl Payload {
+    /// Checks that both keys are present (else `PropertiesNeedValue`).
+    pub fn require_keys(&self) -> Result<(), ModelError> {
+        let missing = match (&self.partition_key, &self.row_key) {
+            (None, None) => "PartitionKey and RowKey",
+            (None, Some(_)) => "PartitionKey",
+            (Some(_), None) => "RowKey",
+            _ => return Ok(()),
+        };
+        Err(ModelError::new(
+            ErrorCode::PropertiesNeedValue,
+            format!("the entity has no {missing}: every entity needs both keys (as JSON strings)"),
+        ))
+    }
+
     /// Builds the entity: both keys must be present (else `PropertiesNeedValue`). Runs no
     /// other check; see [`crate::validate::entity`].
     pub fn into_entity(self) -> Result<Entity, ModelError> {
-        let missing = match (&self.partition_key, &self.row_key) {
-            (None, None) => Some("PartitionKey and RowKey"),
-            (None, Some(_)) => Some("PartitionKey"),
-            (Some(_), None) => Some("RowKey"),
-            _ => None,
-        };
-        if let Some(missing) = missing {
-            return Err(ModelError::new(
-                ErrorCode::PropertiesNeedValue,
-                format!(
-                    "the entity has no {missing}: every entity needs both keys (as JSON strings)"
-                ),
-            ));
-        }
+        self.require_keys()?;
         Ok(Entity::with_properties(
             self.partition_key.unwrap_or_default(),
             self.row_key.unwrap_or_default(),
@@ -78,10 +84,10 @@ impl Payload {
 /// Decodes and fully validates one entity from its JSON text (one JSON object in the
 /// service's form): the one call that yields the service's error code for any bad payload.
 ///
-/// Equivalent to [`decode_payload`], then [`Payload::into_entity`], then
-/// [`crate::validate::entity`].
+/// The same checks as [`decode_payload`] (with missing keys reported right after the keys),
+/// then [`Payload::into_entity`] and [`crate::validate::entity`].
 pub fn decode_entity(text: &str, options: &DecodeOptions) -> Result<Entity, ModelError> {
-    let entity = decode_payload(text, options)?.into_entity()?;
+    let entity = decode(text, options, true)?.into_entity()?;
     validate::entity(&entity)?;
     Ok(entity)
 }
@@ -177,11 +183,20 @@ fn classify(key: &str) -> KeyKind<'_> {
 /// PartitionKey and RowKey must be JSON strings; the Timestamp is handled as
 /// [`DecodeOptions::keep_timestamp`] says; custom names must be valid property names.
 pub fn decode_payload(text: &str, options: &DecodeOptions) -> Result<Payload, ModelError> {
+    decode(text, options, false)
+}
+
+/// The decoder. Checks run in a fixed order: JSON syntax and shape, duplicate keys,
+/// annotations, PartitionKey, RowKey, (missing keys when `require_keys`), Timestamp, the
+/// custom property count, then each custom property in payload order (name, then value).
+fn decode(text: &str, options: &DecodeOptions, require_keys: bool) -> Result<Payload, ModelError> {
     let RawObject(entries) =
         serde_json::from_str::<RawObject<'_>>(text).map_err(|e| top_level_error(text, &e))?;
 
     let mut seen: HashSet<&str> = HashSet::with_capacity(entries.len());
     let mut types: HashMap<&str, EdmType> = HashMap::new();
+    let mut system: [Option<&RawValue>; 3] = [None; 3];
+    let mut custom: Vec<(&str, &RawValue)> = Vec::with_capacity(entries.len());
     for (key, raw) in &entries {
         if !seen.insert(key.as_str()) {
             return Err(ModelError::new(
@@ -193,45 +208,62 @@ pub fn decode_payload(text: &str, options: &DecodeOptions) -> Result<Payload, Mo
                 ),
             ));
         }
-        if let KeyKind::TypeAnnotation(name) = classify(key) {
-            types.insert(name, annotation_type(key, raw)?);
+        match classify(key) {
+            KeyKind::TypeAnnotation(name) => {
+                types.insert(name, annotation_type(key, raw)?);
+            }
+            KeyKind::Ignored => {}
+            KeyKind::Property => match key.as_str() {
+                "PartitionKey" => system[0] = Some(raw),
+                "RowKey" => system[1] = Some(raw),
+                "Timestamp" => system[2] = Some(raw),
+                name => custom.push((name, raw)),
+            },
         }
     }
+    let declared = |name: &str| types.get(name).copied();
 
     let mut payload = Payload {
-        properties: Vec::with_capacity(entries.len()),
+        properties: Vec::with_capacity(custom.len()),
         ..Payload::default()
     };
-    for (key, raw) in &entries {
-        if !matches!(classify(key), KeyKind::Property) {
-            continue;
+    for (which, raw) in [
+        (SystemProperty::PartitionKey, system[0]),
+        (SystemProperty::RowKey, system[1]),
+    ] {
+        let Some(raw) = raw else { continue };
+        let value = key_value(which.name(), raw, declared(which.name()))?;
+        if let Some(v) = &value {
+            validate::key(which, v)?;
         }
-        let declared = types.get(key.as_str()).copied();
-        match key.as_str() {
-            "PartitionKey" => payload.partition_key = key_value(key, raw, declared)?,
-            "RowKey" => payload.row_key = key_value(key, raw, declared)?,
-            "Timestamp" => {
-                if options.keep_timestamp {
-                    if let Some(t) = declared.filter(|t| *t != EdmType::DateTime) {
-                        return Err(invalid(format!(
-                            "Timestamp is annotated {t}: the Timestamp is always an Edm.DateTime"
-                        )));
-                    }
-                    payload.timestamp = match convert(key, raw, Some(EdmType::DateTime))? {
-                        Some(Value::DateTime(t)) => Some(t),
-                        _ => None,
-                    };
-                }
-            }
-            name => {
-                validate::property_name(name)?;
-                if let Some(value) = convert(name, raw, declared)? {
-                    payload.properties.push(Property {
-                        name: name.to_owned(),
-                        value,
-                    });
-                }
-            }
+        match which {
+            SystemProperty::PartitionKey => payload.partition_key = value,
+            _ => payload.row_key = value,
+        }
+    }
+    if require_keys {
+        payload.require_keys()?;
+    }
+    if let (true, Some(raw)) = (options.keep_timestamp, system[2]) {
+        if let Some(t) = declared("Timestamp").filter(|t| *t != EdmType::DateTime) {
+            return Err(invalid(format!(
+                "Timestamp is annotated {t}: the Timestamp is always an Edm.DateTime"
+            )));
+        }
+        payload.timestamp = match convert("Timestamp", raw, Some(EdmType::DateTime))? {
+            Some(Value::DateTime(t)) => Some(t),
+            _ => None,
+        };
+    }
+    let count = custom.iter().filter(|(_, raw)| raw.get() != "null").count();
+    validate::property_count(count)?;
+    for (name, raw) in custom {
+        validate::property_name(name)?;
+        if let Some(value) = convert(name, raw, declared(name))? {
+            payload.properties.push(Property {
+                name: name.to_owned(),
+                value,
+            });
         }
     }
     Ok(payload)

@@ -755,3 +755,47 @@ fn etags() {
         assert_eq!(code(parse_etag(bad)), ErrorCode::InvalidInput, "{bad}");
     }
 }
+
+#[test]
+fn checks_run_in_a_fixed_order() {
+    // Keys before custom properties, whatever the member order.
+    assert_eq!(
+        code(dec(r#"{"bad-name":1,"PartitionKey":"a/b","RowKey":"r"}"#)),
+        ErrorCode::InvalidInput
+    );
+    // Missing keys before value conversions.
+    assert_eq!(
+        code(dec(r#"{"RowKey":"r","A@odata.type":"Edm.Int64","A":"x"}"#)),
+        ErrorCode::PropertiesNeedValue
+    );
+    // A payload may lack keys; present ones are checked.
+    let p = decode_payload(r#"{"A":1}"#, &DecodeOptions::default()).unwrap();
+    assert_eq!((p.partition_key, p.properties.len()), (None, 1));
+    assert_eq!(
+        code(decode_payload(
+            r##"{"RowKey":"#","A":1}"##,
+            &DecodeOptions::default()
+        )),
+        ErrorCode::InvalidInput
+    );
+    // The property count before names; null members do not count.
+    let mut members: Vec<String> = (0..252).map(|i| format!(r#""P{i}":1"#)).collect();
+    members.push(r#""bad-name":1"#.to_owned());
+    let text = format!(
+        r#"{{"PartitionKey":"p","RowKey":"r",{}}}"#,
+        members.join(",")
+    );
+    assert_eq!(code(dec(&text)), ErrorCode::TooManyProperties);
+    members.pop();
+    members.push(r#""Q":null"#.to_owned());
+    let text = format!(
+        r#"{{"PartitionKey":"p","RowKey":"r",{}}}"#,
+        members.join(",")
+    );
+    assert_eq!(dec(&text).map(|e| e.len()), Ok(252));
+    // Duplicates before everything but JSON syntax.
+    assert_eq!(
+        code(dec(r#"{"A":1,"A":2}"#)),
+        ErrorCode::DuplicatePropertiesSpecified
+    );
+}
