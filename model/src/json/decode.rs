@@ -34,7 +34,7 @@ impl DecodeOptions {
 }
 
 /// A decoded payload before the entity-level checks: keys may be missing (a merge or an
-/// update takes them from the URL) and limits on counts and sizes are not yet applied.
+/// update takes them from the URL) and the value and entity size limits are not yet applied.
 ///
 /// Already checked: the text is one JSON object, no key appears twice, annotations name Edm
 /// types, keys that are present are JSON strings and valid key values, there are at most 252
