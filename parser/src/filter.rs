@@ -10,9 +10,11 @@
 //! ```
 //!
 //! Every decision is made on the next token (LL(1)), and every error is a `nom` *failure*
-//! (never a backtrack), so parsing is linear in the number of tokens. Recursion happens only
-//! at `(` and `not`, each of which opens a nesting level checked against
-//! [`FilterOptions::max_depth`] *before* recursing, so the stack depth is bounded.
+//! (never a backtrack), so parsing is linear in the number of tokens. The parser does not
+//! recurse at all: open groups and their half-built `and`/`or` chains live on an explicit
+//! stack, and each `(` and `not` counts one nesting level against
+//! [`FilterOptions::max_depth`]. Comparisons and bare properties are parsed by small `nom`
+//! functions over [`Tokens`], the `nom::Input` view of the token slice.
 //!
 //! ```
 //! use tableq_parser::{parse_filter, FilterOptions};
@@ -189,19 +191,6 @@ const EXPECT_PROPERTY: &[&str] = &["a property"];
 const EXPECT_AFTER_TOP: &[&str] = &["`and`", "`or`", "the end of the filter"];
 const EXPECT_AFTER_GROUP: &[&str] = &["`and`", "`or`", "`)`"];
 
-/// Matches one token satisfying `pred` (a recoverable `nom` error otherwise).
-fn token<'a>(
-    pred: fn(&Token) -> bool,
-) -> impl Parser<Tokens<'a>, Output = Span, Error = SyntaxError> {
-    move |i: Tokens<'a>| match i.peek() {
-        Some((t, s)) if pred(t) => Ok((i.advance(1), *s)),
-        _ => Err(nom::Err::Error(nom::error::ParseError::from_error_kind(
-            i,
-            nom::error::ErrorKind::Tag,
-        ))),
-    }
-}
-
 /// The lowercase keyword a wrongly-cased word stands for, if any (`EQ` → `eq`).
 pub(crate) fn keyword_for(word: &str) -> Option<&'static str> {
     const KEYWORDS: [&str; 14] = [
@@ -235,43 +224,170 @@ fn unsupported_operator(word: &str) -> Option<Unsupported> {
     }
 }
 
+/// One open group while parsing: the whole filter, or one `( … )`. The chains being built
+/// live here instead of on the call stack, so nesting costs heap, not stack.
+struct Frame {
+    /// The `(` of a group; `None` for the whole filter.
+    open: Option<Span>,
+    /// Where the operand being parsed starts (its first `not`, `(` or word).
+    operand_start: Span,
+    and_start: Span,
+    or_start: Span,
+    /// Finished operands of the current `and` chain.
+    ands: Vec<Expr>,
+    /// Finished `and` chains of the `or` chain.
+    ors: Vec<Expr>,
+    /// `not`s read before the operand being parsed, innermost last.
+    nots: Vec<Span>,
+}
+
+impl Frame {
+    fn new(open: Option<Span>, start: Span) -> Frame {
+        Frame {
+            open,
+            operand_start: start,
+            and_start: start,
+            or_start: start,
+            ands: Vec::new(),
+            ors: Vec::new(),
+            nots: Vec::new(),
+        }
+    }
+
+    /// `operand and …`
+    fn push_and(&mut self, operand: Expr, next_start: Span) {
+        if self.ands.is_empty() {
+            self.and_start = self.operand_start;
+        }
+        self.ands.push(operand);
+        self.operand_start = next_start;
+    }
+
+    /// Ends the `and` chain with its last operand.
+    fn end_and(&mut self, operand: Expr, end: Span) -> Expr {
+        if self.ands.is_empty() {
+            self.and_start = self.operand_start;
+        }
+        self.ands.push(operand);
+        chain(
+            std::mem::take(&mut self.ands),
+            self.and_start.to(end),
+            Expr::And,
+        )
+    }
+
+    /// `operand or …`
+    fn push_or(&mut self, operand: Expr, end: Span, next_start: Span) {
+        let and = self.end_and(operand, end);
+        if self.ors.is_empty() {
+            self.or_start = self.and_start;
+        }
+        self.ors.push(and);
+        self.operand_start = next_start;
+    }
+
+    /// Ends the group with its last operand.
+    fn finish(&mut self, operand: Expr, end: Span) -> Expr {
+        let and = self.end_and(operand, end);
+        if self.ors.is_empty() {
+            self.or_start = self.and_start;
+        }
+        self.ors.push(and);
+        chain(
+            std::mem::take(&mut self.ors),
+            self.or_start.to(end),
+            Expr::Or,
+        )
+    }
+}
+
 struct Grammar {
     max_depth: usize,
 }
 
 impl Grammar {
-    fn or_expr<'a>(&self, i: Tokens<'a>, depth: usize) -> PResult<'a, Expr> {
-        let start = i.here();
-        let (i, first) = self.and_expr(i, depth)?;
-        let (i, rest) =
-            nom::multi::many0(nom::sequence::preceded(token(|t| *t == Token::Or), |i| {
-                self.and_expr(i, depth)
-            }))
-            .parse_complete(i)?;
-        Ok((i, chain(first, rest, start.to(i.consumed_end()), Expr::Or)))
-    }
-
-    fn and_expr<'a>(&self, i: Tokens<'a>, depth: usize) -> PResult<'a, Expr> {
-        let start = i.here();
-        let (i, first) = self.unary(i, depth)?;
-        let (i, rest) =
-            nom::multi::many0(nom::sequence::preceded(token(|t| *t == Token::And), |i| {
-                self.unary(i, depth)
-            }))
-            .parse_complete(i)?;
-        Ok((i, chain(first, rest, start.to(i.consumed_end()), Expr::And)))
-    }
-
-    fn unary<'a>(&self, i: Tokens<'a>, depth: usize) -> PResult<'a, Expr> {
-        match i.peek() {
-            Some((Token::Not, not_span)) => {
-                let depth = self.enter(depth, *not_span)?;
-                let (i, inner) = self.unary(i.advance(1), depth)?;
-                // The span runs to the last token consumed (a closing parenthesis included).
-                let span = not_span.to(i.consumed_end());
-                Ok((i, Expr::Not(Box::new(inner), span)))
+    /// The whole filter. Operator precedence is handled with an explicit stack of
+    /// [`Frame`]s (one per open parenthesis), so this never recurses: `(` and `not` only
+    /// count nesting levels against the limit.
+    fn filter<'a>(&self, mut i: Tokens<'a>) -> PResult<'a, Expr> {
+        let mut frames = vec![Frame::new(None, i.here())];
+        let mut depth = 0usize;
+        loop {
+            // Expecting an operand: any `not`s and `(`s, then a comparison or property.
+            match i.peek() {
+                Some((Token::Not, s)) => {
+                    depth = self.enter(depth, *s)?;
+                    if let Some(frame) = frames.last_mut() {
+                        frame.nots.push(*s);
+                    }
+                    i = i.advance(1);
+                    continue;
+                }
+                Some((Token::LParen, open)) => {
+                    depth = self.enter(depth, *open)?;
+                    if let Some((Token::RParen, close)) = i.peek2() {
+                        return SyntaxError::new(ErrorKind::EmptyParens, open.to(*close))
+                            .expected(EXPECT_OPERAND)
+                            .hint("put a comparison inside the parentheses, or remove them")
+                            .fail();
+                    }
+                    i = i.advance(1);
+                    frames.push(Frame::new(Some(*open), i.here()));
+                    continue;
+                }
+                _ => {}
             }
-            _ => self.primary(i, depth),
+            let (rest, mut operand) = primary(i)?;
+            i = rest;
+            // After an operand: apply pending `not`s, close groups, continue a chain.
+            loop {
+                let Some(frame) = frames.last_mut() else {
+                    return SyntaxError::new(ErrorKind::UnexpectedEnd, i.here()).fail();
+                };
+                while let Some(not_span) = frame.nots.pop() {
+                    operand = Expr::Not(Box::new(operand), not_span.to(i.consumed_end()));
+                    depth = depth.saturating_sub(1);
+                }
+                match i.peek() {
+                    Some((Token::And, _)) => {
+                        i = i.advance(1);
+                        frame.push_and(operand, i.here());
+                        break;
+                    }
+                    Some((Token::Or, _)) => {
+                        let end = i.consumed_end();
+                        i = i.advance(1);
+                        frame.push_or(operand, end, i.here());
+                        break;
+                    }
+                    Some((Token::RParen, _)) if frame.open.is_some() => {
+                        operand = frame.finish(operand, i.consumed_end());
+                        frames.pop();
+                        depth = depth.saturating_sub(1);
+                        i = i.advance(1);
+                    }
+                    None => match frame.open {
+                        None => {
+                            let end = i.consumed_end();
+                            return Ok((i, frame.finish(operand, end)));
+                        }
+                        Some(open) => {
+                            return SyntaxError::new(ErrorKind::UnclosedParen, open)
+                                .expected(&["`)`"])
+                                .hint("this `(` is never closed")
+                                .fail();
+                        }
+                    },
+                    Some(_) => {
+                        let expected = if frame.open.is_some() {
+                            EXPECT_AFTER_GROUP
+                        } else {
+                            EXPECT_AFTER_TOP
+                        };
+                        return unexpected_after(i, expected).fail();
+                    }
+                }
+            }
         }
     }
 
@@ -291,62 +407,38 @@ impl Grammar {
             Ok(depth + 1)
         }
     }
+}
 
-    fn primary<'a>(&self, i: Tokens<'a>, depth: usize) -> PResult<'a, Expr> {
-        let Some((tok, span)) = i.peek() else {
-            return missing_operand(i);
-        };
-        match tok {
-            Token::LParen => self.group(i, *span, depth),
-            Token::Ident(name) => ident_led(i, name, *span),
-            Token::Literal(_) => literal_led(i),
-            Token::Null => {
-                SyntaxError::new(ErrorKind::Unsupported(Unsupported::Null), *span).fail()
-            }
-            Token::Parameter(name) => parameter(name, *span).fail(),
-            Token::And | Token::Or | Token::RParen => missing_operand(i),
-            Token::Op(op) => {
-                SyntaxError::new(ErrorKind::MissingOperand(format!("before `{op}`")), *span)
-                    .expected(EXPECT_PROPERTY)
-                    .fail()
-            }
-            Token::Not | Token::Comma | Token::Slash | Token::Colon => {
-                SyntaxError::new(ErrorKind::UnexpectedToken(tok.to_string()), *span)
-                    .expected(EXPECT_OPERAND)
-                    .fail()
-            }
+/// A comparison or a bare boolean property (after any `not`s and `(`s).
+fn primary(i: Tokens<'_>) -> PResult<'_, Expr> {
+    let Some((tok, span)) = i.peek() else {
+        return missing_operand(i);
+    };
+    match tok {
+        Token::Ident(name) => ident_led(i, name, *span),
+        Token::Literal(_) => literal_led(i),
+        Token::Null => SyntaxError::new(ErrorKind::Unsupported(Unsupported::Null), *span).fail(),
+        Token::Parameter(name) => parameter(name, *span).fail(),
+        Token::And | Token::Or | Token::RParen => missing_operand(i),
+        Token::Op(op) => {
+            SyntaxError::new(ErrorKind::MissingOperand(format!("before `{op}`")), *span)
+                .expected(EXPECT_PROPERTY)
+                .fail()
         }
-    }
-
-    fn group<'a>(&self, i: Tokens<'a>, open: Span, depth: usize) -> PResult<'a, Expr> {
-        let depth = self.enter(depth, open)?;
-        if let Some((Token::RParen, close)) = i.peek2() {
-            return SyntaxError::new(ErrorKind::EmptyParens, open.to(*close))
-                .expected(EXPECT_OPERAND)
-                .hint("put a comparison inside the parentheses, or remove them")
-                .fail();
-        }
-        let (i, expr) = self.or_expr(i.advance(1), depth)?;
-        match i.peek() {
-            Some((Token::RParen, _)) => Ok((i.advance(1), expr)),
-            None => SyntaxError::new(ErrorKind::UnclosedParen, open)
-                .expected(&["`)`"])
-                .hint("this `(` is never closed")
-                .fail(),
-            Some(_) => unexpected_after(i, EXPECT_AFTER_GROUP).fail(),
-        }
+        _ => SyntaxError::new(ErrorKind::UnexpectedToken(tok.to_string()), *span)
+            .expected(EXPECT_OPERAND)
+            .fail(),
     }
 }
 
 /// Builds an n-ary node when the chain has more than one operand.
-fn chain(first: Expr, rest: Vec<Expr>, span: Span, node: fn(Vec<Expr>, Span) -> Expr) -> Expr {
-    if rest.is_empty() {
-        return first;
+fn chain(mut operands: Vec<Expr>, span: Span, node: fn(Vec<Expr>, Span) -> Expr) -> Expr {
+    if operands.len() == 1 {
+        if let Some(only) = operands.pop() {
+            return only;
+        }
     }
-    let mut all = Vec::with_capacity(rest.len() + 1);
-    all.push(first);
-    all.extend(rest);
-    node(all, span)
+    node(operands, span)
 }
 
 /// The error for a missing operand at the current position.
@@ -515,16 +607,7 @@ fn literal_led(i: Tokens<'_>) -> PResult<'_, Expr> {
             let rest = i.advance(2);
             match rest.peek() {
                 Some((Token::Ident(name), name_span)) => {
-                    if let Some(hint) = keyword_hint(name) {
-                        if !matches!(rest.peek2(), Some((Token::Op(_), _))) {
-                            return SyntaxError::new(
-                                ErrorKind::LiteralVsLiteral,
-                                lit_span.to(*name_span),
-                            )
-                            .hint(hint)
-                            .fail();
-                        }
-                    }
+                    // A wrongly-cased keyword here (`1 eq TRUE`) is a valid property name.
                     if let Some((Token::LParen | Token::Slash, _)) = rest.peek2() {
                         // `1 eq f(x)` / `1 eq A/B`: report the unsupported construct.
                         return ident_led(rest, name, *name_span);
@@ -664,7 +747,7 @@ pub(crate) fn parse(text: &str, options: &FilterOptions) -> Result<Filter, Parse
         max_depth: options.max_depth.min(crate::MAX_DEPTH_CAP),
     };
     let input = Tokens::new(&tokens, text.len());
-    let expr = match (|i| grammar.or_expr(i, 0)).parse_complete(input) {
+    let expr = match (|i| grammar.filter(i)).parse_complete(input) {
         Ok((rest, expr)) => {
             if rest.input_len() > 0 {
                 return Err(unexpected_after(rest, EXPECT_AFTER_TOP).into_parse_error(text));
