@@ -44,6 +44,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tableq::exec::{Executor, Key, MemorySource, PageOptions, ResultRow};
 use tableq::model::json::{
@@ -121,7 +122,7 @@ fn eval(args: &Args) -> Result<(), Failure> {
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     let load_start = Instant::now();
-    let (label, input): (String, Box<dyn BufRead>) = match &args.file {
+    let (label, input): (String, Box<dyn BufRead + Send>) = match &args.file {
         Some(p) if p.as_os_str() != "-" => match File::open(p) {
             Ok(f) => (
                 p.display().to_string(),
@@ -134,11 +135,23 @@ fn eval(args: &Args) -> Result<(), Failure> {
                 )));
             }
         },
-        _ => ("<stdin>".to_owned(), Box::new(io::stdin().lock())),
+        _ => (
+            "<stdin>".to_owned(),
+            Box::new(BufReader::with_capacity(1 << 20, io::stdin())),
+        ),
     };
-    let mut loader = Loader::new(input, threads, args.strict);
-    let source = MemorySource::from_entities(loader.by_ref());
-    if let Some(stop) = loader.stop.take() {
+    // A producer thread reads and decodes batches of lines (on `threads` workers) while
+    // this thread builds the table from the previous batch.
+    let (source, loader) = std::thread::scope(|scope| {
+        let (sender, receiver) = mpsc::sync_channel(2);
+        scope.spawn(move || produce(LineReader::new(input), threads, sender));
+        let mut loader = Loader::new(receiver, args.strict);
+        let source = MemorySource::from_entities(loader.by_ref());
+        // Dropping the receiver stops the producer if loading stopped early.
+        loader.receiver = None;
+        (source, loader)
+    });
+    if let Some(stop) = loader.stop {
         return Err(match stop {
             Stop::Unreadable(why) => Failure::Message(format!("cannot read {label}: {why}")),
             Stop::Invalid(line, e) => {
@@ -316,43 +329,32 @@ enum Stop {
 /// Lines decoded per parallel batch.
 const BATCH_LINES: usize = 16 * 1024;
 
-/// Streams entities out of JSON lines, decoding batches of lines on several threads.
-/// Invalid lines are reported (or, when strict, stop the stream with [`Stop::Invalid`]).
-struct Loader<R> {
+/// One decoded line: the entity, or the line number and why it is invalid.
+type Decoded = Result<Entity, (u64, ModelError)>;
+
+/// Reads JSON lines the way `validate` does: BOM, LF/CRLF, blank lines skipped, UTF-8
+/// required.
+struct LineReader<R> {
     input: R,
-    threads: usize,
-    strict: bool,
-    /// Lines read so far (blank ones included): the number of the last line read.
+    /// The number of the last line read (blank ones included).
     line: u64,
-    batch: std::vec::IntoIter<Entity>,
-    /// Entities decoded (before duplicate keys collapse).
-    decoded: u64,
-    /// Invalid lines skipped.
-    skipped: u64,
-    stop: Option<Stop>,
     done: bool,
 }
 
-impl<R: BufRead> Loader<R> {
-    fn new(input: R, threads: usize, strict: bool) -> Loader<R> {
-        Loader {
+impl<R: BufRead> LineReader<R> {
+    fn new(input: R) -> LineReader<R> {
+        LineReader {
             input,
-            threads: threads.max(1),
-            strict,
             line: 0,
-            batch: Vec::new().into_iter(),
-            decoded: 0,
-            skipped: 0,
-            stop: None,
             done: false,
         }
     }
 
-    /// Reads the next batch of non-blank lines with their numbers.
+    /// Reads the next batch of non-blank lines with their numbers (empty at the end).
     fn read_batch(&mut self) -> Result<Vec<(u64, String)>, Stop> {
         let mut lines = Vec::with_capacity(BATCH_LINES);
         let mut buf = Vec::with_capacity(1024);
-        while lines.len() < BATCH_LINES {
+        while lines.len() < BATCH_LINES && !self.done {
             buf.clear();
             let read = self
                 .input
@@ -382,63 +384,106 @@ impl<R: BufRead> Loader<R> {
         }
         Ok(lines)
     }
+}
 
-    /// Decodes a batch in parallel, keeping line order.
-    fn decode(&self, lines: Vec<(u64, String)>) -> Vec<Result<Entity, (u64, ModelError)>> {
-        let decode_one = |(n, text): &(u64, String)| {
-            decode_entity(text, &DecodeOptions::STORED).map_err(|e| (*n, e))
-        };
-        if self.threads == 1 || lines.len() < 256 {
-            return lines.iter().map(decode_one).collect();
+/// Decodes a batch on up to `threads` threads, keeping line order.
+fn decode_batch(lines: &[(u64, String)], threads: usize) -> Vec<Decoded> {
+    let decode_one = |(n, text): &(u64, String)| {
+        decode_entity(text, &DecodeOptions::STORED).map_err(|e| (*n, e))
+    };
+    if threads <= 1 || lines.len() < 256 {
+        return lines.iter().map(decode_one).collect();
+    }
+    let per = lines.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = lines
+            .chunks(per)
+            .map(|chunk| scope.spawn(move || chunk.iter().map(decode_one).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+/// The producer: reads and decodes batches until the input ends, an error stops it, or the
+/// consumer goes away.
+fn produce<R: BufRead>(
+    mut reader: LineReader<R>,
+    threads: usize,
+    sender: mpsc::SyncSender<Result<Vec<Decoded>, Stop>>,
+) {
+    while !reader.done {
+        let batch = reader
+            .read_batch()
+            .map(|lines| decode_batch(&lines, threads));
+        let failed = batch.is_err();
+        if sender.send(batch).is_err() || failed {
+            return;
         }
-        let per = lines.len().div_ceil(self.threads);
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = lines
-                .chunks(per)
-                .map(|chunk| scope.spawn(move || chunk.iter().map(decode_one).collect::<Vec<_>>()))
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        })
     }
 }
 
-impl<R: BufRead> Iterator for Loader<R> {
+/// The consumer side: yields the decoded entities in input order, reporting invalid lines
+/// (or, when strict, stopping at the first with [`Stop::Invalid`]).
+struct Loader {
+    receiver: Option<mpsc::Receiver<Result<Vec<Decoded>, Stop>>>,
+    strict: bool,
+    batch: std::vec::IntoIter<Decoded>,
+    /// Entities decoded (before repeated keys collapse).
+    decoded: u64,
+    /// Invalid lines skipped.
+    skipped: u64,
+    stop: Option<Stop>,
+}
+
+impl Loader {
+    fn new(receiver: mpsc::Receiver<Result<Vec<Decoded>, Stop>>, strict: bool) -> Loader {
+        Loader {
+            receiver: Some(receiver),
+            strict,
+            batch: Vec::new().into_iter(),
+            decoded: 0,
+            skipped: 0,
+            stop: None,
+        }
+    }
+}
+
+impl Iterator for Loader {
     type Item = Entity;
 
     fn next(&mut self) -> Option<Entity> {
         loop {
-            if let Some(e) = self.batch.next() {
-                return Some(e);
-            }
-            if self.done || self.stop.is_some() {
-                return None;
-            }
-            let lines = match self.read_batch() {
-                Ok(lines) => lines,
-                Err(stop) => {
-                    self.stop = Some(stop);
+            match self.batch.next() {
+                Some(Ok(e)) => {
+                    self.decoded += 1;
+                    return Some(e);
+                }
+                Some(Err((line, e))) if self.strict => {
+                    self.stop = Some(Stop::Invalid(line, e));
                     return None;
                 }
-            };
-            let mut entities = Vec::with_capacity(lines.len());
-            for result in self.decode(lines) {
-                match result {
-                    Ok(e) => entities.push(e),
-                    Err((line, e)) if self.strict => {
-                        self.stop = Some(Stop::Invalid(line, e));
+                Some(Err((line, e))) => {
+                    report_line("warning", line, &e);
+                    self.skipped += 1;
+                }
+                None => {
+                    if self.stop.is_some() {
                         return None;
                     }
-                    Err((line, e)) => {
-                        report_line("warning", line, &e);
-                        self.skipped += 1;
+                    match self.receiver.as_ref()?.recv() {
+                        Ok(Ok(batch)) => self.batch = batch.into_iter(),
+                        Ok(Err(stop)) => {
+                            self.stop = Some(stop);
+                            return None;
+                        }
+                        // The producer finished.
+                        Err(mpsc::RecvError) => return None,
                     }
                 }
             }
-            self.decoded += entities.len() as u64;
-            self.batch = entities.into_iter();
         }
     }
 }
