@@ -33,9 +33,10 @@
 //!    selected properties in selection order, `"Name": null` for one the entity lacks.
 //! 4. `--stats`: the last line on stderr is one JSON object
 //!    `{"loaded":N,"ranges":N,"examined":N,"matched":N,"load_ms":F,"parse_us":F,"plan_us":F,"exec_us":F}`
-//!    — entities in the source, key ranges of the plan, entities read from the source,
-//!    entities printed, and the time spent loading, parsing the query, planning and
-//!    executing (execution only: not printing).
+//!    — entities in the source, key ranges of the plan, entities read from the source
+//!    (summed over pages, so work the executor discards at a page's end counts), entities
+//!    printed, and the time spent loading, parsing the query, planning and executing
+//!    (execution only: not printing).
 //!
 //! Exit codes: 0 success (also when lines were skipped with a warning), 2 invalid query,
 //! unreadable input, or (with `--strict`) invalid input.
