@@ -151,7 +151,7 @@ pub fn extract_key_ranges_traced(
 
 /// The residual is only evaluated on entities whose keys lie in `space`: a key comparison
 /// that holds on all of `space` is `true` there, one that holds nowhere in it is `false`.
-fn in_key_context(p: &Predicate, space: &Space) -> Predicate {
+fn in_key_context(p: &Predicate, space: &Space<'_>) -> Predicate {
     match p {
         Predicate::Compare(c) if is_key(&c.property) => {
             let (s, r) = analyze(p, usize::MAX, &mut false);
@@ -175,7 +175,7 @@ fn in_key_context(p: &Predicate, space: &Space) -> Predicate {
 }
 
 /// `p ⇔ key ∈ K ∧ R`.
-fn analyze(p: &Predicate, max: usize, coarsened: &mut bool) -> (Space, Predicate) {
+fn analyze<'a>(p: &'a Predicate, max: usize, coarsened: &mut bool) -> (Space<'a>, Predicate) {
     let (space, residual) = match p {
         Predicate::True => (Space::full(), Predicate::True),
         Predicate::False => (Space::empty(), Predicate::True),
@@ -215,6 +215,7 @@ fn analyze(p: &Predicate, max: usize, coarsened: &mut bool) -> (Space, Predicate
                 spaces.push(s);
                 residuals.push(r);
             }
+            spaces.retain(|s| !s.is_full());
             let space = reduce(spaces, Space::full(), |a, b| a.intersect(&b));
             if space.is_empty() {
                 (space, Predicate::True)
@@ -227,7 +228,9 @@ fn analyze(p: &Predicate, max: usize, coarsened: &mut bool) -> (Space, Predicate
             let mut inexact = Vec::new();
             for q in ps {
                 let (s, r) = analyze(q, max, coarsened);
-                if r.is_true() {
+                if s.is_empty() {
+                    // Matches nothing: contributes nothing to the union.
+                } else if r.is_true() {
                     exact.push(s)
                 } else {
                     inexact.push(s)
@@ -256,7 +259,11 @@ fn analyze(p: &Predicate, max: usize, coarsened: &mut bool) -> (Space, Predicate
 }
 
 /// Combines `items` pairwise in a balanced tree (`O(n log n)` total for sweeps).
-fn reduce(mut items: Vec<Space>, unit: Space, f: impl Fn(Space, Space) -> Space) -> Space {
+fn reduce<'a>(
+    mut items: Vec<Space<'a>>,
+    unit: Space<'a>,
+    f: impl Fn(Space<'a>, Space<'a>) -> Space<'a>,
+) -> Space<'a> {
     if items.is_empty() {
         return unit;
     }

@@ -3,11 +3,13 @@
 //!
 //! **Cuts.** Keys are strings under UTF-16 ordinal order ([`compare_str`]). The successor of
 //! a string `s` is `s + "\0"` (nothing lies strictly between them), so every bound is a
-//! *cut just before some string*: `ge s` starts at `Cut::At(s)`, `gt s` at
-//! `Cut::At(s + "\0")`, `lt s` ends at `Cut::At(s)`, `le s` at `Cut::At(s + "\0")`. The
-//! empty string is the least key, so `Cut::At("")` is normalised to `Cut::NegInf`. With a
-//! single kind of finite cut, equal sets have equal representations, adjacent intervals
-//! merge, and `PartitionKey gt 'a' and PartitionKey le 'a\u{0}'` is recognised as a point.
+//! *cut just before some string*: `ge s` starts at `Cut::Before(s)`, `gt s` at
+//! `Cut::After(s)` — the cut just before `s + "\0"` — `lt s` ends at `Cut::Before(s)` and
+//! `le s` at `Cut::After(s)`. Cuts compare by the string they sit before, so
+//! `Cut::After("a") == Cut::Before("a\0")`, and the empty string being the least key,
+//! `Cut::before("")` is `Cut::NegInf`. Hence equal sets have equal representations, adjacent
+//! intervals merge, and `PartitionKey gt 'a' and PartitionKey le 'a\u{0}'` is recognised as
+//! a point. Cuts borrow the key strings of the predicate: building sets allocates no strings.
 //!
 //! **Sets.** [`Intervals`] is a sorted list of disjoint, non-adjacent half-open intervals
 //! `[lo, hi)` of cuts (a 1-D set). [`Space`] is a 2-D set: a sorted list of disjoint,
@@ -19,39 +21,39 @@ use std::cmp::Ordering;
 use tableq_model::CmpOp;
 use tableq_model::order::compare_str;
 
-/// A position between keys.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Cut {
+/// A position between keys, borrowing the key strings of the predicate it came from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Cut<'a> {
     /// Before every key.
     NegInf,
     /// Just before this (non-empty) string.
-    At(String),
+    Before(&'a str),
+    /// Just after this string: just before its successor `s + "\0"`.
+    After(&'a str),
     /// After every key.
     PosInf,
 }
 
-impl Cut {
+impl<'a> Cut<'a> {
     /// The cut just before `s` (`NegInf` for the empty string, the least key).
-    pub(crate) fn before(s: &str) -> Cut {
+    pub(crate) fn before(s: &'a str) -> Cut<'a> {
         if s.is_empty() {
             Cut::NegInf
         } else {
-            Cut::At(s.to_owned())
+            Cut::Before(s)
         }
     }
 
     /// The cut just after `s`, i.e. just before its successor `s + "\0"`.
-    pub(crate) fn after(s: &str) -> Cut {
-        let mut t = String::with_capacity(s.len() + 1);
-        t.push_str(s);
-        t.push('\0');
-        Cut::At(t)
+    pub(crate) fn after(s: &'a str) -> Cut<'a> {
+        Cut::After(s)
     }
 
     /// The string `s` with `self == Cut::after(s)`, if any.
-    pub(crate) fn as_after(&self) -> Option<&str> {
-        match self {
-            Cut::At(t) => t.strip_suffix('\0'),
+    pub(crate) fn as_after(&self) -> Option<&'a str> {
+        match *self {
+            Cut::After(s) => Some(s),
+            Cut::Before(t) => t.strip_suffix('\0'),
             _ => None,
         }
     }
@@ -59,61 +61,81 @@ impl Cut {
     fn rank(&self) -> u8 {
         match self {
             Cut::NegInf => 0,
-            Cut::At(_) => 1,
+            Cut::Before(_) | Cut::After(_) => 1,
             Cut::PosInf => 2,
         }
     }
 }
 
-impl PartialOrd for Cut {
+/// Compares `a` with `b + "\0"` without building the latter.
+fn cmp_with_successor(a: &str, b: &str) -> Ordering {
+    match compare_str(a, b) {
+        Ordering::Less | Ordering::Equal => Ordering::Less,
+        // a > b: only `b + "\0"` itself is not below `a` among the strings above `b`.
+        Ordering::Greater => {
+            if a.len() == b.len() + 1 && a.starts_with(b) && a.ends_with('\0') {
+                Ordering::Equal
+            } else {
+                Ordering::Greater
+            }
+        }
+    }
+}
+
+impl PartialEq for Cut<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Cut<'_> {}
+
+impl PartialOrd for Cut<'_> {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for Cut {
+impl Ord for Cut<'_> {
     fn cmp(&self, other: &Self) -> Ordering {
-        match (self, other) {
-            (Cut::At(a), Cut::At(b)) => compare_str(a, b),
+        match (*self, *other) {
+            (Cut::Before(a), Cut::Before(b)) | (Cut::After(a), Cut::After(b)) => compare_str(a, b),
+            (Cut::Before(a), Cut::After(b)) => cmp_with_successor(a, b),
+            (Cut::After(a), Cut::Before(b)) => cmp_with_successor(b, a).reverse(),
             _ => self.rank().cmp(&other.rank()),
         }
     }
 }
 
 /// A half-open interval `[lo, hi)` of cuts, non-empty when `lo < hi`.
-pub(crate) type Interval = (Cut, Cut);
+pub(crate) type Interval<'a> = (Cut<'a>, Cut<'a>);
 
 /// Whether `[lo, hi)` holds exactly one key, which is returned.
-pub(crate) fn as_point(iv: &Interval) -> Option<&str> {
+pub(crate) fn as_point<'a>(iv: &Interval<'a>) -> Option<&'a str> {
     let s = iv.1.as_after()?;
-    let lo_ok = match &iv.0 {
-        Cut::NegInf => s.is_empty(),
-        Cut::At(t) => t == s,
-        Cut::PosInf => false,
-    };
-    lo_ok.then_some(s)
+    (iv.0 == Cut::before(s)).then_some(s)
 }
 
 /// Whether `[lo, hi)` is every key.
-pub(crate) fn is_full(iv: &Interval) -> bool {
+pub(crate) fn is_full(iv: &Interval<'_>) -> bool {
     iv.0 == Cut::NegInf && iv.1 == Cut::PosInf
 }
 
 /// A 1-D set of keys: sorted, disjoint, non-adjacent intervals.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct Intervals(pub(crate) Vec<Interval>);
+pub(crate) struct Intervals<'a>(pub(crate) Vec<Interval<'a>>);
 
-impl Intervals {
-    pub(crate) fn empty() -> Intervals {
+impl<'a> Intervals<'a> {
+    pub(crate) fn empty() -> Intervals<'a> {
         Intervals(Vec::new())
     }
 
-    pub(crate) fn full() -> Intervals {
+    pub(crate) fn full() -> Intervals<'a> {
         Intervals(vec![(Cut::NegInf, Cut::PosInf)])
     }
 
     /// `[lo, hi)`, empty when `lo >= hi`.
-    pub(crate) fn interval(lo: Cut, hi: Cut) -> Intervals {
+    pub(crate) fn interval(lo: Cut<'a>, hi: Cut<'a>) -> Intervals<'a> {
         if lo < hi {
             Intervals(vec![(lo, hi)])
         } else {
@@ -122,7 +144,7 @@ impl Intervals {
     }
 
     /// The keys `k` with `k op s`.
-    pub(crate) fn from_comparison(op: CmpOp, s: &str) -> Intervals {
+    pub(crate) fn from_comparison(op: CmpOp, s: &'a str) -> Intervals<'a> {
         match op {
             CmpOp::Eq => Intervals::interval(Cut::before(s), Cut::after(s)),
             CmpOp::Ne => Intervals::from_comparison(CmpOp::Eq, s).complement(),
@@ -148,20 +170,20 @@ impl Intervals {
     }
 
     /// The smallest single interval containing the set (`None` when empty).
-    pub(crate) fn hull(&self) -> Option<Interval> {
+    pub(crate) fn hull(&self) -> Option<Interval<'a>> {
         let first = self.0.first()?;
         let last = self.0.last()?;
-        Some((first.0.clone(), last.1.clone()))
+        Some((first.0, last.1))
     }
 
-    pub(crate) fn union(&self, other: &Intervals) -> Intervals {
+    pub(crate) fn union(&self, other: &Intervals<'a>) -> Intervals<'a> {
         if self.is_empty() {
             return other.clone();
         }
         if other.is_empty() {
             return self.clone();
         }
-        let mut out: Vec<Interval> = Vec::with_capacity(self.0.len() + other.0.len());
+        let mut out: Vec<Interval<'a>> = Vec::with_capacity(self.0.len() + other.0.len());
         let (mut i, mut j) = (0, 0);
         while i < self.0.len() || j < other.0.len() {
             let next = if j >= other.0.len() || (i < self.0.len() && self.0[i].0 <= other.0[j].0) {
@@ -174,24 +196,24 @@ impl Intervals {
             match out.last_mut() {
                 Some(last) if next.0 <= last.1 => {
                     if next.1 > last.1 {
-                        last.1 = next.1.clone();
+                        last.1 = next.1;
                     }
                 }
-                _ => out.push(next.clone()),
+                _ => out.push(*next),
             }
         }
         Intervals(out)
     }
 
-    pub(crate) fn intersect(&self, other: &Intervals) -> Intervals {
+    pub(crate) fn intersect(&self, other: &Intervals<'a>) -> Intervals<'a> {
         let mut out = Vec::new();
         let (mut i, mut j) = (0, 0);
         while i < self.0.len() && j < other.0.len() {
             let (a, b) = (&self.0[i], &other.0[j]);
-            let lo = if a.0 >= b.0 { &a.0 } else { &b.0 };
-            let hi = if a.1 <= b.1 { &a.1 } else { &b.1 };
+            let lo = a.0.max(b.0);
+            let hi = a.1.min(b.1);
             if lo < hi {
-                out.push((lo.clone(), hi.clone()));
+                out.push((lo, hi));
             }
             if a.1 <= b.1 {
                 i += 1;
@@ -202,14 +224,14 @@ impl Intervals {
         Intervals(out)
     }
 
-    pub(crate) fn complement(&self) -> Intervals {
+    pub(crate) fn complement(&self) -> Intervals<'a> {
         let mut out = Vec::with_capacity(self.0.len() + 1);
         let mut prev = Cut::NegInf;
         for (lo, hi) in &self.0 {
             if prev < *lo {
-                out.push((prev, lo.clone()));
+                out.push((prev, *lo));
             }
-            prev = hi.clone();
+            prev = *hi;
         }
         if prev < Cut::PosInf {
             out.push((prev, Cut::PosInf));
@@ -220,23 +242,23 @@ impl Intervals {
 
 /// One PartitionKey interval and the RowKeys allowed in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Segment {
+pub(crate) struct Segment<'a> {
     /// The PartitionKey interval.
-    pub(crate) pk: Interval,
+    pub(crate) pk: Interval<'a>,
     /// The RowKeys (non-empty).
-    pub(crate) rk: Intervals,
+    pub(crate) rk: Intervals<'a>,
 }
 
 /// A 2-D set of (PartitionKey, RowKey) pairs (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct Space(pub(crate) Vec<Segment>);
+pub(crate) struct Space<'a>(pub(crate) Vec<Segment<'a>>);
 
-impl Space {
-    pub(crate) fn empty() -> Space {
+impl<'a> Space<'a> {
+    pub(crate) fn empty() -> Space<'a> {
         Space(Vec::new())
     }
 
-    pub(crate) fn full() -> Space {
+    pub(crate) fn full() -> Space<'a> {
         Space(vec![Segment {
             pk: (Cut::NegInf, Cut::PosInf),
             rk: Intervals::full(),
@@ -244,14 +266,14 @@ impl Space {
     }
 
     /// `pk × rk` (empty when either is).
-    pub(crate) fn product(pk: &Intervals, rk: &Intervals) -> Space {
+    pub(crate) fn product(pk: &Intervals<'a>, rk: &Intervals<'a>) -> Space<'a> {
         if rk.is_empty() {
             return Space::empty();
         }
         Space(
             pk.0.iter()
                 .map(|iv| Segment {
-                    pk: iv.clone(),
+                    pk: *iv,
                     rk: rk.clone(),
                 })
                 .collect(),
@@ -266,7 +288,7 @@ impl Space {
         self.0.len() == 1 && is_full(&self.0[0].pk) && self.0[0].rk.is_full()
     }
 
-    pub(crate) fn union(&self, other: &Space) -> Space {
+    pub(crate) fn union(&self, other: &Space<'a>) -> Space<'a> {
         if self.is_empty() || other.is_full() {
             return other.clone();
         }
@@ -280,7 +302,7 @@ impl Space {
         })
     }
 
-    pub(crate) fn intersect(&self, other: &Space) -> Space {
+    pub(crate) fn intersect(&self, other: &Space<'a>) -> Space<'a> {
         if self.is_empty() || other.is_full() {
             return self.clone();
         }
@@ -293,7 +315,7 @@ impl Space {
         })
     }
 
-    pub(crate) fn complement(&self) -> Space {
+    pub(crate) fn complement(&self) -> Space<'a> {
         combine(self, &Space::empty(), |a, _| match a {
             Some(a) => a.complement(),
             None => Intervals::full(),
@@ -334,8 +356,8 @@ impl Space {
 
     /// A superset that is [`scan_order_safe`](Space::scan_order_safe): multi-PartitionKey
     /// segments get the hull of their RowKey set.
-    pub(crate) fn order_safe_hull(&self) -> Space {
-        let mut out: Vec<Segment> = Vec::with_capacity(self.0.len());
+    pub(crate) fn order_safe_hull(&self) -> Space<'a> {
+        let mut out: Vec<Segment<'a>> = Vec::with_capacity(self.0.len());
         for s in &self.0 {
             let rk = if as_point(&s.pk).is_some() || s.rk.0.len() == 1 {
                 s.rk.clone()
@@ -343,23 +365,23 @@ impl Space {
                 s.rk.hull()
                     .map_or_else(Intervals::empty, |(lo, hi)| Intervals::interval(lo, hi))
             };
-            push_merged(&mut out, s.pk.clone(), rk);
+            push_merged(&mut out, s.pk, rk);
         }
         Space(out)
     }
 
     /// A superset with at most `max` ranges (max ≥ 1): first every RowKey set becomes its
     /// hull, then, if still too many, a single rectangle (PartitionKey hull × RowKey hull).
-    pub(crate) fn coarsen(&self, max: usize) -> Space {
+    pub(crate) fn coarsen(&self, max: usize) -> Space<'a> {
         if self.range_count() <= max {
             return self.clone();
         }
-        let mut out: Vec<Segment> = Vec::new();
+        let mut out: Vec<Segment<'a>> = Vec::new();
         for s in &self.0 {
             let rk =
                 s.rk.hull()
                     .map_or_else(Intervals::empty, |(lo, hi)| Intervals::interval(lo, hi));
-            push_merged(&mut out, s.pk.clone(), rk);
+            push_merged(&mut out, s.pk, rk);
         }
         let hulled = Space(out);
         if hulled.range_count() <= max {
@@ -368,7 +390,7 @@ impl Space {
         let (Some(first), Some(last)) = (hulled.0.first(), hulled.0.last()) else {
             return hulled;
         };
-        let pk = (first.pk.0.clone(), last.pk.1.clone());
+        let pk = (first.pk.0, last.pk.1);
         let rk = hulled
             .0
             .iter()
@@ -381,7 +403,7 @@ impl Space {
 }
 
 /// Appends `pk × rk` after the last segment, merging with it when adjacent with equal RowKeys.
-fn push_merged(out: &mut Vec<Segment>, pk: Interval, rk: Intervals) {
+fn push_merged<'a>(out: &mut Vec<Segment<'a>>, pk: Interval<'a>, rk: Intervals<'a>) {
     if rk.is_empty() || pk.0 >= pk.1 {
         return;
     }
@@ -396,34 +418,33 @@ fn push_merged(out: &mut Vec<Segment>, pk: Interval, rk: Intervals) {
 
 /// The pointwise combination of two spaces: the PartitionKey axis is cut at every boundary
 /// of either operand, and each elementary piece gets `f(rows of a, rows of b)`.
-fn combine(
-    a: &Space,
-    b: &Space,
-    f: impl Fn(Option<&Intervals>, Option<&Intervals>) -> Intervals,
-) -> Space {
-    let mut cuts: Vec<&Cut> = Vec::with_capacity(2 * (a.0.len() + b.0.len()) + 2);
-    let (neg, pos) = (Cut::NegInf, Cut::PosInf);
-    cuts.push(&neg);
-    cuts.push(&pos);
+fn combine<'a>(
+    a: &Space<'a>,
+    b: &Space<'a>,
+    f: impl Fn(Option<&Intervals<'a>>, Option<&Intervals<'a>>) -> Intervals<'a>,
+) -> Space<'a> {
+    let mut cuts: Vec<Cut<'a>> = Vec::with_capacity(2 * (a.0.len() + b.0.len()) + 2);
+    cuts.push(Cut::NegInf);
+    cuts.push(Cut::PosInf);
     for s in a.0.iter().chain(&b.0) {
-        cuts.push(&s.pk.0);
-        cuts.push(&s.pk.1);
+        cuts.push(s.pk.0);
+        cuts.push(s.pk.1);
     }
     cuts.sort();
     cuts.dedup();
-    let mut out: Vec<Segment> = Vec::new();
+    let mut out: Vec<Segment<'a>> = Vec::new();
     let (mut i, mut j) = (0, 0);
     for w in cuts.windows(2) {
         let (lo, hi) = (w[0], w[1]);
-        while i < a.0.len() && a.0[i].pk.1 <= *lo {
+        while i < a.0.len() && a.0[i].pk.1 <= lo {
             i += 1;
         }
-        while j < b.0.len() && b.0[j].pk.1 <= *lo {
+        while j < b.0.len() && b.0[j].pk.1 <= lo {
             j += 1;
         }
-        let ra = a.0.get(i).filter(|s| s.pk.0 <= *lo).map(|s| &s.rk);
-        let rb = b.0.get(j).filter(|s| s.pk.0 <= *lo).map(|s| &s.rk);
-        push_merged(&mut out, (lo.clone(), hi.clone()), f(ra, rb));
+        let ra = a.0.get(i).filter(|s| s.pk.0 <= lo).map(|s| &s.rk);
+        let rb = b.0.get(j).filter(|s| s.pk.0 <= lo).map(|s| &s.rk);
+        push_merged(&mut out, (lo, hi), f(ra, rb));
     }
     Space(out)
 }
@@ -435,7 +456,7 @@ mod tests {
 
     const KEYS: &[&str] = &["", "\0", "a", "a\0", "ab", "b", "\u{FFFF}", "\u{10000}"];
 
-    fn cmp_space(pk: bool, op: CmpOp, s: &str) -> Space {
+    fn cmp_space(pk: bool, op: CmpOp, s: &'static str) -> Space<'static> {
         let iv = Intervals::from_comparison(op, s);
         if pk {
             Space::product(&iv, &Intervals::full())
@@ -444,7 +465,7 @@ mod tests {
         }
     }
 
-    fn arb_space() -> impl Strategy<Value = Space> {
+    fn arb_space() -> impl Strategy<Value = Space<'static>> {
         let leaf = (
             any::<bool>(),
             prop::sample::select(CmpOp::ALL.to_vec()),
@@ -460,7 +481,7 @@ mod tests {
         })
     }
 
-    fn well_formed(s: &Space) -> bool {
+    fn well_formed(s: &Space<'_>) -> bool {
         s.0.iter()
             .all(|seg| seg.pk.0 < seg.pk.1 && !seg.rk.is_empty())
             && s.0

@@ -84,23 +84,19 @@ impl KeyInterval {
     }
 
     /// From an internal cut interval `[lo, hi)`.
-    pub(crate) fn from_cuts(iv: &Interval) -> KeyInterval {
+    pub(crate) fn from_cuts(iv: &Interval<'_>) -> KeyInterval {
         if let Some(k) = keyspace::as_point(iv) {
             return KeyInterval::point(k);
         }
-        let lower = match &iv.0 {
-            Cut::NegInf | Cut::PosInf => Bound::Unbounded,
-            c @ Cut::At(s) => match c.as_after() {
-                Some(prev) => Bound::Excluded(prev.to_owned()),
-                None => Bound::Included(s.clone()),
-            },
+        let lower = match (iv.0, iv.0.as_after()) {
+            (Cut::NegInf | Cut::PosInf, _) => Bound::Unbounded,
+            (_, Some(prev)) => Bound::Excluded(prev.to_owned()),
+            (Cut::Before(s) | Cut::After(s), None) => Bound::Included(s.to_owned()),
         };
-        let upper = match &iv.1 {
-            Cut::NegInf | Cut::PosInf => Bound::Unbounded,
-            c @ Cut::At(s) => match c.as_after() {
-                Some(prev) => Bound::Included(prev.to_owned()),
-                None => Bound::Excluded(s.clone()),
-            },
+        let upper = match (iv.1, iv.1.as_after()) {
+            (Cut::NegInf | Cut::PosInf, _) => Bound::Unbounded,
+            (_, Some(prev)) => Bound::Included(prev.to_owned()),
+            (Cut::Before(s) | Cut::After(s), None) => Bound::Excluded(s.to_owned()),
         };
         KeyInterval { lower, upper }
     }
@@ -251,7 +247,7 @@ impl KeySet {
     }
 
     /// From the internal set representation (which must be scan-order safe).
-    pub(crate) fn from_space(space: &Space) -> KeySet {
+    pub(crate) fn from_space(space: &Space<'_>) -> KeySet {
         let mut ranges = Vec::with_capacity(space.range_count());
         for seg in &space.0 {
             let pk = KeyInterval::from_cuts(&seg.pk);

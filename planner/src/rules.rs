@@ -1,12 +1,12 @@
 //! Named rewrite rules over [`Predicate`]s and the driver that runs them to a fixpoint.
 //!
 //! Each [`Rule`] looks at one node and either rewrites it or leaves it alone; the
-//! [`Driver`] applies every rule bottom-up over the whole predicate, pass after pass, until a
-//! pass changes nothing (at most [`MAX_PASSES`] passes; every rule strictly shrinks the
-//! predicate — fewer nodes or fewer `Not`s — so the fixpoint is reached long before). After
-//! each rule it checks that the predicate is still normalised
-//! ([`Predicate::is_normalized`]) and, when asked, records every change as a [`Step`] for
-//! `explain --verbose`.
+//! [`Driver`] walks the predicate bottom-up and applies the rules at each node until none
+//! applies, pass after pass, until a pass changes nothing (at most [`MAX_PASSES`]; every
+//! rule strictly shrinks the predicate — fewer nodes or fewer `Not`s — so the fixpoint is
+//! reached long before). After each rewrite it checks (in debug builds) that the predicate is
+//! still normalised ([`Predicate::is_normalized`]) and, when asked, records every change as a
+//! [`Step`] for `explain --verbose`.
 //!
 //! The rules (all sound under the service's semantics, see each one):
 //!
@@ -106,37 +106,26 @@ impl Driver {
     }
 
     /// Rewrites `p` to a fixpoint of all rules; returns the result and the recorded steps.
-    pub fn run(&self, mut p: Predicate) -> (Predicate, Vec<Step>) {
+    ///
+    /// One bottom-up pass, applying the rules at each node until none applies there, already
+    /// reaches the fixpoint: a rule's output only holds operands that were at their fixpoint.
+    /// When a pass changed anything the driver still runs another, to confirm.
+    pub fn run(&self, p: Predicate) -> (Predicate, Vec<Step>) {
         let mut steps = Vec::new();
-        for _ in 0..MAX_PASSES {
-            let mut changed = false;
-            for rule in RULES {
-                let (next, c) = self.apply_everywhere(rule, p, &mut steps);
-                p = next;
-                debug_assert!(
-                    p.is_normalized(),
-                    "rule {} broke normalisation: {p:?}",
-                    rule.name
-                );
-                changed |= c;
-            }
-            if !changed {
-                break;
-            }
+        let (mut p, mut changed) = self.rewrite(p, &mut steps);
+        let mut passes = 1;
+        while changed && passes < MAX_PASSES {
+            (p, changed) = self.rewrite(p, &mut steps);
+            passes += 1;
         }
         (p, steps)
     }
 
-    /// Applies one rule bottom-up over the whole predicate.
-    fn apply_everywhere(
-        &self,
-        rule: &Rule,
-        p: Predicate,
-        steps: &mut Vec<Step>,
-    ) -> (Predicate, bool) {
-        let (p, below) = match p {
+    /// One bottom-up pass: operands first, then the rules at this node to a local fixpoint.
+    fn rewrite(&self, p: Predicate, steps: &mut Vec<Step>) -> (Predicate, bool) {
+        let (mut p, mut changed) = match p {
             Predicate::And(ps) => {
-                let (ps, c) = self.apply_all(rule, ps, steps);
+                let (ps, c) = self.rewrite_all(ps, steps);
                 (
                     if c {
                         Predicate::and(ps)
@@ -147,7 +136,7 @@ impl Driver {
                 )
             }
             Predicate::Or(ps) => {
-                let (ps, c) = self.apply_all(rule, ps, steps);
+                let (ps, c) = self.rewrite_all(ps, steps);
                 (
                     if c {
                         Predicate::or(ps)
@@ -158,7 +147,7 @@ impl Driver {
                 )
             }
             Predicate::Not(inner) => {
-                let (inner, c) = self.apply_everywhere(rule, *inner, steps);
+                let (inner, c) = self.rewrite(*inner, steps);
                 (
                     if c {
                         Predicate::not(inner)
@@ -170,37 +159,45 @@ impl Driver {
             }
             leaf => (leaf, false),
         };
-        let before = self.record.then(|| p.to_string());
-        match (rule.apply)(p) {
-            Ok(new) => {
-                if let Some(before) = before {
-                    steps.push(Step {
-                        rule: rule.name,
-                        before,
-                        after: new.to_string(),
-                    });
+        for _ in 0..MAX_PASSES {
+            let mut changed_here = false;
+            for rule in RULES {
+                let before = self.record.then(|| p.to_string());
+                match (rule.apply)(p) {
+                    Ok(new) => {
+                        debug_assert!(
+                            new.is_normalized(),
+                            "rule {} broke normalisation: {new:?}",
+                            rule.name
+                        );
+                        if let Some(before) = before {
+                            steps.push(Step {
+                                rule: rule.name,
+                                before,
+                                after: new.to_string(),
+                            });
+                        }
+                        p = new;
+                        changed_here = true;
+                    }
+                    Err(same) => p = same,
                 }
-                (new, true)
             }
-            Err(same) => (same, below),
+            if !changed_here {
+                break;
+            }
+            changed = true;
         }
+        (p, changed)
     }
 
-    fn apply_all(
-        &self,
-        rule: &Rule,
-        ps: Vec<Predicate>,
-        steps: &mut Vec<Step>,
-    ) -> (Vec<Predicate>, bool) {
+    fn rewrite_all(&self, mut ps: Vec<Predicate>, steps: &mut Vec<Step>) -> (Vec<Predicate>, bool) {
         let mut changed = false;
-        let ps = ps
-            .into_iter()
-            .map(|q| {
-                let (q, c) = self.apply_everywhere(rule, q, steps);
-                changed |= c;
-                q
-            })
-            .collect();
+        for q in &mut ps {
+            let (new, c) = self.rewrite(std::mem::replace(q, Predicate::True), steps);
+            *q = new;
+            changed |= c;
+        }
         (ps, changed)
     }
 }
@@ -285,10 +282,13 @@ fn complementary_operands(p: Predicate) -> Result<Predicate, Predicate> {
         Predicate::Or(ps) => (ps, false),
         _ => return Err(p),
     };
-    let set: HashSet<&Predicate> = ps.iter().collect();
+    if !ps.iter().any(|q| matches!(q, Predicate::Not(_))) {
+        return Err(p);
+    }
+    let set = Members::new(ps);
     let clash = ps
         .iter()
-        .any(|q| matches!(q, Predicate::Not(inner) if set.contains(&**inner)));
+        .any(|q| matches!(q, Predicate::Not(inner) if set.contains(inner)));
     if clash {
         Ok(if is_and {
             Predicate::False
@@ -310,9 +310,16 @@ fn absorption(p: Predicate) -> Result<Predicate, Predicate> {
         Predicate::Or(ps) => (ps, false),
         other => return Err(other),
     };
+    if !ps.iter().any(|q| inner_junction(q, is_and).is_some()) {
+        return Err(if is_and {
+            Predicate::And(ps)
+        } else {
+            Predicate::Or(ps)
+        });
+    }
     let mut redundant = vec![false; ps.len()];
     {
-        let outer: HashSet<&Predicate> = ps.iter().collect();
+        let outer = Members::new(&ps);
         for i in 0..ps.len() {
             let Some(qs) = inner_junction(&ps[i], is_and) else {
                 continue;
@@ -321,7 +328,7 @@ fn absorption(p: Predicate) -> Result<Predicate, Predicate> {
                 redundant[i] = true;
                 continue;
             }
-            let own: HashSet<&Predicate> = qs.iter().collect();
+            let own = Members::new(qs);
             redundant[i] = (0..ps.len()).any(|j| {
                 j != i
                     && !redundant[j]
@@ -349,6 +356,29 @@ fn absorption(p: Predicate) -> Result<Predicate, Predicate> {
     } else {
         Predicate::or(kept)
     })
+}
+
+/// Membership in a list of operands: a linear scan for short lists, a hash set for long ones.
+enum Members<'a> {
+    Few(&'a [Predicate]),
+    Many(HashSet<&'a Predicate>),
+}
+
+impl<'a> Members<'a> {
+    fn new(ps: &'a [Predicate]) -> Members<'a> {
+        if ps.len() <= 16 {
+            Members::Few(ps)
+        } else {
+            Members::Many(ps.iter().collect())
+        }
+    }
+
+    fn contains(&self, p: &Predicate) -> bool {
+        match self {
+            Members::Few(ps) => ps.contains(p),
+            Members::Many(set) => set.contains(p),
+        }
+    }
 }
 
 /// The operands of `q` when it is a junction of the other kind than the outer one.
