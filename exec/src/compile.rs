@@ -46,6 +46,11 @@ enum Node {
     Not(Box<Node>),
     And(Vec<Node>),
     Or(Vec<Node>),
+    /// A conjunction of comparisons only (the common residual shape), without the
+    /// per-child dispatch of `And`.
+    AllOf(Box<[Test]>),
+    /// A disjunction of comparisons only.
+    AnyOf(Box<[Test]>),
 }
 
 #[derive(Debug, Clone)]
@@ -170,6 +175,8 @@ impl Node {
             Node::Compare(t) => t.eval(row),
             Node::And(nodes) => nodes.iter().all(|n| n.eval(row)),
             Node::Or(nodes) => nodes.iter().any(|n| n.eval(row)),
+            Node::AllOf(tests) => tests.iter().all(|t| t.eval(row)),
+            Node::AnyOf(tests) => tests.iter().any(|t| t.eval(row)),
             Node::Not(n) => !n.eval(row),
             Node::Const(b) => *b,
         }
@@ -251,7 +258,7 @@ fn compile_node(p: &Predicate, resolve: &dyn Fn(&str) -> SlotLookup) -> Node {
             match nodes.len() {
                 0 => Node::Const(true),
                 1 => nodes.pop().unwrap_or(Node::Const(true)),
-                _ => Node::And(nodes),
+                _ => all_tests(&nodes).map_or(Node::And(nodes), Node::AllOf),
             }
         }
         Predicate::Or(ps) => {
@@ -266,10 +273,21 @@ fn compile_node(p: &Predicate, resolve: &dyn Fn(&str) -> SlotLookup) -> Node {
             match nodes.len() {
                 0 => Node::Const(false),
                 1 => nodes.pop().unwrap_or(Node::Const(false)),
-                _ => Node::Or(nodes),
+                _ => all_tests(&nodes).map_or(Node::Or(nodes), Node::AnyOf),
             }
         }
     }
+}
+
+/// The comparisons of `nodes` if every node is one.
+fn all_tests(nodes: &[Node]) -> Option<Box<[Test]>> {
+    nodes
+        .iter()
+        .map(|n| match n {
+            Node::Compare(t) => Some(t.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]

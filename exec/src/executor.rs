@@ -5,8 +5,8 @@
 //! 1. The residual is compiled for the source ([`CompiledPredicate`]).
 //! 2. The plan's ranges (sorted and disjoint, see [`tableq_planner::plan`]) are walked in key
 //!    order from the continuation. Work is cut into **waves** of chunks
-//!    ([`EntitySource::split`]): a wave holds about `threads` chunks of `chunk_rows` rows;
-//!    `chunk_rows` starts small (4 Ki rows) and doubles each wave up to 1 Mi. A `$top` page
+//!    ([`EntitySource::split`]): a wave holds about 4 chunks per thread of `chunk_rows` rows;
+//!    `chunk_rows` starts small (1 Ki rows) and doubles each wave up to 256 Ki. A `$top` page
 //!    therefore stops after a bounded look-ahead (the first page of a huge scan reads a few
 //!    thousand rows, not the table), while long scans quickly reach large, cheap chunks.
 //! 3. The chunks of a wave are scanned in parallel on the executor's rayon pool, each
@@ -59,6 +59,11 @@ use tableq_planner::plan::{KeyInterval, KeyRange, Plan};
 pub const DEFAULT_PAGE_SIZE: usize = 1000;
 /// Most chunks in one wave (many small ranges).
 const MAX_WAVE_CHUNKS: usize = 256;
+/// Chunks per thread in a wave: more than one lets work stealing even out slow chunks.
+const CHUNKS_PER_THREAD: usize = 4;
+/// Results are converted to owned entities in parallel from this many rows per wave on
+/// (below it, on the calling thread: cheaper for the allocator).
+const PARALLEL_MATERIALIZE_ROWS: usize = 4096;
 /// Rows a continuation lookup may read past the page's end.
 const RESOLVE_LOOKAHEAD: usize = 4096;
 
@@ -121,9 +126,10 @@ impl PageOptions {
 /// tiny values to exercise parallel merging on small data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tuning {
-    /// Rows per chunk in a page's first wave (default 4096); doubles each wave.
+    /// Rows per chunk in a page's first wave (default 1024); doubles each wave. A wave
+    /// holds about 4 chunks per thread.
     pub initial_chunk_rows: usize,
-    /// Largest chunk (default 2²⁰ rows).
+    /// Largest chunk (default 2¹⁸ rows).
     pub max_chunk_rows: usize,
     /// A wave estimated at no more rows than this runs on the calling thread (default 2048).
     pub small_wave_rows: usize,
@@ -132,8 +138,8 @@ pub struct Tuning {
 impl Default for Tuning {
     fn default() -> Tuning {
         Tuning {
-            initial_chunk_rows: 4096,
-            max_chunk_rows: 1 << 20,
+            initial_chunk_rows: 1024,
+            max_chunk_rows: 1 << 18,
             small_wave_rows: 2048,
         }
     }
@@ -310,9 +316,8 @@ fn interval_is_empty(iv: &KeyInterval) -> bool {
     use std::cmp::Ordering::*;
     match (&iv.lower, &iv.upper) {
         (Bound::Included(l), Bound::Included(u)) => compare_str(l, u) == Greater,
-        (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(u)) | (Bound::Excluded(l), Bound::Included(u)) => {
-            compare_str(l, u) != Less
-        }
+        (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(u))
+        | (Bound::Excluded(l), Bound::Included(u)) => compare_str(l, u) != Less,
         (_, Bound::Excluded(u)) => u.is_empty(),
         _ => false,
     }
@@ -323,10 +328,19 @@ fn interval_is_empty(iv: &KeyInterval) -> bool {
 /// guarantees; otherwise (hand-built plans) one group scanning the hull of all ranges with a
 /// per-row membership check, which returns their union in key order.
 fn groups(ranges: &[KeyRange]) -> Vec<Group<'_>> {
-    let live = ranges.iter().filter(|r| !interval_is_empty(&r.partition_key) && !interval_is_empty(&r.row_key));
+    let live = ranges
+        .iter()
+        .filter(|r| !interval_is_empty(&r.partition_key) && !interval_is_empty(&r.row_key));
     let live: Vec<&KeyRange> = live.collect();
     if live.windows(2).all(|w| ordered(w[0], w[1])) {
-        return live.into_iter().map(|r| Group { hull: Cow::Borrowed(r), members: None, ranges: 1 }).collect();
+        return live
+            .into_iter()
+            .map(|r| Group {
+                hull: Cow::Borrowed(r),
+                members: None,
+                ranges: 1,
+            })
+            .collect();
     }
     let mut lower = live[0].partition_key.lower.clone();
     let mut upper = live[0].partition_key.upper.clone();
@@ -334,8 +348,15 @@ fn groups(ranges: &[KeyRange]) -> Vec<Group<'_>> {
         lower = min_lower(&lower, &m.partition_key.lower);
         upper = max_upper(&upper, &m.partition_key.upper);
     }
-    let hull = KeyRange { partition_key: KeyInterval { lower, upper }, row_key: KeyInterval::full() };
-    vec![Group { hull: Cow::Owned(hull), members: Some(ranges), ranges: ranges.len() }]
+    let hull = KeyRange {
+        partition_key: KeyInterval { lower, upper },
+        row_key: KeyInterval::full(),
+    };
+    vec![Group {
+        hull: Cow::Owned(hull),
+        members: Some(ranges),
+        ranges: ranges.len(),
+    }]
 }
 
 impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
@@ -449,7 +470,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
             // Build a wave.
             let mut jobs: Vec<Job> = Vec::new();
             let mut estimate = 0usize;
-            let wave_rows = chunk_rows.saturating_mul(self.threads);
+            let wave_rows = chunk_rows.saturating_mul(self.threads * CHUNKS_PER_THREAD);
             while group < groups.len() && jobs.len() < MAX_WAVE_CHUNKS && estimate < wave_rows {
                 let g = &groups[group];
                 if counted_group != group {
@@ -566,7 +587,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
     ) where
         S: 'a,
     {
-        if kept.len() >= 512 && self.threads > 1 {
+        if kept.len() >= PARALLEL_MATERIALIZE_ROWS && self.threads > 1 {
             let run = || {
                 kept.par_iter()
                     .map(|r| ResultRow::project(r, select))

@@ -117,7 +117,6 @@ fn naive(entities: &[Entity], plan: &Plan) -> Vec<Key> {
     });
     // Later duplicates replace earlier ones in the source: keep the last of each key.
     let mut dedup: Vec<Key> = Vec::new();
-    let mut last: Option<&Entity> = None;
     let mut chosen: Vec<&Entity> = Vec::new();
     for e in entities.iter().rev() {
         if !chosen
@@ -139,9 +138,7 @@ fn naive(entities: &[Entity], plan: &Plan) -> Vec<Key> {
         if plan.ranges.contains(e.partition_key(), e.row_key()) && plan.residual.eval(e) {
             dedup.push(Key::new(e.partition_key(), e.row_key()));
         }
-        last = Some(e);
     }
-    let _ = last;
     dedup
 }
 
@@ -168,9 +165,7 @@ proptest! {
         let plan = Plan { ranges: KeySet { ranges }, residual, select: None, top };
         let tuning = Tuning { initial_chunk_rows: chunk_rows, max_chunk_rows: 8, small_wave_rows: small_wave };
         let executor = Executor::new(&snapshot).with_threads(threads).unwrap().with_tuning(tuning);
-        let mut options = PageOptions::default();
-        options.page_size = page_size;
-        options.max_examined = budget;
+        let options = PageOptions { page_size, max_examined: budget, ..PageOptions::default() };
         let limit = top.map(|t| t as usize).into_iter().chain(page_size).min().unwrap_or(1000);
         let mut got = Vec::new();
         let mut continuation: Option<Key> = None;
