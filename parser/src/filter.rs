@@ -34,7 +34,7 @@ use tableq_model::CmpOp;
 /// parser can also look at the token *before* its input (for "missing operand after `and`").
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Tokens<'a> {
-    all: &'a [(Token, Span)],
+    all: &'a [(Token<'a>, Span)],
     start: usize,
     end: usize,
     /// Byte length of the source: the span of "end of input".
@@ -42,7 +42,7 @@ pub(crate) struct Tokens<'a> {
 }
 
 impl<'a> Tokens<'a> {
-    fn new(all: &'a [(Token, Span)], eof: usize) -> Tokens<'a> {
+    fn new(all: &'a [(Token<'a>, Span)], eof: usize) -> Tokens<'a> {
         Tokens {
             all,
             start: 0,
@@ -51,19 +51,19 @@ impl<'a> Tokens<'a> {
         }
     }
 
-    fn slice(&self) -> &'a [(Token, Span)] {
+    fn slice(&self) -> &'a [(Token<'a>, Span)] {
         &self.all[self.start..self.end]
     }
 
-    fn peek(&self) -> Option<&'a (Token, Span)> {
+    fn peek(&self) -> Option<&'a (Token<'a>, Span)> {
         self.slice().first()
     }
 
-    fn peek2(&self) -> Option<&'a (Token, Span)> {
+    fn peek2(&self) -> Option<&'a (Token<'a>, Span)> {
         self.slice().get(1)
     }
 
-    fn prev(&self) -> Option<&'a (Token, Span)> {
+    fn prev(&self) -> Option<&'a (Token<'a>, Span)> {
         self.start.checked_sub(1).and_then(|i| self.all.get(i))
     }
 
@@ -88,9 +88,9 @@ impl<'a> Tokens<'a> {
 }
 
 impl<'a> Input for Tokens<'a> {
-    type Item = &'a (Token, Span);
-    type Iter = Iter<'a, (Token, Span)>;
-    type IterIndices = Enumerate<Iter<'a, (Token, Span)>>;
+    type Item = &'a (Token<'a>, Span);
+    type Iter = Iter<'a, (Token<'a>, Span)>;
+    type IterIndices = Enumerate<Iter<'a, (Token<'a>, Span)>>;
 
     fn input_len(&self) -> usize {
         self.end - self.start
@@ -310,16 +310,16 @@ impl Grammar {
     /// [`Frame`]s (one per open parenthesis), so this never recurses: `(` and `not` only
     /// count nesting levels against the limit.
     fn filter<'a>(&self, mut i: Tokens<'a>) -> PResult<'a, Expr> {
-        let mut frames = vec![Frame::new(None, i.here())];
+        // The whole filter's frame, then one per open `(` (no allocation without parens).
+        let mut top = Frame::new(None, i.here());
+        let mut groups: Vec<Frame> = Vec::new();
         let mut depth = 0usize;
         loop {
             // Expecting an operand: any `not`s and `(`s, then a comparison or property.
             match i.peek() {
                 Some((Token::Not, s)) => {
                     depth = self.enter(depth, *s)?;
-                    if let Some(frame) = frames.last_mut() {
-                        frame.nots.push(*s);
-                    }
+                    current(&mut top, &mut groups).nots.push(*s);
                     i = i.advance(1);
                     continue;
                 }
@@ -332,7 +332,7 @@ impl Grammar {
                             .fail();
                     }
                     i = i.advance(1);
-                    frames.push(Frame::new(Some(*open), i.here()));
+                    groups.push(Frame::new(Some(*open), i.here()));
                     continue;
                 }
                 _ => {}
@@ -341,9 +341,7 @@ impl Grammar {
             i = rest;
             // After an operand: apply pending `not`s, close groups, continue a chain.
             loop {
-                let Some(frame) = frames.last_mut() else {
-                    return SyntaxError::new(ErrorKind::UnexpectedEnd, i.here()).fail();
-                };
+                let frame = current(&mut top, &mut groups);
                 while let Some(not_span) = frame.nots.pop() {
                     operand = Expr::Not(Box::new(operand), not_span.to(i.consumed_end()));
                     depth = depth.saturating_sub(1);
@@ -362,7 +360,7 @@ impl Grammar {
                     }
                     Some((Token::RParen, _)) if frame.open.is_some() => {
                         operand = frame.finish(operand, i.consumed_end());
-                        frames.pop();
+                        groups.pop();
                         depth = depth.saturating_sub(1);
                         i = i.advance(1);
                     }
@@ -409,6 +407,14 @@ impl Grammar {
     }
 }
 
+/// The innermost open frame.
+fn current<'f>(top: &'f mut Frame, groups: &'f mut [Frame]) -> &'f mut Frame {
+    match groups.last_mut() {
+        Some(frame) => frame,
+        None => top,
+    }
+}
+
 /// A comparison or a bare boolean property (after any `not`s and `(`s).
 fn primary(i: Tokens<'_>) -> PResult<'_, Expr> {
     let Some((tok, span)) = i.peek() else {
@@ -416,7 +422,7 @@ fn primary(i: Tokens<'_>) -> PResult<'_, Expr> {
     };
     match tok {
         Token::Ident(name) => ident_led(i, name, *span),
-        Token::Literal(_) => literal_led(i),
+        Token::Literal(_) | Token::Str(_) => literal_led(i),
         Token::Null => SyntaxError::new(ErrorKind::Unsupported(Unsupported::Null), *span).fail(),
         Token::Parameter(name) => parameter(name, *span).fail(),
         Token::And | Token::Or | Token::RParen => missing_operand(i),
@@ -488,9 +494,9 @@ fn ident_led<'a>(i: Tokens<'a>, name: &'a str, name_span: Span) -> PResult<'a, E
         }
         Some((Token::Slash, slash)) => {
             if let Some((Token::Ident(w), s)) = i.slice().get(2) {
-                if w == "any" || w == "all" {
+                if *w == "any" || *w == "all" {
                     return SyntaxError::new(
-                        ErrorKind::Unsupported(Unsupported::Lambda(w.clone())),
+                        ErrorKind::Unsupported(Unsupported::Lambda(w.to_string())),
                         *s,
                     )
                     .fail();
@@ -505,21 +511,25 @@ fn ident_led<'a>(i: Tokens<'a>, name: &'a str, name_span: Span) -> PResult<'a, E
         Some((Token::Op(op), op_span)) => {
             let property = property(name, name_span)?;
             let rest = i.advance(2);
+            if let Some((tok, lit_span)) = rest.peek() {
+                if let Some(value) = tok.value() {
+                    return Ok((
+                        rest.advance(1),
+                        Expr::Comparison(Comparison {
+                            span: name_span.to(*lit_span),
+                            property,
+                            op: *op,
+                            op_span,
+                            literal: Literal {
+                                value,
+                                span: *lit_span,
+                            },
+                            literal_first: false,
+                        }),
+                    ));
+                }
+            }
             match rest.peek() {
-                Some((Token::Literal(value), lit_span)) => Ok((
-                    rest.advance(1),
-                    Expr::Comparison(Comparison {
-                        span: name_span.to(*lit_span),
-                        property,
-                        op: *op,
-                        op_span,
-                        literal: Literal {
-                            value: value.clone(),
-                            span: *lit_span,
-                        },
-                        literal_first: false,
-                    }),
-                )),
                 Some((t, s)) => bad_second_operand(t, name_span.to(*s), *s, op),
                 None => SyntaxError::new(
                     ErrorKind::MissingOperand(format!("after `{op}`")),
@@ -534,7 +544,7 @@ fn ident_led<'a>(i: Tokens<'a>, name: &'a str, name_span: Span) -> PResult<'a, E
                 return SyntaxError::new(ErrorKind::Unsupported(u), s).fail();
             }
             if let Some(k) = keyword_for(w).filter(|k| CmpOp::from_keyword(k).is_some()) {
-                return SyntaxError::new(ErrorKind::UnknownOperator(w.clone()), s)
+                return SyntaxError::new(ErrorKind::UnknownOperator(w.to_string()), s)
                     .expected(EXPECT_OP)
                     .hint(format!("keywords are lowercase: did you mean `{k}`?"))
                     .fail();
@@ -546,7 +556,7 @@ fn ident_led<'a>(i: Tokens<'a>, name: &'a str, name_span: Span) -> PResult<'a, E
             }
             bool_property(i, name, name_span)
         }
-        Some((Token::Literal(_) | Token::Not | Token::Null, _))
+        Some((Token::Literal(_) | Token::Str(_) | Token::Not | Token::Null, _))
             if keyword_for(name) == Some("not") =>
         {
             SyntaxError::new(ErrorKind::UnknownKeyword(name.to_owned()), name_span)
@@ -577,7 +587,7 @@ fn property(name: &str, span: Span) -> Result<Property, nom::Err<SyntaxError>> {
 
 /// The operand after `op` was not a literal (property-first) or not a property
 /// (literal-first).
-fn bad_second_operand<T>(t: &Token, whole: Span, at: Span, op: &CmpOp) -> PResult<'static, T> {
+fn bad_second_operand<T>(t: &Token<'_>, whole: Span, at: Span, op: &CmpOp) -> PResult<'static, T> {
     let e = match t {
         Token::Ident(w) => SyntaxError::new(ErrorKind::PropertyVsProperty, whole).hint_opt(
             keyword_hint(w).or_else(|| {
@@ -586,7 +596,7 @@ fn bad_second_operand<T>(t: &Token, whole: Span, at: Span, op: &CmpOp) -> PResul
                 ))
             }),
         ),
-        Token::Literal(_) => SyntaxError::new(ErrorKind::LiteralVsLiteral, whole)
+        Token::Literal(_) | Token::Str(_) => SyntaxError::new(ErrorKind::LiteralVsLiteral, whole)
             .hint("one side of a comparison must be a property name"),
         Token::Null => SyntaxError::new(ErrorKind::Unsupported(Unsupported::Null), at),
         Token::Parameter(p) => parameter(p, at),
@@ -598,10 +608,9 @@ fn bad_second_operand<T>(t: &Token, whole: Span, at: Span, op: &CmpOp) -> PResul
 
 /// A literal-first comparison: `30 lt Age`.
 fn literal_led(i: Tokens<'_>) -> PResult<'_, Expr> {
-    let Some((Token::Literal(value), lit_span)) = i.peek() else {
+    let Some((value, lit_span)) = i.peek().and_then(|(t, s)| Some((t.value()?, s))) else {
         return missing_operand(i);
     };
-    let lit_text = Token::Literal(value.clone()).to_string();
     match i.peek2() {
         Some((Token::Op(op), op_span)) => {
             let rest = i.advance(2);
@@ -621,14 +630,14 @@ fn literal_led(i: Tokens<'_>) -> PResult<'_, Expr> {
                             op: *op,
                             op_span: *op_span,
                             literal: Literal {
-                                value: value.clone(),
+                                value,
                                 span: *lit_span,
                             },
                             literal_first: true,
                         }),
                     ))
                 }
-                Some((Token::Literal(_), s)) => {
+                Some((Token::Literal(_) | Token::Str(_), s)) => {
                     SyntaxError::new(ErrorKind::LiteralVsLiteral, lit_span.to(*s))
                         .hint("one side of a comparison must be a property name")
                         .fail()
@@ -654,14 +663,14 @@ fn literal_led(i: Tokens<'_>) -> PResult<'_, Expr> {
                 return SyntaxError::new(ErrorKind::Unsupported(u), *s).fail();
             }
             if let Some(k) = keyword_for(w).filter(|k| CmpOp::from_keyword(k).is_some()) {
-                return SyntaxError::new(ErrorKind::UnknownOperator(w.clone()), *s)
+                return SyntaxError::new(ErrorKind::UnknownOperator(w.to_string()), *s)
                     .expected(EXPECT_OP)
                     .hint(format!("keywords are lowercase: did you mean `{k}`?"))
                     .fail();
             }
-            missing_operator(&lit_text, *lit_span, i.advance(1))
+            missing_operator(&value.to_string(), *lit_span, i.advance(1))
         }
-        _ => missing_operator(&lit_text, *lit_span, i.advance(1)),
+        _ => missing_operator(&value.to_string(), *lit_span, i.advance(1)),
     }
 }
 
@@ -697,12 +706,12 @@ fn unexpected_after(i: Tokens<'_>, expected: &'static [&'static str]) -> SyntaxE
             }
             match keyword_for(w) {
                 Some(k @ ("and" | "or" | "not")) => {
-                    SyntaxError::new(ErrorKind::UnknownKeyword(w.clone()), *s)
+                    SyntaxError::new(ErrorKind::UnknownKeyword(w.to_string()), *s)
                         .expected(expected)
                         .hint(format!("keywords are lowercase: did you mean `{k}`?"))
                 }
                 Some(k) if CmpOp::from_keyword(k).is_some() => {
-                    SyntaxError::new(ErrorKind::UnknownOperator(w.clone()), *s)
+                    SyntaxError::new(ErrorKind::UnknownOperator(w.to_string()), *s)
                         .hint(format!("keywords are lowercase: did you mean `{k}`?"))
                 }
                 _ => SyntaxError::new(ErrorKind::TrailingInput(t.to_string()), *s)
@@ -764,8 +773,8 @@ pub(crate) fn parse(text: &str, options: &FilterOptions) -> Result<Filter, Parse
         }
     };
     if let Some(limit) = options.max_comparisons {
-        let spans = comparison_spans(&expr);
-        if spans.len() > limit {
+        if count_comparisons(&expr) > limit {
+            let spans = comparison_spans(&expr);
             let span = spans.get(limit).copied().unwrap_or_default();
             return Err(ParseError::new(
                 ErrorKind::TooManyComparisons {
@@ -779,6 +788,16 @@ pub(crate) fn parse(text: &str, options: &FilterOptions) -> Result<Filter, Parse
         }
     }
     Ok(Filter { expr: Some(expr) })
+}
+
+/// The number of comparisons and bare boolean properties (recursion bounded by the
+/// nesting limit, like the tree itself).
+fn count_comparisons(expr: &Expr) -> usize {
+    match expr {
+        Expr::Or(xs, _) | Expr::And(xs, _) => xs.iter().map(count_comparisons).sum(),
+        Expr::Not(x, _) => count_comparisons(x),
+        Expr::Comparison(_) | Expr::BoolProperty(_) => 1,
+    }
 }
 
 /// The spans of all comparisons and bare boolean properties, in source order

@@ -21,11 +21,15 @@ use crate::{Span, Token};
 use logos::{Lexer, Logos};
 use tableq_model::{CmpOp, DateTime, DateTimeError, Value};
 
-/// A lexical error as logos carries it; turned into a [`ParseError`] by [`lex`].
+/// A lexical error as logos carries it; turned into a [`ParseError`] by [`lex`]. Boxed so
+/// that logos' `Result<Raw, LexError>` stays as small as a token on the hot path.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub(crate) struct LexError {
-    /// `None`: no token matched (an unexpected character).
-    kind: Option<ErrorKind>,
+pub(crate) struct LexError(Option<Box<LexErrorData>>);
+
+/// The data of a [`LexError`]; absent for "no token matched" (an unexpected character).
+#[derive(Debug, Clone, PartialEq)]
+struct LexErrorData {
+    kind: ErrorKind,
     hint: Option<String>,
     /// A narrower span relative to the token start, for errors inside a literal.
     inner: Option<(usize, usize)>,
@@ -33,18 +37,22 @@ pub(crate) struct LexError {
 
 impl LexError {
     fn new(kind: ErrorKind) -> LexError {
-        LexError {
-            kind: Some(kind),
+        LexError(Some(Box::new(LexErrorData {
+            kind,
             hint: None,
             inner: None,
-        }
+        })))
     }
     fn hint(mut self, hint: impl Into<String>) -> LexError {
-        self.hint = Some(hint.into());
+        if let Some(data) = &mut self.0 {
+            data.hint = Some(hint.into());
+        }
         self
     }
     fn at(mut self, start: usize, end: usize) -> LexError {
-        self.inner = Some((start, end));
+        if let Some(data) = &mut self.0 {
+            data.inner = Some((start, end));
+        }
         self
     }
 }
@@ -86,7 +94,6 @@ enum Raw<'s> {
     #[token("-INF", |_| Value::Double(f64::NEG_INFINITY))]
     #[token("-NaN", negative_nan)]
     #[regex("-?[0-9]", number)]
-    #[token("'", string)]
     #[token("datetime'", datetime)]
     #[token("guid'", guid)]
     #[token("X'", binary)]
@@ -94,6 +101,8 @@ enum Raw<'s> {
     #[regex(r"-?\.[0-9]", leading_dot)]
     #[regex(r"\+[0-9]", leading_plus)]
     Literal(Value),
+    #[token("'", string)]
+    Str(&'s str),
     #[regex(r"[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}_]*", |lex| lex.slice())]
     Ident(&'s str),
     #[regex(r"\$[\p{L}\p{Nl}_][\p{L}\p{Nl}\p{Nd}_]*", |lex| lex.slice())]
@@ -251,12 +260,11 @@ fn leading_plus<'s>(lex: &mut Lexer<'s, Raw<'s>>) -> Result<Value, LexError> {
     )
 }
 
-/// `'…'` with `''` for a quote inside.
-fn string<'s>(lex: &mut Lexer<'s, Raw<'s>>) -> Result<Value, LexError> {
+/// `'…'` with `''` for a quote inside: the content as written (escapes kept), decoded
+/// only when the parser builds the literal.
+fn string<'s>(lex: &mut Lexer<'s, Raw<'s>>) -> Result<&'s str, LexError> {
     let rest = lex.remainder();
     let bytes = rest.as_bytes();
-    let mut out = String::new();
-    let mut seg = 0;
     let mut i = 0;
     loop {
         match rest[i..].find('\'') {
@@ -268,13 +276,10 @@ fn string<'s>(lex: &mut Lexer<'s, Raw<'s>>) -> Result<Value, LexError> {
             Some(k) => {
                 let q = i + k;
                 if bytes.get(q + 1) == Some(&b'\'') {
-                    out.push_str(&rest[seg..=q]);
                     i = q + 2;
-                    seg = i;
                 } else {
-                    out.push_str(&rest[seg..q]);
                     lex.bump(q + 1);
-                    return Ok(Value::String(out));
+                    return Ok(&rest[..q]);
                 }
             }
         }
@@ -401,8 +406,14 @@ fn symbol<'s>(lex: &mut Lexer<'s, Raw<'s>>) -> Result<(), LexError> {
 /// Returns the first lexical error: an unexpected character (tabs and newlines included),
 /// an unterminated or malformed literal, an out-of-range number, or two words/literals
 /// without a space between them.
-pub fn lex(text: &str) -> Result<Vec<(Token, Span)>, ParseError> {
-    let mut tokens: Vec<(Token, Span)> = Vec::with_capacity(text.len() / 4 + 1);
+pub fn lex(text: &str) -> Result<Vec<(Token<'_>, Span)>, ParseError> {
+    // Tokens are mostly separated by spaces; parentheses need none.
+    let estimate = text
+        .bytes()
+        .filter(|&b| matches!(b, b' ' | b'(' | b')'))
+        .count()
+        + 1;
+    let mut tokens: Vec<(Token<'_>, Span)> = Vec::with_capacity(estimate);
     let mut lexer = Raw::lexer(text);
     while let Some(result) = lexer.next() {
         let span = Span::from(lexer.span());
@@ -420,7 +431,7 @@ pub fn lex(text: &str) -> Result<Vec<(Token, Span)>, ParseError> {
     Ok(tokens)
 }
 
-fn convert(raw: Raw<'_>) -> Token {
+fn convert(raw: Raw<'_>) -> Token<'_> {
     match raw {
         Raw::LParen => Token::LParen,
         Raw::RParen => Token::RParen,
@@ -433,8 +444,9 @@ fn convert(raw: Raw<'_>) -> Token {
         Raw::Op(op) => Token::Op(op),
         Raw::Null => Token::Null,
         Raw::Literal(v) => Token::Literal(v),
-        Raw::Ident(s) => Token::Ident(s.to_owned()),
-        Raw::Parameter(s) => Token::Parameter(s.to_owned()),
+        Raw::Str(s) => Token::Str(s),
+        Raw::Ident(s) => Token::Ident(s),
+        Raw::Parameter(s) => Token::Parameter(s),
         // `symbol` always fails, so this variant is never produced; map it to something
         // harmless rather than panicking.
         Raw::Symbol => Token::Comma,
@@ -442,7 +454,7 @@ fn convert(raw: Raw<'_>) -> Token {
 }
 
 /// Words and literals need a space between them; punctuation does not.
-fn is_word(t: &Token) -> bool {
+fn is_word(t: &Token<'_>) -> bool {
     !matches!(
         t,
         Token::LParen | Token::RParen | Token::Comma | Token::Slash | Token::Colon
@@ -450,7 +462,13 @@ fn is_word(t: &Token) -> bool {
 }
 
 /// The error for two words written together, e.g. `'x'and` or `x'0a'`.
-fn glued(text: &str, prev: &Token, prev_span: Span, next: &Token, span: Span) -> ParseError {
+fn glued(
+    text: &str,
+    prev: &Token<'_>,
+    prev_span: Span,
+    next: &Token<'_>,
+    span: Span,
+) -> ParseError {
     let a = &text[prev_span.range()];
     let b = &text[span.range()];
     if let (Token::Ident(word), true) = (prev, b.starts_with('\'')) {
@@ -462,7 +480,7 @@ fn glued(text: &str, prev: &Token, prev_span: Span, next: &Token, span: Span) ->
             }
         };
         return ParseError::new(
-            ErrorKind::UnknownLiteralPrefix(word.clone()),
+            ErrorKind::UnknownLiteralPrefix(word.to_string()),
             prev_span,
             text,
         )
@@ -478,14 +496,14 @@ fn glued(text: &str, prev: &Token, prev_span: Span, next: &Token, span: Span) ->
 }
 
 fn lex_error(text: &str, span: Span, e: LexError) -> ParseError {
-    match e.kind {
-        Some(kind) => {
-            let span = match e.inner {
+    match e.0 {
+        Some(data) => {
+            let span = match data.inner {
                 Some((s, t)) => Span::new(span.start + s, span.start + t),
                 None => span,
             };
-            let err = ParseError::new(kind, span, text);
-            match e.hint {
+            let err = ParseError::new(data.kind, span, text);
+            match data.hint {
                 Some(h) => err.with_hint(h),
                 None => err,
             }
@@ -526,7 +544,7 @@ mod tests {
     use super::*;
     use tableq_model::EdmType;
 
-    fn one(text: &str) -> Token {
+    fn one(text: &str) -> Token<'_> {
         let tokens = lex(text).unwrap_or_else(|e| panic!("{text}: {e}"));
         assert_eq!(tokens.len(), 1, "{text}: {tokens:?}");
         assert_eq!(tokens[0].1.range(), 0..text.len(), "{text}");
@@ -538,10 +556,9 @@ mod tests {
     }
 
     fn lit(text: &str) -> Value {
-        match one(text) {
-            Token::Literal(v) => v,
-            t => panic!("{text}: not a literal: {t:?}"),
-        }
+        let t = one(text);
+        t.value()
+            .unwrap_or_else(|| panic!("{text}: not a literal: {t:?}"))
     }
 
     fn err(text: &str) -> ParseError {
@@ -585,16 +602,16 @@ mod tests {
         for w in [
             "EQ", "Eq", "AND", "Not", "TRUE", "False", "NULL", "nan", "inf", "eqx", "andy",
         ] {
-            assert_eq!(one(w), Token::Ident(w.into()), "{w}");
+            assert_eq!(one(w), Token::Ident(w), "{w}");
         }
     }
 
     #[test]
     fn identifiers() {
         for w in ["A", "_x", "Größe", "名前", "a1_2", "Ⅻx", "PartitionKey"] {
-            assert_eq!(one(w), Token::Ident(w.into()), "{w}");
+            assert_eq!(one(w), Token::Ident(w), "{w}");
         }
-        assert_eq!(one("$it"), Token::Parameter("$it".into()));
+        assert_eq!(one("$it"), Token::Parameter("$it"));
         // A combining mark is not part of a name.
         assert!(matches!(
             err("e\u{301}").kind(),
@@ -827,6 +844,13 @@ mod tests {
             err("A eq - 1").kind(),
             ErrorKind::UnexpectedChar('-')
         ));
+    }
+
+    #[test]
+    fn tokens_stay_small() {
+        // The token vector is the parser's main allocation; keep its elements compact.
+        assert!(std::mem::size_of::<(Token<'_>, Span)>() <= 48);
+        assert!(std::mem::size_of::<Result<Raw<'_>, LexError>>() <= 40);
     }
 
     #[test]

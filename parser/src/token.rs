@@ -9,17 +9,17 @@
 //! let tokens: Vec<Token> = lex("Age ge 30").unwrap().into_iter().map(|(t, _)| t).collect();
 //! assert_eq!(
 //!     tokens,
-//!     [Token::Ident("Age".into()), Token::Op(CmpOp::Ge), Token::Literal(Value::Int32(30))]
+//!     [Token::Ident("Age"), Token::Op(CmpOp::Ge), Token::Literal(Value::Int32(30))]
 //! );
 //! ```
 
 use std::fmt;
 use tableq_model::{CmpOp, Value};
 
-/// One token of a `$filter`.
+/// One token of a `$filter`; names borrow from the source text.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub enum Token {
+pub enum Token<'s> {
     /// `(`
     LParen,
     /// `)`
@@ -38,17 +38,21 @@ pub enum Token {
     Not,
     /// `eq`, `ne`, `gt`, `ge`, `lt`, `le`.
     Op(CmpOp),
-    /// A typed literal: string, number, boolean, `datetime'…'`, `guid'…'`, `X'…'`.
+    /// A typed literal other than a string: number, boolean, `datetime'…'`, `guid'…'`,
+    /// `X'…'`.
     Literal(Value),
+    /// A string literal: its content as written between the quotes, `''` escapes kept
+    /// (so lexing does not allocate); [`Token::value`] decodes it.
+    Str(&'s str),
     /// `null` (rejected by the parser: the service has no null comparisons).
     Null,
     /// A name: a property, or a word that is not a keyword (`EQ`, `startswith`, `add`).
-    Ident(String),
+    Ident(&'s str),
     /// A `$`-parameter such as `$it` (rejected by the parser).
-    Parameter(String),
+    Parameter(&'s str),
 }
 
-impl Token {
+impl Token<'_> {
     /// A short description of the token's class, e.g. `"identifier"`, `"literal"`.
     pub fn class(&self) -> &'static str {
         match self {
@@ -57,7 +61,7 @@ impl Token {
             }
             Token::And | Token::Or | Token::Not => "keyword",
             Token::Op(_) => "operator",
-            Token::Literal(_) => "literal",
+            Token::Literal(_) | Token::Str(_) => "literal",
             Token::Null => "null",
             Token::Ident(_) => "identifier",
             Token::Parameter(_) => "parameter",
@@ -65,7 +69,20 @@ impl Token {
     }
 }
 
-impl fmt::Display for Token {
+impl Token<'_> {
+    /// The typed value of a literal token (a string with its `''` escapes decoded), or
+    /// `None` for other tokens.
+    pub fn value(&self) -> Option<Value> {
+        match self {
+            Token::Literal(v) => Some(v.clone()),
+            Token::Str(s) if s.contains('\'') => Some(Value::String(s.replace("''", "'"))),
+            Token::Str(s) => Some(Value::String((*s).to_owned())),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Token<'_> {
     /// The token in canonical source form (`and`, `eq`, `'it''s'`, `5L`, `Age`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -79,6 +96,7 @@ impl fmt::Display for Token {
             Token::Not => f.write_str("not"),
             Token::Op(op) => write!(f, "{op}"),
             Token::Literal(v) => write!(f, "{v}"),
+            Token::Str(s) => write!(f, "'{s}'"),
             Token::Null => f.write_str("null"),
             Token::Ident(name) | Token::Parameter(name) => f.write_str(name),
         }

@@ -21,7 +21,7 @@
 use crate::cli::diagnostic::print_parse_error;
 use std::io::Write;
 use std::process::ExitCode;
-use tableq::parser::{FilterOptions, Token, lex, parse_filter};
+use tableq::parser::{FilterOptions, lex, parse_filter};
 
 /// Arguments of `debug tokens` and `debug ast`.
 #[derive(clap::Args)]
@@ -57,15 +57,15 @@ pub fn run_tokens(args: Args) -> ExitCode {
     for (token, span) in &tokens {
         let range = format!("{}..{}", span.start, span.end);
         let text = token.to_string();
-        match token {
-            Token::Literal(v) => {
+        match token.value() {
+            Some(v) => {
                 out.push_str(&format!(
                     "{range:<12}{:<12}{text}  ({})\n",
                     token.class(),
                     v.edm_type()
                 ));
             }
-            _ => out.push_str(&format!("{range:<12}{:<12}{text}\n", token.class())),
+            None => out.push_str(&format!("{range:<12}{:<12}{text}\n", token.class())),
         }
     }
     if tokens.is_empty() {
