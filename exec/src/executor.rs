@@ -3,7 +3,7 @@
 //! # How a page is computed
 //!
 //! 1. The residual is compiled for the source ([`CompiledPredicate`]).
-//! 2. The plan's ranges (sorted and disjoint, see [`tableq_planner::plan`]) are walked in key
+//! 2. The plan's ranges (sorted and disjoint, see [`tableq_planner::plan::KeySet`]) are walked in key
 //!    order from the continuation. Work is cut into **waves** of chunks
 //!    ([`EntitySource::split`]): a wave holds about 4 chunks per thread of `chunk_rows` rows;
 //!    `chunk_rows` starts small (1 Ki rows) and doubles each wave up to 256 Ki. A `$top` page
@@ -59,11 +59,13 @@ use tableq_planner::plan::{KeyInterval, KeyRange, Plan};
 pub const DEFAULT_PAGE_SIZE: usize = 1000;
 /// Most chunks in one wave (many small ranges).
 const MAX_WAVE_CHUNKS: usize = 256;
+/// Smallest chunk the selectivity estimate may ask for.
+const MIN_ADAPTIVE_CHUNK_ROWS: usize = 64;
 /// Chunks per thread in a wave: more than one lets work stealing even out slow chunks.
 const CHUNKS_PER_THREAD: usize = 4;
 /// Results are converted to owned entities in parallel from this many rows per wave on
 /// (below it, on the calling thread: cheaper for the allocator).
-const PARALLEL_MATERIALIZE_ROWS: usize = 4096;
+const PARALLEL_MATERIALIZE_ROWS: usize = 256;
 /// Rows a continuation lookup may read past the page's end.
 const RESOLVE_LOOKAHEAD: usize = 4096;
 
@@ -519,7 +521,6 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
                     from = next_from;
                 }
             }
-            chunk_rows = (chunk_rows * 2).min(self.tuning.max_chunk_rows);
             if jobs.is_empty() {
                 continue;
             }
@@ -565,6 +566,18 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
             if let Some(r) = resume {
                 break Some(r);
             }
+            // Next wave: double the chunks (long scans reach large, cheap chunks fast), but
+            // once matches were seen, no more than the rows the page still needs at the
+            // selectivity observed so far (plus a margin): a `$top` page stops early.
+            let doubled = (chunk_rows * 2).min(self.tuning.max_chunk_rows);
+            chunk_rows = if rows.is_empty() || stats.examined == 0 {
+                doubled
+            } else {
+                let missing = (limit - rows.len()) as f64;
+                let needed = missing * stats.examined as f64 / rows.len() as f64 * 1.25;
+                let per_chunk = needed / (self.threads * CHUNKS_PER_THREAD) as f64;
+                (per_chunk.ceil() as usize).clamp(MIN_ADAPTIVE_CHUNK_ROWS.min(doubled), doubled)
+            };
         };
         stats.matched = rows.len() as u64;
         let continuation = match resume {
