@@ -159,7 +159,12 @@ impl SyntaxError {
         self
     }
     fn into_parse_error(self, source: &str) -> ParseError {
-        let e = ParseError::new(self.kind, self.span, source).with_expected(self.expected);
+        let expected = if self.expected.is_empty() {
+            default_expected(&self.kind)
+        } else {
+            self.expected
+        };
+        let e = ParseError::new(self.kind, self.span, source).with_expected(expected);
         match self.hint {
             Some(h) => e.with_hint(h),
             None => e,
@@ -183,6 +188,25 @@ impl<'a> nom::error::ParseError<Tokens<'a>> for SyntaxError {
 }
 
 type PResult<'a, T> = IResult<Tokens<'a>, T, SyntaxError>;
+
+/// What would have been accepted where an error of `kind` was found, when the error site
+/// did not say.
+fn default_expected(kind: &ErrorKind) -> &'static [&'static str] {
+    match kind {
+        ErrorKind::Unsupported(Unsupported::Null) => EXPECT_LITERAL,
+        ErrorKind::Unsupported(
+            Unsupported::Function(_)
+            | Unsupported::Path
+            | Unsupported::Lambda(_)
+            | Unsupported::Parameter(_),
+        ) => EXPECT_PROPERTY,
+        ErrorKind::Unsupported(_) | ErrorKind::UnknownOperator(_) => EXPECT_OP,
+        ErrorKind::PropertyVsProperty => EXPECT_LITERAL,
+        ErrorKind::LiteralVsLiteral => EXPECT_PROPERTY,
+        ErrorKind::ChainedComparison => EXPECT_AFTER_TOP,
+        _ => &[],
+    }
+}
 
 const EXPECT_OPERAND: &[&str] = &["a comparison", "a property", "`(`", "`not`"];
 const EXPECT_OP: &[&str] = &["`eq`", "`ne`", "`gt`", "`ge`", "`lt`", "`le`"];

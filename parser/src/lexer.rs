@@ -419,7 +419,13 @@ pub fn lex(text: &str) -> Result<Vec<(Token<'_>, Span)>, ParseError> {
         let span = Span::from(lexer.span());
         let token = match result {
             Ok(raw) => convert(raw),
-            Err(e) => return Err(lex_error(text, span, e)),
+            Err(e) => {
+                let err = lex_error(text, span, e);
+                if let Some((Token::Parameter("$filter"), _)) = tokens.last() {
+                    return Err(err.with_hint("pass only the expression, without `$filter=`"));
+                }
+                return Err(err);
+            }
         };
         if let Some((prev, prev_span)) = tokens.last() {
             if prev_span.end == span.start && is_word(prev) && is_word(&token) {
@@ -520,16 +526,25 @@ fn lex_error(text: &str, span: Span, e: LexError) -> ParseError {
                     Some("only spaces (U+0020) separate tokens".to_owned())
                 }
                 '"' => Some("strings are quoted with single quotes: 'text'".to_owned()),
+                '-' | '.' | '@'
+                    if text[..span.start].ends_with(|p: char| p.is_alphanumeric() || p == '_') =>
+                {
+                    Some(format!(
+                        "`{c}` cannot appear in a property name: names use letters, digits and `_`"
+                    ))
+                }
                 '-' => Some("a negative number is written without a space: `-5`".to_owned()),
                 '$' => {
                     Some("`$` starts a parameter such as `$it`, which is not supported".to_owned())
                 }
-                '\'' => None,
-                c if !c.is_ascii() && !c.is_alphanumeric() => Some(format!(
+                c if !c.is_ascii() => Some(format!(
                     "U+{:04X} cannot appear outside a string literal",
                     u32::from(c)
                 )),
-                _ => None,
+                c if c.is_ascii_control() => {
+                    Some("control characters cannot appear outside a string literal".to_owned())
+                }
+                _ => Some("this character cannot appear outside a string literal".to_owned()),
             };
             match hint {
                 Some(h) => err.with_hint(h),

@@ -51,6 +51,14 @@ const FILTERS: &[(&str, &str)] = &[
     ("double_quotes", "Name eq \"Jo\""),
     ("c_style_operator", "Age >= 18"),
     ("unicode_in_name_position", "Größe eq 7 and €uro eq 1"),
+    ("dash_in_name", "first-name eq 'Jo'"),
+    ("dotted_name", "odata.etag eq 'x'"),
+    ("stray_character", "A eq 1 # comment"),
+    ("unknown_literal_prefix", "When eq date'2020-01-01'"),
+    ("not_at_the_end", "A eq 1 not"),
+    ("empty_group_after_not", "not ()"),
+    ("missing_property_before_operator", "eq 5"),
+    ("filter_prefix_pasted", "$filter=A eq 1"),
 ];
 
 #[test]
