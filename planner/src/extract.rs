@@ -59,7 +59,7 @@
 //! assert!(!x.exact);
 //! ```
 
-use crate::keyspace::{Intervals, Space};
+use crate::keyspace::{Intervals, Keys, Space};
 use crate::plan::KeySet;
 use crate::predicate::Predicate;
 use crate::rules::{Driver, Step, is_key};
@@ -97,7 +97,8 @@ pub fn extract_key_ranges_traced(
 ) -> Extraction {
     let max = max_ranges.max(1);
     let mut coarsened = false;
-    let (mut space, mut residual) = analyze(p, max, &mut coarsened);
+    let (keys, mut residual) = analyze(p, max, &mut coarsened);
+    let mut space = keys.into_space();
     if let Some(t) = trace.as_deref_mut() {
         t.push(Step {
             rule: "extract_key_ranges",
@@ -154,10 +155,11 @@ pub fn extract_key_ranges_traced(
 fn in_key_context(p: &Predicate, space: &Space<'_>) -> Predicate {
     match p {
         Predicate::Compare(c) if is_key(&c.property) => {
-            let (s, r) = analyze(p, usize::MAX, &mut false);
+            let (k, r) = analyze(p, usize::MAX, &mut false);
             if !r.is_true() {
                 return p.clone();
             }
+            let s = k.into_space();
             let common = space.intersect(&s);
             if common.is_empty() {
                 Predicate::False
@@ -175,75 +177,78 @@ fn in_key_context(p: &Predicate, space: &Space<'_>) -> Predicate {
 }
 
 /// `p ⇔ key ∈ K ∧ R`.
-fn analyze<'a>(p: &'a Predicate, max: usize, coarsened: &mut bool) -> (Space<'a>, Predicate) {
-    let (space, residual) = match p {
-        Predicate::True => (Space::full(), Predicate::True),
-        Predicate::False => (Space::empty(), Predicate::True),
+fn analyze<'a>(p: &'a Predicate, max: usize, coarsened: &mut bool) -> (Keys<'a>, Predicate) {
+    let (keys, residual) = match p {
+        Predicate::True => (Keys::All, Predicate::True),
+        Predicate::False => (Keys::Nothing, Predicate::True),
         Predicate::Compare(c) if is_key(&c.property) => match &c.value {
             Value::String(s) => {
                 let iv = Intervals::from_comparison(c.op, s);
-                let space = if c.property == "PartitionKey" {
-                    Space::product(&iv, &Intervals::full())
+                let keys = if c.property == "PartitionKey" {
+                    Keys::pk(iv)
                 } else {
-                    Space::product(&Intervals::full(), &iv)
+                    Keys::rk(iv)
                 };
-                (space, Predicate::True)
+                (keys, Predicate::True)
             }
             other => {
                 // Always-present String key vs another type: a constant.
                 let holds = compare(Some(ValueRef::String("")), c.op, other.as_ref());
                 (
-                    if holds { Space::full() } else { Space::empty() },
+                    if holds { Keys::All } else { Keys::Nothing },
                     Predicate::True,
                 )
             }
         },
-        Predicate::Compare(_) => (Space::full(), p.clone()),
+        Predicate::Compare(_) => (Keys::All, p.clone()),
         Predicate::Not(inner) => {
-            let (space, residual) = analyze(inner, max, coarsened);
+            let (keys, residual) = analyze(inner, max, coarsened);
             if residual.is_true() {
-                (space.complement(), Predicate::True)
+                (keys.complement(), Predicate::True)
             } else {
-                (Space::full(), p.clone())
+                (Keys::All, p.clone())
             }
         }
         Predicate::And(ps) => {
-            let mut spaces = Vec::with_capacity(ps.len());
+            let mut keys = Vec::with_capacity(ps.len());
             let mut residuals = Vec::new();
             for q in ps {
-                let (s, r) = analyze(q, max, coarsened);
-                spaces.push(s);
-                residuals.push(r);
+                let (k, r) = analyze(q, max, coarsened);
+                if !k.is_all() {
+                    keys.push(k);
+                }
+                if !r.is_true() {
+                    residuals.push(r);
+                }
             }
-            spaces.retain(|s| !s.is_full());
-            let space = reduce(spaces, Space::full(), |a, b| a.intersect(&b));
-            if space.is_empty() {
-                (space, Predicate::True)
+            let keys = Keys::intersect_all(keys);
+            if keys.is_nothing() {
+                (keys, Predicate::True)
             } else {
-                (space, Predicate::and(residuals))
+                (keys, Predicate::and(residuals))
             }
         }
         Predicate::Or(ps) => {
             let mut exact = Vec::with_capacity(ps.len());
             let mut inexact = Vec::new();
             for q in ps {
-                let (s, r) = analyze(q, max, coarsened);
-                if s.is_empty() {
+                let (k, r) = analyze(q, max, coarsened);
+                if k.is_nothing() {
                     // Matches nothing: contributes nothing to the union.
                 } else if r.is_true() {
-                    exact.push(s)
+                    exact.push(k)
                 } else {
-                    inexact.push(s)
+                    inexact.push(k)
                 }
             }
-            let exact = reduce(exact, Space::empty(), |a, b| a.union(&b));
+            let exact = Keys::union_all(exact);
             if inexact.is_empty() {
                 (exact, Predicate::True)
             } else {
-                let inexact = reduce(inexact, Space::empty(), |a, b| a.union(&b));
-                let all = exact.union(&inexact);
+                let inexact = Keys::union_all(inexact);
+                let all = Keys::union_all(vec![exact.clone(), inexact]);
                 // Inexact operands inside the exact operands' keys add nothing.
-                if all == exact {
+                if all.same_set(&exact) {
                     (exact, Predicate::True)
                 } else {
                     (all, p.clone())
@@ -251,34 +256,11 @@ fn analyze<'a>(p: &'a Predicate, max: usize, coarsened: &mut bool) -> (Space<'a>
             }
         }
     };
-    if space.range_count() > max {
+    if keys.range_count() > max {
         *coarsened = true;
-        return (space.coarsen(max), p.clone());
+        return (Keys::space(keys.into_space().coarsen(max)), p.clone());
     }
-    (space, residual)
-}
-
-/// Combines `items` pairwise in a balanced tree (`O(n log n)` total for sweeps).
-fn reduce<'a>(
-    mut items: Vec<Space<'a>>,
-    unit: Space<'a>,
-    f: impl Fn(Space<'a>, Space<'a>) -> Space<'a>,
-) -> Space<'a> {
-    if items.is_empty() {
-        return unit;
-    }
-    while items.len() > 1 {
-        let mut next = Vec::with_capacity(items.len().div_ceil(2));
-        let mut it = items.into_iter();
-        while let Some(a) = it.next() {
-            match it.next() {
-                Some(b) => next.push(f(a, b)),
-                None => next.push(a),
-            }
-        }
-        items = next;
-    }
-    items.pop().unwrap_or(unit)
+    (keys, residual)
 }
 
 #[cfg(test)]

@@ -205,6 +205,24 @@ impl<'a> Intervals<'a> {
         Intervals(out)
     }
 
+    /// The union of any intervals, in one sort and a sweep.
+    pub(crate) fn union_many(intervals: impl IntoIterator<Item = Interval<'a>>) -> Intervals<'a> {
+        let mut all: Vec<Interval<'a>> = intervals.into_iter().filter(|(lo, hi)| lo < hi).collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut out: Vec<Interval<'a>> = Vec::with_capacity(all.len());
+        for next in all {
+            match out.last_mut() {
+                Some(last) if next.0 <= last.1 => {
+                    if next.1 > last.1 {
+                        last.1 = next.1;
+                    }
+                }
+                _ => out.push(next),
+            }
+        }
+        Intervals(out)
+    }
+
     pub(crate) fn intersect(&self, other: &Intervals<'a>) -> Intervals<'a> {
         let mut out = Vec::new();
         let (mut i, mut j) = (0, 0);
@@ -295,6 +313,18 @@ impl<'a> Space<'a> {
         if other.is_empty() || self.is_full() {
             return self.clone();
         }
+        // Fast path: one set entirely before the other (e.g. sorted point lookups).
+        for (first, second) in [(self, other), (other, self)] {
+            if let (Some(last), Some(next)) = (first.0.last(), second.0.first()) {
+                if last.pk.1 <= next.pk.0 {
+                    let mut out = first.0.clone();
+                    for seg in &second.0 {
+                        push_merged(&mut out, seg.pk, seg.rk.clone());
+                    }
+                    return Space(out);
+                }
+            }
+        }
         combine(self, other, |a, b| match (a, b) {
             (Some(a), Some(b)) => a.union(b),
             (Some(x), None) | (None, Some(x)) => x.clone(),
@@ -309,10 +339,64 @@ impl<'a> Space<'a> {
         if other.is_empty() || self.is_full() {
             return other.clone();
         }
+        // Fast paths: rectangle ∩ rectangle, and anything ∩ a RowKey-only constraint.
+        if let ([a], [b]) = (self.0.as_slice(), other.0.as_slice()) {
+            let lo = a.pk.0.max(b.pk.0);
+            let hi = a.pk.1.min(b.pk.1);
+            let rk = a.rk.intersect(&b.rk);
+            if lo >= hi || rk.is_empty() {
+                return Space::empty();
+            }
+            return Space(vec![Segment { pk: (lo, hi), rk }]);
+        }
+        for (many, one) in [(self, other), (other, self)] {
+            if let [only] = one.0.as_slice() {
+                if is_full(&only.pk) {
+                    let mut out = Vec::with_capacity(many.0.len());
+                    for seg in &many.0 {
+                        push_merged(&mut out, seg.pk, seg.rk.intersect(&only.rk));
+                    }
+                    return Space(out);
+                }
+            }
+        }
         combine(self, other, |a, b| match (a, b) {
             (Some(a), Some(b)) => a.intersect(b),
             _ => Intervals::empty(),
         })
+    }
+
+    /// The union of many sets. When their PartitionKey intervals are equal or disjoint (an
+    /// `or` of point lookups, of partitions, of RowKey ranges in one partition) this is one
+    /// sort and a linear sweep; otherwise pairwise unions in a balanced tree.
+    pub(crate) fn union_all(spaces: Vec<Space<'a>>) -> Space<'a> {
+        if spaces.len() <= 2 || spaces.iter().any(Space::is_full) {
+            return reduce(spaces, Space::empty(), |a, b| a.union(&b));
+        }
+        let mut segments: Vec<Segment<'a>> =
+            spaces.iter().flat_map(|s| s.0.iter().cloned()).collect();
+        segments.sort_by(|a, b| a.pk.cmp(&b.pk));
+        let mut out: Vec<Segment<'a>> = Vec::with_capacity(segments.len());
+        let mut i = 0;
+        while i < segments.len() {
+            let pk = segments[i].pk;
+            let mut j = i + 1;
+            while j < segments.len() && segments[j].pk == pk {
+                j += 1;
+            }
+            if out.last().is_some_and(|last| last.pk.1 > pk.0) {
+                // Overlapping, unequal PartitionKey intervals: the general algorithm.
+                return reduce(spaces, Space::empty(), |a, b| a.union(&b));
+            }
+            let rk = if j == i + 1 {
+                std::mem::take(&mut segments[i].rk)
+            } else {
+                Intervals::union_many(segments[i..j].iter().flat_map(|s| s.rk.0.iter().copied()))
+            };
+            push_merged(&mut out, pk, rk);
+            i = j;
+        }
+        Space(out)
     }
 
     pub(crate) fn complement(&self) -> Space<'a> {
@@ -399,6 +483,169 @@ impl<'a> Space<'a> {
             .hull()
             .map_or_else(Intervals::empty, |(lo, hi)| Intervals::interval(lo, hi));
         Space(vec![Segment { pk, rk }])
+    }
+}
+
+/// Combines `items` pairwise in a balanced tree (`O(n log n)` total for sweeps).
+pub(crate) fn reduce<T>(mut items: Vec<T>, unit: T, f: impl Fn(T, T) -> T) -> T {
+    if items.is_empty() {
+        return unit;
+    }
+    while items.len() > 1 {
+        let mut next = Vec::with_capacity(items.len().div_ceil(2));
+        let mut it = items.into_iter();
+        while let Some(a) = it.next() {
+            match it.next() {
+                Some(b) => next.push(f(a, b)),
+                None => next.push(a),
+            }
+        }
+        items = next;
+    }
+    items.pop().unwrap_or(unit)
+}
+
+/// A key set in the cheapest form that holds it: most predicates constrain one key only,
+/// and 1-D sets are far cheaper than 2-D ones. Constructors normalise (`Pk(full)` is `All`,
+/// `Pk(empty)` is `Nothing`, …).
+#[derive(Debug, Clone)]
+pub(crate) enum Keys<'a> {
+    /// Every key pair.
+    All,
+    /// No key pair.
+    Nothing,
+    /// PartitionKey in the set, any RowKey.
+    Pk(Intervals<'a>),
+    /// RowKey in the set, any PartitionKey.
+    Rk(Intervals<'a>),
+    /// Any 2-D set.
+    Both(Space<'a>),
+}
+
+impl<'a> Keys<'a> {
+    pub(crate) fn pk(iv: Intervals<'a>) -> Keys<'a> {
+        if iv.is_empty() {
+            Keys::Nothing
+        } else if iv.is_full() {
+            Keys::All
+        } else {
+            Keys::Pk(iv)
+        }
+    }
+
+    pub(crate) fn rk(iv: Intervals<'a>) -> Keys<'a> {
+        if iv.is_empty() {
+            Keys::Nothing
+        } else if iv.is_full() {
+            Keys::All
+        } else {
+            Keys::Rk(iv)
+        }
+    }
+
+    pub(crate) fn space(s: Space<'a>) -> Keys<'a> {
+        if s.is_empty() {
+            Keys::Nothing
+        } else if s.is_full() {
+            Keys::All
+        } else {
+            Keys::Both(s)
+        }
+    }
+
+    pub(crate) fn is_all(&self) -> bool {
+        matches!(self, Keys::All)
+    }
+
+    pub(crate) fn is_nothing(&self) -> bool {
+        matches!(self, Keys::Nothing)
+    }
+
+    pub(crate) fn into_space(self) -> Space<'a> {
+        match self {
+            Keys::All => Space::full(),
+            Keys::Nothing => Space::empty(),
+            Keys::Pk(iv) => Space::product(&iv, &Intervals::full()),
+            Keys::Rk(iv) => Space::product(&Intervals::full(), &iv),
+            Keys::Both(s) => s,
+        }
+    }
+
+    /// The number of ranges the set turns into.
+    pub(crate) fn range_count(&self) -> usize {
+        match self {
+            Keys::All | Keys::Rk(_) => 1,
+            Keys::Nothing => 0,
+            Keys::Pk(iv) => iv.0.len(),
+            Keys::Both(s) => s.range_count(),
+        }
+    }
+
+    pub(crate) fn intersect(self, other: Keys<'a>) -> Keys<'a> {
+        match (self, other) {
+            (Keys::Nothing, _) | (_, Keys::Nothing) => Keys::Nothing,
+            (Keys::All, x) | (x, Keys::All) => x,
+            (Keys::Pk(a), Keys::Pk(b)) => Keys::pk(a.intersect(&b)),
+            (Keys::Rk(a), Keys::Rk(b)) => Keys::rk(a.intersect(&b)),
+            (Keys::Pk(a), Keys::Rk(b)) | (Keys::Rk(b), Keys::Pk(a)) => {
+                Keys::space(Space::product(&a, &b))
+            }
+            (a, b) => Keys::space(a.into_space().intersect(&b.into_space())),
+        }
+    }
+
+    pub(crate) fn complement(self) -> Keys<'a> {
+        match self {
+            Keys::All => Keys::Nothing,
+            Keys::Nothing => Keys::All,
+            Keys::Pk(iv) => Keys::pk(iv.complement()),
+            Keys::Rk(iv) => Keys::rk(iv.complement()),
+            Keys::Both(s) => Keys::space(s.complement()),
+        }
+    }
+
+    /// The intersection of all (`All` for none).
+    pub(crate) fn intersect_all(items: Vec<Keys<'a>>) -> Keys<'a> {
+        reduce(items, Keys::All, Keys::intersect)
+    }
+
+    /// The union of all (`Nothing` for none).
+    pub(crate) fn union_all(items: Vec<Keys<'a>>) -> Keys<'a> {
+        let items: Vec<Keys<'a>> = items.into_iter().filter(|k| !k.is_nothing()).collect();
+        if items.iter().any(Keys::is_all) {
+            return Keys::All;
+        }
+        match items.as_slice() {
+            [] => return Keys::Nothing,
+            [_] => return items.into_iter().next().unwrap_or(Keys::Nothing),
+            _ => {}
+        }
+        if items.iter().all(|k| matches!(k, Keys::Pk(_))) {
+            let ivs = items.iter().flat_map(|k| match k {
+                Keys::Pk(iv) => iv.0.as_slice(),
+                _ => &[],
+            });
+            return Keys::pk(Intervals::union_many(ivs.copied()));
+        }
+        if items.iter().all(|k| matches!(k, Keys::Rk(_))) {
+            let ivs = items.iter().flat_map(|k| match k {
+                Keys::Rk(iv) => iv.0.as_slice(),
+                _ => &[],
+            });
+            return Keys::rk(Intervals::union_many(ivs.copied()));
+        }
+        Keys::space(Space::union_all(
+            items.into_iter().map(Keys::into_space).collect(),
+        ))
+    }
+
+    /// Whether both hold the same key pairs.
+    pub(crate) fn same_set(&self, other: &Keys<'a>) -> bool {
+        match (self, other) {
+            (Keys::All, Keys::All) | (Keys::Nothing, Keys::Nothing) => true,
+            (Keys::Pk(a), Keys::Pk(b)) | (Keys::Rk(a), Keys::Rk(b)) => a == b,
+            (a, b) => a.clone().into_space() == b.clone().into_space(),
+        }
     }
 }
 
@@ -523,6 +770,8 @@ mod tests {
                     }
                 }
             }
+            let many = vec![a.clone(), b.clone(), i.clone(), c.clone()];
+            prop_assert_eq!(Space::union_all(many), a.union(&b).union(&i).union(&c));
             prop_assert!(a.coarsen(1).range_count() <= 1);
             prop_assert!(a.order_safe_hull().scan_order_safe());
         }

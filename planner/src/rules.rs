@@ -33,6 +33,10 @@ use crate::predicate::{Comparison, Predicate};
 use std::collections::HashSet;
 use tableq_model::{CmpOp, SystemProperty, Value, ValueRef, compare};
 
+/// Up to this many inner junctions, `absorption` compares them pairwise (subsets); beyond,
+/// it only removes order-insensitive duplicates, keeping the rule linear.
+pub const PAIRWISE_ABSORPTION_LIMIT: usize = 16;
+
 /// The most passes the driver makes.
 pub const MAX_PASSES: usize = 32;
 
@@ -320,12 +324,26 @@ fn absorption(p: Predicate) -> Result<Predicate, Predicate> {
     let mut redundant = vec![false; ps.len()];
     {
         let outer = Members::new(&ps);
+        let inner_count = ps
+            .iter()
+            .filter(|q| inner_junction(q, is_and).is_some())
+            .count();
+        // Pairwise subset checks are quadratic: beyond a few inner junctions, only exact
+        // (order-insensitive) duplicates are removed, in linear time.
+        let pairwise = inner_count <= PAIRWISE_ABSORPTION_LIMIT;
+        let mut seen_sets: HashSet<Vec<&Predicate>> = HashSet::new();
         for i in 0..ps.len() {
             let Some(qs) = inner_junction(&ps[i], is_and) else {
                 continue;
             };
             if qs.iter().any(|x| outer.contains(x)) {
                 redundant[i] = true;
+                continue;
+            }
+            if !pairwise {
+                let mut key: Vec<&Predicate> = qs.iter().collect();
+                key.sort();
+                redundant[i] = !seen_sets.insert(key);
                 continue;
             }
             let own = Members::new(qs);
