@@ -483,8 +483,9 @@ impl MemorySnapshot {
             until,
             part,
             end_part: end_part.unwrap_or(self.state.partitions.len()),
-            row: 0,
-            end_row: 0,
+            names: &self.state.names,
+            current: None,
+            heads: [].iter(),
         };
         rows.enter_partition();
         rows
@@ -548,26 +549,26 @@ pub struct MemoryRows<'a> {
     until: Option<&'a Key>,
     part: usize,
     end_part: usize,
-    row: usize,
-    end_row: usize,
+    names: &'a Names,
+    current: Option<&'a Partition>,
+    heads: std::slice::Iter<'a, RowHead>,
 }
 
 impl<'a> MemoryRows<'a> {
     /// Moves to the first partition at or after `self.part` with rows in bounds.
     fn enter_partition(&mut self) {
-        let state = &self.snapshot.state;
+        let state: &'a TableState = &self.snapshot.state;
         while self.part < self.end_part {
-            let p = &state.partitions[self.part];
+            let p: &'a Partition = &state.partitions[self.part];
             let (lo, hi) = row_bounds(p, &state.hasher, self.row_key, self.from, self.until);
             if lo < hi {
-                self.row = lo;
-                self.end_row = hi;
+                self.current = Some(p);
+                self.heads = p.heads(lo, hi).iter();
                 return;
             }
             self.part += 1;
         }
-        self.row = 0;
-        self.end_row = 0;
+        self.heads = [].iter();
     }
 }
 
@@ -576,25 +577,17 @@ impl<'a> Iterator for MemoryRows<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<MemoryRow<'a>> {
-        if self.row >= self.end_row {
+        loop {
+            if let Some(head) = self.heads.next() {
+                let partition = self.current?;
+                return Some(MemoryRow { names: self.names, partition, head });
+            }
             if self.part >= self.end_part {
                 return None;
             }
             self.part += 1;
             self.enter_partition();
-            if self.row >= self.end_row {
-                return None;
-            }
         }
-        let state: &'a TableState = &self.snapshot.state;
-        let partition: &'a Partition = &state.partitions[self.part];
-        let head = partition.head(self.row);
-        self.row += 1;
-        Some(MemoryRow {
-            names: &state.names,
-            partition,
-            head,
-        })
     }
 }
 

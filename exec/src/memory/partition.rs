@@ -127,6 +127,12 @@ impl Partition {
             + (self.index.capacity() * 8 / 7).next_power_of_two() * (size_of::<(u32, u32)>() + 1)
     }
 
+    /// The headers of rows `lo..hi`.
+    #[inline]
+    pub(crate) fn heads(&self, lo: usize, hi: usize) -> &[RowHead] {
+        self.rows.get(lo..hi).unwrap_or(&[])
+    }
+
     #[inline]
     pub(crate) fn head(&self, row: usize) -> &RowHead {
         &self.rows[row]
