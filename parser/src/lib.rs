@@ -3,7 +3,8 @@
 //! This crate owns the query *syntax* of the Table service: a `logos` [lexer](lex), a `nom`
 //! parser over the token slice, the spanned [`ast`], and [`ParseError`] diagnostics that
 //! point at the offending bytes. It is the front door for untrusted URL input: it never
-//! panics, bounds its recursion by the nesting limit, and runs in linear time.
+//! panics, never recurses while parsing (the nesting limit bounds the depth of the AST), and
+//! runs in linear time.
 //!
 //! ```
 //! use tableq_parser::{parse_filter, parse_select, parse_top, FilterOptions};
@@ -46,8 +47,9 @@ pub const DEFAULT_MAX_DEPTH: usize = 100;
 pub const DEFAULT_MAX_COMPARISONS: usize = 15;
 /// The service's filter length limit in UTF-8 bytes (32 KiB).
 pub const DEFAULT_MAX_LEN: usize = 32 * 1024;
-/// The largest nesting limit honoured, whatever [`FilterOptions::max_depth`] says: the
-/// parser recurses once per level, and this keeps it far from any thread's stack limit.
+/// The largest nesting limit honoured, whatever [`FilterOptions::max_depth`] says. The
+/// parser itself does not recurse, but code walking the AST (printing, `Drop`, planners)
+/// recurses once per level; this keeps every such walk far from a thread's stack limit.
 pub const MAX_DEPTH_CAP: usize = 1000;
 
 /// Limits applied by [`parse_filter`].

@@ -59,7 +59,7 @@ fn the_deepest_allowed_filter_parses_prints_and_drops_on_a_small_stack() {
 fn depth_limit_is_capped() {
     let opts = FilterOptions {
         max_depth: usize::MAX,
-        ..FilterOptions::default()
+        ..FilterOptions::unlimited()
     };
     let ok = format!(
         "{}A{}",
@@ -77,6 +77,15 @@ fn depth_limit_is_capped() {
             let f = parse_filter(&nots, &opts).unwrap();
             assert_eq!(f.to_string(), nots);
             let _ = format!("{f:#}");
+            drop(f);
+            // Alternating chains give the deepest tree per level: or → and → or → …
+            let mut text = String::from("A");
+            for level in 0..MAX_DEPTH_CAP {
+                let op = if level % 2 == 0 { "or" } else { "and" };
+                text = format!("A {op} ({text})");
+            }
+            let f = parse_filter(&text, &opts).unwrap();
+            assert_eq!(parse_filter(&f.to_string(), &opts).unwrap(), f);
             drop(f);
             assert_eq!(
                 parse_filter(&too_deep, &opts).unwrap_err().kind(),
