@@ -131,7 +131,7 @@ pub fn extract_key_ranges_traced(
         let simplified = in_key_context(&residual, &space);
         if simplified != residual {
             let (simplified, _) = Driver::new().run(simplified);
-            if let Some(t) = trace.as_deref_mut() {
+            if let Some(t) = trace {
                 t.push(Step {
                     rule: "residual_in_key_context",
                     before: residual.to_string(),
@@ -170,7 +170,7 @@ fn in_key_context(p: &Predicate, space: &Space<'_>) -> Predicate {
             }
         }
         Predicate::True | Predicate::False | Predicate::Compare(_) => p.clone(),
-        Predicate::Not(inner) => Predicate::not(in_key_context(inner, space)),
+        Predicate::Not(inner) => Predicate::negate(in_key_context(inner, space)),
         Predicate::And(ps) => Predicate::and(ps.iter().map(|q| in_key_context(q, space))),
         Predicate::Or(ps) => Predicate::or(ps.iter().map(|q| in_key_context(q, space))),
     }

@@ -12,7 +12,7 @@
 //! 3. [`extract`] — key-range extraction, a pure function with a one-way guarantee: **no
 //!    entity outside the ranges can match**, and entities inside match iff they satisfy the
 //!    residual (`true`, and never evaluated, when the ranges are exact);
-//! 4. [`plan`] — the [`Plan`] with a [`Strategy`] per range; [`explain`] renders it as text
+//! 4. [`plan`](mod@plan) — the [`Plan`] with a [`Strategy`] per range; [`explain`] renders it as text
 //!    or as one stable JSON object.
 //!
 //! [`naive`] is the reference evaluator (the whole original AST per entity, no planning):

@@ -1,4 +1,4 @@
-//! Lowering: the parser's spanned [`ast::Filter`] to a normalised [`Predicate`].
+//! Lowering: the parser's spanned [`Filter`] to a normalised [`Predicate`].
 //!
 //! One function per AST node kind. A literal-first comparison (`30 lt Age`) becomes
 //! `Age gt 30` (by [`CmpOp::swap`](tableq_model::CmpOp::swap)), a bare boolean property
@@ -40,7 +40,7 @@ pub fn lower_expr(expr: &Expr) -> Predicate {
     match expr {
         Expr::Or(operands, _) => Predicate::or(operands.iter().map(lower_expr)),
         Expr::And(operands, _) => Predicate::and(operands.iter().map(lower_expr)),
-        Expr::Not(operand, _) => Predicate::not(lower_expr(operand)),
+        Expr::Not(operand, _) => Predicate::negate(lower_expr(operand)),
         Expr::Comparison(c) => lower_comparison(c),
         Expr::BoolProperty(p) => lower_bool_property(p),
     }

@@ -1,6 +1,6 @@
 //! The naive reference evaluator: the test oracle.
 //!
-//! [`matches`] evaluates the **original AST** of a filter on one entity, with no lowering,
+//! [`matches()`] evaluates the **original AST** of a filter on one entity, with no lowering,
 //! no normalisation, no rewrite rules and no key ranges: `or`/`and`/`not` are plain boolean
 //! logic and every comparison goes straight to [`tableq_model::compare`] (a literal-first
 //! comparison with its operator swapped, a bare property as `eq true`). Everything the

@@ -2,7 +2,7 @@
 //!
 //! Every comparison has the property on the left ([`Comparison`]); `and`/`or` are n-ary. A
 //! [`Predicate`] should only be built through the **normalising constructors**
-//! [`Predicate::and`], [`Predicate::or`], [`Predicate::not`] and [`Predicate::compare`],
+//! [`Predicate::and`], [`Predicate::or`], [`Predicate::negate`] and [`Predicate::compare`],
 //! which keep these invariants (checked by [`Predicate::is_normalized`]):
 //!
 //! * no `And` directly inside an `And`, no `Or` directly inside an `Or` (flattened);
@@ -24,7 +24,7 @@
 //!
 //! let a = Predicate::compare("A", CmpOp::Eq, Value::Int32(1));
 //! let b = Predicate::compare("B", CmpOp::Gt, Value::from("x"));
-//! let p = Predicate::not(Predicate::and([a.clone(), b, Predicate::True]));
+//! let p = Predicate::negate(Predicate::and([a.clone(), b, Predicate::True]));
 //! assert_eq!(p.to_string(), "not A eq 1 or not B gt 'x'");
 //! assert_eq!(Predicate::or([a.clone(), a.clone()]), a); // duplicates collapse
 //! ```
@@ -103,13 +103,13 @@ impl Predicate {
 
     /// The negation of `p`, normalised: constants flip, `not not x` is `x`, De Morgan pushes
     /// the negation through `and`/`or`; a comparison stays under an explicit `Not`.
-    pub fn not(p: Predicate) -> Predicate {
+    pub fn negate(p: Predicate) -> Predicate {
         match p {
             Predicate::True => Predicate::False,
             Predicate::False => Predicate::True,
             Predicate::Not(inner) => *inner,
-            Predicate::And(ps) => Predicate::or(ps.into_iter().map(Predicate::not)),
-            Predicate::Or(ps) => Predicate::and(ps.into_iter().map(Predicate::not)),
+            Predicate::And(ps) => Predicate::or(ps.into_iter().map(Predicate::negate)),
+            Predicate::Or(ps) => Predicate::and(ps.into_iter().map(Predicate::negate)),
             c @ Predicate::Compare(_) => Predicate::Not(Box::new(c)),
         }
     }
@@ -150,13 +150,15 @@ impl Predicate {
             Predicate::And(ps) | Predicate::Or(ps) => {
                 let is_and = matches!(self, Predicate::And(_));
                 let mut seen = HashSet::with_capacity(ps.len());
+                let nested_same_kind = |p: &Predicate| match p {
+                    Predicate::And(_) => is_and,
+                    Predicate::Or(_) => !is_and,
+                    _ => false,
+                };
                 ps.len() >= 2
                     && ps.iter().all(|p| {
-                        seen.insert(p)
-                            && !matches!(p, Predicate::True | Predicate::False)
-                            && !(is_and && matches!(p, Predicate::And(_)))
-                            && !(!is_and && matches!(p, Predicate::Or(_)))
-                            && p.is_normalized()
+                        let constant = matches!(p, Predicate::True | Predicate::False);
+                        seen.insert(p) && !constant && !nested_same_kind(p) && p.is_normalized()
                     })
             }
         }
@@ -212,6 +214,15 @@ fn dedupe(ps: &mut Vec<Predicate>) {
     };
     let mut flags = keep.into_iter();
     ps.retain(|_| flags.next().unwrap_or(true));
+}
+
+impl std::ops::Not for Predicate {
+    type Output = Predicate;
+
+    /// [`Predicate::negate`].
+    fn not(self) -> Predicate {
+        Predicate::negate(self)
+    }
 }
 
 impl fmt::Display for Predicate {
@@ -280,9 +291,9 @@ mod tests {
             nested,
             Predicate::And(vec![a.clone(), b.clone(), d.clone()])
         );
-        assert_eq!(Predicate::not(Predicate::not(a.clone())), a);
+        assert_eq!(Predicate::negate(Predicate::negate(a.clone())), a);
         assert_eq!(
-            Predicate::not(Predicate::or([a.clone(), b.clone()])),
+            Predicate::negate(Predicate::or([a.clone(), b.clone()])),
             Predicate::And(vec![
                 Predicate::Not(Box::new(a.clone())),
                 Predicate::Not(Box::new(b))
@@ -312,7 +323,7 @@ mod tests {
         let d = Predicate::compare("D", CmpOp::Ne, Value::from("it's"));
         let p = Predicate::and([
             Predicate::or([a.clone(), b.clone()]),
-            Predicate::not(d.clone()),
+            Predicate::negate(d.clone()),
         ]);
         assert_eq!(p.to_string(), "(A eq 1 or B lt 2) and not D ne 'it''s'");
         let q = Predicate::or([Predicate::and([a, b]), d]);

@@ -23,7 +23,7 @@
 //! use tableq_planner::predicate::Predicate;
 //! use tableq_planner::rules::Driver;
 //!
-//! let p = Predicate::not(Predicate::compare("PartitionKey", CmpOp::Lt, Value::Int32(5)));
+//! let p = Predicate::negate(Predicate::compare("PartitionKey", CmpOp::Lt, Value::Int32(5)));
 //! let (out, steps) = Driver::new().record(true).run(p);
 //! assert_eq!(out, Predicate::False); // `PartitionKey lt 5` is always true (type mismatch)
 //! assert_eq!(steps[0].rule, "key_type_mismatch");
@@ -154,7 +154,7 @@ impl Driver {
                 let (inner, c) = self.rewrite(*inner, steps);
                 (
                     if c {
-                        Predicate::not(inner)
+                        Predicate::negate(inner)
                     } else {
                         Predicate::Not(Box::new(inner))
                     },
@@ -448,14 +448,14 @@ mod tests {
 
     #[test]
     fn negation_only_for_keys() {
-        let pk = Predicate::not(cmp("PartitionKey", CmpOp::Lt, Value::from("a")));
+        let pk = Predicate::negate(cmp("PartitionKey", CmpOp::Lt, Value::from("a")));
         assert_eq!(
             Driver::new().run(pk).0,
             cmp("PartitionKey", CmpOp::Ge, Value::from("a"))
         );
-        let ts = Predicate::not(cmp("Timestamp", CmpOp::Lt, Value::from("a")));
+        let ts = Predicate::negate(cmp("Timestamp", CmpOp::Lt, Value::from("a")));
         assert_eq!(Driver::new().run(ts.clone()).0, ts);
-        let a = Predicate::not(cmp("A", CmpOp::Eq, Value::Int32(1)));
+        let a = Predicate::negate(cmp("A", CmpOp::Eq, Value::Int32(1)));
         assert_eq!(Driver::new().run(a.clone()).0, a);
     }
 
@@ -463,9 +463,9 @@ mod tests {
     fn complement_and_absorption() {
         let x = cmp("A", CmpOp::Eq, Value::Int32(1));
         let y = cmp("B", CmpOp::Eq, Value::Int32(2));
-        let p = Predicate::and([x.clone(), Predicate::not(x.clone())]);
+        let p = Predicate::and([x.clone(), Predicate::negate(x.clone())]);
         assert_eq!(Driver::new().run(p).0, Predicate::False);
-        let p = Predicate::or([y.clone(), x.clone(), Predicate::not(x.clone())]);
+        let p = Predicate::or([y.clone(), x.clone(), Predicate::negate(x.clone())]);
         assert_eq!(Driver::new().run(p).0, Predicate::True);
         let p = Predicate::and([x.clone(), Predicate::or([x.clone(), y.clone()])]);
         let (out, steps) = Driver::new().record(true).run(p);
