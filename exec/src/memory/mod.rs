@@ -123,25 +123,57 @@ impl Names {
     }
 }
 
+/// Something that assigns ids to property names (interning new ones).
+pub(crate) trait NameTable {
+    fn intern(&mut self, name: &str) -> u32;
+}
+
+impl NameTable for Names {
+    fn intern(&mut self, name: &str) -> u32 {
+        Names::intern(self, name)
+    }
+}
+
+/// Copy-on-write interning for writes: the shared table is cloned only when a write brings
+/// a property name it does not know.
+impl NameTable for std::borrow::Cow<'_, Names> {
+    fn intern(&mut self, name: &str) -> u32 {
+        match self.id(name) {
+            Some(id) => id,
+            None => self.to_mut().intern(name),
+        }
+    }
+}
+
 /// One immutable version of the table.
 #[derive(Debug, Default)]
 struct TableState {
     /// Non-empty partitions sorted by PartitionKey (UTF-16 ordinal).
     partitions: Vec<Arc<Partition>>,
-    /// PartitionKey → position in `partitions`.
-    by_key: HashMap<Box<str>, u32>,
+    /// PartitionKey → position in `partitions` (shared between versions with the same
+    /// partitions).
+    by_key: Arc<HashMap<Box<str>, u32>>,
     names: Arc<Names>,
     hasher: RandomState,
     len: usize,
 }
 
 impl TableState {
-    fn with(partitions: Vec<Arc<Partition>>, names: Arc<Names>, hasher: RandomState) -> TableState {
-        let by_key = partitions
-            .iter()
-            .enumerate()
-            .map(|(i, p)| (Box::from(p.key()), i as u32))
-            .collect();
+    fn with(
+        partitions: Vec<Arc<Partition>>,
+        names: Arc<Names>,
+        hasher: RandomState,
+        by_key: Option<Arc<HashMap<Box<str>, u32>>>,
+    ) -> TableState {
+        let by_key = by_key.unwrap_or_else(|| {
+            Arc::new(
+                partitions
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| (Box::from(p.key()), i as u32))
+                    .collect(),
+            )
+        });
         let len = partitions.iter().map(|p| p.len()).sum();
         TableState {
             partitions,
@@ -200,7 +232,7 @@ impl MemorySource {
         for (_, b) in builders {
             partitions.push(Arc::new(b.finish(&hasher)?));
         }
-        let state = TableState::with(partitions, Arc::new(names), hasher);
+        let state = TableState::with(partitions, Arc::new(names), hasher, None);
         Ok(MemorySource {
             state: RwLock::new(Arc::new(state)),
             writer: Mutex::new(()),
@@ -303,7 +335,7 @@ impl MemorySource {
         if pending.is_empty() {
             return Ok(());
         }
-        let mut names = Names::clone(&current.names);
+        let mut names: std::borrow::Cow<'_, Names> = std::borrow::Cow::Borrowed(&current.names);
         let mut replaced: Vec<(String, Option<Arc<Partition>>)> = Vec::with_capacity(pending.len());
         for (OrdinalString(pk), changes) in pending {
             let old = current.partition(&pk);
@@ -349,7 +381,22 @@ impl MemorySource {
             partitions.extend(part);
         }
         partitions.extend(old.cloned());
-        let state = TableState::with(partitions, Arc::new(names), current.hasher.clone());
+        let names = match names {
+            std::borrow::Cow::Borrowed(_) => current.names.clone(),
+            std::borrow::Cow::Owned(n) => Arc::new(n),
+        };
+        // The PartitionKey index only changes when partitions appear or disappear.
+        let by_key = if partitions.len() == current.partitions.len()
+            && partitions
+                .iter()
+                .zip(&current.partitions)
+                .all(|(a, b)| a.key() == b.key())
+        {
+            Some(current.by_key.clone())
+        } else {
+            None
+        };
+        let state = TableState::with(partitions, names, current.hasher.clone(), by_key);
         *self.state.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(state);
         Ok(())
     }
@@ -580,7 +627,11 @@ impl<'a> Iterator for MemoryRows<'a> {
         loop {
             if let Some(head) = self.heads.next() {
                 let partition = self.current?;
-                return Some(MemoryRow { names: self.names, partition, head });
+                return Some(MemoryRow {
+                    names: self.names,
+                    partition,
+                    head,
+                });
             }
             if self.part >= self.end_part {
                 return None;

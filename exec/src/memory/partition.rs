@@ -12,7 +12,7 @@
 //! * `index`: RowKey hash (32 bits) → row number, [`COLLISION`] when two RowKeys share a
 //!   hash (then a binary search decides).
 
-use crate::memory::{MemoryError, Names};
+use crate::memory::{MemoryError, NameTable, Names};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
@@ -354,7 +354,7 @@ impl PartitionBuilder {
     pub(crate) fn push_entity(
         &mut self,
         entity: &Entity,
-        names: &mut Names,
+        names: &mut impl NameTable,
     ) -> Result<(), MemoryError> {
         self.note_order(entity.row_key());
         let (key_start, key_len) = self.push_text(entity.row_key())?;
