@@ -44,7 +44,7 @@
 
 use crate::compile::CompiledPredicate;
 use crate::key::{Key, Scan};
-use crate::result::{ExecStats, Page, ResultRow};
+use crate::result::{ExecStats, Page, ResultRow, RowView};
 use crate::source::{EntitySource, SourceRow};
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -427,6 +427,59 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
         continuation: Option<&Key>,
         options: &PageOptions,
     ) -> Result<Page, ExecError> {
+        let select: Option<Arc<[String]>> = plan.select.as_ref().map(|s| Arc::from(s.as_slice()));
+        let mut sink = Materialize {
+            executor: self,
+            rows: Vec::new(),
+            select,
+        };
+        let (continuation, stats) = self.run_page(plan, continuation, options, &mut sink)?;
+        Ok(Page {
+            rows: sink.rows,
+            continuation,
+            stats,
+        })
+    }
+
+    /// Like [`execute_page`](Executor::execute_page), but hands each result to `visit` as a
+    /// borrowed [`RowView`] (in key order, on the calling thread) instead of building owned
+    /// [`ResultRow`]s: the zero-copy path for services that encode straight from storage.
+    /// Returns the continuation and statistics of the page.
+    ///
+    /// ```
+    /// use tableq_exec::{Executor, MemorySource, PageOptions};
+    /// use tableq_model::Entity;
+    /// use tableq_planner::{plan::{KeySet, Plan}, predicate::Predicate};
+    /// let table = MemorySource::from_entities((0..3).map(|i| Entity::new("p", format!("r{i}")))).unwrap();
+    /// let snapshot = table.snapshot();
+    /// let plan = Plan { ranges: KeySet::all(), residual: Predicate::True, select: None, top: None };
+    /// let mut keys = Vec::new();
+    /// let (next, stats) = Executor::new(&snapshot)
+    ///     .execute_page_with(&plan, None, &PageOptions::default(), |row| keys.push(row.row().row_key().to_owned()))
+    ///     .unwrap();
+    /// assert_eq!((keys.len(), next, stats.matched), (3, None, 3));
+    /// ```
+    pub fn execute_page_with(
+        &self,
+        plan: &Plan,
+        continuation: Option<&Key>,
+        options: &PageOptions,
+        visit: impl FnMut(RowView<'_>),
+    ) -> Result<(Option<Key>, ExecStats), ExecError> {
+        let mut sink = Visit {
+            visit,
+            select: plan.select.as_deref(),
+        };
+        self.run_page(plan, continuation, options, &mut sink)
+    }
+
+    fn run_page(
+        &self,
+        plan: &Plan,
+        continuation: Option<&Key>,
+        options: &PageOptions,
+        sink: &mut dyn Sink<S>,
+    ) -> Result<(Option<Key>, ExecStats), ExecError> {
         let limit = match (plan.top.map(|t| t as usize), options.page_size) {
             (Some(t), Some(p)) => t.min(p),
             (Some(t), None) => t,
@@ -444,15 +497,11 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
             ));
         }
         let predicate = CompiledPredicate::compile(&plan.residual, self.source);
-        let select: Option<Arc<[String]>> = plan.select.as_ref().map(|s| Arc::from(s.as_slice()));
         let mut stats = ExecStats::default();
-        let mut rows: Vec<ResultRow> = Vec::new();
+        // Results produced so far on this page.
+        let mut produced = 0usize;
         if predicate.is_false() || plan.ranges.ranges.is_empty() {
-            return Ok(Page {
-                rows,
-                continuation: None,
-                stats,
-            });
+            return Ok((None, stats));
         }
         let groups = groups(&plan.ranges.ranges);
         let budget = Budget::new(options, self.threads);
@@ -525,7 +574,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
                 continue;
             }
             stats.chunks += jobs.len() as u64;
-            let remaining = limit - rows.len();
+            let remaining = limit - produced;
             let sequential =
                 self.threads <= 1 || jobs.len() == 1 || estimate <= self.tuning.small_wave_rows;
             let (kept, resume) = if sequential {
@@ -562,7 +611,8 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
                 }
                 (kept, resume)
             };
-            self.materialize(&mut rows, kept, select.as_ref());
+            produced += kept.len();
+            sink.wave(kept);
             if let Some(r) = resume {
                 break Some(r);
             }
@@ -570,26 +620,22 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
             // once matches were seen, no more than the rows the page still needs at the
             // selectivity observed so far (plus a margin): a `$top` page stops early.
             let doubled = (chunk_rows * 2).min(self.tuning.max_chunk_rows);
-            chunk_rows = if rows.is_empty() || stats.examined == 0 {
+            chunk_rows = if produced == 0 || stats.examined == 0 {
                 doubled
             } else {
-                let missing = (limit - rows.len()) as f64;
-                let needed = missing * stats.examined as f64 / rows.len() as f64 * 1.25;
+                let missing = (limit - produced) as f64;
+                let needed = missing * stats.examined as f64 / produced as f64 * 1.25;
                 let per_chunk = needed / (self.threads * CHUNKS_PER_THREAD) as f64;
                 (per_chunk.ceil() as usize).clamp(MIN_ADAPTIVE_CHUNK_ROWS.min(doubled), doubled)
             };
         };
-        stats.matched = rows.len() as u64;
+        stats.matched = produced as u64;
         let continuation = match resume {
             None => None,
             Some(Resume::At(key)) => Some(key),
             Some(Resume::Position { group, from }) => self.resolve(&groups, group, from),
         };
-        Ok(Page {
-            rows,
-            continuation,
-            stats,
-        })
+        Ok((continuation, stats))
     }
 
     fn materialize<'a>(
@@ -744,6 +790,47 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
             stats += page.stats;
         }
         Ok((rows, stats))
+    }
+}
+
+/// Receives each wave's results, in key order.
+trait Sink<S: EntitySource + ?Sized> {
+    fn wave<'a>(&mut self, rows: Vec<S::Row<'a>>)
+    where
+        S: 'a;
+}
+
+/// Builds owned result rows.
+struct Materialize<'e, 's, S: ?Sized> {
+    executor: &'e Executor<'s, S>,
+    rows: Vec<ResultRow>,
+    select: Option<Arc<[String]>>,
+}
+
+impl<S: EntitySource + ?Sized> Sink<S> for Materialize<'_, '_, S> {
+    fn wave<'a>(&mut self, rows: Vec<S::Row<'a>>)
+    where
+        S: 'a,
+    {
+        self.executor
+            .materialize(&mut self.rows, rows, self.select.as_ref());
+    }
+}
+
+/// Hands borrowed rows to a visitor.
+struct Visit<'p, F> {
+    visit: F,
+    select: Option<&'p [String]>,
+}
+
+impl<S: EntitySource + ?Sized, F: FnMut(RowView<'_>)> Sink<S> for Visit<'_, F> {
+    fn wave<'a>(&mut self, rows: Vec<S::Row<'a>>)
+    where
+        S: 'a,
+    {
+        for row in &rows {
+            (self.visit)(RowView::new(row, self.select));
+        }
     }
 }
 

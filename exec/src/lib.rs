@@ -55,5 +55,5 @@ pub use compile::CompiledPredicate;
 pub use executor::{DEFAULT_PAGE_SIZE, ExecError, Executor, PageOptions, Pages, Tuning};
 pub use key::{Chunk, Key, Scan, compare_keys};
 pub use memory::{MemoryError, MemoryRow, MemoryRows, MemorySnapshot, MemorySource, Write};
-pub use result::{ExecStats, Page, ResultRow};
+pub use result::{ExecStats, Page, ResultRow, RowView};
 pub use source::{EntityRef, EntitySource, PropertySlot, SlotLookup, SourceRow};

@@ -118,6 +118,78 @@ impl ResultRow {
     }
 }
 
+/// A borrowed result handed to [`Executor::execute_page_with`](crate::Executor::execute_page_with)
+/// visitors: the source row and the `$select` list.
+#[derive(Clone, Copy)]
+pub struct RowView<'r> {
+    row: &'r dyn SourceRow,
+    select: Option<&'r [String]>,
+}
+
+impl<'r> RowView<'r> {
+    /// A view of `row` projected to `select`.
+    pub fn new(row: &'r dyn SourceRow, select: Option<&'r [String]>) -> RowView<'r> {
+        RowView { row, select }
+    }
+
+    /// The source row (keys, Timestamp, any property by name).
+    pub fn row(&self) -> &'r dyn SourceRow {
+        self.row
+    }
+
+    /// The `$select` list, `None` for all properties.
+    pub fn select(&self) -> Option<&'r [String]> {
+        self.select
+    }
+
+    /// Calls `f` with each property the result holds, in output order — the same fields as
+    /// [`ResultRow::fields`]: without `$select` PartitionKey, RowKey, Timestamp (if any),
+    /// then the custom properties by name; with `$select` each selected name with its value
+    /// or `None` (null).
+    pub fn fields(&self, f: &mut dyn FnMut(&str, Option<ValueRef<'_>>)) {
+        match self.select {
+            Some(names) => {
+                for n in names {
+                    f(n, self.row.get(n));
+                }
+            }
+            None => {
+                f(
+                    SystemProperty::PartitionKey.name(),
+                    Some(ValueRef::String(self.row.partition_key())),
+                );
+                f(
+                    SystemProperty::RowKey.name(),
+                    Some(ValueRef::String(self.row.row_key())),
+                );
+                if let Some(t) = self.row.timestamp() {
+                    f(
+                        SystemProperty::Timestamp.name(),
+                        Some(ValueRef::DateTime(t)),
+                    );
+                }
+                self.row.for_each_property(&mut |n, v| f(n, Some(v)));
+            }
+        }
+    }
+
+    /// The owned result row.
+    pub fn to_result_row(&self) -> ResultRow {
+        let select: Option<Arc<[String]>> = self.select.map(Arc::from);
+        ResultRow::project(self.row, select.as_ref())
+    }
+}
+
+impl std::fmt::Debug for RowView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RowView")
+            .field("partition_key", &self.row.partition_key())
+            .field("row_key", &self.row.row_key())
+            .field("select", &self.select)
+            .finish()
+    }
+}
+
 /// Counters of one page (or, summed with `+=`, of several).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ExecStats {

@@ -116,6 +116,16 @@ pub trait SourceRow: EntityView + Send + Sync {
     /// The entity as an owned value (what result pages hold).
     fn to_entity(&self) -> Entity;
 
+    /// Calls `f` with every custom property, ordered by name (byte order, as
+    /// [`Entity::properties`]). The default goes through [`to_entity`](SourceRow::to_entity);
+    /// sources override it to read their layout without allocating.
+    fn for_each_property(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
+        let entity = self.to_entity();
+        for p in entity.properties() {
+            f(&p.name, p.value.as_ref());
+        }
+    }
+
     /// A custom property by a slot the source issued through
     /// [`EntitySource::property_slot`]. Sources that return [`SlotLookup::Slot`] must
     /// implement this; the default (for sources without slots) answers `None`.
@@ -195,10 +205,20 @@ impl SourceRow for EntityRef<'_> {
     fn to_entity(&self) -> Entity {
         self.0.clone()
     }
+    fn for_each_property(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
+        for p in self.0.properties() {
+            f(&p.name, p.value.as_ref());
+        }
+    }
 }
 
 impl SourceRow for Entity {
     fn to_entity(&self) -> Entity {
         self.clone()
+    }
+    fn for_each_property(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
+        for p in self.properties() {
+            f(&p.name, p.value.as_ref());
+        }
     }
 }

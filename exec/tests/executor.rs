@@ -450,3 +450,50 @@ fn snapshots_stay_consistent_under_concurrent_writes() {
         }
     });
 }
+
+fn owned_fields(row: &ResultRow) -> Vec<(String, Option<Value>)> {
+    row.fields()
+        .map(|(n, v)| (n.to_owned(), v.map(|v| v.to_owned())))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+    #[test]
+    fn visitor_pages_equal_owned_pages(
+        entities in proptest::collection::vec(arb_entity(), 0..30),
+        residual in arb_predicate(),
+        select in proptest::option::of(proptest::sample::subsequence(vec!["A", "B", "Nope", "RowKey", "Timestamp"], 0..4)),
+        page_size in 1usize..5,
+    ) {
+        let table = MemorySource::from_entities(entities).unwrap();
+        let snapshot = table.snapshot();
+        let select = select.map(|s| s.into_iter().map(String::from).collect::<Vec<_>>());
+        let plan = Plan { ranges: KeySet::all(), residual, select, top: None };
+        let executor = Executor::new(&snapshot);
+        let options = PageOptions::default().with_page_size(page_size);
+        let mut continuation: Option<Key> = None;
+        loop {
+            let page = executor.execute_page(&plan, continuation.as_ref(), &options).unwrap();
+            let mut seen: Vec<Vec<(String, Option<Value>)>> = Vec::new();
+            let mut owned: Vec<ResultRow> = Vec::new();
+            let (next, stats) = executor
+                .execute_page_with(&plan, continuation.as_ref(), &options, |row| {
+                    let mut fields = Vec::new();
+                    row.fields(&mut |n, v| fields.push((n.to_owned(), v.map(|v| v.to_owned()))));
+                    seen.push(fields);
+                    owned.push(row.to_result_row());
+                })
+                .unwrap();
+            prop_assert_eq!(&next, &page.continuation);
+            prop_assert_eq!(stats.matched as usize, page.rows.len());
+            prop_assert_eq!(&owned, &page.rows);
+            let want: Vec<_> = page.rows.iter().map(owned_fields).collect();
+            prop_assert_eq!(seen, want);
+            continuation = next;
+            if continuation.is_none() {
+                break;
+            }
+        }
+    }
+}

@@ -683,6 +683,10 @@ impl SourceRow for MemoryRow<'_> {
     fn custom_by_slot(&self, slot: PropertySlot) -> Option<ValueRef<'_>> {
         self.slot_value(slot)
     }
+
+    fn for_each_property(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
+        self.partition.for_each_property(self.head, self.names, f);
+    }
 }
 
 impl EntitySource for MemorySnapshot {

@@ -218,6 +218,30 @@ impl Partition {
             .collect()
     }
 
+    /// Calls `f` with the custom properties of a row, ordered by name (byte order).
+    pub(crate) fn for_each_property(
+        &self,
+        head: &RowHead,
+        names: &Names,
+        f: &mut dyn FnMut(&str, ValueRef<'_>),
+    ) {
+        let slots = self.slots_of(head);
+        let sorted = slots
+            .windows(2)
+            .all(|w| names.name(w[0].id()) < names.name(w[1].id()));
+        if sorted {
+            for s in slots {
+                f(names.name(s.id()), self.decode(*s));
+            }
+        } else {
+            let mut order: Vec<&Slot> = slots.iter().collect();
+            order.sort_by(|a, b| names.name(a.id()).cmp(names.name(b.id())));
+            for s in order {
+                f(names.name(s.id()), self.decode(*s));
+            }
+        }
+    }
+
     /// A row as an owned entity.
     pub(crate) fn entity(&self, head: &RowHead, names: &Names) -> Entity {
         Entity::with_properties(
