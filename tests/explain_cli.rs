@@ -56,6 +56,29 @@ fn verbose_plan_lists_steps() {
 }
 
 #[test]
+fn verbose_json_adds_steps() {
+    let j = json(&[
+        "--verbose",
+        "--filter",
+        "not (RowKey lt 'm') and PartitionKey ge ''",
+    ]);
+    let steps = j["steps"].as_array().expect("steps");
+    let rules: Vec<&str> = steps.iter().filter_map(|s| s["rule"].as_str()).collect();
+    assert!(rules.contains(&"negate_key_comparison"), "{rules:?}");
+    assert!(rules.contains(&"key_lower_bound"), "{rules:?}");
+    assert_eq!(j["residual"], "true");
+    assert_eq!(
+        j["ranges"][0]["row_key"]["lower"],
+        serde_json::json!({"value": "m", "inclusive": true})
+    );
+    // Without --verbose the object has exactly the four documented keys.
+    let plain = json(&["--filter", "A eq 1"]);
+    let mut keys: Vec<&String> = plain.as_object().expect("object").keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["ranges", "residual", "select", "top"]);
+}
+
+#[test]
 fn debug_plan_is_explain() {
     let args = [
         "--filter",
