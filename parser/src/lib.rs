@@ -26,8 +26,10 @@
 #![deny(missing_docs)]
 
 pub mod ast;
+mod comparison;
 mod error;
 mod filter;
+mod input;
 mod lexer;
 mod names;
 mod print;

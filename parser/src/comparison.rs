@@ -1,0 +1,353 @@
+//! The leaves of the `$filter` grammar: a comparison (property-first or literal-first) or a
+//! bare boolean property, and the specific errors for everything that looks like one but is
+//! not (unsupported OData constructs, wrongly-cased keywords, missing operands).
+//!
+//! Each function looks at most three tokens ahead and either returns the node or fails;
+//! nothing here backtracks or recurses.
+
+use crate::ast::{Comparison, Expr, Literal, Property};
+use crate::error::{ErrorKind, Unsupported};
+use crate::input::{
+    EXPECT_LITERAL, EXPECT_OP, EXPECT_OPERAND, EXPECT_PROPERTY, PResult, SyntaxError, Tokens,
+};
+use crate::{Span, Token, names};
+use tableq_model::CmpOp;
+
+/// The lowercase keyword a wrongly-cased word stands for, if any (`EQ` → `eq`).
+pub(crate) fn keyword_for(word: &str) -> Option<&'static str> {
+    const KEYWORDS: [&str; 14] = [
+        "and", "or", "not", "eq", "ne", "gt", "ge", "lt", "le", "true", "false", "null", "NaN",
+        "INF",
+    ];
+    KEYWORDS
+        .into_iter()
+        .find(|k| k.eq_ignore_ascii_case(word) && *k != word)
+}
+
+fn keyword_hint(word: &str) -> Option<String> {
+    keyword_for(word).map(|k| {
+        if k == "NaN" || k == "INF" {
+            format!("Double constants are case-sensitive: did you mean `{k}`?")
+        } else {
+            format!("keywords are lowercase: did you mean `{k}`?")
+        }
+    })
+}
+
+/// Describes an unsupported word in operator position (`add`, `in`, `has`), if it is one.
+fn unsupported_operator(word: &str) -> Option<Unsupported> {
+    match word {
+        "add" | "sub" | "mul" | "div" | "mod" | "divby" => {
+            Some(Unsupported::Arithmetic(word.to_owned()))
+        }
+        "in" => Some(Unsupported::In),
+        "has" => Some(Unsupported::Has),
+        _ => None,
+    }
+}
+
+/// A comparison or a bare boolean property (after any `not`s and `(`s).
+pub(crate) fn primary(i: Tokens<'_>) -> PResult<'_, Expr> {
+    let Some((tok, span)) = i.peek() else {
+        return missing_operand(i);
+    };
+    match tok {
+        Token::Ident(name) => ident_led(i, name, *span),
+        Token::Literal(_) | Token::Str(_) => literal_led(i),
+        Token::Null => SyntaxError::new(ErrorKind::Unsupported(Unsupported::Null), *span).fail(),
+        Token::Parameter(name) => parameter(name, *span).fail(),
+        Token::And | Token::Or | Token::RParen => missing_operand(i),
+        Token::Op(op) => {
+            SyntaxError::new(ErrorKind::MissingOperand(format!("before `{op}`")), *span)
+                .expected(EXPECT_PROPERTY)
+                .fail()
+        }
+        _ => SyntaxError::new(ErrorKind::UnexpectedToken(tok.to_string()), *span)
+            .expected(EXPECT_OPERAND)
+            .fail(),
+    }
+}
+
+/// The error for a missing operand at the current position.
+fn missing_operand<T>(i: Tokens<'_>) -> PResult<'static, T> {
+    let here = i.here();
+    let kind = match (i.prev(), i.peek()) {
+        (Some((prev @ (Token::And | Token::Or | Token::Not), _)), _) => {
+            ErrorKind::MissingOperand(format!("after `{prev}`"))
+        }
+        (Some((Token::LParen, _)), None) | (None, None) => ErrorKind::UnexpectedEnd,
+        (_, Some((next @ (Token::And | Token::Or), _))) => {
+            ErrorKind::MissingOperand(format!("before `{next}`"))
+        }
+        (_, Some((t, _))) => ErrorKind::UnexpectedToken(t.to_string()),
+        (_, None) => ErrorKind::UnexpectedEnd,
+    };
+    SyntaxError::new(kind, here).expected(EXPECT_OPERAND).fail()
+}
+
+fn parameter(name: &str, span: Span) -> SyntaxError {
+    let e = SyntaxError::new(
+        ErrorKind::Unsupported(Unsupported::Parameter(name.to_owned())),
+        span,
+    );
+    if name == "$filter" {
+        e.hint("pass only the expression, without `$filter=`")
+    } else {
+        e
+    }
+}
+
+/// A comparison or bool property that starts with a name.
+fn ident_led<'a>(i: Tokens<'a>, name: &'a str, name_span: Span) -> PResult<'a, Expr> {
+    let next = i.peek2();
+    match next.map(|(t, s)| (t, *s)) {
+        Some((Token::LParen, paren)) => {
+            if let Some(hint) = keyword_hint(name) {
+                return SyntaxError::new(ErrorKind::UnknownKeyword(name.to_owned()), name_span)
+                    .hint(hint)
+                    .fail();
+            }
+            SyntaxError::new(
+                ErrorKind::Unsupported(Unsupported::Function(name.to_owned())),
+                name_span.to(paren),
+            )
+            .fail()
+        }
+        Some((Token::Slash, slash)) => {
+            if let Some((Token::Ident(w), s)) = i.slice().get(2) {
+                if *w == "any" || *w == "all" {
+                    return SyntaxError::new(
+                        ErrorKind::Unsupported(Unsupported::Lambda(w.to_string())),
+                        *s,
+                    )
+                    .fail();
+                }
+            }
+            SyntaxError::new(
+                ErrorKind::Unsupported(Unsupported::Path),
+                name_span.to(slash),
+            )
+            .fail()
+        }
+        Some((Token::Op(op), op_span)) => {
+            let property = property(name, name_span)?;
+            let rest = i.advance(2);
+            if let Some((tok, lit_span)) = rest.peek() {
+                if let Some(value) = tok.value() {
+                    return Ok((
+                        rest.advance(1),
+                        Expr::Comparison(Comparison {
+                            span: name_span.to(*lit_span),
+                            property,
+                            op: *op,
+                            op_span,
+                            literal: Literal {
+                                value,
+                                span: *lit_span,
+                            },
+                            literal_first: false,
+                        }),
+                    ));
+                }
+            }
+            match rest.peek() {
+                Some((t, s)) => bad_second_operand(t, name_span.to(*s), *s, op),
+                None => SyntaxError::new(
+                    ErrorKind::MissingOperand(format!("after `{op}`")),
+                    rest.here(),
+                )
+                .expected(EXPECT_LITERAL)
+                .fail(),
+            }
+        }
+        Some((Token::Ident(w), s)) => {
+            if let Some(u) = unsupported_operator(w) {
+                return SyntaxError::new(ErrorKind::Unsupported(u), s).fail();
+            }
+            if let Some(k) = keyword_for(w).filter(|k| CmpOp::from_keyword(k).is_some()) {
+                return SyntaxError::new(ErrorKind::UnknownOperator(w.to_string()), s)
+                    .expected(EXPECT_OP)
+                    .hint(format!("keywords are lowercase: did you mean `{k}`?"))
+                    .fail();
+            }
+            if keyword_for(name) == Some("not") {
+                return SyntaxError::new(ErrorKind::UnknownKeyword(name.to_owned()), name_span)
+                    .hint("keywords are lowercase: did you mean `not`?")
+                    .fail();
+            }
+            bool_property(i, name, name_span)
+        }
+        Some((Token::Literal(_) | Token::Str(_) | Token::Not | Token::Null, _))
+            if keyword_for(name) == Some("not") =>
+        {
+            SyntaxError::new(ErrorKind::UnknownKeyword(name.to_owned()), name_span)
+                .hint("keywords are lowercase: did you mean `not`?")
+                .fail()
+        }
+        _ => bool_property(i, name, name_span),
+    }
+}
+
+fn bool_property<'a>(i: Tokens<'a>, name: &str, span: Span) -> PResult<'a, Expr> {
+    let p = property(name, span)?;
+    Ok((i.advance(1), Expr::BoolProperty(p)))
+}
+
+/// A property node, after checking the name against the data model's rules.
+fn property(name: &str, span: Span) -> Result<Property, nom::Err<SyntaxError>> {
+    match names::check(name) {
+        Ok(()) => Ok(Property {
+            name: name.to_owned(),
+            span,
+        }),
+        Err(why) => Err(nom::Err::Failure(
+            SyntaxError::new(ErrorKind::InvalidPropertyName(names::excerpt(name)), span).hint(why),
+        )),
+    }
+}
+
+/// The operand after `op` was not a literal (property-first) or not a property
+/// (literal-first).
+fn bad_second_operand<T>(t: &Token<'_>, whole: Span, at: Span, op: &CmpOp) -> PResult<'static, T> {
+    let e = match t {
+        Token::Ident(w) => SyntaxError::new(ErrorKind::PropertyVsProperty, whole).hint_opt(
+            keyword_hint(w).or_else(|| {
+                Some(format!(
+                    "`{w}` is a property name here; compare it with a literal"
+                ))
+            }),
+        ),
+        Token::Literal(_) | Token::Str(_) => SyntaxError::new(ErrorKind::LiteralVsLiteral, whole)
+            .hint("one side of a comparison must be a property name"),
+        Token::Null => SyntaxError::new(ErrorKind::Unsupported(Unsupported::Null), at),
+        Token::Parameter(p) => parameter(p, at),
+        t => SyntaxError::new(ErrorKind::MissingOperand(format!("after `{op}`")), at)
+            .hint(format!("found `{t}`")),
+    };
+    e.fail()
+}
+
+/// A literal-first comparison: `30 lt Age`.
+fn literal_led(i: Tokens<'_>) -> PResult<'_, Expr> {
+    let Some((value, lit_span)) = i.peek().and_then(|(t, s)| Some((t.value()?, s))) else {
+        return missing_operand(i);
+    };
+    match i.peek2() {
+        Some((Token::Op(op), op_span)) => {
+            let rest = i.advance(2);
+            match rest.peek() {
+                Some((Token::Ident(name), name_span)) => {
+                    // A wrongly-cased keyword here (`1 eq TRUE`) is a valid property name.
+                    if let Some((Token::LParen | Token::Slash, _)) = rest.peek2() {
+                        // `1 eq f(x)` / `1 eq A/B`: report the unsupported construct.
+                        return ident_led(rest, name, *name_span);
+                    }
+                    let property = property(name, *name_span)?;
+                    Ok((
+                        rest.advance(1),
+                        Expr::Comparison(Comparison {
+                            span: lit_span.to(*name_span),
+                            property,
+                            op: *op,
+                            op_span: *op_span,
+                            literal: Literal {
+                                value,
+                                span: *lit_span,
+                            },
+                            literal_first: true,
+                        }),
+                    ))
+                }
+                Some((Token::Literal(_) | Token::Str(_), s)) => {
+                    SyntaxError::new(ErrorKind::LiteralVsLiteral, lit_span.to(*s))
+                        .hint("one side of a comparison must be a property name")
+                        .fail()
+                }
+                Some((t, s)) => {
+                    if let Token::Null | Token::Parameter(_) = t {
+                        return bad_second_operand(t, *s, *s, op);
+                    }
+                    SyntaxError::new(ErrorKind::MissingOperand(format!("after `{op}`")), *s)
+                        .expected(EXPECT_PROPERTY)
+                        .fail()
+                }
+                None => SyntaxError::new(
+                    ErrorKind::MissingOperand(format!("after `{op}`")),
+                    rest.here(),
+                )
+                .expected(EXPECT_PROPERTY)
+                .fail(),
+            }
+        }
+        Some((Token::Ident(w), s)) => {
+            if let Some(u) = unsupported_operator(w) {
+                return SyntaxError::new(ErrorKind::Unsupported(u), *s).fail();
+            }
+            if let Some(k) = keyword_for(w).filter(|k| CmpOp::from_keyword(k).is_some()) {
+                return SyntaxError::new(ErrorKind::UnknownOperator(w.to_string()), *s)
+                    .expected(EXPECT_OP)
+                    .hint(format!("keywords are lowercase: did you mean `{k}`?"))
+                    .fail();
+            }
+            missing_operator(&value.to_string(), *lit_span, i.advance(1))
+        }
+        _ => missing_operator(&value.to_string(), *lit_span, i.advance(1)),
+    }
+}
+
+fn missing_operator<T>(lit_text: &str, lit_span: Span, after: Tokens<'_>) -> PResult<'static, T> {
+    let e = SyntaxError::new(
+        ErrorKind::MissingOperator(lit_text.to_owned()),
+        after.here(),
+    )
+    .expected(EXPECT_OP);
+    let e = if matches!(lit_text, "true" | "false") {
+        e.hint("a constant alone is not a condition: compare a property, e.g. `Active eq true`")
+    } else {
+        let _ = lit_span;
+        e
+    };
+    e.fail()
+}
+
+/// The error for a token that follows a complete expression but cannot continue it.
+pub(crate) fn unexpected_after(i: Tokens<'_>, expected: &'static [&'static str]) -> SyntaxError {
+    let Some((t, s)) = i.peek() else {
+        return SyntaxError::new(ErrorKind::UnexpectedEnd, i.here()).expected(expected);
+    };
+    match t {
+        Token::RParen => SyntaxError::new(ErrorKind::UnmatchedParen, *s)
+            .expected(expected)
+            .hint("this `)` has no matching `(`"),
+        Token::Op(_) => SyntaxError::new(ErrorKind::ChainedComparison, *s)
+            .hint("join comparisons with `and` or `or`"),
+        Token::Ident(w) => {
+            if let Some(u) = unsupported_operator(w) {
+                return SyntaxError::new(ErrorKind::Unsupported(u), *s);
+            }
+            match keyword_for(w) {
+                Some(k @ ("and" | "or" | "not")) => {
+                    SyntaxError::new(ErrorKind::UnknownKeyword(w.to_string()), *s)
+                        .expected(expected)
+                        .hint(format!("keywords are lowercase: did you mean `{k}`?"))
+                }
+                Some(k) if CmpOp::from_keyword(k).is_some() => {
+                    SyntaxError::new(ErrorKind::UnknownOperator(w.to_string()), *s)
+                        .hint(format!("keywords are lowercase: did you mean `{k}`?"))
+                }
+                _ => SyntaxError::new(ErrorKind::TrailingInput(t.to_string()), *s)
+                    .expected(expected)
+                    .hint("join conditions with `and` or `or`"),
+            }
+        }
+        Token::Null => SyntaxError::new(ErrorKind::Unsupported(Unsupported::Null), *s),
+        Token::Parameter(p) => parameter(p, *s),
+        Token::Not => SyntaxError::new(ErrorKind::TrailingInput(t.to_string()), *s)
+            .expected(expected)
+            .hint("`not` goes before a condition: did you mean `and not`?"),
+        Token::LParen => SyntaxError::new(ErrorKind::TrailingInput(t.to_string()), *s)
+            .expected(expected)
+            .hint("join conditions with `and` or `or`"),
+        _ => SyntaxError::new(ErrorKind::TrailingInput(t.to_string()), *s).expected(expected),
+    }
+}
