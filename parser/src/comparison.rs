@@ -319,6 +319,11 @@ pub(crate) fn unexpected_after(i: Tokens<'_>, expected: &'static [&'static str])
         Token::RParen => SyntaxError::new(ErrorKind::UnmatchedParen, *s)
             .expected(expected)
             .hint("this `)` has no matching `(`"),
+        Token::Op(op) if matches!(i.prev(), Some((Token::RParen, _))) => {
+            SyntaxError::new(ErrorKind::UnexpectedToken(op.to_string()), *s)
+                .expected(expected)
+                .hint("only a property can be compared: remove the parentheses around it")
+        }
         Token::Op(_) => SyntaxError::new(ErrorKind::ChainedComparison, *s)
             .hint("join comparisons with `and` or `or`"),
         Token::Ident(w) => {
