@@ -141,6 +141,11 @@ pub fn extract_key_ranges_traced(
             residual = simplified;
         }
     }
+    if residual == Predicate::False {
+        // Nothing in the ranges can satisfy the residual: read nothing.
+        space = Space::empty();
+        residual = Predicate::True;
+    }
     let exact = residual.is_true();
     Extraction {
         keys: KeySet::from_space(&space),
