@@ -7,14 +7,17 @@
 //! properties, and/or/not nesting, every literal type (so key comparisons with mismatched
 //! types occur), NaN, properties that are missing, and Timestamp present or absent. Keys come
 //! from a small alphabet (so ranges hit) including `""`, `"\0"`-suffixed successors and
-//! characters whose UTF-16 order differs from code-point order.
+//! characters whose UTF-16 order differs from code-point order. Along the way: lowering and
+//! the rewrite rules preserve meaning entity by entity, the ranges are sorted and disjoint,
+//! an exact plan has residual `true`, and every predicate prints as OData that parses back
+//! to itself.
 
 use proptest::prelude::*;
 use std::cmp::Ordering;
 use tableq_model::order::compare_str;
 use tableq_model::{CmpOp, DateTime, Entity, Value};
-use tableq_parser::Span;
 use tableq_parser::ast::{Comparison, Expr, Filter, Literal, Property};
+use tableq_parser::{FilterOptions, Span, parse_filter};
 use tableq_planner::{Planner, Predicate, lower, naive, rules};
 
 const KEYS: &[&str] = &[
@@ -198,6 +201,18 @@ proptest! {
             }
         }
         prop_assert_eq!(keys(&got), keys(&expected), "plan:\n{}\nfilter: {}", plan, lowered);
+
+        // Predicates print as canonical OData that parses (and lowers) back to themselves.
+        for p in [&lowered, &plan.residual] {
+            if !matches!(p, Predicate::True | Predicate::False) {
+                let text = p.to_string();
+                let reparsed = parse_filter(&text, &FilterOptions::unlimited());
+                prop_assert!(reparsed.is_ok(), "{} does not parse: {:?}", text, reparsed.err().map(|e| e.to_string()));
+                if let Ok(f) = reparsed {
+                    prop_assert_eq!(&lower::lower(&f), p, "{}", text);
+                }
+            }
+        }
 
         // An exact plan needs no residual: range membership alone decides.
         if plan.is_exact() {
