@@ -12,6 +12,8 @@
 //!   |
 //! 1 | PartitionKey EQ 'a'
 //!   |              ^^ keywords are lowercase: did you mean `eq`?
+//!   |
+//! note: at byte 13 (line 1, column 14); expected `eq`, `ne`, `gt`, `ge`, `lt` or `le`
 //! ```
 
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
@@ -50,25 +52,28 @@ fn render(err: &ParseError, source_name: &str, renderer: Renderer) -> String {
         .line_start(1)
         .path(source_name)
         .annotation(annotation);
-    let expected_note = (err.hint().is_some() && !err.expected().is_empty()).then(|| {
-        let items = err.expected();
-        let list = match items {
+    // The position in bytes (the `-->` line shows line and column in characters), and the
+    // expected set when the label under the carets is a hint.
+    let mut note = format!(
+        "at byte {} (line {}, column {})",
+        err.offset(),
+        err.line(),
+        err.column()
+    );
+    if err.hint().is_some() && !err.expected().is_empty() {
+        let list = match err.expected() {
             [one] => (*one).to_owned(),
             [init @ .., last] => format!("{} or {last}", init.join(", ")),
             [] => String::new(),
         };
-        format!("expected {list}")
-    });
-    let mut report = vec![
+        note.push_str(&format!("; expected {list}"));
+    }
+    let report = vec![
         Level::ERROR
             .primary_title(headline.as_str())
             .element(snippet),
+        Group::with_title(Level::NOTE.secondary_title(note.as_str())),
     ];
-    if let Some(note) = &expected_note {
-        report.push(Group::with_title(
-            Level::NOTE.secondary_title(note.as_str()),
-        ));
-    }
     renderer.render(&report)
 }
 
@@ -112,6 +117,15 @@ mod tests {
     }
 
     #[test]
+    fn every_diagnostic_names_the_byte_offset() {
+        let text = rendered("Größe eq");
+        assert!(
+            text.contains("note: at byte 10 (line 1, column 9)"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn styled_rendering_has_colour_codes() {
         let err = parse_filter("A eq", &FilterOptions::default()).unwrap_err();
         assert!(render_parse_error_styled(&err, "filter").contains('\u{1b}'));
@@ -130,7 +144,9 @@ mod tests {
         let text = rendered("A eq 1 AND B eq 2");
         assert!(text.contains("did you mean `and`?"), "{text}");
         assert!(
-            text.contains("note: expected `and`, `or` or the end of the filter"),
+            text.contains(
+                "note: at byte 7 (line 1, column 8); expected `and`, `or` or the end of the filter"
+            ),
             "{text}"
         );
     }
