@@ -10,8 +10,9 @@
 //! residual is `true` ([`Extraction::exact`]) and need not be evaluated; an empty key set
 //! means the predicate is a contradiction and nothing is read.
 //!
-//! **How.** Bottom-up over the predicate, each node gets a 2-D key set `K` and a residual `R`
-//! with `node ⇔ key ∈ K ∧ R`:
+//! **How.** Bottom-up over the predicate, each node gets a key set `K` and a residual `R`
+//! with `node ⇔ key ∈ K ∧ R` (`K` is kept 1-D — PartitionKey-only or RowKey-only — while it
+//! can be, and becomes a 2-D set when both keys are constrained):
 //!
 //! * a PartitionKey/RowKey comparison with a String is exactly its interval (`ne` is two);
 //!   with another type it is a constant (the type-mismatch rule: `lt`/`le`/`ne` everything,
@@ -27,15 +28,13 @@
 //! Finally the residual is simplified *in key context*: it is only evaluated on entities
 //! inside the ranges, so a key comparison that holds on every range is `true` there and one
 //! that holds on none is `false` (`PartitionKey eq 'p' and not (PartitionKey eq 'p' and A)`
-//! reads partition `p` with residual `not (A eq true)`).
+//! reads partition `p` with residual `not A eq true`); a residual that becomes `false` reads
+//! nothing.
 //!
-//! Finally the residual is simplified *in key context*: it is only evaluated on entities
-//! inside the ranges, so a key comparison that holds on every range is `true` there and one
-//! that holds on none is `false` (`PartitionKey eq 'p' and not (PartitionKey eq 'p' and A)`
-//! reads partition `p` with residual `not (A eq true)`).
-//!
-//! **Limits.** Sets are sweeps linear in their sizes, and an `or` unions its operands
-//! pairwise in a balanced tree, so extraction is `O(n log n)` in the filter size. To keep
+//! **Limits.** Set operations are sweeps linear in their sizes; an `or` whose operands have
+//! equal or disjoint PartitionKey intervals (an `or` of point lookups or partitions) is one
+//! sort and a sweep, other unions go pairwise in a balanced tree, so extraction is
+//! `O(n log n)` in the filter size. To keep
 //! plans small, a node whose set would need more than `max_ranges` ranges (default
 //! [`DEFAULT_MAX_RANGES`]) is coarsened to a superset — first each RowKey set to its hull,
 //! then one rectangle — and keeps itself as residual. Likewise a final set in which one
