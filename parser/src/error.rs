@@ -450,6 +450,26 @@ mod tests {
     }
 
     #[test]
+    fn summary_is_one_line_with_position() {
+        let e = ParseError::new(
+            ErrorKind::UnknownOperator("EQ".into()),
+            Span::new(13, 15),
+            "PartitionKey EQ 'a'",
+        )
+        .with_hint("keywords are lowercase: did you mean `eq`?");
+        assert_eq!(
+            e.summary(),
+            "unknown operator `EQ` at byte 13 (column 14): keywords are lowercase: did you mean `eq`?"
+        );
+        let e = ParseError::new(ErrorKind::UnexpectedEnd, Span::new(4, 4), "A eq")
+            .with_expected(&["a literal"]);
+        assert_eq!(
+            e.summary(),
+            "unexpected end of input at byte 4 (column 5): expected a literal"
+        );
+    }
+
+    #[test]
     fn end_of_input_and_expected() {
         let e = ParseError::new(ErrorKind::UnexpectedEnd, Span::new(4, 4), "A eq")
             .with_expected(&["a literal", "a property"]);

@@ -102,3 +102,33 @@ impl fmt::Display for Token<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_tokens_decode_their_escapes() {
+        assert_eq!(Token::Str("it''s").value(), Some(Value::from("it's")));
+        assert_eq!(Token::Str("").value(), Some(Value::from("")));
+        assert_eq!(Token::Str("it''s").to_string(), "'it''s'");
+        assert_eq!(Token::Ident("A").value(), None);
+    }
+
+    #[test]
+    fn display_and_class() {
+        let cases: [(Token<'_>, &str, &str); 8] = [
+            (Token::LParen, "(", "punctuation"),
+            (Token::And, "and", "keyword"),
+            (Token::Op(CmpOp::Le), "le", "operator"),
+            (Token::Literal(Value::Int64(5)), "5L", "literal"),
+            (Token::Str("x"), "'x'", "literal"),
+            (Token::Null, "null", "null"),
+            (Token::Ident("Größe"), "Größe", "identifier"),
+            (Token::Parameter("$it"), "$it", "parameter"),
+        ];
+        for (token, text, class) in cases {
+            assert_eq!((token.to_string().as_str(), token.class()), (text, class));
+        }
+    }
+}

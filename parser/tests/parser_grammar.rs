@@ -364,13 +364,28 @@ fn structural_errors() {
         &ErrorKind::MissingOperand("after `eq`".into())
     );
     assert_eq!(error("A,B").kind(), &ErrorKind::TrailingInput(",".into()));
-    assert_eq!(error("(A) eq 1").kind(), &ErrorKind::UnexpectedToken("eq".into()));
-    assert_eq!(error("(A eq 1) (B eq 2)").kind(), &ErrorKind::TrailingInput("(".into()));
+    assert_eq!(
+        error("(A) eq 1").kind(),
+        &ErrorKind::UnexpectedToken("eq".into())
+    );
+    assert_eq!(
+        error("(A eq 1) (B eq 2)").kind(),
+        &ErrorKind::TrailingInput("(".into())
+    );
     assert_eq!(error("((A eq 1)").kind(), &ErrorKind::UnclosedParen);
     assert_eq!(error("((A eq 1)").span().range(), 0..1);
-    assert_eq!(error("not not").kind(), &ErrorKind::MissingOperand("after `not`".into()));
-    assert_eq!(error("A eq(1)").kind(), &ErrorKind::MissingOperand("after `eq`".into()));
-    assert!(matches!(error("A ne-5").kind(), ErrorKind::MissingSpace(..)));
+    assert_eq!(
+        error("not not").kind(),
+        &ErrorKind::MissingOperand("after `not`".into())
+    );
+    assert_eq!(
+        error("A eq(1)").kind(),
+        &ErrorKind::MissingOperand("after `eq`".into())
+    );
+    assert!(matches!(
+        error("A ne-5").kind(),
+        ErrorKind::MissingSpace(..)
+    ));
 }
 
 #[test]
