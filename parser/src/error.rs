@@ -140,6 +140,11 @@ pub enum ErrorKind {
     #[error("invalid property name `{0}`")]
     InvalidPropertyName(String),
 
+    // ---- query options ---------------------------------------------------------------------
+    /// A `$`-query option other than `$filter`, `$select`, `$top` (`$orderby`, `$skip`, …).
+    #[error("the query option `{0}` is not supported")]
+    UnsupportedOption(String),
+
     // ---- $select / $top ------------------------------------------------------------------
     /// An empty item in `$select` (`A,,B`, a trailing comma, an empty `$select`).
     #[error("empty item in $select")]

@@ -32,6 +32,7 @@ mod filter;
 mod input;
 mod lexer;
 mod names;
+mod option;
 mod print;
 mod select;
 mod span;
@@ -39,6 +40,7 @@ mod token;
 
 pub use error::{ErrorKind, ParseError, Unsupported};
 pub use lexer::lex;
+pub use option::QueryOption;
 pub use select::{MAX_SELECT, MAX_TOP, parse_select, parse_top};
 pub use span::Span;
 pub use token::Token;
