@@ -211,11 +211,15 @@ fn property(name: &str, span: Span) -> Result<Property, nom::Err<SyntaxError>> {
 fn bad_second_operand<T>(t: &Token<'_>, whole: Span, at: Span, op: &CmpOp) -> PResult<'static, T> {
     let e = match t {
         Token::Ident(w) => SyntaxError::new(ErrorKind::PropertyVsProperty, whole).hint_opt(
-            keyword_hint(w).or_else(|| {
-                Some(format!(
-                    "`{w}` is a property name here; compare it with a literal"
-                ))
-            }),
+            // `TRUE`, `Null`, `nan`: a literal keyword in the wrong case.
+            keyword_for(w)
+                .filter(|k| matches!(*k, "true" | "false" | "null" | "NaN" | "INF"))
+                .and_then(|_| keyword_hint(w))
+                .or_else(|| {
+                    Some(format!(
+                        "`{w}` is a property name here; compare it with a literal"
+                    ))
+                }),
         ),
         Token::Literal(_) | Token::Str(_) => SyntaxError::new(ErrorKind::LiteralVsLiteral, whole)
             .hint("one side of a comparison must be a property name"),
