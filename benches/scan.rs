@@ -13,7 +13,9 @@ use std::hint::black_box;
 use std::sync::OnceLock;
 use std::time::Instant;
 use tableq::datagen::{GenOptions, Generator};
-use tableq::exec::{EntitySource, Executor, MemorySnapshot, MemorySource, PageOptions, Scan};
+use tableq::exec::{
+    EntitySource, Executor, MemorySnapshot, MemorySource, PageOptions, ResultRow, Scan,
+};
 use tableq::model::{EntityView, ValueRef};
 use tableq::parser::{FilterOptions, parse_filter, parse_top};
 use tableq::planner::plan::{KeyRange, Plan};
@@ -49,12 +51,30 @@ fn plan(filter: &str, top: Option<&str>) -> Plan {
     tableq::planner::plan(&f, None, t.as_ref())
 }
 
-/// Runs a plan to completion (all pages, unbounded page size); returns the row count.
-fn run_all(executor: &Executor<'_, MemorySnapshot>, plan: &Plan) -> usize {
+/// Runs a plan to completion (all pages, unbounded page size); returns the rows.
+fn run_all(executor: &Executor<'_, MemorySnapshot>, plan: &Plan) -> Vec<ResultRow> {
     let (rows, _) = executor
         .execute_all(plan, &PageOptions::unbounded())
         .expect("valid options");
-    rows.len()
+    rows
+}
+
+/// Like `run_all`, but through the zero-copy visitor (no owned entities): reads every
+/// output field of every result.
+fn visit_all(executor: &Executor<'_, MemorySnapshot>, plan: &Plan) -> usize {
+    let mut fields = 0usize;
+    let mut next = None;
+    loop {
+        let (continuation, _) = executor
+            .execute_page_with(plan, next.as_ref(), &PageOptions::unbounded(), |row| {
+                row.fields(&mut |_, v| fields += usize::from(v.is_some()));
+            })
+            .expect("valid options");
+        next = continuation;
+        if next.is_none() {
+            return fields;
+        }
+    }
 }
 
 fn point_lookups(c: &mut Criterion) {
@@ -102,12 +122,12 @@ fn point_lookups(c: &mut Criterion) {
         let executor = Executor::new(snapshot);
         let mut j = 0;
         group.bench_function(BenchmarkId::new("execute_page", name), |b| {
-            b.iter(|| {
+            // The page is returned, so its deallocation is not timed (see benches/README.md).
+            b.iter_with_large_drop(|| {
                 j = (j + 1) % plans.len();
-                let page = executor
+                executor
                     .execute_page(&plans[j], None, &PageOptions::default())
-                    .expect("valid");
-                black_box(page.rows.len())
+                    .expect("valid")
             })
         });
         drop(executor);
@@ -141,20 +161,32 @@ fn scans(c: &mut Criterion) {
     ];
     for (name, filter, rows) in cases {
         let p = plan(filter, None);
-        assert_eq!(run_all(&executor, &p) as u64, rows, "{name}");
+        assert_eq!(run_all(&executor, &p).len() as u64, rows, "{name}");
         group.throughput(Throughput::Elements(rows));
-        group.bench_function(name, |b| b.iter(|| black_box(run_all(&executor, &p))));
+        group.bench_function(name, |b| b.iter_with_large_drop(|| run_all(&executor, &p)));
+        group.bench_function(format!("{name}_visit"), |b| {
+            b.iter(|| black_box(visit_all(&executor, &p)))
+        });
     }
     // First page ($top 1000) of a full scan whose residual matches 10 % of entities.
     let first_page = plan("Age lt 10", Some("1000"));
     group.throughput(Throughput::Elements(1000));
     group.bench_function("first_page_top1000_full_scan_10pct", |b| {
-        b.iter(|| {
-            let page = executor
+        b.iter_with_large_drop(|| {
+            executor
                 .execute_page(&first_page, None, &PageOptions::default())
+                .expect("valid")
+        })
+    });
+    group.bench_function("first_page_top1000_full_scan_10pct_visit", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            let (next, _) = executor
+                .execute_page_with(&first_page, None, &PageOptions::default(), |row| {
+                    row.fields(&mut |_, _| n += 1);
+                })
                 .expect("valid");
-            assert_eq!(page.rows.len(), 1000);
-            black_box(page.continuation)
+            black_box((n, next))
         })
     });
     group.finish();
@@ -188,9 +220,9 @@ fn full_scan_residual(c: &mut Criterion) {
         let executor = Executor::new(snapshot)
             .with_threads(threads)
             .expect("threads");
-        assert_eq!(run_all(&executor, &p), expected);
+        assert_eq!(run_all(&executor, &p).len(), expected);
         group.bench_function(BenchmarkId::new("compiled", threads), |b| {
-            b.iter(|| black_box(run_all(&executor, &p)))
+            b.iter_with_large_drop(|| run_all(&executor, &p))
         });
 
         let chunks = snapshot.split(
