@@ -197,3 +197,79 @@ fn check_no_panic_and_roundtrip(text: &str) {
         }
     }
 }
+
+/// Every comparison and bare property of a parsed filter, in source order.
+fn leaves(e: &Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::Or(xs, _) | Expr::And(xs, _) => xs.iter().for_each(|x| leaves(x, out)),
+        Expr::Not(x, _) => leaves(x, out),
+        leaf => out.push(leaf.clone()),
+    }
+}
+
+/// Every node's span, with the node.
+fn nodes(e: &Expr, out: &mut Vec<Expr>) {
+    out.push(e.clone());
+    match e {
+        Expr::Or(xs, _) | Expr::And(xs, _) => xs.iter().for_each(|x| nodes(x, out)),
+        Expr::Not(x, _) => nodes(x, out),
+        _ => {}
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Spans point at the text they were parsed from: a comparison's span re-parses to the
+    /// same comparison, the property, operator and literal spans hold exactly those tokens,
+    /// and every node's span re-parses to the same node (groups may need their parentheses).
+    #[test]
+    fn spans_cover_their_nodes(e in expr()) {
+        let text = Filter { expr: Some(e) }.to_string();
+        let parsed = parse_filter(&text, &FilterOptions::unlimited()).unwrap_or_default();
+        let Some(root) = &parsed.expr else { return Err(TestCaseError::fail("no expression")) };
+        prop_assert_eq!(root.span().range(), 0..text.len());
+        let mut ls = Vec::new();
+        leaves(root, &mut ls);
+        for leaf in &ls {
+            match leaf {
+                Expr::Comparison(c) => {
+                    prop_assert_eq!(&text[c.property.span.range()], c.property.name.as_str());
+                    prop_assert_eq!(&text[c.op_span.range()], c.op.as_str());
+                    let lit = lex(&text[c.literal.span.range()]).unwrap_or_default();
+                    prop_assert_eq!(lit.len(), 1);
+                    prop_assert_eq!(lit[0].0.value(), Some(c.literal.value.clone()));
+                }
+                Expr::BoolProperty(p) => prop_assert_eq!(&text[p.span.range()], p.name.as_str()),
+                _ => {}
+            }
+        }
+        let mut all = Vec::new();
+        nodes(root, &mut all);
+        for node in &all {
+            let piece = &text[node.span().range()];
+            let again = parse_filter(piece, &FilterOptions::unlimited())
+                .or_else(|_| parse_filter(&format!("({piece})"), &FilterOptions::unlimited()));
+            prop_assert_eq!(again.ok().and_then(|f| f.expr), Some(node.clone()), "{:?}", piece);
+        }
+    }
+
+    /// `$select` lists print and re-parse to themselves.
+    #[test]
+    fn select_lists_round_trip(names in proptest::collection::vec(property(), 1..20)) {
+        let text = names.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(" , ");
+        let parsed = parse_select(&text);
+        prop_assert!(parsed.is_ok(), "{:?}", text);
+        let parsed = parsed.unwrap_or(tableq_parser::ast::Select::All(Span::default()));
+        prop_assert_eq!(parse_select(&parsed.to_string()).ok(), Some(parsed.clone()));
+        match parsed {
+            tableq_parser::ast::Select::Properties(ps) => {
+                prop_assert_eq!(ps.len(), names.len());
+                for p in &ps {
+                    prop_assert_eq!(&text[p.span.range()], p.name.as_str());
+                }
+            }
+            tableq_parser::ast::Select::All(_) => prop_assert!(false, "not a list"),
+        }
+    }
+}
