@@ -195,7 +195,14 @@ fn bool_property<'a>(i: Tokens<'a>, name: &str, span: Span) -> PResult<'a, Expr>
 
 /// A property node, after checking the name against the data model's rules.
 fn property(name: &str, span: Span) -> Result<Property, nom::Err<SyntaxError>> {
-    match names::check(name) {
+    // The lexer only produces identifiers of the property-name syntax, so a name of at most
+    // 255 bytes (hence at most 255 UTF-16 code units) needs no further check.
+    let checked = if name.len() <= names::MAX_LEN {
+        Ok(())
+    } else {
+        names::check(name)
+    };
+    match checked {
         Ok(()) => Ok(Property {
             name: name.to_owned(),
             span,

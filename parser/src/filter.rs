@@ -31,6 +31,9 @@ use crate::input::{
 use crate::{FilterOptions, Span, Token, lex};
 use nom::{Input, Parser};
 
+/// Initial capacity of an `and`/`or` chain's operand vector.
+const CHAIN_CAPACITY: usize = 6;
+
 /// One open group while parsing: the whole filter, or one `( … )`. The chains being built
 /// live here instead of on the call stack, so nesting costs heap, not stack.
 struct Frame {
@@ -65,6 +68,9 @@ impl Frame {
     fn push_and(&mut self, operand: Expr, next_start: Span) {
         if self.ands.is_empty() {
             self.and_start = self.operand_start;
+            // Room for a typical chain without a reallocation (6 × 128 bytes stays in
+            // the allocator's small size classes).
+            self.ands.reserve(CHAIN_CAPACITY);
         }
         self.ands.push(operand);
         self.operand_start = next_start;
@@ -88,6 +94,7 @@ impl Frame {
         let and = self.end_and(operand, end);
         if self.ors.is_empty() {
             self.or_start = self.and_start;
+            self.ors.reserve(CHAIN_CAPACITY);
         }
         self.ors.push(and);
         self.operand_start = next_start;

@@ -11,6 +11,9 @@
 
 use tableq_model::SystemProperty;
 
+/// The longest property name, in UTF-16 code units.
+pub(crate) const MAX_LEN: usize = tableq_model::validate::MAX_PROPERTY_NAME_LEN;
+
 /// Checks a property name; the error is a sentence explaining the rule that was broken.
 pub(crate) fn check(name: &str) -> Result<(), String> {
     if SystemProperty::from_name(name).is_some() {
