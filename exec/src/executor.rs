@@ -5,8 +5,10 @@
 //! 1. The residual is compiled for the source ([`CompiledPredicate`]).
 //! 2. The plan's ranges (sorted and disjoint, see [`tableq_planner::plan::KeySet`]) are walked in key
 //!    order from the continuation. Work is cut into **waves** of chunks
-//!    ([`EntitySource::split`]): a wave holds about 4 chunks per thread of `chunk_rows` rows;
-//!    `chunk_rows` starts small (1 Ki rows) and doubles each wave up to 256 Ki. A `$top` page
+//!    ([`EntitySource::split`]): a wave holds about 4 chunks per thread of `chunk_rows` rows.
+//!    The first wave is sized as if every row matched (at least 1 Ki rows per chunk); later
+//!    waves grow ×4 while nothing matched, else to what the observed selectivity says the page
+//!    still needs (at most ×2, at most 64 Ki rows per chunk). A `$top` page
 //!    therefore stops after a bounded look-ahead (the first page of a huge scan reads a few
 //!    thousand rows, not the table), while long scans quickly reach large, cheap chunks.
 //! 3. The chunks of a wave are scanned in parallel on the executor's rayon pool, each
@@ -131,7 +133,7 @@ pub struct Tuning {
     /// Rows per chunk in a page's first wave (default 1024); doubles each wave. A wave
     /// holds about 4 chunks per thread.
     pub initial_chunk_rows: usize,
-    /// Largest chunk (default 2¹⁸ rows).
+    /// Largest chunk (default 2¹⁶ rows).
     pub max_chunk_rows: usize,
     /// A wave estimated at no more rows than this runs on the calling thread (default 2048).
     pub small_wave_rows: usize,
@@ -141,7 +143,7 @@ impl Default for Tuning {
     fn default() -> Tuning {
         Tuning {
             initial_chunk_rows: 1024,
-            max_chunk_rows: 1 << 18,
+            max_chunk_rows: 1 << 16,
             small_wave_rows: 2048,
         }
     }
@@ -508,7 +510,10 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
         let mut group = 0;
         let mut from: Option<Key> = continuation.cloned();
         let mut counted_group = usize::MAX;
-        let mut chunk_rows = self.tuning.initial_chunk_rows;
+        // The first wave could fill the page only if every row matched: size it for that
+        // (at least `initial_chunk_rows` per chunk), so big pages start with big chunks.
+        let mut chunk_rows = (limit / (self.threads * CHUNKS_PER_THREAD))
+            .clamp(self.tuning.initial_chunk_rows, self.tuning.max_chunk_rows);
         let mut first_wave = true;
         let resume = loop {
             if group >= groups.len() {
@@ -619,7 +624,10 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
             // Next wave: double the chunks (long scans reach large, cheap chunks fast), but
             // once matches were seen, no more than the rows the page still needs at the
             // selectivity observed so far (plus a margin): a `$top` page stops early.
-            let doubled = (chunk_rows * 2).min(self.tuning.max_chunk_rows);
+            let growth = if produced == 0 { 4 } else { 2 };
+            let doubled = chunk_rows
+                .saturating_mul(growth)
+                .min(self.tuning.max_chunk_rows);
             chunk_rows = if produced == 0 || stats.examined == 0 {
                 doubled
             } else {
