@@ -46,6 +46,7 @@
 
 pub mod compile;
 pub mod executor;
+mod groups;
 pub mod key;
 pub mod memory;
 pub mod result;
