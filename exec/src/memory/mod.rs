@@ -97,7 +97,7 @@ pub enum Write {
 }
 
 /// Interned custom property names (append-only: ids never change).
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Names {
     ids: HashMap<Box<str>, u32>,
     names: Vec<Box<str>>,
@@ -146,7 +146,7 @@ impl NameTable for std::borrow::Cow<'_, Names> {
 }
 
 /// One immutable version of the table.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct TableState {
     /// Non-empty partitions sorted by PartitionKey (UTF-16 ordinal).
     partitions: Vec<Arc<Partition>>,
@@ -643,11 +643,39 @@ impl<'a> Iterator for MemoryRows<'a> {
 }
 
 /// One entity of a [`MemorySnapshot`], borrowed from its compact layout.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct MemoryRow<'a> {
     names: &'a Names,
     partition: &'a Partition,
     head: &'a RowHead,
+}
+
+// Summaries, not contents: a table may hold millions of entities.
+impl std::fmt::Debug for Names {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Names")
+            .field("count", &self.names.len())
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for TableState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableState")
+            .field("entities", &self.len)
+            .field("partitions", &self.partitions.len())
+            .field("names", &self.names)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for MemoryRow<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryRow")
+            .field("partition_key", &self.partition_key())
+            .field("row_key", &self.row_key())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> MemoryRow<'a> {

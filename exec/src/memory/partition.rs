@@ -85,7 +85,6 @@ impl Hasher for SpreadHasher {
 type Index = HashMap<u32, u32, BuildHasherDefault<SpreadHasher>>;
 
 /// An immutable partition.
-#[derive(Debug)]
 pub(crate) struct Partition {
     key: Box<str>,
     rows: Vec<RowHead>,
@@ -275,6 +274,15 @@ impl Partition {
                 (self.row_key(i) == row_key).then_some(i)
             }
         }
+    }
+}
+
+impl std::fmt::Debug for Partition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Partition")
+            .field("key", &self.key)
+            .field("rows", &self.rows.len())
+            .finish()
     }
 }
 
