@@ -232,6 +232,12 @@ impl Budget {
     }
 }
 
+/// How a chunk ends when it stops before its end: at the next row's key, if any.
+fn next_key<R: SourceRow>(rows: &mut impl Iterator<Item = R>) -> ChunkEnd {
+    rows.next()
+        .map_or(ChunkEnd::Exhausted, |r| ChunkEnd::Stopped(key_of(&r)))
+}
+
 fn key_of<R: SourceRow>(row: &R) -> Key {
     Key::new(row.partition_key(), row.row_key())
 }
@@ -578,35 +584,47 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
         let mut it = self.source.scan(scan);
         let mut rows = Vec::new();
         let mut examined = 0u64;
-        let mut since_tick = 0u64;
-        let check = budget.enabled();
-        let end = loop {
-            if check && since_tick >= budget.interval {
-                let stop = budget.tick(since_tick);
-                since_tick = 0;
-                if stop {
-                    break it
-                        .next()
-                        .map_or(ChunkEnd::Exhausted, |r| ChunkEnd::Stopped(key_of(&r)));
+        let end = if !budget.enabled() && g.members.is_none() {
+            // The hot loop: no budget to account, no membership to check.
+            loop {
+                let Some(row) = it.next() else {
+                    break ChunkEnd::Exhausted;
+                };
+                examined += 1;
+                if predicate.eval(&row) {
+                    rows.push(row);
+                    if rows.len() >= limit {
+                        break next_key(&mut it);
+                    }
                 }
             }
-            let Some(row) = it.next() else {
-                break ChunkEnd::Exhausted;
+        } else {
+            let mut since_tick = 0u64;
+            let end = loop {
+                if since_tick >= budget.interval {
+                    let stop = budget.tick(since_tick);
+                    since_tick = 0;
+                    if stop {
+                        break next_key(&mut it);
+                    }
+                }
+                let Some(row) = it.next() else {
+                    break ChunkEnd::Exhausted;
+                };
+                examined += 1;
+                since_tick += 1;
+                if g.admits(&row) && predicate.eval(&row) {
+                    rows.push(row);
+                    if rows.len() >= limit {
+                        break next_key(&mut it);
+                    }
+                }
             };
-            examined += 1;
-            since_tick += 1;
-            if g.admits(&row) && predicate.eval(&row) {
-                rows.push(row);
-                if rows.len() >= limit {
-                    break it
-                        .next()
-                        .map_or(ChunkEnd::Exhausted, |r| ChunkEnd::Stopped(key_of(&r)));
-                }
+            if since_tick > 0 {
+                budget.tick(since_tick);
             }
+            end
         };
-        if check && since_tick > 0 {
-            budget.tick(since_tick);
-        }
         ChunkOut {
             rows,
             examined,
