@@ -8,7 +8,7 @@
 //!    ([`EntitySource::split`]): a wave holds about 4 chunks per thread of `chunk_rows` rows.
 //!    The first wave is sized as if every row matched (at least 1 Ki rows per chunk); later
 //!    waves grow ×4 while nothing matched, else to what the observed selectivity says the page
-//!    still needs (at most ×2, at most 64 Ki rows per chunk). A `$top` page
+//!    still needs (at most ×2, at most 128 Ki rows per chunk). A `$top` page
 //!    therefore stops after a bounded look-ahead (the first page of a huge scan reads a few
 //!    thousand rows, not the table), while long scans quickly reach large, cheap chunks.
 //! 3. The chunks of a wave are scanned in parallel on the executor's rayon pool, each
@@ -131,7 +131,7 @@ pub struct Tuning {
     /// Rows per chunk in a page's first wave (default 1024); doubles each wave. A wave
     /// holds about 4 chunks per thread.
     pub initial_chunk_rows: usize,
-    /// Largest chunk (default 2¹⁶ rows).
+    /// Largest chunk (default 2¹⁷ rows).
     pub max_chunk_rows: usize,
     /// A wave estimated at no more rows than this runs on the calling thread (default 2048).
     pub small_wave_rows: usize,
@@ -141,7 +141,7 @@ impl Default for Tuning {
     fn default() -> Tuning {
         Tuning {
             initial_chunk_rows: 1024,
-            max_chunk_rows: 1 << 16,
+            max_chunk_rows: 1 << 17,
             small_wave_rows: 2048,
         }
     }
