@@ -10,7 +10,9 @@
 //! * [`CompiledPredicate`] — the plan's residual compiled per source (names resolved once,
 //!   operators as outcome masks), agreeing with [`tableq_model::compare`].
 //! * [`Executor`] — runs a [`Plan`](tableq_planner::plan::Plan) in parallel (rayon), in key
-//!   order, page by page with continuations and an optional work budget.
+//!   order, page by page with continuations and an optional work budget; results as owned
+//!   [`ResultRow`]s ([`Executor::execute_page`]) or as borrowed [`RowView`]s handed to a
+//!   visitor ([`Executor::execute_page_with`], no allocation per row).
 //!
 //! Every key order is the UTF-16 ordinal order of the spec
 //! ([`tableq_model::order::compare_str`]).
