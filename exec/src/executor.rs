@@ -264,6 +264,8 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
     }
 
     /// Uses a dedicated pool of `threads` threads (1 = everything on the calling thread).
+    /// Creating a pool spawns threads: build the executor once and reuse it, or share one
+    /// pool between executors (e.g. one per snapshot) with [`with_pool`](Executor::with_pool).
     pub fn with_threads(mut self, threads: usize) -> Result<Executor<'s, S>, ExecError> {
         if threads == 0 {
             return Err(ExecError::InvalidOption(
