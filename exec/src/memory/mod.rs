@@ -211,6 +211,8 @@ impl MemorySource {
 
     /// A table holding these entities (a later entity with the same keys replaces an
     /// earlier one). Streams: only the compact form is kept, never all input entities.
+    /// Entities are stored as given: validate them first (`tableq_model::validate`) where
+    /// the service's rules must hold.
     pub fn from_entities(
         entities: impl IntoIterator<Item = Entity>,
     ) -> Result<MemorySource, MemoryError> {
