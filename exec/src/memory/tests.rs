@@ -1,7 +1,8 @@
 use super::*;
-use crate::key::compare_keys;
+use crate::key::{Chunk, Key, Scan, compare_keys};
 use proptest::prelude::*;
 use tableq_model::Value;
+use tableq_model::{DateTime, EntityView};
 use tableq_planner::plan::KeyRange;
 
 fn entity(pk: &str, rk: &str, n: i32) -> Entity {
