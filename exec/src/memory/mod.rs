@@ -8,7 +8,7 @@
 //!   contiguous arenas — a 24-byte header and one 12-byte slot per property, strings and
 //!   bytes in shared per-partition buffers — plus a RowKey hash index. Property names are
 //!   interned table-wide to `u32` ids, which compiled predicates use directly
-//!   ([`SlotLookup::Slot`]).
+//!   ([`SlotLookup::Slot`](crate::SlotLookup::Slot)).
 //! * **The table** is a sorted vector of `Arc<Partition>` plus a hash map PartitionKey →
 //!   position. A point lookup is two hash probes; a scan walks partitions in key order.
 //! * **Snapshots and writes**: the whole table state sits behind an `Arc`. A reader's
