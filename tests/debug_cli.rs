@@ -90,7 +90,7 @@ fn invalid_filter_renders_a_diagnostic_and_exits_2() {
     assert_eq!(stdout(&o), "");
     let err = stderr(&o);
     assert!(err.starts_with("error: unknown operator `EQ`\n"), "{err}");
-    assert!(err.contains("--> filter:1:14"), "{err}");
+    assert!(err.contains("--> $filter:1:14"), "{err}");
     assert!(err.contains("1 | PartitionKey EQ 'a'"), "{err}");
     assert!(
         err.contains("  |              ^^ keywords are lowercase: did you mean `eq`?"),

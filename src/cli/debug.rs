@@ -49,7 +49,7 @@ pub fn run_tokens(args: Args) -> ExitCode {
     let tokens = match lex(&args.filter) {
         Ok(tokens) => tokens,
         Err(e) => {
-            print_parse_error(&e, "filter");
+            print_parse_error(&e, "$filter");
             return ExitCode::from(2);
         }
     };
@@ -76,7 +76,7 @@ pub fn run_tokens(args: Args) -> ExitCode {
     match parse_filter(&args.filter, &args.options()) {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
-            print_parse_error(&e, "filter");
+            print_parse_error(&e, "$filter");
             ExitCode::from(2)
         }
     }
@@ -87,7 +87,7 @@ pub fn run_ast(args: Args) -> ExitCode {
     let filter = match parse_filter(&args.filter, &args.options()) {
         Ok(filter) => filter,
         Err(e) => {
-            print_parse_error(&e, "filter");
+            print_parse_error(&e, "$filter");
             return ExitCode::from(2);
         }
     };

@@ -8,7 +8,7 @@
 //!
 //! ```text
 //! error: unknown operator `EQ`
-//!  --> filter:1:14
+//!  --> $filter:1:14
 //!   |
 //! 1 | PartitionKey EQ 'a'
 //!   |              ^^ keywords are lowercase: did you mean `eq`?

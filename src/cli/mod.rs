@@ -7,4 +7,5 @@ pub mod diagnostic;
 pub mod eval;
 pub mod explain;
 pub mod generate;
+pub mod input;
 pub mod validate;

@@ -13,8 +13,8 @@
 //!   invalid, 2 when the input cannot be read (missing file, I/O error, bytes that are not
 //!   UTF-8 — such input is not JSON lines at all).
 
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use super::input::{self, JsonLines, Unreadable};
+use std::io::{self, BufRead, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tableq_model::json::{DecodeOptions, decode_entity};
@@ -61,21 +61,17 @@ pub fn run(args: Args) -> ExitCode {
         }
     }
 
-    let (label, input): (String, Box<dyn BufRead>) = match &args.file {
-        None => ("<stdin>".to_owned(), Box::new(io::stdin().lock())),
-        Some(p) if p.as_os_str() == "-" => ("<stdin>".to_owned(), Box::new(io::stdin().lock())),
-        Some(p) => match File::open(p) {
-            Ok(f) => (p.display().to_string(), Box::new(BufReader::new(f))),
-            Err(e) => {
-                let _ = out.flush();
-                eprintln!("error: cannot read `{}`: {e}", p.display());
-                return ExitCode::from(2);
-            }
-        },
+    let input::Input { label, reader } = match input::open(args.file.as_deref()) {
+        Ok(input) => input,
+        Err(why) => {
+            let _ = out.flush();
+            eprintln!("error: {why}");
+            return ExitCode::from(2);
+        }
     };
 
     let mut tally = Tally::default();
-    let result = check_lines(input, &mut out, &mut tally);
+    let result = check_lines(reader, &mut out, &mut tally);
     let flushed = out.flush();
     match result {
         Err(Stop::OutputClosed) => return ExitCode::from(2),
@@ -109,48 +105,24 @@ pub fn run(args: Args) -> ExitCode {
     }
 }
 
-/// Writes one report line; messages are kept on one line.
+/// Writes one report line (`<where>: <Code>: <message>`).
 fn report(out: &mut impl Write, location: &str, e: &ModelError) -> io::Result<()> {
-    let message = e.message.replace(['\n', '\r'], " ");
-    writeln!(out, "{location}: {}: {message}", e.code)
+    writeln!(out, "{}", input::problem(location, e))
 }
 
-fn check_lines(
-    mut input: impl BufRead,
-    out: &mut impl Write,
-    tally: &mut Tally,
-) -> Result<(), Stop> {
+fn check_lines(input: impl BufRead, out: &mut impl Write, tally: &mut Tally) -> Result<(), Stop> {
     let options = DecodeOptions::STORED;
-    let mut buf: Vec<u8> = Vec::with_capacity(4096);
-    let mut number: u64 = 0;
-    loop {
-        buf.clear();
-        let read = input
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| Stop::Unreadable(format!("line {}: {e}", number + 1)))?;
-        if read == 0 {
-            return Ok(());
-        }
-        number += 1;
-        let mut bytes = buf.as_slice();
-        if number == 1 {
-            bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-        }
-        let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-        let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-        let line = std::str::from_utf8(bytes).map_err(|e| {
-            Stop::Unreadable(format!(
-                "line {number} is not valid UTF-8 (at byte {} of the line)",
-                e.valid_up_to() + 1
-            ))
-        })?;
-        if line.trim().is_empty() {
-            continue;
-        }
+    let mut lines = JsonLines::new(input);
+    let mut line = String::new();
+    while let Some(number) = lines
+        .next_line(&mut line)
+        .map_err(|Unreadable(why)| Stop::Unreadable(why))?
+    {
         tally.entities += 1;
-        if let Err(e) = decode_entity(line, &options) {
+        if let Err(e) = decode_entity(&line, &options) {
             tally.invalid += 1;
             report(out, &format!("line {number}"), &e).map_err(|_| Stop::OutputClosed)?;
         }
     }
+    Ok(())
 }
