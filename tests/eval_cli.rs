@@ -438,10 +438,10 @@ fn stats_is_the_last_stderr_line_even_after_warnings() {
 }
 
 #[test]
-fn agrees_with_the_naive_evaluator_on_generated_data_across_pages() {
+fn agrees_with_the_naive_evaluator_on_generated_data() {
     use tableq::datagen::{GenOptions, Generator};
     use tableq::parser::{FilterOptions, parse_filter};
-    // More entities than one internal page (65,536), so continuations are followed.
+    // Enough entities for many parallel chunks and waves of the executor.
     let options = GenOptions {
         entities: 70_000,
         partitions: 9,
@@ -482,8 +482,20 @@ fn agrees_with_the_naive_evaluator_on_generated_data_across_pages() {
             !expected.is_empty(),
             "{filter}: pick a filter that matches something"
         );
-        let out = tableq(&["eval", "--filter", filter, f.path()]);
+        let out = tableq(&["eval", "--stats", "--filter", filter, f.path()]);
         assert!(out.status.success(), "{filter}: {}", stderr(&out));
+        let s = stats(&out);
+        assert_eq!(
+            s["matched"].as_u64(),
+            Some(expected.len() as u64),
+            "{filter}"
+        );
+        // One pass: no entity is read twice, so a full scan examines each entity once.
+        let examined = s["examined"].as_u64().unwrap_or(u64::MAX);
+        assert!(examined <= 70_000, "{filter}: examined {examined}");
+        if s["ranges"].as_u64() == Some(1) && filter.is_empty() {
+            assert_eq!(examined, 70_000, "{filter}");
+        }
         let got = keys(&out);
         assert_eq!(got.len(), expected.len(), "{filter}");
         assert!(got == expected, "{filter}: results differ");

@@ -27,27 +27,28 @@
 //!    stdout as JSON lines in ascending (PartitionKey, RowKey) order, in the no-metadata form
 //!    plus `Name@odata.type` annotations where JSON cannot show the type (Int64, DateTime,
 //!    Guid, Binary, non-finite Double, and the Timestamp). Without `--top` every match is
-//!    printed (continuations are followed internally, in pages of 65,536 rows, each
-//!    printed before the next is computed, so memory stays bounded); with `--top N` only
-//!    the first page (at most N entities). With `--select`, each line holds exactly the
+//!    printed: the executor makes one pass with no page limit and hands rows over in key
+//!    order as it goes, so memory stays bounded; with `--top N` only the first page (at
+//!    most N entities). With `--select`, each line holds exactly the
 //!    selected properties in selection order, `"Name": null` for one the entity lacks.
 //! 4. `--stats`: the last line on stderr is one JSON object
 //!    `{"loaded":N,"ranges":N,"examined":N,"matched":N,"load_ms":F,"parse_us":F,"plan_us":F,"exec_us":F}`
-//!    — entities in the source, key ranges of the plan, entities read from the source
-//!    (summed over pages, so work the executor discards at a page's end counts), entities
-//!    printed, and the time spent loading, parsing the query, planning and executing
-//!    (execution only: not printing).
+//!    — entities in the source, key ranges of the plan, entities read from the source (each
+//!    at most once; with `--top` the executor may read somewhat past the last printed row,
+//!    since it scans ahead in parallel), entities printed, and the time spent loading,
+//!    parsing the query, planning and executing (execution only: the time spent encoding
+//!    and writing rows is measured and excluded).
 //!
 //! Exit codes: 0 success (also when lines were skipped with a warning), 2 invalid query,
 //! unreadable input, or (with `--strict`) invalid input.
 
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use super::input::{self, JsonLines, Unreadable};
+use std::io::{self, BufRead, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use tableq::exec::{Executor, Key, MemorySource, PageOptions, ResultRow};
+use tableq::exec::{Executor, MemorySource, PageOptions, ResultRow};
 use tableq::model::json::{
     DecodeOptions, EncodeOptions, EncodedEntity, MetadataLevel, decode_entity,
     encode_entity_ordered,
@@ -100,9 +101,6 @@ pub fn run(args: Args) -> ExitCode {
     }
 }
 
-/// Rows per internal page when all results are printed (no `--top`).
-const INTERNAL_PAGE_ROWS: usize = 1 << 16;
-
 /// Why a run failed (exit 2).
 enum Failure {
     /// Already reported on stderr.
@@ -123,29 +121,13 @@ fn eval(args: &Args) -> Result<(), Failure> {
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
     let load_start = Instant::now();
-    let (label, input): (String, Box<dyn BufRead + Send>) = match &args.file {
-        Some(p) if p.as_os_str() != "-" => match File::open(p) {
-            Ok(f) => (
-                p.display().to_string(),
-                Box::new(BufReader::with_capacity(1 << 20, f)),
-            ),
-            Err(e) => {
-                return Err(Failure::Message(format!(
-                    "cannot read `{}`: {e}",
-                    p.display()
-                )));
-            }
-        },
-        _ => (
-            "<stdin>".to_owned(),
-            Box::new(BufReader::with_capacity(1 << 20, io::stdin())),
-        ),
-    };
+    let input::Input { label, reader } =
+        input::open(args.file.as_deref()).map_err(Failure::Message)?;
     // A producer thread reads and decodes batches of lines (on `threads` workers) while
     // this thread builds the table from the previous batch.
     let (source, loader) = std::thread::scope(|scope| {
         let (sender, receiver) = mpsc::sync_channel(2);
-        scope.spawn(move || produce(LineReader::new(input), threads, sender));
+        scope.spawn(move || produce(JsonLines::new(reader), threads, sender));
         let mut loader = Loader::new(receiver, args.strict);
         let source = MemorySource::from_entities(loader.by_ref());
         // Dropping the receiver stops the producer if loading stopped early.
@@ -190,35 +172,40 @@ fn eval(args: &Args) -> Result<(), Failure> {
         .map_err(|e| Failure::Message(e.to_string()))?;
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    // Without `$top`, pages are internal: large ones keep the executor's parallel waves
-    // efficient (and the work discarded at page ends, counted in `examined`, small) while
-    // bounding the rows held before printing. With `$top`, the page is `$top` entities.
-    let options = PageOptions::default().with_page_size(INTERNAL_PAGE_ROWS);
-    let mut continuation: Option<Key> = None;
-    let mut exec_time = Duration::ZERO;
-    let (mut examined, mut matched) = (0u64, 0u64);
+    // One pass over the plan: with `$top` the first page (at most `$top` rows), without it
+    // a single unbounded page, so no entity is read twice and `examined` counts each entity
+    // read once. Rows are encoded and written as the executor hands them over (in key
+    // order), so memory stays bounded whatever the result size; the time spent there is
+    // measured and taken out of `exec_us`.
+    let options = if plan.top.is_some() {
+        PageOptions::default()
+    } else {
+        PageOptions::unbounded()
+    };
+    let mut output_time = Duration::ZERO;
+    let mut write_failure: Option<io::Error> = None;
+    let mut matched = 0u64;
     let mut line = String::new();
-    loop {
-        let t = Instant::now();
-        let page = executor
-            .execute_page(&plan, continuation.as_ref(), &options)
-            .map_err(|e| Failure::Message(e.to_string()))?;
-        exec_time += t.elapsed();
-        examined += page.stats.examined;
-        for row in &page.rows {
-            line.clear();
-            write_row(&mut line, row);
-            line.push('\n');
-            if let Err(e) = out.write_all(line.as_bytes()) {
-                return output_error(e);
+    let started = Instant::now();
+    let (_, stats) = executor
+        .execute_page_with(&plan, None, &options, |row| {
+            let t = Instant::now();
+            if write_failure.is_none() {
+                line.clear();
+                write_row(&mut line, &row.to_result_row());
+                line.push('\n');
+                match out.write_all(line.as_bytes()) {
+                    Ok(()) => matched += 1,
+                    Err(e) => write_failure = Some(e),
+                }
             }
-            matched += 1;
-        }
-        // With `$top` the first page is the answer; without, follow continuations.
-        continuation = page.continuation;
-        if plan.top.is_some() || continuation.is_none() {
-            break;
-        }
+            output_time += t.elapsed();
+        })
+        .map_err(|e| Failure::Message(e.to_string()))?;
+    let exec_time = started.elapsed().saturating_sub(output_time);
+    let examined = stats.examined;
+    if let Some(e) = write_failure {
+        return output_error(e);
     }
     if let Err(e) = out.flush() {
         return output_error(e);
@@ -259,7 +246,7 @@ fn parse_and_plan(args: &Args) -> Result<(Plan, Duration), Failure> {
         ..FilterOptions::default()
     };
     let filter = parse_filter(args.filter.as_deref().unwrap_or(""), &options)
-        .map_err(|e| diagnostic("filter", &e))?;
+        .map_err(|e| diagnostic("$filter", &e))?;
     let select = args
         .select
         .as_deref()
@@ -315,8 +302,7 @@ fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
 
 /// Prints `<level>: line N: <Code>: <message>` on stderr (the `validate` format).
 fn report_line(level: &str, line: u64, e: &ModelError) {
-    let message = e.message.replace(['\n', '\r'], " ");
-    eprintln!("{level}: line {line}: {}: {message}", e.code);
+    eprintln!("{level}: {}", input::problem(&format!("line {line}"), e));
 }
 
 /// Why loading stopped early.
@@ -333,58 +319,18 @@ const BATCH_LINES: usize = 16 * 1024;
 /// One decoded line: the entity, or the line number and why it is invalid.
 type Decoded = Result<Entity, (u64, ModelError)>;
 
-/// Reads JSON lines the way `validate` does: BOM, LF/CRLF, blank lines skipped, UTF-8
-/// required.
-struct LineReader<R> {
-    input: R,
-    /// The number of the last line read (blank ones included).
-    line: u64,
-    done: bool,
-}
-
-impl<R: BufRead> LineReader<R> {
-    fn new(input: R) -> LineReader<R> {
-        LineReader {
-            input,
-            line: 0,
-            done: false,
+/// Reads the next batch of non-blank lines with their numbers (empty at the end).
+fn read_batch<R: BufRead>(lines: &mut JsonLines<R>) -> Result<Vec<(u64, String)>, Stop> {
+    let mut batch = Vec::with_capacity(BATCH_LINES);
+    let mut text = String::new();
+    while batch.len() < BATCH_LINES {
+        match lines.next_line(&mut text) {
+            Ok(Some(number)) => batch.push((number, std::mem::take(&mut text))),
+            Ok(None) => break,
+            Err(Unreadable(why)) => return Err(Stop::Unreadable(why)),
         }
     }
-
-    /// Reads the next batch of non-blank lines with their numbers (empty at the end).
-    fn read_batch(&mut self) -> Result<Vec<(u64, String)>, Stop> {
-        let mut lines = Vec::with_capacity(BATCH_LINES);
-        let mut buf = Vec::with_capacity(1024);
-        while lines.len() < BATCH_LINES && !self.done {
-            buf.clear();
-            let read = self
-                .input
-                .read_until(b'\n', &mut buf)
-                .map_err(|e| Stop::Unreadable(format!("line {}: {e}", self.line + 1)))?;
-            if read == 0 {
-                self.done = true;
-                break;
-            }
-            self.line += 1;
-            let mut bytes = buf.as_slice();
-            if self.line == 1 {
-                bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-            }
-            let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-            let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-            let text = std::str::from_utf8(bytes).map_err(|e| {
-                Stop::Unreadable(format!(
-                    "line {} is not valid UTF-8 (at byte {} of the line)",
-                    self.line,
-                    e.valid_up_to() + 1
-                ))
-            })?;
-            if !text.trim().is_empty() {
-                lines.push((self.line, text.to_owned()));
-            }
-        }
-        Ok(lines)
-    }
+    Ok(batch)
 }
 
 /// Decodes a batch on up to `threads` threads, keeping line order.
@@ -411,16 +357,17 @@ fn decode_batch(lines: &[(u64, String)], threads: usize) -> Vec<Decoded> {
 /// The producer: reads and decodes batches until the input ends, an error stops it, or the
 /// consumer goes away.
 fn produce<R: BufRead>(
-    mut reader: LineReader<R>,
+    mut lines: JsonLines<R>,
     threads: usize,
     sender: mpsc::SyncSender<Result<Vec<Decoded>, Stop>>,
 ) {
-    while !reader.done {
-        let batch = reader
-            .read_batch()
-            .map(|lines| decode_batch(&lines, threads));
-        let failed = batch.is_err();
-        if sender.send(batch).is_err() || failed {
+    loop {
+        let batch = read_batch(&mut lines).map(|batch| decode_batch(&batch, threads));
+        let last = match &batch {
+            Ok(decoded) => decoded.is_empty(),
+            Err(_) => true,
+        };
+        if sender.send(batch).is_err() || last {
             return;
         }
     }
