@@ -28,6 +28,9 @@ fn keyword_hint(word: &str) -> Option<String> {
     keyword_for(word).map(|k| {
         if k == "NaN" || k == "INF" {
             format!("Double constants are case-sensitive: did you mean `{k}`?")
+        } else if k == "null" {
+            // Suggesting `null` would only lead to the next error.
+            "comparisons with null are not supported by the Table service".to_owned()
         } else {
             format!("keywords are lowercase: did you mean `{k}`?")
         }

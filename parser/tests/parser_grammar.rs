@@ -247,6 +247,11 @@ fn uppercase_keywords_suggest_lowercase() {
         error("A eq nan").hint(),
         Some("Double constants are case-sensitive: did you mean `NaN`?")
     );
+    // `null` in another case: suggesting `null` would only lead to the next error.
+    assert_eq!(
+        error("A eq NULL").hint(),
+        Some("comparisons with null are not supported by the Table service")
+    );
 }
 
 #[test]
