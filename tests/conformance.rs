@@ -142,18 +142,18 @@ fn check_parse_error(case: &Case) -> Option<String> {
             kinds.join("|")
         ));
     }
-    if let Some((start, end)) = at {
-        if !(*start..*end).contains(&err.offset()) {
-            problems.push(format!(
-                "error at byte {}, expected {}",
-                err.offset(),
-                if end - start == 1 {
-                    start.to_string()
-                } else {
-                    format!("{start}..{end}")
-                }
-            ));
-        }
+    if let Some((start, end)) = at
+        && !(*start..*end).contains(&err.offset())
+    {
+        problems.push(format!(
+            "error at byte {}, expected {}",
+            err.offset(),
+            if end - start == 1 {
+                start.to_string()
+            } else {
+                format!("{start}..{end}")
+            }
+        ));
     }
     let rendered = format!("{err}\n{}", err.summary());
     for m in messages {

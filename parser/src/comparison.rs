@@ -117,14 +117,14 @@ fn ident_led<'a>(i: Tokens<'a>, name: &'a str, name_span: Span) -> PResult<'a, E
             .fail()
         }
         Some((Token::Slash, slash)) => {
-            if let Some((Token::Ident(w), s)) = i.slice().get(2) {
-                if *w == "any" || *w == "all" {
-                    return SyntaxError::new(
-                        ErrorKind::Unsupported(Unsupported::Lambda(w.to_string())),
-                        *s,
-                    )
-                    .fail();
-                }
+            if let Some((Token::Ident(w), s)) = i.slice().get(2)
+                && (*w == "any" || *w == "all")
+            {
+                return SyntaxError::new(
+                    ErrorKind::Unsupported(Unsupported::Lambda(w.to_string())),
+                    *s,
+                )
+                .fail();
             }
             SyntaxError::new(
                 ErrorKind::Unsupported(Unsupported::Path),
@@ -135,23 +135,23 @@ fn ident_led<'a>(i: Tokens<'a>, name: &'a str, name_span: Span) -> PResult<'a, E
         Some((Token::Op(op), op_span)) => {
             let property = property(name, name_span)?;
             let rest = i.advance(2);
-            if let Some((tok, lit_span)) = rest.peek() {
-                if let Some(value) = tok.value() {
-                    return Ok((
-                        rest.advance(1),
-                        Expr::Comparison(Comparison {
-                            span: name_span.to(*lit_span),
-                            property,
-                            op: *op,
-                            op_span,
-                            literal: Literal {
-                                value,
-                                span: *lit_span,
-                            },
-                            literal_first: false,
-                        }),
-                    ));
-                }
+            if let Some((tok, lit_span)) = rest.peek()
+                && let Some(value) = tok.value()
+            {
+                return Ok((
+                    rest.advance(1),
+                    Expr::Comparison(Comparison {
+                        span: name_span.to(*lit_span),
+                        property,
+                        op: *op,
+                        op_span,
+                        literal: Literal {
+                            value,
+                            span: *lit_span,
+                        },
+                        literal_first: false,
+                    }),
+                ));
             }
             match rest.peek() {
                 Some((t, s)) => bad_second_operand(t, name_span.to(*s), *s, op),

@@ -231,10 +231,10 @@ fn current<'f>(top: &'f mut Frame, groups: &'f mut [Frame]) -> &'f mut Frame {
 
 /// Builds an n-ary node when the chain has more than one operand.
 fn chain(mut operands: Vec<Expr>, span: Span, node: fn(Vec<Expr>, Span) -> Expr) -> Expr {
-    if operands.len() == 1 {
-        if let Some(only) = operands.pop() {
-            return only;
-        }
+    if operands.len() == 1
+        && let Some(only) = operands.pop()
+    {
+        return only;
     }
     node(operands, span)
 }
@@ -280,20 +280,20 @@ pub(crate) fn parse(text: &str, options: &FilterOptions) -> Result<Filter, Parse
             ));
         }
     };
-    if let Some(limit) = options.max_comparisons {
-        if count_comparisons(&expr) > limit {
-            let spans = comparison_spans(&expr);
-            let span = spans.get(limit).copied().unwrap_or_default();
-            return Err(ParseError::new(
-                ErrorKind::TooManyComparisons {
-                    count: spans.len(),
-                    limit,
-                },
-                span,
-                text,
-            )
-            .with_hint(format!("comparison {} is over the limit", limit + 1)));
-        }
+    if let Some(limit) = options.max_comparisons
+        && count_comparisons(&expr) > limit
+    {
+        let spans = comparison_spans(&expr);
+        let span = spans.get(limit).copied().unwrap_or_default();
+        return Err(ParseError::new(
+            ErrorKind::TooManyComparisons {
+                count: spans.len(),
+                limit,
+            },
+            span,
+            text,
+        )
+        .with_hint(format!("comparison {} is over the limit", limit + 1)));
     }
     Ok(Filter { expr: Some(expr) })
 }

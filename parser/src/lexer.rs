@@ -427,10 +427,12 @@ pub fn lex(text: &str) -> Result<Vec<(Token<'_>, Span)>, ParseError> {
                 return Err(err);
             }
         };
-        if let Some((prev, prev_span)) = tokens.last() {
-            if prev_span.end == span.start && is_word(prev) && is_word(&token) {
-                return Err(glued(text, prev, *prev_span, &token, span));
-            }
+        if let Some((prev, prev_span)) = tokens.last()
+            && prev_span.end == span.start
+            && is_word(prev)
+            && is_word(&token)
+        {
+            return Err(glued(text, prev, *prev_span, &token, span));
         }
         tokens.push((token, span));
     }

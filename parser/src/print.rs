@@ -41,10 +41,10 @@ fn needs_parens(e: &Expr, pos: Position) -> bool {
 
 fn write_expr(f: &mut fmt::Formatter<'_>, e: &Expr, pos: Position) -> fmt::Result {
     // Degenerate chains (one operand) print as their operand; see the module docs.
-    if let Expr::Or(xs, _) | Expr::And(xs, _) = e {
-        if let [only] = xs.as_slice() {
-            return write_expr(f, only, pos);
-        }
+    if let Expr::Or(xs, _) | Expr::And(xs, _) = e
+        && let [only] = xs.as_slice()
+    {
+        return write_expr(f, only, pos);
     }
     let parens = needs_parens(e, pos);
     if parens {

@@ -83,15 +83,15 @@ impl Explanation {
     /// The plan's JSON, plus `"steps"` when verbose.
     pub fn to_json(&self) -> Json {
         let mut j = self.plan.to_json();
-        if self.verbose {
-            if let Some(obj) = j.as_object_mut() {
-                let steps = self
-                    .steps
-                    .iter()
-                    .map(|s| json!({"rule": s.rule, "before": s.before, "after": s.after}))
-                    .collect::<Vec<_>>();
-                obj.insert("steps".to_owned(), Json::Array(steps));
-            }
+        if self.verbose
+            && let Some(obj) = j.as_object_mut()
+        {
+            let steps = self
+                .steps
+                .iter()
+                .map(|s| json!({"rule": s.rule, "before": s.before, "after": s.after}))
+                .collect::<Vec<_>>();
+            obj.insert("steps".to_owned(), Json::Array(steps));
         }
         j
     }

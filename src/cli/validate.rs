@@ -52,12 +52,12 @@ pub fn run(args: Args) -> ExitCode {
     let mut out = BufWriter::new(stdout.lock());
     let mut problems = 0u64;
 
-    if let Some(name) = &args.table {
-        if let Err(e) = validate::table_name(name) {
-            problems += 1;
-            if report(&mut out, "table", &e).is_err() {
-                return ExitCode::from(2);
-            }
+    if let Some(name) = &args.table
+        && let Err(e) = validate::table_name(name)
+    {
+        problems += 1;
+        if report(&mut out, "table", &e).is_err() {
+            return ExitCode::from(2);
         }
     }
 

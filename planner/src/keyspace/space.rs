@@ -60,14 +60,14 @@ impl<'a> Space<'a> {
         }
         // Fast path: one set entirely before the other (e.g. sorted point lookups).
         for (first, second) in [(self, other), (other, self)] {
-            if let (Some(last), Some(next)) = (first.0.last(), second.0.first()) {
-                if last.pk.1 <= next.pk.0 {
-                    let mut out = first.0.clone();
-                    for seg in &second.0 {
-                        push_merged(&mut out, seg.pk, seg.rk.clone());
-                    }
-                    return Space(out);
+            if let (Some(last), Some(next)) = (first.0.last(), second.0.first())
+                && last.pk.1 <= next.pk.0
+            {
+                let mut out = first.0.clone();
+                for seg in &second.0 {
+                    push_merged(&mut out, seg.pk, seg.rk.clone());
                 }
+                return Space(out);
             }
         }
         combine(self, other, |a, b| match (a, b) {
@@ -95,14 +95,14 @@ impl<'a> Space<'a> {
             return Space(vec![Segment { pk: (lo, hi), rk }]);
         }
         for (many, one) in [(self, other), (other, self)] {
-            if let [only] = one.0.as_slice() {
-                if is_full(&only.pk) {
-                    let mut out = Vec::with_capacity(many.0.len());
-                    for seg in &many.0 {
-                        push_merged(&mut out, seg.pk, seg.rk.intersect(&only.rk));
-                    }
-                    return Space(out);
+            if let [only] = one.0.as_slice()
+                && is_full(&only.pk)
+            {
+                let mut out = Vec::with_capacity(many.0.len());
+                for seg in &many.0 {
+                    push_merged(&mut out, seg.pk, seg.rk.intersect(&only.rk));
                 }
+                return Space(out);
             }
         }
         combine(self, other, |a, b| match (a, b) {
@@ -255,11 +255,12 @@ fn push_merged<'a>(out: &mut Vec<Segment<'a>>, pk: Interval<'a>, rk: Intervals<'
     if rk.is_empty() || pk.0 >= pk.1 {
         return;
     }
-    if let Some(last) = out.last_mut() {
-        if last.pk.1 == pk.0 && last.rk == rk {
-            last.pk.1 = pk.1;
-            return;
-        }
+    if let Some(last) = out.last_mut()
+        && last.pk.1 == pk.0
+        && last.rk == rk
+    {
+        last.pk.1 = pk.1;
+        return;
     }
     out.push(Segment { pk, rk });
 }
