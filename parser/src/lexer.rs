@@ -223,15 +223,21 @@ fn negative_nan<'s>(_lex: &mut Lexer<'s, Raw<'s>>) -> Result<Value, LexError> {
     Err(LexError::new(ErrorKind::NegativeNaN).hint("NaN has no sign: write `NaN`"))
 }
 
-/// `.5`: scans the digits so the hint can show the fix.
-fn leading_dot<'s>(lex: &mut Lexer<'s, Raw<'s>>) -> Result<Value, LexError> {
+/// Extends a malformed number's token over the rest of the number (digits, letters, dots),
+/// so that the error's span and the hint's suggested fix cover all of it.
+fn swallow_number_tail<'s>(lex: &mut Lexer<'s, Raw<'s>>) -> &'s str {
     let n = lex
         .remainder()
         .bytes()
         .take_while(|c| c.is_ascii_alphanumeric() || *c == b'.')
         .count();
     lex.bump(n);
-    let text = lex.slice();
+    lex.slice()
+}
+
+/// `.5`: scans the digits so the hint can show the fix.
+fn leading_dot<'s>(lex: &mut Lexer<'s, Raw<'s>>) -> Result<Value, LexError> {
+    let text = swallow_number_tail(lex);
     let fixed = match text.strip_prefix('-') {
         Some(rest) => format!("-0{rest}"),
         None => format!("0{text}"),
@@ -245,13 +251,7 @@ fn leading_dot<'s>(lex: &mut Lexer<'s, Raw<'s>>) -> Result<Value, LexError> {
 
 /// `+5`.
 fn leading_plus<'s>(lex: &mut Lexer<'s, Raw<'s>>) -> Result<Value, LexError> {
-    let n = lex
-        .remainder()
-        .bytes()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == b'.')
-        .count();
-    lex.bump(n);
-    let text = lex.slice();
+    let text = swallow_number_tail(lex);
     Err(
         LexError::new(ErrorKind::InvalidNumber(text.to_owned())).hint(format!(
             "a number cannot start with `+`: write `{}`",
