@@ -125,31 +125,30 @@ impl Driver {
         (p, steps)
     }
 
+    /// Rewrites the operands of an `and`/`or`; only when one changed is the junction rebuilt
+    /// through its normalising constructor (`normalize`), otherwise it is kept as it was
+    /// (`keep`).
+    fn rewrite_junction(
+        &self,
+        operands: Vec<Predicate>,
+        steps: &mut Vec<Step>,
+        normalize: fn(Vec<Predicate>) -> Predicate,
+        keep: fn(Vec<Predicate>) -> Predicate,
+    ) -> (Predicate, bool) {
+        let (operands, changed) = self.rewrite_all(operands, steps);
+        let p = if changed {
+            normalize(operands)
+        } else {
+            keep(operands)
+        };
+        (p, changed)
+    }
+
     /// One bottom-up pass: operands first, then the rules at this node to a local fixpoint.
     fn rewrite(&self, p: Predicate, steps: &mut Vec<Step>) -> (Predicate, bool) {
         let (mut p, mut changed) = match p {
-            Predicate::And(ps) => {
-                let (ps, c) = self.rewrite_all(ps, steps);
-                (
-                    if c {
-                        Predicate::and(ps)
-                    } else {
-                        Predicate::And(ps)
-                    },
-                    c,
-                )
-            }
-            Predicate::Or(ps) => {
-                let (ps, c) = self.rewrite_all(ps, steps);
-                (
-                    if c {
-                        Predicate::or(ps)
-                    } else {
-                        Predicate::Or(ps)
-                    },
-                    c,
-                )
-            }
+            Predicate::And(ps) => self.rewrite_junction(ps, steps, Predicate::and, Predicate::And),
+            Predicate::Or(ps) => self.rewrite_junction(ps, steps, Predicate::or, Predicate::Or),
             Predicate::Not(inner) => {
                 let (inner, c) = self.rewrite(*inner, steps);
                 (
