@@ -1,0 +1,129 @@
+//! [`Backend`]: the one interface every storage engine implements and every caller (the
+//! HTTP server, the CLI's `import`, embedders) uses. Callers hold an `Arc<dyn Backend>` and
+//! never name an engine.
+//!
+//! # Contract for implementors
+//!
+//! * **Tables** are unique case-insensitively ([`tableq_model::validate::table_key`]); the
+//!   case given at creation is kept and returned. Names are validated with
+//!   [`tableq_model::validate::table_name`] on creation (→ the model's error). Every entity
+//!   operation on a missing table fails with [`StoreError::TableNotFound`]; deleting a
+//!   missing table with [`StoreError::TableToDeleteNotFound`]. Deleting a table deletes its
+//!   entities.
+//! * **Writes** go through [`crate::resolve()`] (the service's semantics) under exclusive write
+//!   access to the table, are applied atomically (all operations of a
+//!   [`write_batch`](Backend::write_batch) or none), and return only once durable for a
+//!   durable engine. Concurrent writers are serialised: no lost update.
+//! * **Reads** see committed writes only. A [`query`](Backend::query) page runs against one
+//!   consistent snapshot; across pages, the continuation protocol of `tableq-exec` applies
+//!   (every entity present for the whole paging is returned exactly once, in key order).
+//! * **Errors** are [`StoreError`]s; engine failures are [`StoreError::Storage`] (500) and
+//!   never leave a partial write visible.
+//!
+//! A backend test suite (`store/tests/suite/`) states this contract as tests, and every
+//! engine runs it.
+
+use crate::error::{BatchError, StoreError};
+use crate::op::{WriteOp, Written};
+use tableq_exec::{ExecStats, Key, PageOptions, RowView};
+use tableq_model::Entity;
+use tableq_planner::plan::Plan;
+
+/// A table as the catalog knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableInfo {
+    /// The name in the case it was created with.
+    pub name: String,
+}
+
+/// The end of one query page.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct QueryPage {
+    /// Where the next page starts (the key of the next entity to examine, inclusive), or
+    /// `None` when the query is complete.
+    pub continuation: Option<Key>,
+    /// What the page cost.
+    pub stats: ExecStats,
+}
+
+/// How a backend would read a plan, for `explain` (engine-specific detail such as the SQL
+/// it sends and which part of the residual it pushes down).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct ScanExplain {
+    /// The engine's name, e.g. `memory`, `durable`, `postgres`.
+    pub engine: String,
+    /// Lines of engine-specific detail, in reading order.
+    pub details: Vec<String>,
+}
+
+impl ScanExplain {
+    /// An explanation with no detail beyond the engine's name.
+    pub fn engine(engine: impl Into<String>) -> ScanExplain {
+        ScanExplain {
+            engine: engine.into(),
+            details: Vec::new(),
+        }
+    }
+}
+
+/// A storage engine with the Table service's semantics (see the module docs).
+pub trait Backend: Send + Sync {
+    /// A one-line description for start-up banners and logs, e.g.
+    /// `durable (redb) at ./tableq-data`.
+    fn describe(&self) -> String;
+
+    /// Creates a table. Fails if the name is invalid or taken (case-insensitively).
+    fn create_table(&self, name: &str) -> Result<TableInfo, StoreError>;
+
+    /// Deletes a table and all its entities.
+    fn delete_table(&self, name: &str) -> Result<(), StoreError>;
+
+    /// The table with this name (case-insensitive), or [`StoreError::TableNotFound`].
+    fn table(&self, name: &str) -> Result<TableInfo, StoreError>;
+
+    /// Every table, ordered by [`tableq_model::validate::table_key`] (lowercase name).
+    fn tables(&self) -> Result<Vec<TableInfo>, StoreError>;
+
+    /// The entity with these keys (its Timestamp set), or `None`.
+    fn get(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key: &str,
+    ) -> Result<Option<Entity>, StoreError>;
+
+    /// Runs one page of `plan` from `continuation` (inclusive; `None` = from the start),
+    /// handing each result in key order to `visit` (borrowed, projected to the plan's
+    /// `$select`), and returns where the next page starts.
+    fn query(
+        &self,
+        table: &str,
+        plan: &Plan,
+        continuation: Option<&Key>,
+        options: &PageOptions,
+        visit: &mut dyn FnMut(RowView<'_>),
+    ) -> Result<QueryPage, StoreError>;
+
+    /// Applies `ops` atomically and in order, all sharing one Timestamp; returns what each
+    /// wrote, in order. On failure nothing is applied and the error names the failing
+    /// operation. An entity may appear only once (`InvalidDuplicateRow`).
+    fn write_batch(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<Written>, BatchError>;
+
+    /// One write: [`write_batch`](Backend::write_batch) of a single operation.
+    fn write(&self, table: &str, op: WriteOp) -> Result<Written, StoreError> {
+        let mut written = self.write_batch(table, vec![op]).map_err(|e| e.error)?;
+        written.pop().ok_or(StoreError::Closed)
+    }
+
+    /// How the engine would read `plan` on `table` (for `explain`).
+    fn explain(&self, table: &str, plan: &Plan) -> Result<ScanExplain, StoreError> {
+        self.table(table)?;
+        let _ = plan;
+        Ok(ScanExplain::engine(self.describe()))
+    }
+
+    /// Makes every acknowledged write durable and releases the engine (files, locks,
+    /// connections). Later calls fail with [`StoreError::Closed`]. Idempotent.
+    fn close(&self) -> Result<(), StoreError>;
+}

@@ -1,0 +1,125 @@
+//! [`StoreError`]: why a store operation failed, with the Table service's error code.
+
+use tableq_model::{ErrorCode, ModelError};
+
+/// Why a store operation failed. Every variant maps to the Table service's error code
+/// ([`StoreError::code`]) and so to an HTTP status. A failed write changes nothing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// An entity operation or lookup named a table that does not exist (404
+    /// `TableNotFound`; the server answers `ResourceNotFound` when *deleting* a missing
+    /// table, see [`StoreError::TableToDeleteNotFound`]).
+    #[error("table `{0}` does not exist")]
+    TableNotFound(String),
+    /// `delete_table` of a table that does not exist (404 `ResourceNotFound`).
+    #[error("table `{0}` does not exist")]
+    TableToDeleteNotFound(String),
+    /// `create_table` with a name taken case-insensitively (409 `TableAlreadyExists`).
+    #[error("a table named `{existing}` already exists (table names are case-insensitive)")]
+    TableAlreadyExists {
+        /// The existing table's name, in the case it was created with.
+        existing: String,
+    },
+    /// No entity with these keys (404 `ResourceNotFound`).
+    #[error("no entity with PartitionKey {partition_key:?} and RowKey {row_key:?}")]
+    EntityNotFound {
+        /// The PartitionKey.
+        partition_key: String,
+        /// The RowKey.
+        row_key: String,
+    },
+    /// An insert found an entity with the same keys (409 `EntityAlreadyExists`).
+    #[error("an entity with PartitionKey {partition_key:?} and RowKey {row_key:?} already exists")]
+    EntityAlreadyExists {
+        /// The PartitionKey.
+        partition_key: String,
+        /// The RowKey.
+        row_key: String,
+    },
+    /// An `If-Match` ETag is not the entity's current one (412 `UpdateConditionNotSatisfied`).
+    #[error(
+        "the entity with PartitionKey {partition_key:?} and RowKey {row_key:?} has changed \
+         (its ETag is not the one given in If-Match)"
+    )]
+    ConditionNotSatisfied {
+        /// The PartitionKey.
+        partition_key: String,
+        /// The RowKey.
+        row_key: String,
+    },
+    /// The entity or table name breaks a data-model rule (400, the model's code).
+    #[error(transparent)]
+    Invalid(#[from] ModelError),
+    /// The same entity twice in one atomic write (400 `InvalidDuplicateRow`).
+    #[error(
+        "the entity with PartitionKey {partition_key:?} and RowKey {row_key:?} appears more \
+         than once in one atomic write"
+    )]
+    DuplicateRow {
+        /// The PartitionKey.
+        partition_key: String,
+        /// The RowKey.
+        row_key: String,
+    },
+    /// The storage engine failed (disk, database, corruption): 500 `InternalError`. The
+    /// write was not applied.
+    #[error("storage failure: {0}")]
+    Storage(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The store is closed or shutting down (503 `ServerBusy`).
+    #[error("the store is closed")]
+    Closed,
+}
+
+impl StoreError {
+    /// The Table service's error code for this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            StoreError::TableNotFound(_) => ErrorCode::TableNotFound,
+            StoreError::TableToDeleteNotFound(_) => ErrorCode::ResourceNotFound,
+            StoreError::TableAlreadyExists { .. } => ErrorCode::TableAlreadyExists,
+            StoreError::EntityNotFound { .. } => ErrorCode::ResourceNotFound,
+            StoreError::EntityAlreadyExists { .. } => ErrorCode::EntityAlreadyExists,
+            StoreError::ConditionNotSatisfied { .. } => ErrorCode::UpdateConditionNotSatisfied,
+            StoreError::Invalid(e) => e.code,
+            StoreError::DuplicateRow { .. } => ErrorCode::InvalidDuplicateRow,
+            StoreError::Storage(_) => ErrorCode::InternalError,
+            StoreError::Closed => ErrorCode::ServerBusy,
+        }
+    }
+
+    /// A storage-engine failure from any error.
+    pub fn storage(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> StoreError {
+        StoreError::Storage(error.into())
+    }
+}
+
+/// Why an atomic multi-operation write failed: the 0-based index of the operation that
+/// failed (the service's batch error message starts with it) and why. Nothing was applied.
+#[derive(Debug, thiserror::Error)]
+#[error("{}{error}", match index { Some(i) => format!("operation {i}: "), None => String::new() })]
+pub struct BatchError {
+    /// The failing operation's index in the write, 0-based; `None` when the failure is not
+    /// one operation's (the table is missing, storage failed, the store is closed).
+    pub index: Option<usize>,
+    /// Why it failed.
+    #[source]
+    pub error: StoreError,
+}
+
+impl BatchError {
+    /// An error of operation `index`.
+    pub fn at(index: usize, error: impl Into<StoreError>) -> BatchError {
+        BatchError {
+            index: Some(index),
+            error: error.into(),
+        }
+    }
+}
+
+/// A failure of the whole write, not of one operation.
+impl From<StoreError> for BatchError {
+    fn from(error: StoreError) -> BatchError {
+        BatchError { index: None, error }
+    }
+}

@@ -1,0 +1,32 @@
+//! # tableq-store — the table catalog and the write path, behind one interface
+//!
+//! The layer between the query core (`tableq-model` … `tableq-exec`) and the emulator's
+//! HTTP server: tables, entity writes with the Table service's semantics, and reads that
+//! hand the executor a consistent snapshot. Nothing here knows HTTP.
+//!
+//! * [`Backend`] — the interface (catalog, get, query page, atomic write, close) that every
+//!   engine implements and every caller uses through `Arc<dyn Backend>`;
+//! * [`WriteOp`] / [`IfMatch`] / [`Written`] — the six entity writes of the service and
+//!   their `If-Match` conditions;
+//! * [`resolve()`] — the service's write semantics (existence, conditions, replace vs
+//!   merge, validation, one strictly increasing Timestamp per write), once for every
+//!   engine;
+//! * [`Clock`] — Timestamps that strictly increase per entity;
+//! * [`StoreError`] / [`BatchError`] — failures with the service's error codes.
+//!
+//! The data flows one way: a backend reads through `tableq-exec`'s `EntitySource` and
+//! `Executor`; `tableq-server` calls a backend and never names an engine.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod backend;
+pub mod clock;
+pub mod error;
+pub mod op;
+pub mod resolve;
+
+pub use backend::{Backend, QueryPage, ScanExplain, TableInfo};
+pub use clock::Clock;
+pub use error::{BatchError, StoreError};
+pub use op::{IfMatch, WriteOp, Written};
+pub use resolve::{Change, Resolved, StateReader, resolve};
