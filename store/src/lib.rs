@@ -12,6 +12,7 @@
 //!   merge, validation, one strictly increasing Timestamp per write), once for every
 //!   engine;
 //! * [`Clock`] — Timestamps that strictly increase per entity;
+//! * [`MemoryBackend`] — the in-memory engine;
 //! * [`StoreError`] / [`BatchError`] — failures with the service's error codes.
 //!
 //! The data flows one way: a backend reads through `tableq-exec`'s `EntitySource` and
@@ -22,11 +23,13 @@
 pub mod backend;
 pub mod clock;
 pub mod error;
+pub mod memory;
 pub mod op;
 pub mod resolve;
 
 pub use backend::{Backend, QueryPage, ScanExplain, TableInfo};
 pub use clock::Clock;
 pub use error::{BatchError, StoreError};
+pub use memory::MemoryBackend;
 pub use op::{IfMatch, WriteOp, Written};
 pub use resolve::{Change, Resolved, StateReader, resolve};

@@ -1,0 +1,175 @@
+//! [`MemoryBackend`]: the in-memory engine (`tableq serve --in-memory`): a catalog of
+//! tables, each a [`MemorySource`] (compact partitions, consistent snapshots), written
+//! through the shared semantics of [`crate::resolve()`]. Nothing survives the process.
+//!
+//! ```
+//! use tableq_model::Entity;
+//! use tableq_store::{Backend, MemoryBackend, WriteOp};
+//! let store = MemoryBackend::new();
+//! store.create_table("Orders").unwrap();
+//! let w = store.write("orders", WriteOp::Insert { entity: Entity::new("p", "r") }).unwrap();
+//! assert_eq!(store.get("ORDERS", "p", "r").unwrap().unwrap().timestamp(), Some(w.timestamp));
+//! ```
+
+use crate::backend::{Backend, QueryPage, TableInfo};
+use crate::clock::Clock;
+use crate::error::{BatchError, StoreError};
+use crate::op::{WriteOp, Written};
+use crate::resolve::{Change, StateReader, resolve};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use tableq_exec::{
+    EntitySource, Executor, Key, MemorySnapshot, MemorySource, PageOptions, RowView, SourceRow,
+    Write,
+};
+use tableq_model::{Entity, validate};
+use tableq_planner::plan::Plan;
+
+/// One table: its name as created, its rows, and the lock that serialises its writers.
+struct Table {
+    name: String,
+    rows: MemorySource,
+    writer: Mutex<()>,
+}
+
+/// The in-memory engine (see the module docs).
+#[derive(Default)]
+pub struct MemoryBackend {
+    /// Table key (lowercase name) → table.
+    tables: RwLock<BTreeMap<String, Arc<Table>>>,
+    clock: Clock,
+    closed: AtomicBool,
+}
+
+impl MemoryBackend {
+    /// An empty store.
+    pub fn new() -> MemoryBackend {
+        MemoryBackend::default()
+    }
+
+    fn open(&self) -> Result<(), StoreError> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(StoreError::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn table_entry(&self, name: &str) -> Result<Arc<Table>, StoreError> {
+        self.open()?;
+        let tables = self.tables.read().unwrap_or_else(PoisonError::into_inner);
+        tables
+            .get(&validate::table_key(name))
+            .cloned()
+            .ok_or_else(|| StoreError::TableNotFound(name.to_owned()))
+    }
+}
+
+/// Reads the current state from one snapshot taken under the table's writer lock.
+struct SnapshotReader(MemorySnapshot);
+
+impl StateReader for SnapshotReader {
+    fn current(&mut self, pk: &str, rk: &str) -> Result<Option<Entity>, StoreError> {
+        Ok(self.0.get(pk, rk).map(|row| row.to_entity()))
+    }
+}
+
+impl Backend for MemoryBackend {
+    fn describe(&self) -> String {
+        "in-memory (nothing is kept after the process exits)".into()
+    }
+
+    fn create_table(&self, name: &str) -> Result<TableInfo, StoreError> {
+        self.open()?;
+        validate::table_name(name)?;
+        let mut tables = self.tables.write().unwrap_or_else(PoisonError::into_inner);
+        let key = validate::table_key(name);
+        if let Some(existing) = tables.get(&key) {
+            return Err(StoreError::TableAlreadyExists {
+                existing: existing.name.clone(),
+            });
+        }
+        let table = Table {
+            name: name.to_owned(),
+            rows: MemorySource::new(),
+            writer: Mutex::new(()),
+        };
+        tables.insert(key, Arc::new(table));
+        Ok(TableInfo { name: name.into() })
+    }
+
+    fn delete_table(&self, name: &str) -> Result<(), StoreError> {
+        self.open()?;
+        let mut tables = self.tables.write().unwrap_or_else(PoisonError::into_inner);
+        match tables.remove(&validate::table_key(name)) {
+            Some(_) => Ok(()),
+            None => Err(StoreError::TableToDeleteNotFound(name.to_owned())),
+        }
+    }
+
+    fn table(&self, name: &str) -> Result<TableInfo, StoreError> {
+        let t = self.table_entry(name)?;
+        Ok(TableInfo {
+            name: t.name.clone(),
+        })
+    }
+
+    fn tables(&self) -> Result<Vec<TableInfo>, StoreError> {
+        self.open()?;
+        let tables = self.tables.read().unwrap_or_else(PoisonError::into_inner);
+        Ok(tables
+            .values()
+            .map(|t| TableInfo {
+                name: t.name.clone(),
+            })
+            .collect())
+    }
+
+    fn get(&self, table: &str, pk: &str, rk: &str) -> Result<Option<Entity>, StoreError> {
+        let t = self.table_entry(table)?;
+        Ok(t.rows.snapshot().get(pk, rk).map(|row| row.to_entity()))
+    }
+
+    fn query(
+        &self,
+        table: &str,
+        plan: &Plan,
+        continuation: Option<&Key>,
+        options: &PageOptions,
+        visit: &mut dyn FnMut(RowView<'_>),
+    ) -> Result<QueryPage, StoreError> {
+        let t = self.table_entry(table)?;
+        let snapshot = t.rows.snapshot();
+        let (continuation, stats) = Executor::new(&snapshot)
+            .execute_page_with(plan, continuation, options, visit)
+            .map_err(StoreError::storage)?;
+        Ok(QueryPage {
+            continuation,
+            stats,
+        })
+    }
+
+    fn write_batch(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<Written>, BatchError> {
+        let t = self.table_entry(table)?;
+        let _writer = t.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let resolved = resolve(ops, &mut SnapshotReader(t.rows.snapshot()), &self.clock)?;
+        let writes = resolved.changes.into_iter().map(|c| match c {
+            Change::Put(e) => Write::Upsert(e),
+            Change::Delete {
+                partition_key,
+                row_key,
+            } => Write::Delete {
+                partition_key,
+                row_key,
+            },
+        });
+        t.rows.apply(writes).map_err(StoreError::storage)?;
+        Ok(resolved.written)
+    }
+
+    fn close(&self) -> Result<(), StoreError> {
+        self.closed.store(true, Ordering::Release);
+        Ok(())
+    }
+}
