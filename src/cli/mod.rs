@@ -8,4 +8,5 @@ pub mod eval;
 pub mod explain;
 pub mod generate;
 pub mod input;
+pub mod serve;
 pub mod validate;
