@@ -17,12 +17,19 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 async fn a_taken_port_is_a_bind_error() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap();
-    let err = Server::bind(addr, Arc::new(MemoryBackend::new()), ServerConfig::default())
-        .await
-        .unwrap_err();
+    let err = Server::bind(
+        addr,
+        Arc::new(MemoryBackend::new()),
+        ServerConfig::default(),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(err, ServerError::Bind { .. }), "{err:?}");
     let text = err.to_string();
-    assert!(text.starts_with(&format!("cannot listen on {addr}: ")), "{text}");
+    assert!(
+        text.starts_with(&format!("cannot listen on {addr}: ")),
+        "{text}"
+    );
     assert!(text.contains("another process"), "{text}");
 }
 
@@ -31,9 +38,13 @@ async fn graceful_shutdown_finishes_in_flight_requests_and_closes_the_store() {
     let backend = Arc::new(MemoryBackend::new());
     backend.create_table("life").unwrap();
     let dyn_backend: Arc<dyn Backend> = backend.clone();
-    let server = Server::bind("127.0.0.1:0".parse().unwrap(), dyn_backend, ServerConfig::default())
-        .await
-        .unwrap();
+    let server = Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        dyn_backend,
+        ServerConfig::default(),
+    )
+    .await
+    .unwrap();
     let addr = server.local_addr();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(server.run_until(async move {
@@ -145,7 +156,12 @@ fn cli_serve_prints_the_connection_string_logs_requests_and_stops_on_sigterm() {
     assert!(killed.success());
     let status = child.wait().unwrap();
     let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(
         stderr.contains("POST /devstoreaccount1/Tables 201"),
@@ -153,7 +169,10 @@ fn cli_serve_prints_the_connection_string_logs_requests_and_stops_on_sigterm() {
     );
     assert!(stderr.contains("request_id="), "{stderr}");
     assert!(stderr.contains("the store is closed"), "{stderr}");
-    assert!(!stderr.contains('\u{1b}'), "no colour codes when not a terminal: {stderr:?}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "no colour codes when not a terminal: {stderr:?}"
+    );
 }
 
 #[test]
@@ -185,7 +204,12 @@ fn cli_serve_honours_rust_log() {
         .unwrap();
     let status = child.wait().unwrap();
     let mut stderr = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
     assert_eq!(status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("GET /devstoreaccount1/Tables"), "{stderr}");
 }
