@@ -260,9 +260,7 @@ impl Engine {
                 if got_keys != *keys {
                     return Some(format!("got {}, expected {}", show(&got_keys), show(keys)));
                 }
-                if case.select.is_none() {
-                    return None;
-                }
+                case.select.as_ref()?;
                 let projected = match self.run(case, true).await {
                     Ok(rows) => rows,
                     Err(e) => return Some(format!("with $select: {e}")),
@@ -272,10 +270,9 @@ impl Engine {
                     .iter()
                     .map(|row| {
                         let mut m = row.as_object().cloned().unwrap_or_default();
+                        let star = case.select.as_deref().map(str::trim) == Some("*");
                         m.retain(|k, _| {
-                            !k.starts_with("odata.")
-                                && !(case.select.as_deref().map(str::trim) == Some("*")
-                                    && k.starts_with("Timestamp"))
+                            !(k.starts_with("odata.") || star && k.starts_with("Timestamp"))
                         });
                         Value::Object(m)
                     })

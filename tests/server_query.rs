@@ -230,7 +230,7 @@ async fn paging_is_stable_under_concurrent_writes() {
                 .await
                 .unwrap();
             assert_eq!(r.status(), 201);
-            if n % 2 == 0 {
+            if n.is_multiple_of(2) {
                 let r = client
                     .delete(format!("{origin}churn(PartitionKey='s',RowKey='{rk}')"))
                     .header("If-Match", "*")

@@ -202,7 +202,7 @@ impl Prefer {
 /// The `return-*` preference of the `Prefer` header(s), if any (the last one wins; other
 /// preferences are ignored).
 pub fn prefer(headers: &HeaderMap) -> Option<Prefer> {
-    headers
+    let mut preferences = headers
         .get_all("prefer")
         .iter()
         .filter_map(|v| v.to_str().ok())
@@ -211,8 +211,8 @@ pub fn prefer(headers: &HeaderMap) -> Option<Prefer> {
             "return-content" => Some(Prefer::ReturnContent),
             "return-no-content" => Some(Prefer::ReturnNoContent),
             _ => None,
-        })
-        .last()
+        });
+    preferences.next_back()
 }
 
 /// Whether `text` is a date `YYYY-MM-DD` (digits in the right places).
