@@ -166,6 +166,38 @@ pub enum ErrorKind {
     /// `$top` is an integer outside 1 ..= 1000.
     #[error("$top must be between 1 and 1000, got `{0}`")]
     TopOutOfRange(String),
+
+    // ---- resource paths ------------------------------------------------------------------
+    /// A `$`-resource other than `$batch` (`$metadata`, `$Batch`, …).
+    #[error("unknown resource `{0}`")]
+    UnknownResource(String),
+    /// Text after a complete resource path: `t()x`, `t(PartitionKey='a',RowKey='b')/x`.
+    #[error("unexpected `{0}` after the end of the resource path")]
+    TrailingPath(String),
+    /// A resource path without a table name: empty, or starting with `(`.
+    #[error("missing table name")]
+    MissingTableName,
+    /// A key name other than `PartitionKey` and `RowKey` (`Partitionkey`, `Id`, …).
+    #[error("unknown key `{0}`")]
+    UnknownKey(String),
+    /// The same key twice: `t(PartitionKey='a',PartitionKey='b')`.
+    #[error("`{0}` is given twice")]
+    DuplicateKey(&'static str),
+    /// A key predicate without one of the keys: `t(PartitionKey='a')`.
+    #[error("missing `{0}`")]
+    MissingKey(&'static str),
+    /// A key value without its name: `t('a')`, `t('a','b')`.
+    #[error("entity keys must be named")]
+    UnnamedKey,
+    /// A key (or a table name in `Tables(…)`) that is not a string literal:
+    /// `t(PartitionKey=1,RowKey='b')`.
+    #[error("{key} must be a string literal, not {found}")]
+    KeyNotString {
+        /// `PartitionKey`, `RowKey` or `TableName`.
+        key: &'static str,
+        /// What was written instead, e.g. ``the Edm.Int32 literal `1` ``.
+        found: String,
+    },
 }
 
 /// OData constructs that parse in OData but are not supported by the Table service.
@@ -198,7 +230,7 @@ pub enum Unsupported {
     Path,
 }
 
-/// A lexical or syntax error in `$filter`, `$select` or `$top` text.
+/// A lexical or syntax error in `$filter`, `$select` or `$top` text, or in a resource path.
 ///
 /// Carries the [`ErrorKind`], the byte [`Span`] of the offending text, the set of things
 /// that would have been accepted there, an optional hint, and the source text itself, so

@@ -260,28 +260,38 @@ fn leading_plus<'s>(lex: &mut Lexer<'s, Raw<'s>>) -> Result<Value, LexError> {
     )
 }
 
+/// The hint of an unterminated string literal (shared with the resource-path parser).
+pub(crate) const UNTERMINATED_STRING_HINT: &str =
+    "close the string with `'`; a quote inside a string is written `''`";
+
+/// The body of an OData string literal whose opening quote is already consumed: the text up
+/// to the closing quote, `''` escapes kept (decode with [`crate::token::unescape`]), or
+/// `None` when the literal is never closed. Linear in the length of `rest`.
+pub(crate) fn string_body(rest: &str) -> Option<&str> {
+    let bytes = rest.as_bytes();
+    let mut i = 0;
+    loop {
+        let q = i + rest[i..].find('\'')?;
+        if bytes.get(q + 1) == Some(&b'\'') {
+            i = q + 2;
+        } else {
+            return Some(&rest[..q]);
+        }
+    }
+}
+
 /// `'…'` with `''` for a quote inside: the content as written (escapes kept), decoded
 /// only when the parser builds the literal.
 fn string<'s>(lex: &mut Lexer<'s, Raw<'s>>) -> Result<&'s str, LexError> {
     let rest = lex.remainder();
-    let bytes = rest.as_bytes();
-    let mut i = 0;
-    loop {
-        match rest[i..].find('\'') {
-            None => {
-                lex.bump(rest.len());
-                return Err(LexError::new(ErrorKind::Unterminated("string"))
-                    .hint("close the string with `'`; a quote inside a string is written `''`"));
-            }
-            Some(k) => {
-                let q = i + k;
-                if bytes.get(q + 1) == Some(&b'\'') {
-                    i = q + 2;
-                } else {
-                    lex.bump(q + 1);
-                    return Ok(&rest[..q]);
-                }
-            }
+    match string_body(rest) {
+        Some(body) => {
+            lex.bump(body.len() + 1);
+            Ok(body)
+        }
+        None => {
+            lex.bump(rest.len());
+            Err(LexError::new(ErrorKind::Unterminated("string")).hint(UNTERMINATED_STRING_HINT))
         }
     }
 }

@@ -1,10 +1,12 @@
-//! # tableq-parser — `$filter`, `$select` and `$top` text to a spanned AST
+//! # tableq-parser — `$filter`, `$select`, `$top` and resource paths to spanned syntax
 //!
 //! This crate owns the query *syntax* of the Table service: a `logos` [lexer](lex), a `nom`
 //! parser over the token slice, the spanned [`ast`], and [`ParseError`] diagnostics that
-//! point at the offending bytes. It is the front door for untrusted URL input: it never
-//! panics, never recurses while parsing (the nesting limit bounds the depth of the AST), and
-//! runs in linear time.
+//! point at the offending bytes. It also parses the REST protocol's [resource paths](resource)
+//! (`Tables('t')`, `t()`, `t(PartitionKey='p',RowKey='r')`, …) with [`parse_resource`],
+//! reusing the lexer's string literals and the same diagnostics. It is the front door for
+//! untrusted URL input: it never panics, never recurses while parsing (the nesting limit
+//! bounds the depth of the AST), and runs in linear time.
 //!
 //! ```
 //! use tableq_parser::{parse_filter, parse_select, parse_top, FilterOptions};
@@ -18,6 +20,10 @@
 //!
 //! assert_eq!(parse_select("Name, Age").unwrap().to_string(), "Name,Age");
 //! assert_eq!(parse_top("10").unwrap().value, 10);
+//!
+//! use tableq_parser::{parse_resource, Resource};
+//! let r = parse_resource("people(PartitionKey='p1',RowKey='O''Brien')").unwrap();
+//! assert!(matches!(&r, Resource::Entity { row_key, .. } if row_key.value == "O'Brien"));
 //! ```
 //!
 //! Stages: [`lex`] → [`parse_filter`] (grammar in the `filter` module) → [`ast::Filter`],
@@ -34,6 +40,7 @@ mod lexer;
 mod names;
 mod option;
 mod print;
+pub mod resource;
 mod select;
 mod span;
 mod token;
@@ -41,6 +48,7 @@ mod token;
 pub use error::{ErrorKind, ParseError, Unsupported};
 pub use lexer::lex;
 pub use option::QueryOption;
+pub use resource::{Resource, parse_resource};
 pub use select::{MAX_SELECT, MAX_TOP, parse_select, parse_top};
 pub use span::Span;
 pub use token::Token;

@@ -75,8 +75,7 @@ impl Token<'_> {
     pub fn value(&self) -> Option<Value> {
         match self {
             Token::Literal(v) => Some(v.clone()),
-            Token::Str(s) if s.contains('\'') => Some(Value::String(s.replace("''", "'"))),
-            Token::Str(s) => Some(Value::String((*s).to_owned())),
+            Token::Str(s) => Some(Value::String(unescape(s))),
             _ => None,
         }
     }
@@ -100,6 +99,16 @@ impl fmt::Display for Token<'_> {
             Token::Null => f.write_str("null"),
             Token::Ident(name) | Token::Parameter(name) => f.write_str(name),
         }
+    }
+}
+
+/// The content of a string literal with its `''` escapes decoded (the body as returned by
+/// the lexer, without the enclosing quotes).
+pub(crate) fn unescape(body: &str) -> String {
+    if body.contains('\'') {
+        body.replace("''", "'")
+    } else {
+        body.to_owned()
     }
 }
 

@@ -1,18 +1,27 @@
 //! Replays every input saved under `tests/regressions/` (crashes and slow inputs found by
-//! the `fuzz/` target or by proptest) through all entry points: none may panic, whatever
-//! parses must print and re-parse to an equal AST, and errors must render.
+//! the `fuzz/` targets or by proptest) through all entry points: none may panic, whatever
+//! parses must print and re-parse to an equal AST (or resource), and errors must render.
 //!
 //! To add one: copy the fuzz artifact (raw bytes) to `parser/tests/regressions/<name>`.
 
 use std::fs;
 use std::path::Path;
-use tableq_parser::{FilterOptions, lex, parse_filter, parse_select, parse_top};
+use tableq_parser::{FilterOptions, lex, parse_filter, parse_resource, parse_select, parse_top};
 
 fn replay(bytes: &[u8]) {
     let text = String::from_utf8_lossy(bytes);
     let _ = lex(&text);
     let _ = parse_select(&text).map_err(|e| e.to_string());
     let _ = parse_top(&text).map_err(|e| e.to_string());
+    match parse_resource(&text) {
+        Ok(r) => {
+            let printed = r.to_string();
+            assert_eq!(parse_resource(&printed).ok(), Some(r), "{printed:?}");
+        }
+        Err(e) => {
+            let _ = e.to_string();
+        }
+    }
     for options in [FilterOptions::default(), FilterOptions::unlimited()] {
         match parse_filter(&text, &options) {
             Ok(f) => {

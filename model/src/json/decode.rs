@@ -4,7 +4,7 @@ use super::{guid_text_ok, lone_surrogate_error};
 use crate::validate::{self, excerpt};
 use crate::{
     DateTime, DateTimeError, EdmType, Entity, ErrorCode, ModelError, Property, SystemProperty,
-    Value,
+    UnknownEdmType, Value,
 };
 use base64::Engine;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
@@ -280,8 +280,12 @@ fn annotation_type(key: &str, raw: &RawValue) -> Result<EdmType, ModelError> {
             )));
         }
     };
-    text.parse::<EdmType>()
-        .map_err(|e| invalid(format!("annotation `{}`: {e}", excerpt(key))))
+    // The unknown name is shown as an excerpt: the message must not echo a payload of any
+    // length (found by the `decode_entity` fuzz target, regression `long-unknown-annotation`).
+    text.parse::<EdmType>().map_err(|e| {
+        let shown = UnknownEdmType(excerpt(&e.0));
+        invalid(format!("annotation `{}`: {shown}", excerpt(key)))
+    })
 }
 
 fn key_value(
