@@ -296,6 +296,16 @@ async fn accounts_paths_and_batch() {
             .await;
         r.expect_error(400, "InvalidUri");
     }
+    // The diagnostic is the resource-path parser's.
+    let m = s
+        .get("tbl(PartitionKey=1,RowKey='r')")
+        .await
+        .expect_error(400, "InvalidUri");
+    assert!(
+        m.contains("resource path: PartitionKey must be a string literal"),
+        "{m}"
+    );
+    assert!(m.contains("key values are quoted: PartitionKey='1'"), "{m}");
     let r = s
         .send(
             "POST",

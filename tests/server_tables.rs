@@ -161,10 +161,13 @@ async fn invalid_names_get_the_services_sentences() {
         let message = r.expect_error(status, code);
         let first = message.lines().next().unwrap();
         assert_eq!(first, sentence, "{name}: {message}");
-        // The same name in an entity URL gets the same answer.
-        let r = s.get(&format!("{name}()")).await;
-        let message = r.expect_error(status, code);
-        assert!(message.starts_with(sentence), "{name}: {message}");
+        // The same name in an entity URL gets the same answer (`tables()` in any case is
+        // the table collection itself).
+        if name != "tables" {
+            let r = s.get(&format!("{name}()")).await;
+            let message = r.expect_error(status, code);
+            assert!(message.starts_with(sentence), "{name}: {message}");
+        }
     }
     // The longest and shortest valid names.
     s.create_table(&"a".repeat(63)).await;

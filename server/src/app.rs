@@ -32,7 +32,7 @@ use crate::entities::{self, Update};
 use crate::error::ApiError;
 use crate::negotiate;
 use crate::query::QueryParams;
-use crate::resource::{Resource, parse_path};
+use crate::resource::{Resource, describe, parse_path};
 use crate::tables;
 
 /// The request id of a request, set by [`common`].
@@ -162,71 +162,51 @@ async fn route(
     let not_allowed = |resource: &Resource, allow| {
         Err(ApiError::method_not_allowed(
             method.as_str(),
-            &resource.describe(),
+            &describe(resource),
             allow,
         ))
     };
-    match resource {
-        Resource::Tables => match method {
+    match &resource {
+        Resource::Tables { .. } => match method {
             Method::GET => tables::query(state, ctx).await,
             Method::POST => tables::create(state, ctx, body).await,
-            _ => not_allowed(&Resource::Tables, ALLOW_TABLES),
+            _ => not_allowed(&resource, ALLOW_TABLES),
         },
-        Resource::Table { name } => match method {
-            Method::GET => tables::get(state, ctx, name).await,
-            Method::DELETE => tables::delete(state, name).await,
-            _ => not_allowed(&Resource::Table { name }, ALLOW_TABLE),
+        Resource::Table { table } => match method {
+            Method::GET => tables::get(state, ctx, table.name.clone()).await,
+            Method::DELETE => tables::delete(state, table.name.clone()).await,
+            _ => not_allowed(&resource, ALLOW_TABLE),
         },
-        Resource::Batch => match method {
+        Resource::Batch { .. } => match method {
             Method::POST => Err(ApiError::not_implemented(
                 "entity group transactions ($batch) are not served by this version of tableq",
             )),
-            _ => not_allowed(&Resource::Batch, ALLOW_BATCH),
+            _ => not_allowed(&resource, ALLOW_BATCH),
         },
         Resource::Entities { table } => match method {
-            Method::GET => entities::query(state, ctx, table).await,
-            Method::POST => entities::insert(state, ctx, table, body).await,
-            _ => not_allowed(&Resource::Entities { table }, ALLOW_ENTITIES),
+            Method::GET => entities::query(state, ctx, table.name.clone()).await,
+            Method::POST => entities::insert(state, ctx, table.name.clone(), body).await,
+            _ => not_allowed(&resource, ALLOW_ENTITIES),
         },
         Resource::Entity {
             table,
             partition_key,
             row_key,
-        } => match method.as_str() {
-            "GET" => entities::get(state, ctx, table, partition_key, row_key).await,
-            "PUT" => {
-                entities::update(
-                    state,
-                    ctx,
-                    table,
-                    partition_key,
-                    row_key,
-                    Update::Replace,
-                    body,
-                )
-                .await
+        } => {
+            let (table, pk, rk) = (
+                table.name.clone(),
+                partition_key.value.clone(),
+                row_key.value.clone(),
+            );
+            match method.as_str() {
+                "GET" => entities::get(state, ctx, table, pk, rk).await,
+                "PUT" => entities::update(state, ctx, table, pk, rk, Update::Replace, body).await,
+                "MERGE" | "PATCH" => {
+                    entities::update(state, ctx, table, pk, rk, Update::Merge, body).await
+                }
+                "DELETE" => entities::delete(state, ctx, table, pk, rk).await,
+                _ => not_allowed(&resource, ALLOW_ENTITY),
             }
-            "MERGE" | "PATCH" => {
-                entities::update(
-                    state,
-                    ctx,
-                    table,
-                    partition_key,
-                    row_key,
-                    Update::Merge,
-                    body,
-                )
-                .await
-            }
-            "DELETE" => entities::delete(state, ctx, table, partition_key, row_key).await,
-            _ => not_allowed(
-                &Resource::Entity {
-                    table,
-                    partition_key,
-                    row_key,
-                },
-                ALLOW_ENTITY,
-            ),
-        },
+        }
     }
 }

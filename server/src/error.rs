@@ -96,18 +96,24 @@ impl ApiError {
     /// An invalid query option (`$filter`, `$select`, `$top`, …): `InvalidInput` with the
     /// parser's one-line summary and its caret rendering.
     pub fn query(option: &str, error: &ParseError) -> ApiError {
+        ApiError::parse(ErrorCode::InvalidInput, option, error)
+    }
+
+    /// A parse error as `code`, the diagnostic being `<what>: <summary>` followed by the
+    /// caret rendering.
+    pub fn parse(code: ErrorCode, what: &str, error: &ParseError) -> ApiError {
         let rendered = error.to_string();
         // The first line of the rendering repeats the headline that the summary carries.
         let carets = rendered
             .split_once('\n')
             .map_or("", |(_, rest)| rest)
             .trim_end();
-        let mut detail = format!("{option}: {}", error.summary());
+        let mut detail = format!("{what}: {}", error.summary());
         if !carets.is_empty() {
             detail.push('\n');
             detail.push_str(carets);
         }
-        ApiError::new(ErrorCode::InvalidInput, detail)
+        ApiError::new(code, detail)
     }
 
     /// 405 `MethodNotAllowed`, with the methods the resource supports (sent as `Allow`).

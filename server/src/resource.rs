@@ -1,27 +1,18 @@
 //! Request paths: `/{account}/{resource}` with path-style accounts, and the links
 //! (`odata.id`, `odata.editLink`, `Location`) that name resources in responses.
 //!
-//! | path after the account | [`Resource`] |
-//! |---|---|
-//! | `Tables`, `Tables()` | [`Resource::Tables`] |
-//! | `Tables('t')` | [`Resource::Table`] |
-//! | `$batch` | [`Resource::Batch`] |
-//! | `t`, `t()` | [`Resource::Entities`] |
-//! | `t(PartitionKey='p',RowKey='r')` (either order) | [`Resource::Entity`] |
-//!
-//! The resource segment is percent-decoded (as UTF-8) before it is parsed; keys and table
-//! names are OData string literals (`''` is one quote). The account is the first path
-//! segment, compared exactly. A path that names none of these → 400 `InvalidUri`.
-//!
-//! [`parse_resource`] is the one function that reads the resource text: it is the seam
-//! where the parser crate's resource-path parser plugs in.
+//! The account is the first path segment (percent-decoded, compared exactly). The rest
+//! must be one segment: it is percent-decoded as UTF-8 and parsed by the parser crate's
+//! resource-path parser ([`tableq_parser::parse_resource`]: `Tables`, `Tables('t')`,
+//! `$batch`, `t`, `t()`, `t(PartitionKey='p',RowKey='r')`, keys as OData string literals).
+//! A path that names no resource → 400 `InvalidUri` with the parser's diagnostic.
 //!
 //! ```
-//! use tableq_server::resource::{parse_path, Resource, entity_link};
+//! use tableq_server::resource::{parse_path, entity_link, Resource};
 //! let p = parse_path("/devstoreaccount1/t(PartitionKey='a%27%27b',RowKey='%F0%9F%98%80')").unwrap();
 //! assert_eq!(p.account, "devstoreaccount1");
-//! assert_eq!(p.resource, Resource::Entity {
-//!     table: "t".into(), partition_key: "a'b".into(), row_key: "😀".into() });
+//! let Resource::Entity { table, partition_key, row_key } = &p.resource else { panic!() };
+//! assert_eq!((table.name.as_str(), partition_key.value.as_str(), row_key.value.as_str()), ("t", "a'b", "😀"));
 //! assert_eq!(entity_link("t", "a'b", "😀"), "t(PartitionKey='a''b',RowKey='%F0%9F%98%80')");
 //! ```
 
@@ -30,44 +21,19 @@ use tableq_model::ErrorCode;
 
 use crate::error::ApiError;
 
-/// What a request path names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Resource {
-    /// The table collection: create and query tables.
-    Tables,
-    /// One table: delete it (or read it).
-    Table {
-        /// The table name as written.
-        name: String,
-    },
-    /// The entity-group transaction endpoint.
-    Batch,
-    /// A table's entities: insert and query.
-    Entities {
-        /// The table name as written.
-        table: String,
-    },
-    /// One entity.
-    Entity {
-        /// The table name as written.
-        table: String,
-        /// The PartitionKey.
-        partition_key: String,
-        /// The RowKey.
-        row_key: String,
-    },
-}
+pub use tableq_parser::Resource;
 
-impl Resource {
-    /// A short description for messages, e.g. ``the table collection `Tables` ``.
-    pub fn describe(&self) -> String {
-        match self {
-            Resource::Tables => "the table collection `Tables`".into(),
-            Resource::Table { name } => format!("the table resource `Tables('{name}')`"),
-            Resource::Batch => "`$batch`".into(),
-            Resource::Entities { table } => format!("the entities of table `{table}`"),
-            Resource::Entity { table, .. } => format!("an entity of table `{table}`"),
-        }
+/// A short description of a resource for messages, e.g. ``the table collection `Tables` ``.
+pub fn describe(resource: &Resource) -> String {
+    match resource {
+        Resource::Tables { .. } => "the table collection `Tables`".into(),
+        Resource::Table { table } => format!(
+            "the table resource `{resource}`",
+            resource = table_link(&table.name)
+        ),
+        Resource::Batch { .. } => "`$batch`".into(),
+        Resource::Entities { table } => format!("the entities of table `{}`", table.name),
+        Resource::Entity { table, .. } => format!("an entity of table `{}`", table.name),
     }
 }
 
@@ -108,7 +74,8 @@ pub fn parse_path(path: &str) -> Result<RequestPath, ApiError> {
             "`{resource}` has more than one path segment after the account"
         )));
     }
-    let resource = parse_resource(&decode(resource)?)?;
+    let resource = tableq_parser::parse_resource(&decode(resource)?)
+        .map_err(|e| ApiError::parse(ErrorCode::InvalidUri, "resource path", &e))?;
     Ok(RequestPath { account, resource })
 }
 
@@ -118,105 +85,6 @@ fn decode(segment: &str) -> Result<String, ApiError> {
         .decode_utf8()
         .map(|s| s.into_owned())
         .map_err(|_| invalid_uri("the path is not UTF-8 after percent-decoding"))
-}
-
-/// Parses the (decoded) resource text after the account.
-pub fn parse_resource(text: &str) -> Result<Resource, ApiError> {
-    if text == "$batch" {
-        return Ok(Resource::Batch);
-    }
-    let (name, args) = match text.find('(') {
-        None => (text, None),
-        Some(open) => {
-            let Some(inner) = text[open + 1..].strip_suffix(')') else {
-                return Err(invalid_uri(format!(
-                    "`{text}`: the parenthesis opened at character {} is not closed at the end",
-                    text[..open].chars().count() + 1
-                )));
-            };
-            (&text[..open], Some(inner))
-        }
-    };
-    if name.is_empty() {
-        return Err(invalid_uri(format!("`{text}` names no table")));
-    }
-    if name == "Tables" {
-        return match args {
-            None | Some("") => Ok(Resource::Tables),
-            Some(args) => {
-                let (literal, rest) = string_literal(args)
-                    .ok_or_else(|| invalid_uri(format!("`{text}`: expected Tables('name')")))?;
-                if !rest.is_empty() {
-                    return Err(invalid_uri(format!("`{text}`: expected Tables('name')")));
-                }
-                Ok(Resource::Table { name: literal })
-            }
-        };
-    }
-    let table = name.to_owned();
-    match args {
-        None | Some("") => Ok(Resource::Entities { table }),
-        Some(args) => {
-            let (partition_key, row_key) = entity_keys(args).ok_or_else(|| {
-                invalid_uri(format!(
-                    "`{text}`: expected {name}(PartitionKey='…',RowKey='…') with both keys \
-                     as quoted strings ('' for a quote)"
-                ))
-            })?;
-            Ok(Resource::Entity {
-                table,
-                partition_key,
-                row_key,
-            })
-        }
-    }
-}
-
-/// `PartitionKey='a',RowKey='b'` in either order.
-fn entity_keys(args: &str) -> Option<(String, String)> {
-    let mut pk = None;
-    let mut rk = None;
-    let mut rest = args;
-    for i in 0..2 {
-        if i == 1 {
-            rest = rest.strip_prefix(',')?;
-        }
-        let (name, after) = rest.split_once('=')?;
-        let (value, after) = string_literal(after)?;
-        let slot = match name {
-            "PartitionKey" => &mut pk,
-            "RowKey" => &mut rk,
-            _ => return None,
-        };
-        if slot.replace(value).is_some() {
-            return None;
-        }
-        rest = after;
-    }
-    if !rest.is_empty() {
-        return None;
-    }
-    Some((pk?, rk?))
-}
-
-/// An OData string literal at the start of `text`: its value and the text after it.
-fn string_literal(text: &str) -> Option<(String, &str)> {
-    let body = text.strip_prefix('\'')?;
-    let mut value = String::new();
-    let mut chars = body.char_indices();
-    while let Some((i, c)) = chars.next() {
-        if c == '\'' {
-            if body[i + 1..].starts_with('\'') {
-                value.push('\'');
-                chars.next();
-            } else {
-                return Some((value, &body[i + 1..]));
-            }
-        } else {
-            value.push(c);
-        }
-    }
-    None
 }
 
 /// Characters escaped in links: controls, space, and those with a meaning in URLs.
@@ -266,55 +134,33 @@ pub fn table_link(name: &str) -> String {
 mod tests {
     use super::*;
 
-    fn res(text: &str) -> Result<Resource, String> {
-        parse_resource(text).map_err(|e| e.code().to_owned())
+    fn code(path: &str) -> Result<Resource, &'static str> {
+        parse_path(path).map(|p| p.resource).map_err(|e| e.code())
     }
 
     #[test]
-    fn every_form() {
-        assert_eq!(res("Tables"), Ok(Resource::Tables));
-        assert_eq!(res("Tables()"), Ok(Resource::Tables));
-        assert_eq!(
-            res("Tables('My''T')"),
-            Ok(Resource::Table {
-                name: "My'T".into()
-            })
-        );
-        assert_eq!(res("$batch"), Ok(Resource::Batch));
-        assert_eq!(res("t"), Ok(Resource::Entities { table: "t".into() }));
-        assert_eq!(res("t()"), Ok(Resource::Entities { table: "t".into() }));
-        let e = Resource::Entity {
-            table: "t".into(),
-            partition_key: "a,b".into(),
-            row_key: "".into(),
-        };
-        assert_eq!(res("t(PartitionKey='a,b',RowKey='')"), Ok(e.clone()));
-        assert_eq!(res("t(RowKey='',PartitionKey='a,b')"), Ok(e));
-    }
-
-    #[test]
-    fn malformed_paths_are_invalid_uri() {
+    fn accounts_and_segments() {
+        assert!(matches!(code("/acct/Tables"), Ok(Resource::Tables { .. })));
+        assert!(matches!(code("/acct/%24batch"), Ok(Resource::Batch { .. })));
         for bad in [
-            "t(",
-            "t(PartitionKey='a')",
-            "t(PartitionKey='a',RowKey='b'",
-            "t(PartitionKey='a',RowKey=b)",
-            "t(PartitionKey='a',PartitionKey='b')",
-            "t(PartitionKey='a',RowKey='b',X='c')",
-            "t(PartitionKey='a''',RowKey='b')x",
-            "Tables('a",
-            "Tables('a')x",
-            "()",
+            "/",
+            "//Tables",
+            "/acct",
+            "/acct/",
+            "/acct/t/x",
+            "/acct/%FF",
+            "/acct/t(",
+            "/acct/t(PartitionKey='a')",
         ] {
-            assert_eq!(res(bad), Err("InvalidUri".into()), "{bad}");
+            assert_eq!(code(bad).unwrap_err(), "InvalidUri", "{bad}");
         }
-        for bad in ["/", "//Tables", "/acct", "/acct/", "/acct/t/x", "/acct/%FF"] {
-            assert_eq!(
-                parse_path(bad).map_err(|e| e.code()),
-                Err("InvalidUri"),
-                "{bad}"
-            );
-        }
+        let e = parse_path("/acct/t(PartitionKey=1,RowKey='r')").unwrap_err();
+        let detail = e.detail().unwrap();
+        assert!(
+            detail.starts_with("resource path: PartitionKey must be a string literal"),
+            "{detail}"
+        );
+        assert!(detail.contains('^'), "{detail}");
     }
 
     #[test]
@@ -328,15 +174,25 @@ mod tests {
             let link = entity_link("t", pk, rk);
             assert!(link.is_ascii(), "{link}");
             let p = parse_path(&format!("/acct/{link}")).unwrap();
+            let Resource::Entity {
+                table,
+                partition_key,
+                row_key,
+            } = &p.resource
+            else {
+                panic!("{link}")
+            };
             assert_eq!(
-                p.resource,
-                Resource::Entity {
-                    table: "t".into(),
-                    partition_key: pk.into(),
-                    row_key: rk.into()
-                }
+                (
+                    table.name.as_str(),
+                    partition_key.value.as_str(),
+                    row_key.value.as_str()
+                ),
+                ("t", pk, rk)
             );
         }
         assert_eq!(table_link("t"), "Tables('t')");
+        let p = parse_path(&format!("/acct/{}", table_link("My'T"))).unwrap();
+        assert!(matches!(&p.resource, Resource::Table { table } if table.name == "My'T"));
     }
 }
