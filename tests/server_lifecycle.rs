@@ -231,3 +231,16 @@ fn cli_serve_on_a_taken_port_fails_clearly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(out.stdout.is_empty());
 }
+
+#[tokio::test]
+async fn idle_keep_alive_connections_do_not_delay_shutdown() {
+    let s = server_support::TestServer::start().await;
+    // A pooled keep-alive connection stays open after this request.
+    assert_eq!(s.get("Tables").await.status, 200);
+    let started = std::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(10), s.stop())
+        .await
+        .expect("shutdown does not wait for idle connections")
+        .expect("clean shutdown");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}

@@ -15,6 +15,14 @@
 //!    arm, not served yet (501 `NotImplemented`).
 //!
 //! Every failure becomes an [`ApiError`] response carrying the request id.
+//!
+//! ```text
+//! PUT /devstoreaccount1/t(PartitionKey='p',RowKey='r')   If-Match: *
+//!   → path: account `devstoreaccount1`, Resource::Entity { t, p, r }
+//!   → account authorized; headers, query and `Accept` checked
+//!   → PUT on an entity with If-Match: entities::update(Replace)
+//!   → 204, ETag, x-ms-request-id, x-ms-version, Date        (one log line)
+//! ```
 
 use axum::Router;
 use axum::body::Body;

@@ -6,6 +6,11 @@
 //! not yet authenticated. SharedKey / SharedKeyLite signatures and SAS tokens slot in
 //! here: they need the method, the raw path and query, and the headers, all of which
 //! [`authorize`] receives.
+//!
+//! ```text
+//! GET /devstoreaccount1/Tables   → passes (the hosted account)
+//! GET /someoneelse/Tables        → 403 AuthenticationFailed
+//! ```
 
 use axum::http::request::Parts;
 use tableq_model::ErrorCode;

@@ -1,6 +1,18 @@
 //! What every handler works with: the shared state, the per-request context (request id,
 //! links, metadata level, query parameters, headers), the request body under its size
 //! limit, response builders, and the bridge that runs blocking work off the async workers.
+//!
+//! Handlers follow one shape: check what the request names, read the body (if any) with
+//! [`read_body`], do every store call and every CPU-heavy step inside [`blocking`], then
+//! build the response:
+//!
+//! ```text
+//! let text = read_body(body, &ctx.headers, state.config.max_body_bytes).await?;
+//! let backend = state.backend.clone();
+//! let written = blocking(move || { decode …; backend.write(…).map_err(ApiError::store) }).await?;
+//! let mut response = empty_response(StatusCode::NO_CONTENT);
+//! set_header(&mut response, "etag", &written.etag())?;
+//! ```
 
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};

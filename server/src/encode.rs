@@ -11,6 +11,13 @@
 //! Entities are encoded by `tableq_model::json` (value forms, annotations, member order);
 //! with `$select`, exactly the selected names follow the envelope, in selection order, a
 //! missing one as `null`.
+//!
+//! ```text
+//! minimal, one entity:  {"odata.metadata":"http://h/acct/$metadata#t/@Element","odata.etag":"W/\"datetime'…'\"",
+//!                        "PartitionKey":"p","RowKey":"r","Timestamp@odata.type":"Edm.DateTime","Timestamp":"…","Age":3}
+//! minimal, a query:     {"odata.metadata":"http://h/acct/$metadata#t","value":[{"odata.etag":…,"PartitionKey":"p",…}]}
+//! no metadata, tables:  {"value":[{"TableName":"t"}]}
+//! ```
 
 use serde_json::Value as Json;
 use tableq_exec::RowView;

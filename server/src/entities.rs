@@ -23,6 +23,13 @@
 //! continuation headers. Resuming yields every entity present for the whole paging exactly
 //! once, in key order, whatever is written between pages (the store's continuation
 //! protocol).
+//!
+//! ```text
+//! POST  /acct/t  {"PartitionKey":"p","RowKey":"r","Age":3}   → 201 + entity, ETag: W/"datetime'…'"
+//! MERGE /acct/t(PartitionKey='p',RowKey='r')  If-Match: W/"datetime'<stale>'"
+//!                                                            → 412 UpdateConditionNotSatisfied
+//! GET   /acct/t()?$filter=Age gt 2&$top=1                    → 200 {"value":[…]} + x-ms-continuation-Next*
+//! ```
 
 use axum::body::Body;
 use axum::http::StatusCode;

@@ -13,6 +13,12 @@
 //!   (errors are reported) but every result holds exactly `TableName`.
 //! * Names in URLs are validated like names on creation (400 `InvalidResourceName` /
 //!   `OutOfRangeInput` with the service's sentences), before the table is looked up.
+//!
+//! ```text
+//! POST /acct/Tables  {"TableName":"People"}            → 201 {"odata.metadata":"…#Tables/@Element","TableName":"People"}
+//! GET  /acct/Tables?$filter=TableName ge 'P'&$top=2    → 200 {"value":[…]}  x-ms-continuation-NextTableName: 1!…
+//! DELETE /acct/Tables('people')                        → 204
+//! ```
 
 use axum::body::Body;
 use axum::http::StatusCode;
