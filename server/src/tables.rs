@@ -43,6 +43,27 @@ pub(crate) fn check_name(name: &str) -> Result<(), ApiError> {
     validate::table_name(name).map_err(ApiError::table_name)
 }
 
+/// The `TableName` of a create-table body.
+fn table_name_of(text: &str) -> Result<String, ApiError> {
+    let json: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        ApiError::new(
+            ErrorCode::InvalidInput,
+            format!("the body is not valid JSON: {e}"),
+        )
+    })?;
+    match json.get("TableName") {
+        Some(serde_json::Value::String(name)) => Ok(name.clone()),
+        Some(_) => Err(ApiError::new(
+            ErrorCode::InvalidInput,
+            "`TableName` must be a JSON string",
+        )),
+        None => Err(ApiError::new(
+            ErrorCode::InvalidInput,
+            r#"the body must be a JSON object {"TableName": "<name>"}"#,
+        )),
+    }
+}
+
 /// `POST /Tables`.
 pub(crate) async fn create(
     state: &Arc<AppState>,
@@ -50,30 +71,13 @@ pub(crate) async fn create(
     body: Body,
 ) -> Result<Response, ApiError> {
     let text = read_body(body, &ctx.headers, state.config.max_body_bytes).await?;
-    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        ApiError::new(
-            ErrorCode::InvalidInput,
-            format!("the body is not valid JSON: {e}"),
-        )
-    })?;
-    let name = match json.get("TableName") {
-        Some(serde_json::Value::String(name)) => name.clone(),
-        Some(_) => {
-            return Err(ApiError::new(
-                ErrorCode::InvalidInput,
-                "`TableName` must be a JSON string",
-            ));
-        }
-        None => {
-            return Err(ApiError::new(
-                ErrorCode::InvalidInput,
-                r#"the body must be a JSON object {"TableName": "<name>"}"#,
-            ));
-        }
-    };
-    check_name(&name)?;
     let backend = state.backend.clone();
-    let created = blocking(move || backend.create_table(&name).map_err(ApiError::store)).await?;
+    let created = blocking(move || {
+        let name = table_name_of(&text)?;
+        check_name(&name)?;
+        backend.create_table(&name).map_err(ApiError::store)
+    })
+    .await?;
 
     let link = ctx.links.absolute(&table_link(&created.name));
     let prefer = negotiate::prefer(&ctx.headers);
