@@ -387,3 +387,19 @@ async fn snapshots_of_whole_responses() {
         .await;
     insta::assert_snapshot!("filter_error", render(&s, &error));
 }
+
+#[tokio::test]
+async fn a_closed_store_answers_server_busy() {
+    use tableq_store::Backend;
+    let s = TestServer::start().await;
+    s.create_table("busy").await;
+    s.backend.close().unwrap();
+    let m = s.get("busy()").await.expect_error(503, "ServerBusy");
+    assert!(
+        m.starts_with(ErrorCode::ServerBusy.service_message()),
+        "{m}"
+    );
+    s.post_json("Tables", r#"{"TableName":"other"}"#)
+        .await
+        .expect_error(503, "ServerBusy");
+}
