@@ -102,14 +102,23 @@ async fn common(mut request: Request, next: Next) -> Response {
     response
 }
 
-/// Steps 2–6.
+/// Steps 2–6, on their own task.
 async fn dispatch(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let request_id = request
         .extensions()
         .get::<RequestId>()
         .map(|r| r.0.clone())
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    match handle(&state, request).await {
+    // The handler runs as its own task so that a panic (a bug, never expected) becomes a
+    // 500 for this request instead of a dropped connection.
+    let outcome = tokio::spawn(async move { handle(&state, request).await })
+        .await
+        .unwrap_or_else(|e| {
+            Err(ApiError::internal(format!(
+                "the request handler failed: {e}"
+            )))
+        });
+    match outcome {
         Ok(response) => response,
         Err(error) => {
             if error.status().is_server_error() {
