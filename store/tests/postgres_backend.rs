@@ -21,22 +21,7 @@ fn fixture(test: &str) -> Option<suite::Fixture> {
     ))
 }
 
-/// One `#[test]` per suite case, each on a fresh schema; skipped (with a message) without
-/// PostgreSQL binaries. `SUITE_CASES` lists them for the drift check below.
-macro_rules! pg_cases {
-    ($($case:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $case() {
-                let Some(mut f) = fixture(stringify!($case)) else { return };
-                suite::$case(&mut f);
-            }
-        )*
-        const SUITE_CASES: &[&str] = &[$(stringify!($case)),*];
-    };
-}
-
-pg_cases!(
+pg_cases!(fixture;
     tables_keep_creation_case_and_ignore_case_on_lookup,
     table_names_are_validated,
     tables_are_listed_in_lowercase_order,
@@ -68,34 +53,6 @@ pg_cases!(
     timestamps_keep_increasing_after_reopen,
     deleted_tables_stay_deleted_after_reopen,
 );
-
-/// The case names listed in `backend_suite!` and `durable_suite!` of the shared suite.
-pub fn shared_suite_cases() -> Vec<String> {
-    let text = include_str!("suite/mod.rs");
-    let mut names = Vec::new();
-    for mac in ["macro_rules! backend_suite", "macro_rules! durable_suite"] {
-        let start = text.find(mac).expect("suite macro");
-        let body = &text[start..];
-        let list = &body[body.find("$fixture;").expect("case list") + "$fixture;".len()..];
-        let list = &list[..list.find(");").expect("end of case list")];
-        names.extend(
-            list.split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned),
-        );
-    }
-    names
-}
-
-#[test]
-fn every_shared_suite_case_runs_on_postgres() {
-    let mut expected = shared_suite_cases();
-    let mut here: Vec<String> = SUITE_CASES.iter().map(|s| (*s).to_owned()).collect();
-    expected.sort();
-    here.sort();
-    assert_eq!(here, expected, "add the new suite cases to pg_cases! above");
-}
 
 // ---------------------------------------------------------------------------------------
 // The engine's own tests.

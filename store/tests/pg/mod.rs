@@ -156,3 +156,48 @@ pub fn open_sharded(cluster: &Cluster) -> (PostgresBackend, String) {
     provision_sharded(&coordinator, &shards).expect("provision");
     (PostgresBackend::open(&url).expect("open"), url)
 }
+
+/// One `#[test]` per suite case, each on a fixture from `$fixture(test_name) ->
+/// Option<Fixture>` (`None`: skipped, the fixture printed why), plus a test that the list
+/// names every case of the shared suite's `backend_suite!` and `durable_suite!` (so a case
+/// added there cannot silently miss PostgreSQL).
+#[macro_export]
+macro_rules! pg_cases {
+    ($fixture:path; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                let Some(mut f) = $fixture(stringify!($case)) else { return };
+                suite::$case(&mut f);
+            }
+        )*
+
+        #[test]
+        fn every_shared_suite_case_runs_here() {
+            let mut expected = pg::shared_suite_cases();
+            let mut here: Vec<String> = [$(stringify!($case)),*].iter().map(|s| (*s).to_owned()).collect();
+            expected.sort();
+            here.sort();
+            assert_eq!(here, expected, "add the new suite cases to pg_cases!");
+        }
+    };
+}
+
+/// The case names listed in `backend_suite!` and `durable_suite!` of the shared suite.
+pub fn shared_suite_cases() -> Vec<String> {
+    let text = include_str!("../suite/mod.rs");
+    let mut names = Vec::new();
+    for mac in ["macro_rules! backend_suite", "macro_rules! durable_suite"] {
+        let start = text.find(mac).expect("suite macro");
+        let body = &text[start..];
+        let list = &body[body.find("$fixture;").expect("case list") + "$fixture;".len()..];
+        let list = &list[..list.find(");").expect("end of case list")];
+        names.extend(
+            list.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+        );
+    }
+    names
+}
