@@ -62,11 +62,24 @@ pub enum PostgresError {
         size: usize,
     },
     /// A statement failed.
-    #[error("PostgreSQL: {0}")]
+    #[error("PostgreSQL: {}", db_message(.0))]
     Database(#[from] postgres::Error),
     /// Stored data could not be decoded.
     #[error(transparent)]
     Decode(#[from] super::encode::DecodeError),
+}
+
+/// The server's message (with its SQLSTATE) when there is one, else the client's.
+fn db_message(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!(
+            "{}: {} (SQLSTATE {})",
+            db.severity(),
+            db.message(),
+            db.code().code()
+        ),
+        None => e.to_string(),
+    }
 }
 
 impl From<PostgresError> for crate::StoreError {

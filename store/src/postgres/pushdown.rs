@@ -145,7 +145,10 @@ fn comparison(c: &Comparison) -> Cond {
             Value::DateTime(t) => Cond::Ts(c.op, t.ticks()),
             _ => mismatch(c.op),
         },
-        None => Cond::Path(property_path(&c.property, c.op, &c.value)),
+        None => match property_path(&c.property, c.op, &c.value) {
+            Some(path) => Cond::Path(path),
+            None => Cond::False,
+        },
     }
 }
 
@@ -173,9 +176,9 @@ fn json_string(s: &str) -> String {
     out
 }
 
-/// The jsonpath predicate of `name op literal` (see the module docs); `"false"` when
-/// nothing can match.
-pub(crate) fn property_path(name: &str, op: CmpOp, literal: &Value) -> String {
+/// The jsonpath predicate of `name op literal` (see the module docs); `None` when nothing
+/// can match.
+pub(crate) fn property_path(name: &str, op: CmpOp, literal: &Value) -> Option<String> {
     let mut base = String::from("$.");
     push_json_string(&mut base, name);
     let tag = format!("{base}[0]");
@@ -246,13 +249,15 @@ pub(crate) fn property_path(name: &str, op: CmpOp, literal: &Value) -> String {
         terms.push(others.join(" && "));
     }
     match terms.len() {
-        0 => "false".into(),
-        1 => terms.swap_remove(0),
-        _ => terms
-            .iter()
-            .map(|t| format!("({t})"))
-            .collect::<Vec<_>>()
-            .join(" || "),
+        0 => None,
+        1 => Some(terms.swap_remove(0)),
+        _ => Some(
+            terms
+                .iter()
+                .map(|t| format!("({t})"))
+                .collect::<Vec<_>>()
+                .join(" || "),
+        ),
     }
 }
 
@@ -262,24 +267,31 @@ mod tests {
 
     #[test]
     fn paths() {
+        let path = |name: &str, op, v: &Value| property_path(name, op, v).unwrap_or_default();
         assert_eq!(
-            property_path("A", CmpOp::Eq, &Value::from("x")),
+            path("A", CmpOp::Eq, &Value::from("x")),
             r#"$."A"[0] == "s" && $."A"[1] == "x""#
         );
         assert_eq!(
-            property_path("A", CmpOp::Lt, &Value::Boolean(true)),
+            path("A", CmpOp::Lt, &Value::Boolean(true)),
             r#"($."A"[0] == "b" && $."A"[1] < true) || ($."A"[0] != "b")"#
         );
-        let nan = property_path("D", CmpOp::Eq, &Value::Double(f64::NAN));
-        assert_eq!(nan, "false");
-        let ne_nan = property_path("D", CmpOp::Ne, &Value::Double(f64::NAN));
+        assert_eq!(
+            property_path("D", CmpOp::Eq, &Value::Double(f64::NAN)),
+            None
+        );
+        let nan = pushdown(&Predicate::negate(Predicate::compare(
+            "D",
+            CmpOp::Gt,
+            Value::Double(f64::NAN),
+        )));
+        assert_eq!(nan.cond, Cond::True);
+        let ne_nan = path("D", CmpOp::Ne, &Value::Double(f64::NAN));
         assert!(ne_nan.contains(r#"$."D"[0] == "d""#), "{ne_nan}");
-        let gt = property_path("D", CmpOp::Gt, &Value::Int64(i64::MAX));
+        let gt = path("D", CmpOp::Gt, &Value::Int64(i64::MAX));
         assert!(gt.contains(r#"$."D"[1] > 9223372036854776000"#), "{gt}");
         assert!(gt.contains(r#"$."D"[1] == "Infinity""#), "{gt}");
-        assert!(
-            property_path("we\"ird", CmpOp::Eq, &Value::Int32(1)).contains(r#"$."we\"ird"[0]"#)
-        );
+        assert!(path("we\"ird", CmpOp::Eq, &Value::Int32(1)).contains(r#"$."we\"ird"[0]"#));
     }
 
     #[test]
