@@ -224,14 +224,16 @@ cmd_down() {
 }
 
 cmd_reap_quiet() {
-    local d owner
+    local d owner watcher
     for d in "${TMPDIR:-/tmp}"/tableq-pg.*; do
         [[ -f "$d/owner" ]] || continue
-        owner=$(cat "$d/owner")
-        if ! kill -0 "$owner" 2>/dev/null; then
-            note "reaping $d (owner pid $owner has exited)"
-            cmd_down "$d" >/dev/null 2>&1 || true
-        fi
+        owner=$(cat "$d/owner" 2>/dev/null) || continue
+        kill -0 "$owner" 2>/dev/null && continue
+        # A live watcher is tearing it down already.
+        watcher=$(cat "$d/watcher.pid" 2>/dev/null || true)
+        [[ -n "$watcher" ]] && kill -0 "$watcher" 2>/dev/null && continue
+        note "reaping $d (owner pid $owner has exited)"
+        (cmd_down "$d") >/dev/null 2>&1 || true
     done
 }
 

@@ -96,6 +96,7 @@ pub struct PostgresConfig {
     pool_size: usize,
     schema: String,
     pub(crate) checkout_timeout: Duration,
+    pub(crate) pushdown: bool,
 }
 
 impl std::fmt::Debug for PostgresConfig {
@@ -164,6 +165,7 @@ impl PostgresConfig {
             pool_size: DEFAULT_POOL_SIZE,
             schema: DEFAULT_SCHEMA.into(),
             checkout_timeout: Duration::from_secs(30),
+            pushdown: true,
         }
         .with_pool_size(pool_size)?
         .with_schema(schema)
@@ -206,6 +208,14 @@ impl PostgresConfig {
     /// How long an operation waits for a free connection before failing (default 30 s).
     pub fn with_checkout_timeout(mut self, timeout: Duration) -> PostgresConfig {
         self.checkout_timeout = timeout;
+        self
+    }
+
+    /// Turns residual pushdown off (`false`: every row of the key ranges is fetched and the
+    /// executor evaluates the whole residual) or on (the default). For measuring what
+    /// pushdown saves, and for tracking down a suspected pushdown bug.
+    pub fn with_pushdown(mut self, enabled: bool) -> PostgresConfig {
+        self.pushdown = enabled;
         self
     }
 

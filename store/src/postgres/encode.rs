@@ -26,23 +26,25 @@
 //!
 //! # Properties: `{"Name": [tag, value], …}` in one `jsonb`
 //!
-//! | Edm type | stored | example |
-//! |---|---|---|
-//! | String | `["s", encoded text]` | `["s","Seattle"]` |
-//! | Int32 | `["i", number]` | `["i",42]` |
-//! | Int64 | `["l", number]` | `["l",-9223372036854775808]` |
-//! | Double (finite, not −0) | `["d", shortest round-trip decimal]` | `["d",0.1]` |
-//! | Double NaN, ±∞, −0 | `["D", "NaN" \| "Infinity" \| "-Infinity" \| "-0"]` | `["D","NaN"]` |
-//! | Boolean | `["b", bool]` | `["b",true]` |
-//! | DateTime | `["t", .NET ticks]` | `["t",637588186283795894]` |
-//! | Guid | `["g", lowercase hyphenated]` | `["g","a455c695-df98-5678-aaaa-81d3367e5a34"]` |
-//! | Binary | `["x", lowercase hex]` | `["x","00ff07"]` |
+//! | tag | Edm type | value | example |
+//! |---|---|---|---|
+//! | 1 | Int32 | number | `[1,42]` |
+//! | 2 | Int64 | number | `[2,-9223372036854775808]` |
+//! | 3 | Double (finite, not −0) | shortest round-trip decimal | `[3,0.1]` |
+//! | 4 | Double NaN, ±∞, −0 | `"NaN"`, `"Infinity"`, `"-Infinity"`, `"-0"` | `[4,"NaN"]` |
+//! | 5 | String | encoded text | `[5,"Seattle"]` |
+//! | 6 | Boolean | `true`/`false` | `[6,true]` |
+//! | 7 | DateTime | .NET ticks | `[7,637588186283795894]` |
+//! | 8 | Guid | lowercase hyphenated | `[8,"a455c695-df98-5678-aaaa-81d3367e5a34"]` |
+//! | 9 | Binary | lowercase hex | `[9,"00ff07"]` |
 //!
 //! `jsonb` keeps numbers as exact decimals, so Int64 extremes and every Double round-trip
 //! exactly (a Double is written as its shortest round-trip decimal and read back with a
 //! correctly rounded parse). Within one tag, `jsonpath` comparisons decide the spec's order
 //! exactly: numbers by value, strings (encoded text, Guid text, hex) by code point = the
-//! spec's order.
+//! spec's order. The tags are numbers ordered so that the types a numeric literal compares
+//! with by value form a range (Int32 literal: 1–4, Int64: 2–4, Double: 3–4): a pushed-down
+//! comparison checks the type with one or two number comparisons.
 //!
 //! ```
 //! use tableq_store::postgres::encode::{decode_str, encode_str};
@@ -68,6 +70,19 @@ pub struct DecodeError(pub String);
 
 fn bad(what: impl Into<String>) -> DecodeError {
     DecodeError(what.into())
+}
+
+/// The type tags of stored values (see the module docs).
+pub(crate) mod tag {
+    pub(crate) const INT32: u8 = 1;
+    pub(crate) const INT64: u8 = 2;
+    pub(crate) const DOUBLE: u8 = 3;
+    pub(crate) const DOUBLE_SPECIAL: u8 = 4;
+    pub(crate) const STRING: u8 = 5;
+    pub(crate) const BOOLEAN: u8 = 6;
+    pub(crate) const DATETIME: u8 = 7;
+    pub(crate) const GUID: u8 = 8;
+    pub(crate) const BINARY: u8 = 9;
 }
 
 const SURROGATE_BASE: u32 = 0xE000;
@@ -215,38 +230,23 @@ fn unhex(s: &str) -> Result<Vec<u8>, DecodeError> {
 
 /// Appends one value in its stored `[tag, value]` form.
 pub(crate) fn push_value(out: &mut String, value: &Value) {
-    match value {
+    let _ = match value {
         Value::String(s) => {
-            out.push_str("[\"s\",");
+            let _ = write!(out, "[{},", tag::STRING);
             push_json_string(out, &encode_str(s));
+            Ok(())
         }
-        Value::Int32(i) => {
-            let _ = write!(out, "[\"i\",{i}");
-        }
-        Value::Int64(i) => {
-            let _ = write!(out, "[\"l\",{i}");
-        }
+        Value::Int32(i) => write!(out, "[{},{i}", tag::INT32),
+        Value::Int64(i) => write!(out, "[{},{i}", tag::INT64),
         Value::Double(x) => match double_special(*x) {
-            Some(name) => {
-                let _ = write!(out, "[\"D\",\"{name}\"");
-            }
-            None => {
-                let _ = write!(out, "[\"d\",{}", double_decimal(*x));
-            }
+            Some(name) => write!(out, "[{},\"{name}\"", tag::DOUBLE_SPECIAL),
+            None => write!(out, "[{},{}", tag::DOUBLE, double_decimal(*x)),
         },
-        Value::Boolean(b) => {
-            let _ = write!(out, "[\"b\",{b}");
-        }
-        Value::DateTime(t) => {
-            let _ = write!(out, "[\"t\",{}", t.ticks());
-        }
-        Value::Guid(g) => {
-            let _ = write!(out, "[\"g\",\"{}\"", g.hyphenated());
-        }
-        Value::Binary(b) => {
-            let _ = write!(out, "[\"x\",\"{}\"", hex(b));
-        }
-    }
+        Value::Boolean(b) => write!(out, "[{},{b}", tag::BOOLEAN),
+        Value::DateTime(t) => write!(out, "[{},{}", tag::DATETIME, t.ticks()),
+        Value::Guid(g) => write!(out, "[{},\"{}\"", tag::GUID, g.hyphenated()),
+        Value::Binary(b) => write!(out, "[{},\"{}\"", tag::BINARY, hex(b)),
+    };
     out.push(']');
 }
 
@@ -267,33 +267,36 @@ pub fn encode_props(entity: &Entity) -> String {
 }
 
 /// Decodes one stored `[tag, value]`.
-fn decode_value(tag: &str, v: &serde_json::Value) -> Result<Value, DecodeError> {
+fn decode_value(t: u64, v: &serde_json::Value) -> Result<Value, DecodeError> {
     use serde_json::Value as J;
-    let wrong = || bad(format!("stored value {v} does not fit its tag {tag:?}"));
-    Ok(match (tag, v) {
-        ("s", J::String(s)) => Value::String(decode_str(s)?.into_owned()),
-        ("i", J::Number(n)) => Value::Int32(
+    let wrong = || bad(format!("stored value {v} does not fit its tag {t}"));
+    let Ok(t) = u8::try_from(t) else {
+        return Err(wrong());
+    };
+    Ok(match (t, v) {
+        (tag::STRING, J::String(s)) => Value::String(decode_str(s)?.into_owned()),
+        (tag::INT32, J::Number(n)) => Value::Int32(
             n.as_i64()
                 .and_then(|i| i32::try_from(i).ok())
                 .ok_or_else(wrong)?,
         ),
-        ("l", J::Number(n)) => Value::Int64(n.as_i64().ok_or_else(wrong)?),
-        ("d", J::Number(n)) => Value::Double(n.as_f64().ok_or_else(wrong)?),
-        ("D", J::String(s)) => Value::Double(
+        (tag::INT64, J::Number(n)) => Value::Int64(n.as_i64().ok_or_else(wrong)?),
+        (tag::DOUBLE, J::Number(n)) => Value::Double(n.as_f64().ok_or_else(wrong)?),
+        (tag::DOUBLE_SPECIAL, J::String(s)) => Value::Double(
             DOUBLE_SPECIALS
                 .iter()
                 .find(|(_, name)| name == s)
                 .map(|(x, _)| *x)
                 .ok_or_else(wrong)?,
         ),
-        ("b", J::Bool(b)) => Value::Boolean(*b),
-        ("t", J::Number(n)) => Value::DateTime(
+        (tag::BOOLEAN, J::Bool(b)) => Value::Boolean(*b),
+        (tag::DATETIME, J::Number(n)) => Value::DateTime(
             n.as_i64()
                 .and_then(DateTime::from_ticks)
                 .ok_or_else(wrong)?,
         ),
-        ("g", J::String(s)) => Value::Guid(uuid::Uuid::parse_str(s).map_err(|_| wrong())?),
-        ("x", J::String(s)) => Value::Binary(unhex(s)?),
+        (tag::GUID, J::String(s)) => Value::Guid(uuid::Uuid::parse_str(s).map_err(|_| wrong())?),
+        (tag::BINARY, J::String(s)) => Value::Binary(unhex(s)?),
         _ => return Err(wrong()),
     })
 }
@@ -305,8 +308,8 @@ pub fn decode_props(json: &str) -> Result<Vec<Property>, DecodeError> {
     let mut props = Vec::with_capacity(map.len());
     for (name, tagged) in map {
         let (tag, v) = match &tagged {
-            serde_json::Value::Array(a) if a.len() == 2 => match &a[0] {
-                serde_json::Value::String(t) => (t.as_str(), &a[1]),
+            serde_json::Value::Array(a) if a.len() == 2 => match a[0].as_u64() {
+                Some(t) => (t, &a[1]),
                 _ => return Err(bad(format!("property {name}: untagged value {tagged}"))),
             },
             _ => return Err(bad(format!("property {name}: untagged value {tagged}"))),

@@ -248,7 +248,11 @@ impl PostgresBackend {
         f: impl FnOnce(&PageSource<'_>, &pushdown::Pushdown) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let key = validate::table_key(table);
-        let pushed = pushdown::pushdown(&plan.residual);
+        let pushed = if self.config.pushdown {
+            pushdown::pushdown(&plan.residual)
+        } else {
+            pushdown::nothing(&plan.residual)
+        };
         let mut conn = self.conn()?;
         let lookup = conn
             .prepared(&self.sql.lookup_table)

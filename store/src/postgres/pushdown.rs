@@ -11,14 +11,16 @@
 //!   comparisons become `ts <op> $ticks`; other literal types fold to `TRUE`/`FALSE` (a
 //!   type mismatch).
 //! * A custom property `A op L` becomes one `jsonpath` predicate over the stored
-//!   `{"A": [tag, value]}` (`props @@ $n`), a disjunction of
-//!   - `$."A"[0] == "t" && $."A"[1] op L'` for each tag `t` the literal compares with by
-//!     value (`L'` = the literal in that tag's form: the encoded string, the integer, the
-//!     shortest decimal of the Double it converts to, ticks, Guid or hex text);
-//!   - `$."A"[0] == "D" && ($."A"[1] == "NaN" || …)` listing the special Doubles (NaN, ±∞,
+//!   `{"A": [tag, value]}` (`props @@ $n`, tags in [`super::encode`]), a disjunction of
+//!   - `$."A"[0] <= 3 && $."A"[1] op L'` for the tags the literal compares with by value
+//!     (a tag range: Int32 literal 1–3, Int64 2–3, Double 3, else the literal's own tag;
+//!     `L'` = the literal in that tag's form: the encoded string, the integer, the shortest
+//!     decimal of the Double it converts to, ticks, Guid or hex text — an Int64 beyond
+//!     2⁵³ compares with Int64 and Double properties in two terms);
+//!   - `$."A"[0] == 4 && ($."A"[1] == "NaN" || …)` listing the special Doubles (NaN, ±∞,
 //!     −0) for which the comparison holds (decided here, by `compare`);
-//!   - for `ne`/`lt`/`le`, `$."A"[0] != "t1" && $."A"[0] != "t2" …` over those tags: a
-//!     present property of another type (the mismatch rule).
+//!   - for `ne`/`lt`/`le`, `$."A"[0] < lo || $."A"[0] > hi`: a present property of another
+//!     type (the mismatch rule).
 //!
 //!   A missing property makes every path empty, so every term is false. Every term
 //!   compares values of one JSON type, so the predicate is never *unknown* and `NOT` (for
@@ -40,7 +42,7 @@
 //! assert!(p.remaining.is_true());
 //! ```
 
-use super::encode::{DOUBLE_SPECIALS, double_decimal, encode_str, push_json_string};
+use super::encode::{DOUBLE_SPECIALS, double_decimal, encode_str, push_json_string, tag};
 use super::sql::{Cond, KeyColumn};
 use tableq_model::{CmpOp, SystemProperty, Value, ValueRef, compare};
 use tableq_planner::predicate::{Comparison, Predicate};
@@ -115,6 +117,23 @@ pub fn pushdown(residual: &Predicate) -> Pushdown {
     }
 }
 
+/// No pushdown: SQL reads the key ranges, the executor evaluates all of `residual`.
+pub fn nothing(residual: &Predicate) -> Pushdown {
+    let conjuncts = match residual {
+        Predicate::True => Vec::new(),
+        Predicate::And(ps) => ps.iter().collect(),
+        p => vec![p],
+    };
+    Pushdown {
+        cond: Cond::True,
+        remaining: residual.clone(),
+        conjuncts: conjuncts
+            .into_iter()
+            .map(|c| (c.to_string(), Exactness::Unsupported))
+            .collect(),
+    }
+}
+
 /// The exact SQL form of `p`, if it has one.
 fn translate(p: &Predicate) -> Option<Cond> {
     Some(match p {
@@ -181,72 +200,100 @@ fn json_string(s: &str) -> String {
 pub(crate) fn property_path(name: &str, op: CmpOp, literal: &Value) -> Option<String> {
     let mut base = String::from("$.");
     push_json_string(&mut base, name);
-    let tag = format!("{base}[0]");
-    let val = format!("{base}[1]");
+    let t = format!("{base}[0]");
+    let v = format!("{base}[1]");
     let jop = jsonpath_op(op);
-    let mut terms: Vec<String> = Vec::new();
-    let same = |t: &str, lit: &str| format!("{tag} == \"{t}\" && {val} {jop} {lit}");
-    // Terms for Double properties against a literal that converts to the Double `x`.
-    let doubles = |terms: &mut Vec<String>, x: f64| {
-        if x.is_finite() {
-            terms.push(same("d", &double_decimal(x)));
-        } else if compare(Some(ValueRef::Double(1.0)), op, literal.as_ref()) {
-            // Every finite Double compares alike with NaN or ±∞.
-            terms.push(format!("{tag} == \"d\""));
-        }
-        let specials: Vec<String> = DOUBLE_SPECIALS
-            .iter()
-            .filter(|(v, _)| compare(Some(ValueRef::Double(*v)), op, literal.as_ref()))
-            .map(|(_, n)| format!("{val} == \"{n}\""))
-            .collect();
-        if !specials.is_empty() {
-            terms.push(format!("{tag} == \"D\" && ({})", specials.join(" || ")));
+    // `tag in lo..=hi` (tags start at 1).
+    let tags = |lo: u8, hi: u8| -> String {
+        match (lo, hi) {
+            (lo, hi) if lo == hi => format!("{t} == {lo}"),
+            (tag::INT32, hi) => format!("{t} <= {hi}"),
+            (lo, hi) => format!("{t} >= {lo} && {t} <= {hi}"),
         }
     };
-    let compatible: &[&str] = match literal {
+    let mut terms: Vec<String> = Vec::new();
+    let mut by_value =
+        |lo: u8, hi: u8, lit: &str| terms.push(format!("{} && {v} {jop} {lit}", tags(lo, hi)));
+    // The tag range the literal compares with by value.
+    let (lo, hi) = match literal {
         Value::String(s) => {
-            terms.push(same("s", &json_string(&encode_str(s))));
-            &["s"]
+            by_value(tag::STRING, tag::STRING, &json_string(&encode_str(s)));
+            (tag::STRING, tag::STRING)
         }
+        // An Int32 is exactly a Double, and the shortest decimal of that Double is the
+        // integer: one comparison covers Int32, Int64 and Double properties.
         Value::Int32(n) => {
-            terms.push(same("i", &n.to_string()));
-            terms.push(same("l", &n.to_string()));
-            doubles(&mut terms, f64::from(*n));
-            &["i", "l", "d", "D"]
+            by_value(tag::INT32, tag::DOUBLE, &n.to_string());
+            (tag::INT32, tag::DOUBLE_SPECIAL)
         }
         Value::Int64(n) => {
-            terms.push(same("l", &n.to_string()));
-            doubles(&mut terms, *n as f64);
-            &["l", "d", "D"]
+            let as_double = double_decimal(*n as f64);
+            if as_double == n.to_string() {
+                by_value(tag::INT64, tag::DOUBLE, &as_double);
+            } else {
+                by_value(tag::INT64, tag::INT64, &n.to_string());
+                by_value(tag::DOUBLE, tag::DOUBLE, &as_double);
+            }
+            (tag::INT64, tag::DOUBLE_SPECIAL)
         }
         Value::Double(x) => {
-            doubles(&mut terms, *x);
-            &["d", "D"]
+            if x.is_finite() {
+                by_value(tag::DOUBLE, tag::DOUBLE, &double_decimal(*x));
+            } else if compare(Some(ValueRef::Double(1.0)), op, literal.as_ref()) {
+                // Every finite Double compares alike with NaN or ±∞.
+                terms.push(format!("{t} == {}", tag::DOUBLE));
+            }
+            (tag::DOUBLE, tag::DOUBLE_SPECIAL)
         }
         Value::Boolean(b) => {
-            terms.push(same("b", &b.to_string()));
-            &["b"]
+            by_value(tag::BOOLEAN, tag::BOOLEAN, &b.to_string());
+            (tag::BOOLEAN, tag::BOOLEAN)
         }
-        Value::DateTime(t) => {
-            terms.push(same("t", &t.ticks().to_string()));
-            &["t"]
+        Value::DateTime(d) => {
+            by_value(tag::DATETIME, tag::DATETIME, &d.ticks().to_string());
+            (tag::DATETIME, tag::DATETIME)
         }
         Value::Guid(g) => {
-            terms.push(same("g", &json_string(&g.hyphenated().to_string())));
-            &["g"]
+            by_value(
+                tag::GUID,
+                tag::GUID,
+                &json_string(&g.hyphenated().to_string()),
+            );
+            (tag::GUID, tag::GUID)
         }
         Value::Binary(b) => {
             let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-            terms.push(same("x", &json_string(&hex)));
-            &["x"]
+            by_value(tag::BINARY, tag::BINARY, &json_string(&hex));
+            (tag::BINARY, tag::BINARY)
         }
     };
-    if matches!(op, CmpOp::Ne | CmpOp::Lt | CmpOp::Le) {
-        let others: Vec<String> = compatible
+    if hi == tag::DOUBLE_SPECIAL {
+        // NaN, ±∞ and −0 against the literal, decided here.
+        let specials: Vec<String> = DOUBLE_SPECIALS
             .iter()
-            .map(|t| format!("{tag} != \"{t}\""))
+            .filter(|(x, _)| compare(Some(ValueRef::Double(*x)), op, literal.as_ref()))
+            .map(|(_, n)| format!("{v} == \"{n}\""))
             .collect();
-        terms.push(others.join(" && "));
+        if !specials.is_empty() {
+            terms.push(format!(
+                "{t} == {} && ({})",
+                tag::DOUBLE_SPECIAL,
+                specials.join(" || ")
+            ));
+        }
+    }
+    if matches!(op, CmpOp::Ne | CmpOp::Lt | CmpOp::Le) {
+        // A present property of another type counts as less than the literal.
+        let mut other = Vec::new();
+        if lo > tag::INT32 {
+            other.push(format!("{t} < {lo}"));
+        }
+        if hi < tag::BINARY {
+            other.push(format!("{t} > {hi}"));
+        }
+        if !other.is_empty() {
+            terms.push(other.join(" || "));
+        }
     }
     match terms.len() {
         0 => None,
@@ -270,12 +317,19 @@ mod tests {
         let path = |name: &str, op, v: &Value| property_path(name, op, v).unwrap_or_default();
         assert_eq!(
             path("A", CmpOp::Eq, &Value::from("x")),
-            r#"$."A"[0] == "s" && $."A"[1] == "x""#
+            r#"$."A"[0] == 5 && $."A"[1] == "x""#
         );
         assert_eq!(
             path("A", CmpOp::Lt, &Value::Boolean(true)),
-            r#"($."A"[0] == "b" && $."A"[1] < true) || ($."A"[0] != "b")"#
+            r#"($."A"[0] == 6 && $."A"[1] < true) || ($."A"[0] < 6 || $."A"[0] > 6)"#
         );
+        assert_eq!(
+            path("N", CmpOp::Lt, &Value::Int32(100)),
+            r#"($."N"[0] <= 3 && $."N"[1] < 100) || ($."N"[0] == 4 && ($."N"[1] == "-Infinity" || $."N"[1] == "-0")) || ($."N"[0] > 4)"#
+        );
+        for n in [i32::MIN, -1, 0, 7, i32::MAX] {
+            assert_eq!(double_decimal(f64::from(n)), n.to_string());
+        }
         assert_eq!(
             property_path("D", CmpOp::Eq, &Value::Double(f64::NAN)),
             None
@@ -287,7 +341,7 @@ mod tests {
         )));
         assert_eq!(nan.cond, Cond::True);
         let ne_nan = path("D", CmpOp::Ne, &Value::Double(f64::NAN));
-        assert!(ne_nan.contains(r#"$."D"[0] == "d""#), "{ne_nan}");
+        assert!(ne_nan.contains(r#"$."D"[0] == 3"#), "{ne_nan}");
         let gt = path("D", CmpOp::Gt, &Value::Int64(i64::MAX));
         assert!(gt.contains(r#"$."D"[1] > 9223372036854776000"#), "{gt}");
         assert!(gt.contains(r#"$."D"[1] == "Infinity""#), "{gt}");
