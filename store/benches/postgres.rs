@@ -48,7 +48,7 @@ fn entity(i: u64, n: u64) -> Entity {
     e.set("N", Value::Int32(permuted as i32));
     e.set("Category", Value::String(format!("category-{}", i % 10)));
     e.set("Price", Value::Double((i % 10_000) as f64 / 100.0));
-    e.set("Active", Value::Boolean(i % 3 == 0));
+    e.set("Active", Value::Boolean(i.is_multiple_of(3)));
     e.set("Name", Value::String(format!("customer name {i:08}")));
     e
 }
