@@ -273,3 +273,40 @@ fn closed_engines_refuse_work() {
         Err(StoreError::Closed)
     ));
 }
+
+#[test]
+fn point_gets_notice_tables_recreated_by_another_process() {
+    let Some(cluster) = pg::single("point_gets_notice_tables_recreated_by_another_process") else {
+        return;
+    };
+    let (a, url) = pg::open_single(cluster);
+    let b = PostgresBackend::open(&url).unwrap();
+    a.create_table("shared").unwrap();
+    a.write(
+        "shared",
+        WriteOp::Insert {
+            entity: entity("p", "r", &[("V", Value::Int32(1))]),
+        },
+    )
+    .unwrap();
+    // `a` remembers the table's id.
+    assert!(a.get("shared", "p", "r").unwrap().is_some());
+    b.delete_table("shared").unwrap();
+    assert!(matches!(
+        a.get("shared", "p", "r"),
+        Err(StoreError::TableNotFound(_))
+    ));
+    b.create_table("Shared").unwrap();
+    b.write(
+        "shared",
+        WriteOp::Insert {
+            entity: entity("p", "r", &[("V", Value::Int32(2))]),
+        },
+    )
+    .unwrap();
+    let got = a.get("SHARED", "p", "r").unwrap().unwrap();
+    assert_eq!(got.custom("V"), Some(&Value::Int32(2)));
+    b.delete_table("shared").unwrap();
+    b.create_table("shared").unwrap();
+    assert!(a.get("shared", "p", "r").unwrap().is_none());
+}

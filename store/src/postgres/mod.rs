@@ -67,7 +67,9 @@ use encode::{JsonbText, decode_entity, encode_str};
 use pool::Pool;
 use postgres::IsolationLevel;
 use source::PageSource;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{PoisonError, RwLock};
 use tableq_exec::{DEFAULT_PAGE_SIZE, Executor, Key, PageOptions, RowView};
 use tableq_model::{DateTime, Entity, validate};
 use tableq_planner::plan::Plan;
@@ -105,7 +107,7 @@ impl Statements {
             list_tables: format!("SELECT name FROM {t} ORDER BY key"),
             get: format!(
                 "SELECT e.ts, e.props FROM {t} t LEFT JOIN {e} e \
-                 ON e.table_id = t.id AND e.pk = $2 AND e.rk = $3 WHERE t.key = $1"
+                 ON e.table_id = $2 AND e.pk = $3 AND e.rk = $4 WHERE t.key = $1 AND t.id = $2"
             ),
             lock_one: format!(
                 "SELECT pk, rk, ts, props FROM {e} WHERE table_id = $1 AND pk = $2 AND rk = $3 FOR UPDATE"
@@ -135,6 +137,9 @@ pub struct PostgresBackend {
     pub(crate) clock: Clock,
     closed: AtomicBool,
     fetched: AtomicU64,
+    /// Table key → id, as last seen: a hint for point gets, which check it in the same
+    /// statement (a stale id finds no table row and is looked up again).
+    ids: RwLock<HashMap<String, i64>>,
 }
 
 impl std::fmt::Debug for PostgresBackend {
@@ -160,6 +165,10 @@ impl PostgresBackend {
         let pool = Pool::new(&config);
         let mut conn = pool.connect()?;
         let layout = schema::ensure(&mut conn, &config)?;
+        if matches!(layout, Layout::Partitioned { .. }) {
+            pool.set_session_setup(pool::PARTITIONED_SESSION);
+            conn.client.batch_execute(pool::PARTITIONED_SESSION)?;
+        }
         let sql = Statements::new(config.schema_name());
         let clock = Clock::new();
         {
@@ -185,6 +194,7 @@ impl PostgresBackend {
             clock,
             closed: AtomicBool::new(false),
             fetched: AtomicU64::new(0),
+            ids: RwLock::new(HashMap::new()),
         })
     }
 
@@ -226,6 +236,31 @@ impl PostgresBackend {
         let mut conn = self.conn()?;
         let stmt = conn.prepared(sql).map_err(PostgresError::from)?;
         Ok(f(&mut conn.client, &stmt)?)
+    }
+
+    /// The id of the table with this key (remembered as a hint for point gets), if any.
+    fn lookup_id(
+        &self,
+        conn: &mut pool::PooledConn<'_>,
+        key: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        let lookup = conn
+            .prepared(&self.sql.lookup_table)
+            .map_err(PostgresError::from)?;
+        let id: Option<i64> = match conn
+            .client
+            .query_opt(&lookup, &[&key])
+            .map_err(PostgresError::from)?
+        {
+            Some(row) => Some(row.try_get(0).map_err(PostgresError::from)?),
+            None => None,
+        };
+        let mut ids = self.ids.write().unwrap_or_else(PoisonError::into_inner);
+        match id {
+            Some(id) => ids.insert(key.to_owned(), id),
+            None => ids.remove(key),
+        };
+        Ok(id)
     }
 
     /// The page size a plan's page uses.
@@ -372,19 +407,49 @@ impl Backend for PostgresBackend {
     fn get(&self, table: &str, pk: &str, rk: &str) -> Result<Option<Entity>, StoreError> {
         let key = validate::table_key(table);
         let (epk, erk) = (encode_str(pk), encode_str(rk));
-        let found = self.with_statement(&self.sql.get, |c, s| {
-            let rows = c.query(s, &[&key, &epk.as_ref(), &erk.as_ref()])?;
-            let Some(row) = rows.first() else {
-                return Ok(None);
-            };
-            let ts: Option<i64> = row.try_get(0)?;
-            let Some(ts) = ts else {
-                return Ok(Some(None));
-            };
-            let props: JsonbText<'_> = row.try_get(1)?;
-            Ok(Some(Some(decode_entity(&epk, &erk, ts, props.0)?)))
-        })?;
-        found.ok_or_else(|| StoreError::TableNotFound(table.to_owned()))
+        // The id hint makes the entity lookup a primary-key probe (on the one shard that
+        // holds `pk`) in the same statement that checks the table.
+        let hint = self
+            .ids
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .copied();
+        let mut conn = self.conn()?;
+        let get = conn.prepared(&self.sql.get).map_err(PostgresError::from)?;
+        let mut id = match hint {
+            Some(id) => id,
+            None => match self.lookup_id(&mut conn, &key)? {
+                Some(id) => id,
+                None => return Err(StoreError::TableNotFound(table.to_owned())),
+            },
+        };
+        for _ in 0..2 {
+            let rows = conn
+                .client
+                .query(&get, &[&key, &id, &epk.as_ref(), &erk.as_ref()])
+                .map_err(PostgresError::from)?;
+            if let Some(row) = rows.first() {
+                let ts: Option<i64> = row.try_get(0).map_err(PostgresError::from)?;
+                let Some(ts) = ts else {
+                    return Ok(None);
+                };
+                let props: JsonbText<'_> = row.try_get(1).map_err(PostgresError::from)?;
+                return Ok(Some(
+                    decode_entity(&epk, &erk, ts, props.0).map_err(PostgresError::from)?,
+                ));
+            }
+            // The table is gone, or was re-created with a new id.
+            match self.lookup_id(&mut conn, &key)? {
+                Some(fresh) if fresh != id => id = fresh,
+                _ => break,
+            }
+        }
+        self.ids
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key);
+        Err(StoreError::TableNotFound(table.to_owned()))
     }
 
     fn query(

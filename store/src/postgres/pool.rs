@@ -13,11 +13,12 @@ use std::ops::{Deref, DerefMut};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// SQL run once on every new connection. `enable_sort = off` makes the planner read key
-/// order from the primary-key index (single server) or from per-shard remote `ORDER BY`s
-/// merged in order (partitioned over postgres_fdw) instead of fetching whole partitions to
-/// sort them locally: every query of the engine is ordered by the primary key.
-const SESSION_SETUP: &str = "SET enable_sort = off";
+/// SQL run once on every new connection of a partitioned layout: `enable_sort = off` makes
+/// the coordinator merge per-shard remote `ORDER BY`s instead of fetching whole partitions
+/// to sort them locally (its estimates for foreign tables favour the local sort; every
+/// query of the engine is ordered by the key). A single server keeps the default: there
+/// the planner rightly sorts the few matches of a selective full scan.
+pub(crate) const PARTITIONED_SESSION: &str = "SET enable_sort = off";
 
 /// One connection and its prepared statements.
 pub(crate) struct Conn {
@@ -45,6 +46,7 @@ struct State {
 /// The pool (see the module docs).
 pub(crate) struct Pool {
     config: postgres::Config,
+    session: Mutex<&'static str>,
     target: String,
     size: usize,
     timeout: Duration,
@@ -56,6 +58,7 @@ impl Pool {
     pub(crate) fn new(config: &PostgresConfig) -> Pool {
         Pool {
             config: config.client.clone(),
+            session: Mutex::new(""),
             target: config.target().to_owned(),
             size: config.pool_size(),
             timeout: config.checkout_timeout,
@@ -77,11 +80,19 @@ impl Pool {
                 target: self.target.clone(),
                 source,
             })?;
-        client.batch_execute(SESSION_SETUP)?;
+        let session = *self.session.lock().unwrap_or_else(PoisonError::into_inner);
+        if !session.is_empty() {
+            client.batch_execute(session)?;
+        }
         Ok(Conn {
             client,
             statements: HashMap::new(),
         })
+    }
+
+    /// Sets the SQL every new connection runs first (before any is pooled).
+    pub(crate) fn set_session_setup(&self, sql: &'static str) {
+        *self.session.lock().unwrap_or_else(PoisonError::into_inner) = sql;
     }
 
     /// Hands a connection back (e.g. the start-up one) to be reused.
