@@ -266,58 +266,108 @@ pub fn encode_props(entity: &Entity) -> String {
     out
 }
 
-/// Decodes one stored `[tag, value]`.
-fn decode_value(t: u64, v: &serde_json::Value) -> Result<Value, DecodeError> {
-    use serde_json::Value as J;
-    let wrong = || bad(format!("stored value {v} does not fit its tag {t}"));
-    let Ok(t) = u8::try_from(t) else {
-        return Err(wrong());
-    };
-    Ok(match (t, v) {
-        (tag::STRING, J::String(s)) => Value::String(decode_str(s)?.into_owned()),
-        (tag::INT32, J::Number(n)) => Value::Int32(
-            n.as_i64()
-                .and_then(|i| i32::try_from(i).ok())
-                .ok_or_else(wrong)?,
-        ),
-        (tag::INT64, J::Number(n)) => Value::Int64(n.as_i64().ok_or_else(wrong)?),
-        (tag::DOUBLE, J::Number(n)) => Value::Double(n.as_f64().ok_or_else(wrong)?),
-        (tag::DOUBLE_SPECIAL, J::String(s)) => Value::Double(
-            DOUBLE_SPECIALS
-                .iter()
-                .find(|(_, name)| name == s)
-                .map(|(x, _)| *x)
-                .ok_or_else(wrong)?,
-        ),
-        (tag::BOOLEAN, J::Bool(b)) => Value::Boolean(*b),
-        (tag::DATETIME, J::Number(n)) => Value::DateTime(
-            n.as_i64()
-                .and_then(DateTime::from_ticks)
-                .ok_or_else(wrong)?,
-        ),
-        (tag::GUID, J::String(s)) => Value::Guid(uuid::Uuid::parse_str(s).map_err(|_| wrong())?),
-        (tag::BINARY, J::String(s)) => Value::Binary(unhex(s)?),
-        _ => return Err(wrong()),
-    })
+/// Decodes the stored `jsonb` text of an entity's custom properties (straight from the
+/// JSON tokens into [`Value`]s, without an intermediate JSON tree).
+pub fn decode_props(json: &str) -> Result<Vec<Property>, DecodeError> {
+    let mut de = serde_json::Deserializer::from_str(json);
+    let props = serde::Deserializer::deserialize_map(&mut de, PropsVisitor)
+        .map_err(|e| bad(format!("stored properties: {e}")))?;
+    de.end()
+        .map_err(|e| bad(format!("stored properties: {e}")))?;
+    Ok(props)
 }
 
-/// Decodes the stored `jsonb` text of an entity's custom properties.
-pub fn decode_props(json: &str) -> Result<Vec<Property>, DecodeError> {
-    let map: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(json).map_err(|e| bad(format!("stored properties: {e}")))?;
-    let mut props = Vec::with_capacity(map.len());
-    for (name, tagged) in map {
-        let (tag, v) = match &tagged {
-            serde_json::Value::Array(a) if a.len() == 2 => match a[0].as_u64() {
-                Some(t) => (t, &a[1]),
-                _ => return Err(bad(format!("property {name}: untagged value {tagged}"))),
-            },
-            _ => return Err(bad(format!("property {name}: untagged value {tagged}"))),
-        };
-        let value = decode_value(tag, v)?;
-        props.push(Property { name, value });
+/// Reads `{"Name": [tag, value], …}`.
+struct PropsVisitor;
+
+impl<'de> serde::de::Visitor<'de> for PropsVisitor {
+    type Value = Vec<Property>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an object of [tag, value] pairs")
     }
-    Ok(props)
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<Vec<Property>, A::Error> {
+        let mut props = Vec::with_capacity(map.size_hint().unwrap_or(8));
+        while let Some(name) = map.next_key::<String>()? {
+            let Tagged(value) = map.next_value()?;
+            props.push(Property { name, value });
+        }
+        Ok(props)
+    }
+}
+
+/// One stored `[tag, value]`.
+struct Tagged(Value);
+
+impl<'de> serde::Deserialize<'de> for Tagged {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Tagged, D::Error> {
+        d.deserialize_seq(TaggedVisitor)
+    }
+}
+
+struct TaggedVisitor;
+
+impl<'de> serde::de::Visitor<'de> for TaggedVisitor {
+    type Value = Tagged;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a [tag, value] pair")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Tagged, A::Error> {
+        use serde::de::Error;
+        let missing = || A::Error::custom("a [tag, value] pair without its value");
+        let t: u8 = seq.next_element()?.ok_or_else(missing)?;
+        let custom = |e: DecodeError| A::Error::custom(e.0);
+        let value = match t {
+            tag::INT32 => Value::Int32(seq.next_element()?.ok_or_else(missing)?),
+            tag::INT64 => Value::Int64(seq.next_element()?.ok_or_else(missing)?),
+            tag::DOUBLE => Value::Double(seq.next_element()?.ok_or_else(missing)?),
+            tag::DOUBLE_SPECIAL => {
+                let name: String = seq.next_element()?.ok_or_else(missing)?;
+                Value::Double(
+                    DOUBLE_SPECIALS
+                        .iter()
+                        .find(|(_, n)| *n == name)
+                        .map(|(x, _)| *x)
+                        .ok_or_else(|| {
+                            A::Error::custom(format!("unknown special Double {name:?}"))
+                        })?,
+                )
+            }
+            tag::STRING => {
+                let s: String = seq.next_element()?.ok_or_else(missing)?;
+                Value::String(match decode_str(&s).map_err(custom)? {
+                    Cow::Borrowed(_) => s,
+                    Cow::Owned(decoded) => decoded,
+                })
+            }
+            tag::BOOLEAN => Value::Boolean(seq.next_element()?.ok_or_else(missing)?),
+            tag::DATETIME => {
+                let ticks: i64 = seq.next_element()?.ok_or_else(missing)?;
+                Value::DateTime(DateTime::from_ticks(ticks).ok_or_else(|| {
+                    A::Error::custom(format!("DateTime ticks {ticks} out of range"))
+                })?)
+            }
+            tag::GUID => {
+                let g: String = seq.next_element()?.ok_or_else(missing)?;
+                Value::Guid(uuid::Uuid::parse_str(&g).map_err(A::Error::custom)?)
+            }
+            tag::BINARY => {
+                let h: String = seq.next_element()?.ok_or_else(missing)?;
+                Value::Binary(unhex(&h).map_err(custom)?)
+            }
+            other => return Err(A::Error::custom(format!("unknown type tag {other}"))),
+        };
+        if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+            return Err(A::Error::custom("more than [tag, value]"));
+        }
+        Ok(Tagged(value))
+    }
 }
 
 /// The entity stored as (encoded keys, ticks, properties).

@@ -11,7 +11,7 @@
 //! (`{"Age": ["i", 42]}`), primary key `(table_id, pk, rk)`. Tables are rows of
 //! `<schema>.tables` (ids never reused; names unique case-insensitively).
 //!
-//! # Reads ([`source`], [`pushdown`])
+//! # Reads (`source.rs`, [`pushdown`])
 //!
 //! A query page runs tableq's executor over rows fetched with SQL in one `REPEATABLE READ`
 //! transaction: every key range of the plan becomes a `WHERE` on `pk`/`rk` (points as
@@ -20,7 +20,7 @@
 //! becomes `LIMIT page+1`, so one statement returns the page and its continuation. `explain`
 //! shows the SQL, what is pushed down, and PostgreSQL's own plan.
 //!
-//! # Writes ([`write`])
+//! # Writes (`write.rs`)
 //!
 //! One SQL transaction per atomic write: the named entities are row-locked
 //! (`SELECT … FOR UPDATE`), [`crate::resolve()`] decides, then plain `INSERT`/`UPDATE`/
@@ -32,7 +32,7 @@
 //! embedded engines), and a page's statements are strictly sequential (each batch starts
 //! after the previous one's last key). The `postgres` crate is `tokio-postgres` behind
 //! blocking calls — same protocol code, prepared statements, binary parameters — without
-//! a runtime to manage here; a small pool ([`pool`]) keeps one prepared-statement cache per
+//! a runtime to manage here; a small pool (`pool.rs`) keeps one prepared-statement cache per
 //! connection. Call the engine from a thread that is not driving an async runtime
 //! (e.g. inside `tokio::task::spawn_blocking`): the client blocks on its own runtime.
 //!
