@@ -120,9 +120,11 @@ impl Statements {
                  SELECT $1, u.pk, u.rk, $2, u.props FROM unnest($3::text[], $4::text[], $5::jsonb[]) AS u (pk, rk, props)"
             ),
             update: format!(
-                "UPDATE {e} SET ts = $4, props = $5 WHERE table_id = $1 AND pk = $2 AND rk = $3"
+                "UPDATE {e} SET ts = $4, props = $5 WHERE table_id = $1 AND pk = $2 AND rk = $3 AND ts = $6"
             ),
-            delete: format!("DELETE FROM {e} WHERE table_id = $1 AND pk = $2 AND rk = $3"),
+            delete: format!(
+                "DELETE FROM {e} WHERE table_id = $1 AND pk = $2 AND rk = $3 AND ts = $4"
+            ),
             entities: e,
         }
     }

@@ -8,8 +8,9 @@
 //!    the same key surfaces at commit as a unique violation.
 //! 3. The changes are applied: new entities in one multi-row `INSERT` (through
 //!    `unnest`), existing ones by `UPDATE`/`DELETE` on the primary key (never
-//!    `INSERT … ON CONFLICT`, which postgres_fdw does not support). `If-Match` was decided
-//!    by `resolve` on the locked row, so the `UPDATE`/`DELETE` is conditional on it.
+//!    `INSERT … ON CONFLICT`, which postgres_fdw does not support), conditional on the
+//!    Timestamp read under the lock (`… AND ts = $old`): `resolve` decided `If-Match` on
+//!    that version, and a statement that finds it changed fails the attempt (retried).
 //! 4. Commit. A unique violation (racing insert), a serialization failure (postgres_fdw
 //!    runs remote transactions at `REPEATABLE READ`, so a concurrent update of a locked row
 //!    fails instead of waiting) or a deadlock rolls the write back and runs it again from
@@ -41,6 +42,8 @@ enum Failure {
     Final(BatchError),
     /// A database failure; retry when [`retryable`].
     Database(PostgresError),
+    /// A conditional `UPDATE`/`DELETE` found the row changed: retry.
+    Changed,
 }
 
 impl From<postgres::Error> for Failure {
@@ -67,6 +70,17 @@ fn retryable(e: &PostgresError) -> bool {
     }
 }
 
+/// Sleeps a little longer after each failed attempt, with jitter from the clock.
+fn backoff(attempt: u32) {
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() % 1000)
+        .unwrap_or(0);
+    std::thread::sleep(Duration::from_micros(
+        200 * u64::from(attempt.min(20)) + u64::from(jitter),
+    ));
+}
+
 impl PostgresBackend {
     pub(crate) fn write_ops(
         &self,
@@ -89,16 +103,16 @@ impl PostgresBackend {
             match outcome {
                 Ok(w) => return Ok(w),
                 Err(Failure::Final(e)) => return Err(e),
+                Err(Failure::Changed) if attempt < MAX_ATTEMPTS => backoff(attempt),
                 Err(Failure::Database(e)) if retryable(&e) && attempt < MAX_ATTEMPTS => {
                     drop(conn);
-                    // Back off a little more each time, with jitter from the clock.
-                    let jitter = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map(|d| d.subsec_nanos() % 1000)
-                        .unwrap_or(0);
-                    std::thread::sleep(Duration::from_micros(
-                        200 * u64::from(attempt.min(20)) + u64::from(jitter),
-                    ));
+                    backoff(attempt);
+                }
+                Err(Failure::Changed) => {
+                    return Err(StoreError::storage(format!(
+                        "the entities kept changing during {MAX_ATTEMPTS} attempts of this write"
+                    ))
+                    .into());
                 }
                 Err(Failure::Database(e)) => return Err(StoreError::from(e).into()),
             }
@@ -151,8 +165,8 @@ impl PostgresBackend {
             match change {
                 Change::Put(e) => {
                     let k = (e.partition_key().to_owned(), e.row_key().to_owned());
-                    if existing.contains_key(&k) {
-                        tx.execute(
+                    if let Some(old) = existing.get(&k).and_then(Entity::timestamp) {
+                        let n = tx.execute(
                             &stmts.update,
                             &[
                                 &table_id,
@@ -160,8 +174,12 @@ impl PostgresBackend {
                                 &encode_str(e.row_key()).as_ref(),
                                 &ts,
                                 &Jsonb(encode_props(e)),
+                                &old.ticks(),
                             ],
                         )?;
+                        if n != 1 {
+                            return Err(Failure::Changed);
+                        }
                     } else {
                         inserts.push(e);
                     }
@@ -170,14 +188,22 @@ impl PostgresBackend {
                     partition_key,
                     row_key,
                 } => {
-                    tx.execute(
+                    let old = existing
+                        .get(&(partition_key.clone(), row_key.clone()))
+                        .and_then(Entity::timestamp)
+                        .ok_or(Failure::Changed)?;
+                    let n = tx.execute(
                         &stmts.delete,
                         &[
                             &table_id,
                             &encode_str(partition_key).as_ref(),
                             &encode_str(row_key).as_ref(),
+                            &old.ticks(),
                         ],
                     )?;
+                    if n != 1 {
+                        return Err(Failure::Changed);
+                    }
                 }
             }
         }
