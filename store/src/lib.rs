@@ -13,6 +13,7 @@
 //!   engine;
 //! * [`Clock`] — Timestamps that strictly increase per entity;
 //! * [`MemoryBackend`] — the in-memory engine;
+//! * [`PostgresBackend`] — the PostgreSQL engine (one server or a partitioned cluster);
 //! * [`StoreError`] / [`BatchError`] — failures with the service's error codes.
 //!
 //! The data flows one way: a backend reads through `tableq-exec`'s `EntitySource` and
@@ -25,8 +26,10 @@ pub mod clock;
 pub mod error;
 pub mod memory;
 pub mod op;
+pub mod postgres;
 pub mod resolve;
 
+pub use self::postgres::{PostgresBackend, PostgresConfig, PostgresError};
 pub use backend::{Backend, QueryPage, ScanExplain, TableInfo};
 pub use clock::Clock;
 pub use error::{BatchError, StoreError};

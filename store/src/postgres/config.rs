@@ -1,0 +1,290 @@
+//! Connection settings of the PostgreSQL engine ([`PostgresConfig`]) and its errors
+//! ([`PostgresError`]).
+//!
+//! A configuration starts from a URL, `postgres://user[:password]@host[:port]/database`,
+//! parsed by the client crate (every libpq-style parameter it knows, e.g.
+//! `?connect_timeout=5&application_name=x`, is accepted), plus two parameters of tableq's
+//! own that are taken out of the URL before it is handed on:
+//!
+//! * `schema=NAME` — the PostgreSQL schema holding tableq's tables (default `tableq`;
+//!   lowercase letters, digits and `_`, at most 63 characters);
+//! * `pool_size=N` — the most connections the engine opens (default 8).
+//!
+//! ```
+//! use tableq_store::postgres::PostgresConfig;
+//! let config = PostgresConfig::from_url("postgres://app@db.example:5433/tables?schema=t1&pool_size=4").unwrap();
+//! assert_eq!((config.schema_name(), config.pool_size()), ("t1", 4));
+//! assert_eq!(config.target(), "app@db.example:5433/tables");
+//! assert!(PostgresConfig::from_url("mysql://x").is_err());
+//! ```
+
+use std::time::Duration;
+
+/// Why the PostgreSQL engine could not be opened or failed (converted to
+/// [`crate::StoreError::Storage`] on the [`crate::Backend`] interface).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PostgresError {
+    /// The URL or a tableq parameter in it is malformed.
+    #[error("invalid PostgreSQL URL: {0}")]
+    InvalidUrl(String),
+    /// The server could not be reached or refused the connection.
+    #[error("cannot connect to PostgreSQL at {target}: {source}")]
+    Connect {
+        /// `user@host:port/database` (never the password).
+        target: String,
+        /// The client's error.
+        #[source]
+        source: postgres::Error,
+    },
+    /// The server cannot hold tableq's data (version, encoding).
+    #[error("PostgreSQL at {target} cannot be used: {message}")]
+    Unsupported {
+        /// `user@host:port/database`.
+        target: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The schema exists but is not the one this version of tableq writes.
+    #[error("schema {schema:?}: {message}")]
+    Schema {
+        /// The schema name.
+        schema: String,
+        /// What does not match.
+        message: String,
+    },
+    /// No connection became free in time.
+    #[error("no free PostgreSQL connection after {waited:?} (pool size {size})")]
+    PoolTimeout {
+        /// How long the caller waited.
+        waited: Duration,
+        /// The pool size.
+        size: usize,
+    },
+    /// A statement failed.
+    #[error("PostgreSQL: {}", db_message(.0))]
+    Database(#[from] postgres::Error),
+    /// Stored data could not be decoded.
+    #[error(transparent)]
+    Decode(#[from] super::encode::DecodeError),
+}
+
+/// The server's message (with its SQLSTATE) when there is one, else the client's.
+fn db_message(e: &postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!(
+            "{}: {} (SQLSTATE {})",
+            db.severity(),
+            db.message(),
+            db.code().code()
+        ),
+        None => e.to_string(),
+    }
+}
+
+impl From<PostgresError> for crate::StoreError {
+    fn from(e: PostgresError) -> crate::StoreError {
+        crate::StoreError::storage(e)
+    }
+}
+
+/// Where and how to connect (see the module docs).
+#[derive(Clone)]
+pub struct PostgresConfig {
+    pub(crate) client: postgres::Config,
+    target: String,
+    pool_size: usize,
+    schema: String,
+    pub(crate) checkout_timeout: Duration,
+    pub(crate) pushdown: bool,
+}
+
+impl std::fmt::Debug for PostgresConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresConfig")
+            .field("target", &self.target)
+            .field("pool_size", &self.pool_size)
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The default schema name.
+pub const DEFAULT_SCHEMA: &str = "tableq";
+/// The default pool size.
+pub const DEFAULT_POOL_SIZE: usize = 8;
+
+impl PostgresConfig {
+    /// Parses a `postgres://` (or `postgresql://`) URL with the optional `schema` and
+    /// `pool_size` parameters (see the module docs). Without `connect_timeout`, connecting
+    /// gives up after 10 s.
+    pub fn from_url(url: &str) -> Result<PostgresConfig, PostgresError> {
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return Err(PostgresError::InvalidUrl(
+                "expected postgres://user@host:port/database".into(),
+            ));
+        }
+        let (base, query) = match url.split_once('?') {
+            Some((b, q)) => (b, q),
+            None => (url, ""),
+        };
+        let mut schema = DEFAULT_SCHEMA.to_owned();
+        let mut pool_size = DEFAULT_POOL_SIZE;
+        let mut rest: Vec<&str> = Vec::new();
+        for pair in query.split('&').filter(|p| !p.is_empty()) {
+            match pair.split_once('=') {
+                Some(("schema", v)) => schema = v.to_owned(),
+                Some(("pool_size", v)) => {
+                    pool_size = v.parse().map_err(|_| {
+                        PostgresError::InvalidUrl(format!("pool_size={v} is not a number"))
+                    })?
+                }
+                _ => rest.push(pair),
+            }
+        }
+        let client_url = if rest.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}?{}", rest.join("&"))
+        };
+        let mut client: postgres::Config = client_url
+            .parse()
+            .map_err(|e: postgres::Error| PostgresError::InvalidUrl(e.to_string()))?;
+        if client.get_connect_timeout().is_none() {
+            client.connect_timeout(Duration::from_secs(10));
+        }
+        if client.get_user().is_none() {
+            return Err(PostgresError::InvalidUrl(
+                "the URL names no user (postgres://USER@host/database)".into(),
+            ));
+        }
+        let target = describe(&client);
+        PostgresConfig {
+            client,
+            target,
+            pool_size: DEFAULT_POOL_SIZE,
+            schema: DEFAULT_SCHEMA.into(),
+            checkout_timeout: Duration::from_secs(30),
+            pushdown: true,
+        }
+        .with_pool_size(pool_size)?
+        .with_schema(schema)
+    }
+
+    /// Sets the most connections the engine opens (at least 1).
+    pub fn with_pool_size(mut self, size: usize) -> Result<PostgresConfig, PostgresError> {
+        if size == 0 || size > 1000 {
+            return Err(PostgresError::InvalidUrl(format!(
+                "pool_size {size}: want 1…1000"
+            )));
+        }
+        self.pool_size = size;
+        Ok(self)
+    }
+
+    /// Sets the schema holding tableq's tables.
+    pub fn with_schema(
+        mut self,
+        schema: impl Into<String>,
+    ) -> Result<PostgresConfig, PostgresError> {
+        let schema = schema.into();
+        let ok = !schema.is_empty()
+            && schema.len() <= 63
+            && schema
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            && !schema.as_bytes()[0].is_ascii_digit()
+            && !schema.starts_with("pg_");
+        if !ok {
+            return Err(PostgresError::InvalidUrl(format!(
+                "schema {schema:?}: want lowercase letters, digits and _, not starting with a \
+                 digit or pg_, at most 63 characters"
+            )));
+        }
+        self.schema = schema;
+        Ok(self)
+    }
+
+    /// How long an operation waits for a free connection before failing (default 30 s).
+    pub fn with_checkout_timeout(mut self, timeout: Duration) -> PostgresConfig {
+        self.checkout_timeout = timeout;
+        self
+    }
+
+    /// Turns residual pushdown off (`false`: every row of the key ranges is fetched and the
+    /// executor evaluates the whole residual) or on (the default). For measuring what
+    /// pushdown saves, and for tracking down a suspected pushdown bug.
+    pub fn with_pushdown(mut self, enabled: bool) -> PostgresConfig {
+        self.pushdown = enabled;
+        self
+    }
+
+    /// The schema name.
+    pub fn schema_name(&self) -> &str {
+        &self.schema
+    }
+
+    /// The pool size.
+    pub fn pool_size(&self) -> usize {
+        self.pool_size
+    }
+
+    /// `user@host:port/database` (for messages; never the password).
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+}
+
+fn describe(c: &postgres::Config) -> String {
+    use postgres::config::Host;
+    let host = match c.get_hosts().first() {
+        Some(Host::Tcp(h)) => h.clone(),
+        Some(Host::Unix(p)) => p.display().to_string(),
+        None => "localhost".into(),
+    };
+    let port = c.get_ports().first().copied().unwrap_or(5432);
+    format!(
+        "{}@{host}:{port}/{}",
+        c.get_user().unwrap_or("?"),
+        c.get_dbname()
+            .unwrap_or_else(|| c.get_user().unwrap_or("?"))
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let c = PostgresConfig::from_url("postgres://u:secret@h/db?connect_timeout=3&schema=abc_1")
+            .unwrap();
+        assert_eq!(c.schema_name(), "abc_1");
+        assert_eq!(c.pool_size(), DEFAULT_POOL_SIZE);
+        assert_eq!(c.target(), "u@h:5432/db");
+        assert!(!format!("{c:?}").contains("secret"));
+        assert_eq!(
+            c.client.get_connect_timeout(),
+            Some(&Duration::from_secs(3))
+        );
+        for bad in [
+            "http://h/db",
+            "postgres://h/db",
+            "postgres://u@h/db?pool_size=x",
+            "postgres://u@h/db?pool_size=0",
+            "postgres://u@h/db?schema=Upper",
+            "postgres://u@h/db?schema=pg_x",
+            "postgres://u@h/db?schema=1a",
+            "postgres://u@h/db?nonsense=1",
+            "postgres://u@h:notaport/db",
+        ] {
+            assert!(
+                matches!(
+                    PostgresConfig::from_url(bad),
+                    Err(PostgresError::InvalidUrl(_))
+                ),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,548 @@
+//! [`PostgresBackend`]: the PostgreSQL engine (`tableq serve --store postgres://…`). Tables
+//! live in PostgreSQL — one server, or a coordinator whose entity table is hash-partitioned
+//! on PartitionKey into foreign tables on other servers (`postgres_fdw`) — and queries push
+//! their key ranges and residual comparisons down as SQL.
+//!
+//! # Layout (created on first use, see [`schema`])
+//!
+//! One row per entity in `<schema>.entities (table_id, pk, rk, ts, props)`: keys as `text
+//! COLLATE "C"` in an order-preserving encoding (SQL order = the spec's UTF-16 order,
+//! [`encode`]), the Timestamp as ticks, custom properties as typed `jsonb`
+//! (`{"Age": ["i", 42]}`), primary key `(table_id, pk, rk)`. Tables are rows of
+//! `<schema>.tables` (ids never reused; names unique case-insensitively).
+//!
+//! # Reads (`source.rs`, [`pushdown`])
+//!
+//! A query page runs tableq's executor over rows fetched with SQL in one `REPEATABLE READ`
+//! transaction: every key range of the plan becomes a `WHERE` on `pk`/`rk` (points as
+//! `pk = $1 AND rk = ANY($2)`), the residual is translated to SQL (`props @@ jsonpath` for
+//! custom properties) where that decides it exactly — today every comparison — and `$top`
+//! becomes `LIMIT page+1`, so one statement returns the page and its continuation. `explain`
+//! shows the SQL, what is pushed down, and PostgreSQL's own plan.
+//!
+//! # Writes (`write.rs`)
+//!
+//! One SQL transaction per atomic write: the named entities are row-locked
+//! (`SELECT … FOR UPDATE`), [`crate::resolve()`] decides, then plain `INSERT`/`UPDATE`/
+//! `DELETE`; unique violations, serialization failures and deadlocks are retried.
+//!
+//! # Why the synchronous `postgres` crate
+//!
+//! The [`Backend`] interface is blocking (callers run it off their async workers, like the
+//! embedded engines), and a page's statements are strictly sequential (each batch starts
+//! after the previous one's last key). The `postgres` crate is `tokio-postgres` behind
+//! blocking calls — same protocol code, prepared statements, binary parameters — without
+//! a runtime to manage here; a small pool (`pool.rs`) keeps one prepared-statement cache per
+//! connection. Call the engine from a thread that is not driving an async runtime
+//! (e.g. inside `tokio::task::spawn_blocking`): the client blocks on its own runtime.
+//!
+//! ```no_run
+//! use tableq_model::Entity;
+//! use tableq_store::{Backend, WriteOp};
+//! use tableq_store::postgres::PostgresBackend;
+//! let store = PostgresBackend::open("postgres://postgres@127.0.0.1:5432/tableq")?;
+//! store.create_table("Orders")?;
+//! store.write("orders", WriteOp::Insert { entity: Entity::new("p", "r") })?;
+//! assert!(store.get("Orders", "p", "r")?.is_some());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod config;
+pub mod encode;
+mod pool;
+pub mod pushdown;
+pub mod schema;
+pub(crate) mod source;
+mod sql;
+pub(crate) mod write;
+
+pub use config::{PostgresConfig, PostgresError};
+pub use schema::{Layout, provision_sharded};
+
+use crate::backend::{Backend, QueryPage, ScanExplain, TableInfo};
+use crate::clock::Clock;
+use crate::error::{BatchError, StoreError};
+use crate::op::{WriteOp, Written};
+use encode::{JsonbText, decode_entity, encode_str};
+use pool::Pool;
+use postgres::IsolationLevel;
+use source::PageSource;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{PoisonError, RwLock};
+use tableq_exec::{DEFAULT_PAGE_SIZE, Executor, Key, PageOptions, RowView};
+use tableq_model::{DateTime, Entity, validate};
+use tableq_planner::plan::Plan;
+
+/// The engine's fixed SQL for one schema.
+pub(crate) struct Statements {
+    /// `"schema".entities`.
+    pub(crate) entities: String,
+    lookup_table: String,
+    pub(crate) lock_table: String,
+    create_table: String,
+    drop_table: String,
+    drop_entities: String,
+    list_tables: String,
+    get: String,
+    pub(crate) lock_one: String,
+    pub(crate) insert_one: String,
+    pub(crate) insert_many: String,
+    pub(crate) update: String,
+    pub(crate) delete: String,
+}
+
+impl Statements {
+    fn new(schema: &str) -> Statements {
+        let e = format!("\"{schema}\".entities");
+        let t = format!("\"{schema}\".tables");
+        Statements {
+            lookup_table: format!("SELECT id, name FROM {t} WHERE key = $1"),
+            lock_table: format!("SELECT id FROM {t} WHERE key = $1 FOR KEY SHARE"),
+            create_table: format!(
+                "INSERT INTO {t} (key, name) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING id"
+            ),
+            drop_table: format!("DELETE FROM {t} WHERE key = $1 RETURNING id"),
+            drop_entities: format!("DELETE FROM {e} WHERE table_id = $1"),
+            list_tables: format!("SELECT name FROM {t} ORDER BY key"),
+            get: format!(
+                "SELECT e.ts, e.props FROM {t} t LEFT JOIN {e} e \
+                 ON e.table_id = $2 AND e.pk = $3 AND e.rk = $4 WHERE t.key = $1 AND t.id = $2"
+            ),
+            lock_one: format!(
+                "SELECT pk, rk, ts, props FROM {e} WHERE table_id = $1 AND pk = $2 AND rk = $3 FOR UPDATE"
+            ),
+            insert_one: format!(
+                "INSERT INTO {e} (table_id, pk, rk, ts, props) VALUES ($1, $2, $3, $4, $5)"
+            ),
+            insert_many: format!(
+                "INSERT INTO {e} (table_id, pk, rk, ts, props) \
+                 SELECT $1, u.pk, u.rk, $2, u.props FROM unnest($3::text[], $4::text[], $5::jsonb[]) AS u (pk, rk, props)"
+            ),
+            update: format!(
+                "UPDATE {e} SET ts = $4, props = $5 WHERE table_id = $1 AND pk = $2 AND rk = $3 AND ts = $6"
+            ),
+            delete: format!(
+                "DELETE FROM {e} WHERE table_id = $1 AND pk = $2 AND rk = $3 AND ts = $4"
+            ),
+            entities: e,
+        }
+    }
+}
+
+/// The PostgreSQL engine (see the module docs).
+pub struct PostgresBackend {
+    config: PostgresConfig,
+    pool: Pool,
+    pub(crate) sql: Statements,
+    layout: Layout,
+    pub(crate) clock: Clock,
+    closed: AtomicBool,
+    fetched: AtomicU64,
+    /// Table key → id, as last seen: a hint for point gets, which check it in the same
+    /// statement (a stale id finds no table row and is looked up again).
+    ids: RwLock<HashMap<String, i64>>,
+}
+
+impl std::fmt::Debug for PostgresBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresBackend")
+            .field("config", &self.config)
+            .field("layout", &self.layout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PostgresBackend {
+    /// Opens the engine at `url` (see [`PostgresConfig::from_url`]), creating its schema on
+    /// first use.
+    pub fn open(url: &str) -> Result<PostgresBackend, PostgresError> {
+        PostgresBackend::open_with(PostgresConfig::from_url(url)?)
+    }
+
+    /// Opens the engine with `config`: connects (a clear [`PostgresError::Connect`] when
+    /// the server cannot be reached), checks the server, creates or checks the schema, and
+    /// makes the clock start after the newest stored Timestamp.
+    pub fn open_with(config: PostgresConfig) -> Result<PostgresBackend, PostgresError> {
+        let pool = Pool::new(&config);
+        let mut conn = pool.connect()?;
+        let layout = schema::ensure(&mut conn, &config)?;
+        if matches!(layout, Layout::Partitioned { .. }) {
+            pool.set_session_setup(pool::PARTITIONED_SESSION);
+            conn.client.batch_execute(pool::PARTITIONED_SESSION)?;
+        }
+        let sql = Statements::new(config.schema_name());
+        let clock = Clock::new();
+        {
+            let mut tx = conn.client.transaction()?;
+            // Let each partition (shard) compute its own maximum.
+            tx.batch_execute(
+                "SET LOCAL enable_partitionwise_aggregate = on; SET LOCAL enable_sort = on",
+            )?;
+            let newest: Option<i64> = tx
+                .query_one(&format!("SELECT max(ts) FROM {}", sql.entities), &[])?
+                .try_get(0)?;
+            tx.commit()?;
+            if let Some(t) = newest.and_then(DateTime::from_ticks) {
+                clock.observe(t);
+            }
+        }
+        pool.adopt(conn);
+        Ok(PostgresBackend {
+            config,
+            pool,
+            sql,
+            layout,
+            clock,
+            closed: AtomicBool::new(false),
+            fetched: AtomicU64::new(0),
+            ids: RwLock::new(HashMap::new()),
+        })
+    }
+
+    /// The entity table's layout (one table, or partitioned over shards).
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &PostgresConfig {
+        &self.config
+    }
+
+    /// Rows received from PostgreSQL by queries since opening (what pushdown saves shows
+    /// here: a selective pushed-down scan receives about the matching rows).
+    pub fn rows_fetched(&self) -> u64 {
+        self.fetched.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn check_open(&self) -> Result<(), StoreError> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(StoreError::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn conn(&self) -> Result<pool::PooledConn<'_>, StoreError> {
+        self.check_open()?;
+        Ok(self.pool.get()?)
+    }
+
+    /// Runs `f` with a prepared statement for `sql` on a pooled connection.
+    fn with_statement<T>(
+        &self,
+        sql: &str,
+        f: impl FnOnce(&mut postgres::Client, &postgres::Statement) -> Result<T, PostgresError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.conn()?;
+        let stmt = conn.prepared(sql).map_err(PostgresError::from)?;
+        Ok(f(&mut conn.client, &stmt)?)
+    }
+
+    /// The id of the table with this key (remembered as a hint for point gets), if any.
+    fn lookup_id(
+        &self,
+        conn: &mut pool::PooledConn<'_>,
+        key: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        let lookup = conn
+            .prepared(&self.sql.lookup_table)
+            .map_err(PostgresError::from)?;
+        let id: Option<i64> = match conn
+            .client
+            .query_opt(&lookup, &[&key])
+            .map_err(PostgresError::from)?
+        {
+            Some(row) => Some(row.try_get(0).map_err(PostgresError::from)?),
+            None => None,
+        };
+        let mut ids = self.ids.write().unwrap_or_else(PoisonError::into_inner);
+        match id {
+            Some(id) => ids.insert(key.to_owned(), id),
+            None => ids.remove(key),
+        };
+        Ok(id)
+    }
+
+    /// The page size a plan's page uses.
+    fn page_limit(plan: &Plan, options: &PageOptions) -> usize {
+        match (plan.top.map(|t| t as usize), options.page_size) {
+            (Some(t), Some(p)) => t.min(p),
+            (Some(t), None) => t,
+            (None, Some(p)) => p,
+            (None, None) => DEFAULT_PAGE_SIZE,
+        }
+    }
+
+    /// Runs `f` on a page source for `table` and `plan` inside a read-only snapshot.
+    fn with_page<T>(
+        &self,
+        table: &str,
+        plan: &Plan,
+        continuation: Option<&Key>,
+        options: &PageOptions,
+        f: impl FnOnce(&PageSource<'_>, &pushdown::Pushdown) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let key = validate::table_key(table);
+        let pushed = if self.config.pushdown {
+            pushdown::pushdown(&plan.residual)
+        } else {
+            pushdown::nothing(&plan.residual)
+        };
+        let mut conn = self.conn()?;
+        let lookup = conn
+            .prepared(&self.sql.lookup_table)
+            .map_err(PostgresError::from)?;
+        let mut tx = conn
+            .client
+            .build_transaction()
+            .isolation_level(IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .map_err(PostgresError::from)?;
+        let Some(row) = tx
+            .query_opt(&lookup, &[&key])
+            .map_err(PostgresError::from)?
+        else {
+            return Err(StoreError::TableNotFound(table.to_owned()));
+        };
+        let table_id: i64 = row.try_get(0).map_err(PostgresError::from)?;
+        let mut source = PageSource::new(
+            tx,
+            self.sql.entities.clone(),
+            table_id,
+            pushed.cond.clone(),
+            Self::page_limit(plan, options),
+            pushed.is_exact(),
+        );
+        source.prefetch_points(&plan.ranges, continuation);
+        let out = f(&source, &pushed);
+        let (tx, failure, fetched) = source.finish();
+        self.fetched.fetch_add(fetched, Ordering::Relaxed);
+        if let Some(e) = failure {
+            return Err(e.into());
+        }
+        let out = out?;
+        tx.commit().map_err(PostgresError::from)?;
+        Ok(out)
+    }
+}
+
+impl Backend for PostgresBackend {
+    fn describe(&self) -> String {
+        format!(
+            "PostgreSQL at {}, schema {} (entities: {})",
+            self.config.target(),
+            self.config.schema_name(),
+            self.layout
+        )
+    }
+
+    fn create_table(&self, name: &str) -> Result<TableInfo, StoreError> {
+        self.check_open()?;
+        validate::table_name(name)?;
+        let key = validate::table_key(name);
+        let created = self.with_statement(&self.sql.create_table, |c, s| {
+            Ok(c.query_opt(s, &[&key, &name])?.is_some())
+        })?;
+        if created {
+            return Ok(TableInfo { name: name.into() });
+        }
+        match self.table(name) {
+            Ok(existing) => Err(StoreError::TableAlreadyExists {
+                existing: existing.name,
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn delete_table(&self, name: &str) -> Result<(), StoreError> {
+        let key = validate::table_key(name);
+        let mut conn = self.conn()?;
+        let drop_table = conn
+            .prepared(&self.sql.drop_table)
+            .map_err(PostgresError::from)?;
+        let drop_entities = conn
+            .prepared(&self.sql.drop_entities)
+            .map_err(PostgresError::from)?;
+        let mut tx = conn.client.transaction().map_err(PostgresError::from)?;
+        let Some(row) = tx
+            .query_opt(&drop_table, &[&key])
+            .map_err(PostgresError::from)?
+        else {
+            return Err(StoreError::TableToDeleteNotFound(name.to_owned()));
+        };
+        let id: i64 = row.try_get(0).map_err(PostgresError::from)?;
+        tx.execute(&drop_entities, &[&id])
+            .map_err(PostgresError::from)?;
+        tx.commit().map_err(PostgresError::from)?;
+        Ok(())
+    }
+
+    fn table(&self, name: &str) -> Result<TableInfo, StoreError> {
+        let key = validate::table_key(name);
+        let found = self.with_statement(&self.sql.lookup_table, |c, s| {
+            Ok(match c.query_opt(s, &[&key])? {
+                Some(r) => Some(r.try_get::<_, String>(1)?),
+                None => None,
+            })
+        })?;
+        found
+            .map(|name| TableInfo { name })
+            .ok_or_else(|| StoreError::TableNotFound(name.to_owned()))
+    }
+
+    fn tables(&self) -> Result<Vec<TableInfo>, StoreError> {
+        self.with_statement(&self.sql.list_tables, |c, s| {
+            c.query(s, &[])?
+                .iter()
+                .map(|r| {
+                    Ok(TableInfo {
+                        name: r.try_get(0)?,
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn get(&self, table: &str, pk: &str, rk: &str) -> Result<Option<Entity>, StoreError> {
+        let key = validate::table_key(table);
+        let (epk, erk) = (encode_str(pk), encode_str(rk));
+        // The id hint makes the entity lookup a primary-key probe (on the one shard that
+        // holds `pk`) in the same statement that checks the table.
+        let hint = self
+            .ids
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .copied();
+        let mut conn = self.conn()?;
+        let get = conn.prepared(&self.sql.get).map_err(PostgresError::from)?;
+        let mut id = match hint {
+            Some(id) => id,
+            None => match self.lookup_id(&mut conn, &key)? {
+                Some(id) => id,
+                None => return Err(StoreError::TableNotFound(table.to_owned())),
+            },
+        };
+        for _ in 0..2 {
+            let rows = conn
+                .client
+                .query(&get, &[&key, &id, &epk.as_ref(), &erk.as_ref()])
+                .map_err(PostgresError::from)?;
+            if let Some(row) = rows.first() {
+                let ts: Option<i64> = row.try_get(0).map_err(PostgresError::from)?;
+                let Some(ts) = ts else {
+                    return Ok(None);
+                };
+                let props: JsonbText<'_> = row.try_get(1).map_err(PostgresError::from)?;
+                return Ok(Some(
+                    decode_entity(&epk, &erk, ts, props.0).map_err(PostgresError::from)?,
+                ));
+            }
+            // The table is gone, or was re-created with a new id.
+            match self.lookup_id(&mut conn, &key)? {
+                Some(fresh) if fresh != id => id = fresh,
+                _ => break,
+            }
+        }
+        self.ids
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key);
+        Err(StoreError::TableNotFound(table.to_owned()))
+    }
+
+    fn query(
+        &self,
+        table: &str,
+        plan: &Plan,
+        continuation: Option<&Key>,
+        options: &PageOptions,
+        visit: &mut dyn FnMut(RowView<'_>),
+    ) -> Result<QueryPage, StoreError> {
+        self.with_page(table, plan, continuation, options, |source, pushed| {
+            let exec_plan = Plan {
+                ranges: plan.ranges.clone(),
+                residual: pushed.remaining.clone(),
+                select: plan.select.clone(),
+                top: plan.top,
+            };
+            let executor = Executor::new(source)
+                .with_threads(1)
+                .map_err(StoreError::storage)?;
+            let (continuation, stats) = executor
+                .execute_page_with(&exec_plan, continuation, options, visit)
+                .map_err(StoreError::storage)?;
+            Ok(QueryPage {
+                continuation,
+                stats,
+            })
+        })
+    }
+
+    fn write_batch(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<Written>, BatchError> {
+        self.check_open()?;
+        if ops.is_empty() {
+            self.table(table)?;
+            return Ok(Vec::new());
+        }
+        self.write_ops(table, ops)
+    }
+
+    fn explain(&self, table: &str, plan: &Plan) -> Result<ScanExplain, StoreError> {
+        let mut out = ScanExplain::engine("postgres");
+        out.details.push(self.describe());
+        self.with_page(table, plan, None, &PageOptions::default(), |source, pushed| {
+            let d = &mut out.details;
+            if pushed.conjuncts.is_empty() {
+                d.push("residual: none (the key ranges are exact)".into());
+            }
+            for (c, how) in &pushed.conjuncts {
+                d.push(format!("residual pushed down: {} — {c}", how.as_str()));
+            }
+            d.push(if pushed.remaining.is_true() {
+                "executor evaluates: nothing more (ranges and pushdown are exact)".into()
+            } else {
+                format!("executor evaluates: {}", pushed.remaining)
+            });
+            let ranges = &plan.ranges.ranges;
+            let points = ranges
+                .iter()
+                .filter(|r| r.partition_key.as_point().is_some() && r.row_key.as_point().is_some())
+                .count();
+            if points >= 2 {
+                d.push(format!(
+                    "{points} point ranges fetched together: (pk = $p AND rk = ANY($rks)) OR …"
+                ));
+            }
+            let Some(first) = ranges
+                .iter()
+                .find(|r| !(r.partition_key.as_point().is_some() && r.row_key.as_point().is_some()) || points < 2)
+            else {
+                return Ok(());
+            };
+            d.push(format!(
+                "{} range(s); first statement of the first range (LIMIT = page size + 1 when the pushdown is exact):",
+                ranges.len()
+            ));
+            let Some(sql) = source.first_scan_sql(first, None) else {
+                return Ok(());
+            };
+            d.push(format!("  {}", sql.inline()));
+            d.push("PostgreSQL plan:".into());
+            for line in source.explain(&sql)? {
+                d.push(format!("  {line}"));
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    fn close(&self) -> Result<(), StoreError> {
+        self.closed.store(true, Ordering::Release);
+        self.pool.close_idle();
+        Ok(())
+    }
+}

@@ -1,0 +1,312 @@
+//! The backend suite (every contract case, and the durable cases: close and reopen on the
+//! same database) on the PostgreSQL engine with one server, plus the engine's own tests:
+//! pushdown, transfer, errors. See `pg/mod.rs` for how the server is started and stopped.
+
+mod pg;
+mod suite;
+
+use std::sync::Arc;
+use tableq_exec::PageOptions;
+use tableq_model::{DateTime, Entity, Value};
+use tableq_store::postgres::{PostgresBackend, PostgresConfig, PostgresError};
+use tableq_store::{Backend, StoreError, WriteOp};
+
+fn fixture(test: &str) -> Option<suite::Fixture> {
+    let cluster = pg::single(test)?;
+    let (backend, url) = pg::open_single(cluster);
+    Some(suite::Fixture::reopenable(
+        Arc::new(backend),
+        move || Arc::new(PostgresBackend::open(&url).expect("reopen")) as Arc<dyn Backend>,
+        (),
+    ))
+}
+
+pg_cases!(fixture;
+    tables_keep_creation_case_and_ignore_case_on_lookup,
+    table_names_are_validated,
+    tables_are_listed_in_lowercase_order,
+    deleting_a_table_deletes_its_entities,
+    missing_tables_are_reported,
+    insert_get_and_timestamps,
+    insert_of_an_existing_entity_conflicts,
+    replace_needs_an_existing_entity_and_a_matching_etag,
+    merge_keeps_unmentioned_properties,
+    upserts_insert_or_update,
+    delete_honours_if_match,
+    timestamps_strictly_increase_per_entity,
+    payload_timestamps_are_ignored,
+    entities_are_validated_with_the_services_codes,
+    merge_past_the_limits_is_rejected,
+    batches_are_atomic_and_share_one_timestamp,
+    batches_reject_duplicate_rows,
+    batch_operations_see_earlier_ones,
+    every_edm_type_round_trips,
+    key_order_is_utf16_ordinal,
+    queries_equal_naive_evaluation,
+    paging_resumes_exactly_across_writes,
+    select_projects_and_nulls_missing_names,
+    point_partition_and_range_plans,
+    concurrent_if_match_increments_lose_no_update,
+    concurrent_inserts_are_all_kept,
+    // durable_suite!
+    data_survives_reopen,
+    timestamps_keep_increasing_after_reopen,
+    deleted_tables_stay_deleted_after_reopen,
+);
+
+// ---------------------------------------------------------------------------------------
+// The engine's own tests.
+
+fn entity(pk: &str, rk: &str, props: &[(&str, Value)]) -> Entity {
+    let mut e = Entity::new(pk, rk);
+    for (n, v) in props {
+        e.set(*n, v.clone());
+    }
+    e
+}
+
+#[test]
+fn unreachable_servers_and_bad_urls_are_typed_errors() {
+    // A port nothing listens on (connection refused, no waiting).
+    let err = PostgresBackend::open("postgres://postgres@127.0.0.1:1/tableq?connect_timeout=2")
+        .unwrap_err();
+    assert!(matches!(err, PostgresError::Connect { .. }), "{err}");
+    assert!(err.to_string().contains("127.0.0.1:1"), "{err}");
+    let err = PostgresBackend::open("postgres://u@h/db?pool_size=zero").unwrap_err();
+    assert!(matches!(err, PostgresError::InvalidUrl(_)), "{err}");
+    // The store's error for it is a 500.
+    let store: StoreError = err.into();
+    assert_eq!(store.code(), tableq_model::ErrorCode::InternalError);
+}
+
+#[test]
+fn two_processes_create_the_schema_once() {
+    let Some(cluster) = pg::single("two_processes_create_the_schema_once") else {
+        return;
+    };
+    let url = pg::url_with_schema(&cluster.url, &pg::fresh_schema());
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || PostgresBackend::open(&url).map(|_| ()))
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap().expect("concurrent open");
+    }
+    let b = PostgresBackend::open(&url).unwrap();
+    assert!(b.describe().contains("one table"), "{}", b.describe());
+}
+
+#[test]
+fn a_foreign_schema_is_refused() {
+    let Some(cluster) = pg::single("a_foreign_schema_is_refused") else {
+        return;
+    };
+    let schema = pg::fresh_schema();
+    let mut client = PostgresConfig::from_url(&cluster.url)
+        .map(|_| ())
+        .and_then(|_| {
+            postgres::Client::connect(&cluster.url, postgres::NoTls).map_err(PostgresError::from)
+        })
+        .unwrap();
+    client
+        .batch_execute(&format!(
+            "CREATE SCHEMA {schema}; CREATE TABLE {schema}.entities (id int)"
+        ))
+        .unwrap();
+    let err = PostgresBackend::open(&pg::url_with_schema(&cluster.url, &schema)).unwrap_err();
+    assert!(matches!(err, PostgresError::Schema { .. }), "{err}");
+}
+
+#[test]
+fn selective_scans_transfer_only_matching_rows() {
+    let Some(cluster) = pg::single("selective_scans_transfer_only_matching_rows") else {
+        return;
+    };
+    let (b, _) = pg::open_single(cluster);
+    b.create_table("scan").unwrap();
+    for p in 0..10 {
+        let ops = (0..200)
+            .map(|i| WriteOp::Insert {
+                entity: entity(
+                    &format!("p{p}"),
+                    &format!("r{i:04}"),
+                    &[
+                        ("N", Value::Int32(p * 1000 + i)),
+                        ("S", Value::from(format!("s{i}"))),
+                    ],
+                ),
+            })
+            .collect();
+        b.write_batch("scan", ops).unwrap();
+    }
+    let before = b.rows_fetched();
+    let hits = suite::query_all(
+        &b,
+        "scan",
+        &suite::plan("N ge 9190 or S eq 's7'", None, None),
+    );
+    assert_eq!(hits.len(), 10 + 10);
+    let fetched = b.rows_fetched() - before;
+    assert!(
+        fetched < 2 * hits.len() as u64,
+        "fetched {fetched} for {} matches",
+        hits.len()
+    );
+    // $top: one statement with LIMIT top+1 per page.
+    let before = b.rows_fetched();
+    let mut next = None;
+    let mut seen = 0;
+    let plan = suite::plan("PartitionKey eq 'p3'", None, Some("50"));
+    loop {
+        let page = b
+            .query(
+                "scan",
+                &plan,
+                next.as_ref(),
+                &PageOptions::default(),
+                &mut |_| seen += 1,
+            )
+            .unwrap();
+        match page.continuation {
+            Some(k) => next = Some(k),
+            None => break,
+        }
+    }
+    assert_eq!(seen, 200);
+    let fetched = b.rows_fetched() - before;
+    assert!(
+        fetched <= 200 + 4,
+        "fetched {fetched} rows for 4 pages of 50"
+    );
+}
+
+#[test]
+fn explain_shows_sql_pushdown_and_the_postgres_plan() {
+    let Some(cluster) = pg::single("explain_shows_sql_pushdown_and_the_postgres_plan") else {
+        return;
+    };
+    let (b, _) = pg::open_single(cluster);
+    b.create_table("explained").unwrap();
+    let plan = suite::plan(
+        "PartitionKey eq 'p' and RowKey ge 'a' and (Age gt 30 or Name eq 'x')",
+        None,
+        Some("5"),
+    );
+    let ex = b.explain("explained", &plan).unwrap();
+    let text = ex.details.join("\n");
+    assert_eq!(ex.engine, "postgres");
+    assert!(
+        text.contains("residual pushed down: exact — Age gt 30 or Name eq 'x'"),
+        "{text}"
+    );
+    assert!(text.contains("executor evaluates: nothing more"), "{text}");
+    assert!(text.contains("(pk = 'p') AND (rk >= 'a')"), "{text}");
+    assert!(text.contains("props @@ '"), "{text}");
+    assert!(text.contains("LIMIT 6"), "{text}");
+    assert!(text.contains("PostgreSQL plan:"), "{text}");
+    assert!(text.contains("Index Scan"), "{text}");
+}
+
+#[test]
+fn timestamps_continue_after_the_newest_stored_one() {
+    let Some(cluster) = pg::single("timestamps_continue_after_the_newest_stored_one") else {
+        return;
+    };
+    let (b, url) = pg::open_single(cluster);
+    b.create_table("future").unwrap();
+    b.write(
+        "future",
+        WriteOp::Insert {
+            entity: entity("p", "r", &[]),
+        },
+    )
+    .unwrap();
+    // A Timestamp far in the future, as a clock that stepped back would see it.
+    let far = DateTime::parse("9000-01-01T00:00:00Z").unwrap();
+    let mut client = postgres::Client::connect(&cluster.url, postgres::NoTls).unwrap();
+    let schema = url
+        .split("schema=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap();
+    client
+        .execute(
+            &format!("UPDATE {schema}.entities SET ts = $1"),
+            &[&far.ticks()],
+        )
+        .unwrap();
+    let reopened = PostgresBackend::open(&url).unwrap();
+    reopened.create_table("other").unwrap();
+    let t = reopened
+        .write(
+            "other",
+            WriteOp::Insert {
+                entity: entity("p", "r", &[]),
+            },
+        )
+        .unwrap()
+        .timestamp;
+    assert!(t > far);
+}
+
+#[test]
+fn closed_engines_refuse_work() {
+    let Some(cluster) = pg::single("closed_engines_refuse_work") else {
+        return;
+    };
+    let (b, _) = pg::open_single(cluster);
+    b.create_table("t1x").unwrap();
+    b.close().unwrap();
+    b.close().unwrap();
+    assert!(matches!(b.table("t1x"), Err(StoreError::Closed)));
+    assert!(matches!(
+        b.write(
+            "t1x",
+            WriteOp::Insert {
+                entity: entity("p", "r", &[])
+            }
+        ),
+        Err(StoreError::Closed)
+    ));
+}
+
+#[test]
+fn point_gets_notice_tables_recreated_by_another_process() {
+    let Some(cluster) = pg::single("point_gets_notice_tables_recreated_by_another_process") else {
+        return;
+    };
+    let (a, url) = pg::open_single(cluster);
+    let b = PostgresBackend::open(&url).unwrap();
+    a.create_table("shared").unwrap();
+    a.write(
+        "shared",
+        WriteOp::Insert {
+            entity: entity("p", "r", &[("V", Value::Int32(1))]),
+        },
+    )
+    .unwrap();
+    // `a` remembers the table's id.
+    assert!(a.get("shared", "p", "r").unwrap().is_some());
+    b.delete_table("shared").unwrap();
+    assert!(matches!(
+        a.get("shared", "p", "r"),
+        Err(StoreError::TableNotFound(_))
+    ));
+    b.create_table("Shared").unwrap();
+    b.write(
+        "shared",
+        WriteOp::Insert {
+            entity: entity("p", "r", &[("V", Value::Int32(2))]),
+        },
+    )
+    .unwrap();
+    let got = a.get("SHARED", "p", "r").unwrap().unwrap();
+    assert_eq!(got.custom("V"), Some(&Value::Int32(2)));
+    b.delete_table("shared").unwrap();
+    b.create_table("shared").unwrap();
+    assert!(a.get("shared", "p", "r").unwrap().is_none());
+}
