@@ -3,7 +3,8 @@
 //! (`tests/conformance.rs`).
 //!
 //! Every set is loaded into its own table of an in-process `tableq-server` (one server per
-//! comparison limit the cases use) with `PUT` (insert or replace: a later line with the
+//! comparison limit the cases use), once over the in-memory store and once over the
+//! PostgreSQL store (skipped, with a `SKIPPED` message, where PostgreSQL is not installed), with `PUT` (insert or replace: a later line with the
 //! same keys wins, as in `tableq eval`). Each case is a `GET /{table}()` with its
 //! `$filter`/`$select`/`$top`, following continuation headers like the executor test does;
 //! the keys, and with `$select` the rows (minus `odata.*` members, and for `$select=*`
@@ -19,6 +20,8 @@
 #[allow(dead_code)]
 #[path = "conformance/corpus.rs"]
 mod corpus;
+#[path = "server_support/pg.rs"]
+mod pg;
 
 use corpus::{Case, Expect, Limit};
 use serde_json::Value;
@@ -26,7 +29,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use tableq::parser::FilterOptions;
 use tableq_server::{Server, ServerConfig};
-use tableq_store::MemoryBackend;
+use tableq_store::postgres::PostgresBackend;
+use tableq_store::{Backend, MemoryBackend};
 
 /// Cases that name `Timestamp` in a filter or select of a data case (see the module docs).
 const TIMESTAMP_CASES: usize = 10;
@@ -60,12 +64,13 @@ fn table_of(set: &str) -> String {
 struct Engine {
     base: String,
     client: reqwest::Client,
-    _stop: tokio::sync::oneshot::Sender<()>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), tableq_server::ServerError>>,
 }
 
 impl Engine {
-    /// A server with this comparison limit, every set loaded.
-    async fn start(limit: Limit) -> Engine {
+    /// A server over `backend` with this comparison limit, every set loaded.
+    async fn start(limit: Limit, backend: Arc<dyn Backend>) -> Engine {
         let filter_options = match limit {
             Limit::Default => FilterOptions::default(),
             Limit::Unlimited => FilterOptions::unlimited(),
@@ -78,22 +83,19 @@ impl Engine {
             filter_options,
             ..ServerConfig::default()
         };
-        let server = Server::bind(
-            "127.0.0.1:0".parse().unwrap(),
-            Arc::new(MemoryBackend::new()),
-            config,
-        )
-        .await
-        .unwrap();
+        let server = Server::bind("127.0.0.1:0".parse().unwrap(), backend, config)
+            .await
+            .unwrap();
         let base = server.table_endpoint();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(server.run_until(async move {
+        let task = tokio::spawn(server.run_until(async move {
             let _ = stopped.await;
         }));
         let engine = Engine {
             base,
             client: reqwest::Client::new(),
-            _stop: stop,
+            stop,
+            task,
         };
         for (set, lines) in corpus::sets() {
             let table = table_of(&set);
@@ -130,6 +132,12 @@ impl Engine {
             }
         }
         engine
+    }
+
+    /// Stops the server (which closes and releases its store on the blocking pool).
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.task.await.unwrap().expect("clean shutdown");
     }
 
     /// The query URL of a case.
@@ -332,8 +340,12 @@ fn depends_on_stored_timestamps(case: &Case) -> bool {
             .any(|t| t.contains("Timestamp"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn http_server_conforms() {
+/// Runs the corpus against servers over the stores `open` makes (one per comparison limit).
+async fn conforms<F, Fut>(engine_name: &str, mut open: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Arc<dyn Backend>>,
+{
     let cases = corpus::cases();
     let mut engines: BTreeMap<String, Engine> = BTreeMap::new();
     let mut failures = Vec::new();
@@ -346,7 +358,7 @@ async fn http_server_conforms() {
         }
         let key = format!("{:?}", case.limit);
         if !engines.contains_key(&key) {
-            engines.insert(key.clone(), Engine::start(case.limit).await);
+            engines.insert(key.clone(), Engine::start(case.limit, open().await).await);
         }
         let engine = &engines[&key];
         if engine.url(case, true, None).len() > MAX_URI {
@@ -357,9 +369,12 @@ async fn http_server_conforms() {
             failures.push(format!("  {}\n      {problem}", case.describe()));
         }
     }
+    for (_, engine) in engines {
+        engine.stop().await;
+    }
     assert!(
         failures.is_empty(),
-        "HTTP server: {} of {} conformance cases fail:\n{}",
+        "{engine_name}: {} of {} conformance cases fail:\n{}",
         failures.len(),
         cases.len() - skipped.len() - too_long.len(),
         failures.join("\n")
@@ -375,12 +390,37 @@ async fn http_server_conforms() {
         "cases skipped for depending on stored Timestamps: {skipped:?}"
     );
     eprintln!(
-        "{} cases conform over HTTP; skipped: {} that filter or select on stored Timestamps \
-         (the server assigns its own): {}; {} whose URL is over {MAX_URI} bytes: {}",
+        "{engine_name}: {} cases conform; skipped: {} that filter or select on stored \
+         Timestamps (the server assigns its own): {}; {} whose URL is over {MAX_URI} bytes: {}",
         cases.len() - skipped.len() - too_long.len(),
         skipped.len(),
         skipped.join(", "),
         too_long.len(),
         too_long.join(", ")
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_server_conforms() {
+    conforms("HTTP server (in-memory store)", || async {
+        Arc::new(MemoryBackend::new()) as Arc<dyn Backend>
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_server_on_postgres_conforms() {
+    if pg::server_url("http_server_on_postgres_conforms").is_none() {
+        return;
+    }
+    conforms("HTTP server (PostgreSQL store)", || async {
+        let url = pg::server_url("http_server_on_postgres_conforms").expect("a server");
+        // The engine's client blocks on its own runtime: open it off the async workers.
+        let backend = tokio::task::spawn_blocking(move || PostgresBackend::open(&url))
+            .await
+            .unwrap()
+            .expect("open the PostgreSQL store");
+        Arc::new(backend) as Arc<dyn Backend>
+    })
+    .await;
 }

@@ -3,6 +3,8 @@
 //! prints its endpoint and connection string, logs one line per request, and exits 0 on
 //! SIGTERM.
 
+#[path = "server_support/pg.rs"]
+mod pg;
 mod server_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -243,4 +245,73 @@ async fn idle_keep_alive_connections_do_not_delay_shutdown() {
         .expect("shutdown does not wait for idle connections")
         .expect("clean shutdown");
     assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn cli_serve_on_postgres() {
+    // Errors first: no server needed.
+    for (url, needle) in [
+        ("mysql://x/y", "only PostgreSQL URLs"),
+        (
+            "postgres://postgres@127.0.0.1:1/x?connect_timeout=2",
+            "cannot connect",
+        ),
+    ] {
+        let out = tableq()
+            .args(["serve", "--port", "0", "--store", url])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {stderr}");
+        assert!(
+            stderr.starts_with("error: --store") && stderr.contains(needle),
+            "{stderr}"
+        );
+    }
+    let Some(url) = pg::server_url("cli_serve_on_postgres") else {
+        return;
+    };
+    let mut child = tableq()
+        .args(["serve", "--port", "0", "--store", &url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut banner = String::new();
+    for _ in 0..2 {
+        stdout.read_line(&mut banner).unwrap();
+    }
+    assert!(banner.contains("storage: PostgreSQL at"), "{banner}");
+    let port: u16 = banner
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {banner:?}"));
+    let body = r#"{"TableName":"pgcli"}"#;
+    let response = http(
+        port,
+        &format!(
+            "POST /devstoreaccount1/Tables HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    assert!(response.starts_with("HTTP/1.1 201"), "{response}");
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("the store is closed"), "{stderr}");
 }

@@ -168,10 +168,15 @@ impl Server {
                 Ok(())
             }
         };
-        let backend = state.backend.clone();
-        let closed = tokio::task::spawn_blocking(move || backend.close())
-            .await
-            .map_err(|e| ServerError::Close(StoreError::storage(e.to_string())))?;
+        // Closed, and released, on the blocking pool: an engine may block while closing or
+        // own resources that must not be dropped on an async worker.
+        let closed = tokio::task::spawn_blocking(move || {
+            let closed = state.backend.close();
+            drop(state);
+            closed
+        })
+        .await
+        .map_err(|e| ServerError::Close(StoreError::storage(e.to_string())))?;
         served?;
         closed.map_err(ServerError::Close)?;
         tracing::info!(target: "tableq_server", "stopped; the store is closed");

@@ -1,10 +1,11 @@
 //! `tableq serve`: the Table service emulator (spec: rest.md).
 //!
 //! ```text
-//! tableq serve [--host 127.0.0.1] [--port 10002] [--data DIR | --in-memory]
+//! tableq serve [--host 127.0.0.1] [--port 10002] [--data DIR | --in-memory | --store URL]
 //! ```
 //!
-//! Wires the flags to `tableq-store` (the engine) and `tableq-server` (HTTP): prints the
+//! Wires the flags to `tableq-store` (the engine: in memory, or PostgreSQL with
+//! `--store postgres://…`) and `tableq-server` (HTTP): prints the
 //! endpoint, the connection string and the storage location on start-up, logs one line
 //! per request on stderr (tracing; `RUST_LOG` is honoured, default `info`), and stops
 //! cleanly on Ctrl-C or SIGTERM (in-flight requests finish, the store is closed).
@@ -19,10 +20,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use tableq_server::{DEFAULT_PORT, Server, ServerConfig};
+use tableq_store::postgres::PostgresBackend;
 use tableq_store::{Backend, MemoryBackend};
 
 /// Arguments of `tableq serve`.
-#[derive(Debug, ClapArgs)]
+#[derive(Debug, Clone, ClapArgs)]
 pub struct Args {
     /// The address to listen on (an IP address or a host name such as `localhost`).
     #[arg(long, default_value = "127.0.0.1")]
@@ -41,6 +43,10 @@ pub struct Args {
     /// Keep everything in memory (nothing survives the process).
     #[arg(long)]
     in_memory: bool,
+    /// Keep the data in PostgreSQL: `postgres://user[:password]@host[:port]/database`, with
+    /// libpq-style parameters and tableq's `schema=NAME`, `pool_size=N` (README, "Scaling out").
+    #[arg(long, value_name = "URL", conflicts_with_all = ["in_memory", "data"])]
+    store: Option<String>,
 }
 
 /// Runs the server until Ctrl-C / SIGTERM.
@@ -78,8 +84,18 @@ fn init_logging() {
         .try_init();
 }
 
-/// The store the flags ask for.
+/// The store the flags ask for (blocking: connects to a database server, opens files).
 fn open_store(args: &Args) -> Result<Arc<dyn Backend>, String> {
+    if let Some(url) = &args.store {
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return Err(format!(
+                "--store {url}: only PostgreSQL URLs (postgres://user@host:port/database) are \
+                 supported"
+            ));
+        }
+        let backend = PostgresBackend::open(url).map_err(|e| format!("--store: {e}"))?;
+        return Ok(Arc::new(backend));
+    }
     if args.in_memory {
         return Ok(Arc::new(MemoryBackend::new()));
     }
@@ -107,13 +123,30 @@ async fn serve(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let store = match open_store(&args) {
-        Ok(s) => s,
-        Err(e) => {
+    let opened = {
+        let args = args.clone();
+        tokio::task::spawn_blocking(move || open_store(&args)).await
+    };
+    let store = match opened {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
+        Err(e) => {
+            eprintln!("error: opening the store failed: {e}");
+            return ExitCode::from(2);
+        }
     };
+    // Engines may own blocking resources (a database client's runtime) that must not be
+    // dropped on an async worker: the last reference is released on the blocking pool.
+    let keep = store.clone();
+    let code = run_server(addr, store).await;
+    let _ = tokio::task::spawn_blocking(move || drop(keep)).await;
+    code
+}
+
+async fn run_server(addr: SocketAddr, store: Arc<dyn Backend>) -> ExitCode {
     let server = match Server::bind(addr, store, ServerConfig::default()).await {
         Ok(s) => s,
         Err(e) => {
