@@ -28,7 +28,7 @@
 //!   collection object `{"odata.metadata":…,"value":[…]}` incrementally: the streaming
 //!   path for query results;
 //! * [`encode_entity_to_string`], [`encode_entity_ordered`] and [`encode_entity`] build an
-//!   [`EncodedEntity`] (a member list of `serde_json` values) from an [`Entity`]; the
+//!   [`EncodedEntity`] (a member list of `serde_json` values) from an [`Entity`](crate::Entity); the
 //!   writer produces the same bytes.
 //!
 //! ```
