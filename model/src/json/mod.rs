@@ -52,10 +52,12 @@
 //! assert_eq!(json::parse_etag(&json::etag(t)), Ok(t));
 //! ```
 
+mod borrowed;
 mod decode;
 mod encode;
 mod writer;
 
+pub use borrowed::{BorrowedEntity, decode_borrowed};
 pub use decode::{DecodeOptions, Payload, decode_entity, decode_entity_value, decode_payload};
 pub use encode::{
     EncodeOptions, EncodedEntity, Envelope, MetadataLevel, encode_entity, encode_entity_ordered,
