@@ -180,29 +180,34 @@ fn decode<'a>(text: &'a str, options: &DecodeOptions, e: &mut BorrowedEntity<'a>
     if e.keys.windows(2).any(|w| w[0] == w[1]) {
         return None;
     }
-    for (key, token) in &e.members {
-        if let KeyKind::TypeAnnotation(name) = classify(key) {
-            let Token::String(t) = token else { return None };
-            e.types.push((name, t.parse::<EdmType>().ok()?));
+    // One pass over the members: annotations, system properties, and the custom ones
+    // (moved to the front of `members`, in text order).
+    let (mut pk, mut rk, mut ts) = (None, None, None);
+    let mut custom = 0usize;
+    for i in 0..e.members.len() {
+        let (key, token) = e.members[i];
+        match classify(key) {
+            KeyKind::TypeAnnotation(name) => {
+                let Token::String(t) = token else { return None };
+                e.types.push((name, t.parse::<EdmType>().ok()?));
+            }
+            KeyKind::Ignored => {}
+            KeyKind::Property => match key {
+                "PartitionKey" => pk = Some(token),
+                "RowKey" => rk = Some(token),
+                "Timestamp" => ts = Some(token),
+                _ => {
+                    e.members[custom] = (key, token);
+                    custom += 1;
+                }
+            },
         }
     }
+    e.members.truncate(custom);
     let declared = |types: &[(&str, EdmType)], name: &str| {
         types.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
     };
 
-    let (mut pk, mut rk, mut ts) = (None, None, None);
-    let mut custom = 0usize;
-    for (key, token) in &e.members {
-        if !matches!(classify(key), KeyKind::Property) {
-            continue;
-        }
-        match *key {
-            "PartitionKey" => pk = Some(*token),
-            "RowKey" => rk = Some(*token),
-            "Timestamp" => ts = Some(*token),
-            _ => custom += 1,
-        }
-    }
     for (which, token) in [
         (SystemProperty::PartitionKey, pk),
         (SystemProperty::RowKey, rk),
@@ -231,10 +236,6 @@ fn decode<'a>(text: &'a str, options: &DecodeOptions, e: &mut BorrowedEntity<'a>
     let mut size = 4 + utf16_len(e.partition_key) * 2 + utf16_len(e.row_key) * 2;
     for i in 0..e.members.len() {
         let (name, token) = e.members[i];
-        if !matches!(classify(name), KeyKind::Property) || SystemProperty::from_name(name).is_some()
-        {
-            continue;
-        }
         validate::property_name(name).ok()?;
         let slot = convert(name, token, declared(&e.types, name), &mut e.binary)?;
         size += 8
