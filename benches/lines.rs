@@ -50,7 +50,11 @@ fn bench(c: &mut Criterion) {
         let mut view = BorrowedEntity::new();
         b.iter(|| {
             for line in &text {
-                black_box(decode_borrowed(black_box(line), &DecodeOptions::STORED, &mut view));
+                black_box(decode_borrowed(
+                    black_box(line),
+                    &DecodeOptions::STORED,
+                    &mut view,
+                ));
             }
         })
     });

@@ -911,3 +911,43 @@ fn a_url_encoded_filter_gets_a_hint() {
     ]);
     assert!(stderr(&out).contains('\u{1b}'));
 }
+
+#[test]
+fn an_early_disorder_in_a_large_file_restarts_or_stops_without_hanging() {
+    // Many more blocks than the reader's channel holds, with the disorder on line 2: the
+    // first pass stops early (and must stop its reader) before the file is read again.
+    let f = generated(60_000, 4);
+    let text = std::fs::read_to_string(f.path()).unwrap();
+    let last = text.lines().last().unwrap();
+    let unsorted = TempFile::new("early-disorder.jsonl", format!("{last}\n{text}").as_bytes());
+    let filter = "Age eq 42 and Active";
+    let expected = keys(&tableq(&["eval", "--filter", filter, f.path()]));
+    let out = tableq(&["eval", "--stats", "--filter", filter, unsorted.path()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(keys(&out), expected);
+    assert!(
+        stderr(&out).contains("line 60001 repeats the keys of line 1"),
+        "{}",
+        stderr(&out)
+    );
+    let s = stats(&out);
+    assert_eq!(
+        (s["loaded"].as_u64(), s["examined"].as_u64()),
+        (Some(60_000), Some(60_001))
+    );
+    // --strict stops at the repeat; an invalid second line stops the first pass.
+    let out = tableq(&["eval", "--strict", unsorted.path()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let broken = TempFile::new(
+        "early-invalid.jsonl",
+        format!("{last}\nbad\n{text}").as_bytes(),
+    );
+    let out = tableq(&["eval", "--strict", broken.path()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("error: line 2: InvalidInput"),
+        "{}",
+        stderr(&out)
+    );
+}

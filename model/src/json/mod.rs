@@ -19,6 +19,11 @@
 //!   `DuplicatePropertiesSpecified` (detected on the raw text).
 //! * The Timestamp is kept or ignored per [`DecodeOptions`].
 //!
+//! [`decode_borrowed`] is the fast path for bulk input: the common line shapes decoded
+//! straight into a reusable [`BorrowedEntity`] without `serde_json` or allocation; it
+//! accepts only what [`decode_entity`] accepts (with the same result) and defers everything
+//! else to it.
+//!
 //! **Encoding** writes the three metadata levels of [`MetadataLevel`], with an optional
 //! envelope (`odata.metadata`, `odata.etag`, …) that the server fills in:
 //!

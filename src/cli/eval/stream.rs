@@ -103,7 +103,7 @@ pub(super) fn run(
     for (b, block) in pass.kept.iter().enumerate() {
         for (i, m) in block.matches.iter().enumerate() {
             if overridden.contains(&(block.line_base + u64::from(m.line))) {
-                lost_kept |= block.sorted_phase;
+                lost_kept = true;
                 continue;
             }
             matches.push((b as u32, i as u32));
@@ -177,8 +177,6 @@ struct Kept {
     keys: KeyLog,
     matches: Vec<Match>,
     texts: Vec<u8>,
-    /// Consumed while the input was still in key order.
-    sorted_phase: bool,
 }
 
 /// A matching line: its line (relative to the block), where its text is (file offset and
@@ -218,8 +216,11 @@ impl<'q> Pass<'q> {
     ) -> Result<Option<Counts>, Failure> {
         let is_file = input.file.is_some();
         self.keep_text = !is_file;
+        if is_file && self.retain {
+            // A file read again keeps every match (as positions): nothing is ever dropped.
+            self.keep_first = None;
+        }
         let label = input.label;
-        let (sender, receiver) = mpsc::sync_channel::<io::Result<Piece>>(4 * context.threads);
         let mut reader = Reader::new(input.reader);
         let mut counts = Counts {
             valid: 0,
@@ -238,6 +239,9 @@ impl<'q> Pass<'q> {
             keep_first: self.keep_first,
         };
         std::thread::scope(|scope| -> Result<Option<Counts>, Failure> {
+            // The receiver is a local of this closure: returning early drops it, which stops
+            // the reader (blocked on a full channel) before the scope joins it.
+            let (sender, receiver) = mpsc::sync_channel::<io::Result<Piece>>(4 * context.threads);
             scope.spawn(move || {
                 loop {
                     let piece = reader.next();
@@ -356,7 +360,6 @@ impl<'q> Pass<'q> {
                 keys: p.keys,
                 matches,
                 texts: p.texts,
-                sorted_phase: self.sorted,
             });
         }
         Ok(true)
