@@ -397,13 +397,21 @@ fn print(
                 })
                 .collect(),
         };
-        let encode = |text: &Vec<u8>| encode_line(&writer, text);
         let lines: Vec<Option<Vec<u8>>> = if texts.len() < 64 {
-            texts.iter().map(encode).collect()
+            let mut view = BorrowedEntity::new();
+            texts
+                .iter()
+                .map(|text| encode_line(&writer, &mut view, text))
+                .collect()
         } else {
-            context
-                .pool
-                .install(|| texts.par_iter().map(encode).collect())
+            context.pool.install(|| {
+                texts
+                    .par_iter()
+                    .map_init(BorrowedEntity::new, |view, text| {
+                        encode_line(&writer, view, text)
+                    })
+                    .collect()
+            })
         };
         for line in lines {
             let line = line.ok_or_else(|| {
@@ -418,12 +426,15 @@ fn print(
 
 /// Decodes a kept line again and writes it as an output line (`None`: it no longer
 /// decodes — the file changed).
-fn encode_line(writer: &EntityWriter<'_>, text: &[u8]) -> Option<Vec<u8>> {
+fn encode_line<'a>(
+    writer: &EntityWriter<'_>,
+    view: &mut BorrowedEntity<'a>,
+    text: &'a [u8],
+) -> Option<Vec<u8>> {
     let text = std::str::from_utf8(text).ok()?;
     let mut out = Vec::with_capacity(text.len() + 64);
-    let mut view = BorrowedEntity::new();
-    if decode_borrowed(text, &DecodeOptions::STORED, &mut view) {
-        writer.write(&mut out, &view, Default::default());
+    if decode_borrowed(text, &DecodeOptions::STORED, view) {
+        writer.write(&mut out, &*view, Default::default());
     } else {
         let entity = decode_entity(text, &DecodeOptions::STORED).ok()?;
         writer.write(&mut out, &entity, Default::default());

@@ -217,14 +217,16 @@ fn read_batch<R: std::io::Read>(lines: &mut JsonLines<R>) -> Result<Batch, Stop>
     Ok(batch)
 }
 
-/// Decodes one line (the fast path first).
-fn decode_line((n, line): &(u64, Result<String, u64>)) -> Decoded {
+/// Decodes one line (the fast path first, with a reused view).
+fn decode_line<'a>(
+    view: &mut BorrowedEntity<'a>,
+    (n, line): &'a (u64, Result<String, u64>),
+) -> Decoded {
     let text = match line {
         Ok(text) => text,
         Err(bytes) => return (*n, Err(line_too_long(*bytes))),
     };
-    let mut view = BorrowedEntity::new();
-    if decode_borrowed(text, &DecodeOptions::STORED, &mut view) {
+    if decode_borrowed(text, &DecodeOptions::STORED, view) {
         (*n, Ok(view.to_entity()))
     } else {
         (*n, decode_entity(text, &DecodeOptions::STORED))
@@ -243,9 +245,18 @@ fn produce<R: std::io::Read>(
     loop {
         let batch = read_batch(&mut lines).map(|batch| {
             if threads <= 1 || batch.len() < 256 {
-                batch.iter().map(decode_line).collect::<Vec<Decoded>>()
+                let mut view = BorrowedEntity::new();
+                batch
+                    .iter()
+                    .map(|line| decode_line(&mut view, line))
+                    .collect::<Vec<Decoded>>()
             } else {
-                pool.install(|| batch.par_iter().map(decode_line).collect())
+                pool.install(|| {
+                    batch
+                        .par_iter()
+                        .map_init(BorrowedEntity::new, decode_line)
+                        .collect()
+                })
             }
         });
         let last = match &batch {
