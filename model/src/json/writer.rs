@@ -2,7 +2,8 @@
 //! buffer (no `serde_json::Value` tree), at one [`MetadataLevel`], optionally projected to a
 //! `$select` list; [`CollectionWriter`] wraps rows in the service's collection object
 //! `{"odata.metadata":"<base>/$metadata#t","value":[...]}`, written incrementally (begin, one
-//! row at a time, end) so a page can be streamed.
+//! row at a time, end) so a page can be streamed. Both append to a `Vec<u8>` (never fails);
+//! [`EntityWriter::write_io`] writes to any `io::Write` through a reused buffer.
 //!
 //! Entities are read through [`ListProperties`] (an [`EntityView`] that can also list its
 //! custom properties), so borrowed rows of any store are written without building an
@@ -177,6 +178,30 @@ impl<'s> EntityWriter<'s> {
             }
         }
         object.close();
+    }
+
+    /// Writes one entity to an [`io::Write`](std::io::Write), encoding it into `scratch`
+    /// first (a buffer to reuse from call to call, so nothing is allocated per entity).
+    ///
+    /// ```
+    /// use tableq_model::json::{EntityWriter, MetadataLevel};
+    /// let mut out: Vec<u8> = Vec::new();
+    /// let mut scratch = Vec::new();
+    /// EntityWriter::new(MetadataLevel::NoMetadata)
+    ///     .write_io(&mut out, &mut scratch, &tableq_model::Entity::new("p", "r"), Default::default())
+    ///     .unwrap();
+    /// assert_eq!(out, br#"{"PartitionKey":"p","RowKey":"r"}"#);
+    /// ```
+    pub fn write_io<W: std::io::Write + ?Sized, E: ListProperties + ?Sized>(
+        &self,
+        out: &mut W,
+        scratch: &mut Vec<u8>,
+        entity: &E,
+        envelope: EnvelopeRef<'_>,
+    ) -> std::io::Result<()> {
+        scratch.clear();
+        self.write(scratch, entity, envelope);
+        out.write_all(scratch)
     }
 
     /// The entity as a `String` (for tests and small tools; prefer [`EntityWriter::write`]).
