@@ -51,9 +51,8 @@ pub struct BorrowedEntity<'a> {
     binary: Vec<u8>,
     /// Scratch: the object's members in text order.
     members: Vec<(&'a str, Token<'a>)>,
-    /// Scratch: keys and their hashes for the duplicate check, and the annotations.
+    /// Scratch: keys for the duplicate check (many members), and the annotations.
     keys: Vec<&'a str>,
-    hashes: Vec<u64>,
     types: Vec<(&'a str, EdmType)>,
 }
 
@@ -130,7 +129,6 @@ impl<'a> BorrowedEntity<'a> {
         self.binary.clear();
         self.members.clear();
         self.keys.clear();
-        self.hashes.clear();
         self.types.clear();
     }
 }
@@ -177,7 +175,7 @@ fn decode<'a>(text: &'a str, options: &DecodeOptions, e: &mut BorrowedEntity<'a>
     scan_object(text, &mut e.members)?;
 
     // Duplicate keys (raw keys are the decoded keys: there are no escapes).
-    if has_duplicates(&e.members, &mut e.keys, &mut e.hashes) {
+    if has_duplicates(&e.members, &mut e.keys) {
         return None;
     }
     // One pass over the members: annotations, system properties, and the custom ones
@@ -268,36 +266,45 @@ fn decode<'a>(text: &'a str, options: &DecodeOptions, e: &mut BorrowedEntity<'a>
     Some(())
 }
 
-/// Whether two members have the same key: pairwise on 64-bit hashes (a typical entity has
-/// 10–20 members), sorting the keys when there are many.
-fn has_duplicates<'a>(
-    members: &[(&'a str, Token<'a>)],
-    keys: &mut Vec<&'a str>,
-    hashes: &mut Vec<u64>,
-) -> bool {
-    if members.len() > 48 {
+/// Whether two members have the same key: a 64-slot open-addressing table on a cheap hash
+/// of the key's ends and length (a typical entity has 10–20 members), sorting the keys when
+/// there are many.
+fn has_duplicates<'a>(members: &[(&'a str, Token<'a>)], keys: &mut Vec<&'a str>) -> bool {
+    const SLOTS: usize = 64;
+    if members.len() > SLOTS * 3 / 4 {
         keys.clear();
         keys.extend(members.iter().map(|(k, _)| *k));
         keys.sort_unstable();
         return keys.windows(2).any(|w| w[0] == w[1]);
     }
-    hashes.clear();
+    // Member index + 1 per slot; 0 = empty.
+    let mut table = [0u8; SLOTS];
     for (i, (key, _)) in members.iter().enumerate() {
-        // FNV-1a.
-        let h = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-        });
-        if hashes
-            .iter()
-            .enumerate()
-            .any(|(j, other)| *other == h && members[j].0 == *key)
-        {
-            return true;
+        let mut slot = key_hash(key.as_bytes()) as usize % SLOTS;
+        loop {
+            match table[slot] {
+                0 => {
+                    table[slot] = i as u8 + 1;
+                    break;
+                }
+                j if members[usize::from(j) - 1].0 == *key => return true,
+                _ => slot = (slot + 1) % SLOTS,
+            }
         }
-        hashes.push(h);
-        debug_assert_eq!(hashes.len(), i + 1);
     }
     false
+}
+
+/// A cheap hash of a key: its first and last 8 bytes and its length.
+fn key_hash(k: &[u8]) -> u64 {
+    let n = k.len().min(8);
+    let mut head = [0u8; 8];
+    head[..n].copy_from_slice(&k[..n]);
+    let mut tail = [0u8; 8];
+    tail[8 - n..].copy_from_slice(&k[k.len() - n..]);
+    let h = u64::from_le_bytes(head) ^ u64::from_le_bytes(tail).rotate_left(29) ^ k.len() as u64;
+    // Mix the bits into the top, then take the top ones.
+    h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32
 }
 
 /// The value of one custom property, by the decoder's rules (see `decode::convert`).
