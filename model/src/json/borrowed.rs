@@ -416,6 +416,21 @@ fn scan_string(text: &str, i: usize) -> Option<(&str, usize)> {
     }
     let start = i + 1;
     let mut j = start;
+    // Eight bytes at a time while none is `"`, `\\` or a control character (a candidate
+    // word — possibly a false alarm — is then scanned byte by byte).
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    while let Some(word) = b.get(j..j + 8) {
+        let x = u64::from_le_bytes(<[u8; 8]>::try_from(word).ok()?);
+        let special = zero_byte(x ^ (ONES * u64::from(b'"')))
+            | zero_byte(x ^ (ONES * u64::from(b'\\')))
+            | (x.wrapping_sub(ONES * 0x20) & !x & HIGH);
+        if special != 0 {
+            break;
+        }
+        j += 8;
+    }
     loop {
         match *b.get(j)? {
             b'"' => return Some((&text[start..j], j + 1)),
@@ -499,6 +514,27 @@ mod tests {
             "[]",
         ] {
             assert!(fast(line).is_none(), "{line}");
+        }
+    }
+
+    #[test]
+    fn strings_are_scanned_to_the_first_special_byte_at_any_position() {
+        for len in 0..24 {
+            for (special, ends) in [(b'"', true), (b'\\', false), (0x01, false), (0x1F, false)] {
+                let mut text = vec![b'"'];
+                text.extend(std::iter::repeat_n(b'a', len));
+                text.push(special);
+                text.extend_from_slice("é\"xyz".as_bytes());
+                let text = String::from_utf8(text).unwrap();
+                let got = scan_string(&text, 0);
+                if ends {
+                    assert_eq!(got, Some((&text[1..1 + len], len + 2)), "{len}");
+                } else {
+                    assert_eq!(got, None, "{len} {special}");
+                }
+            }
+            let text = format!("\"{}é€\u{1F600}\"", "b".repeat(len));
+            assert_eq!(scan_string(&text, 0).map(|s| s.1), Some(text.len()));
         }
     }
 
