@@ -106,6 +106,8 @@ pub struct JsonLines<R> {
     line: u64,
     buf: Vec<u8>,
     max_line: usize,
+    /// Bytes consumed so far.
+    consumed: u64,
 }
 
 impl<R: Read> JsonLines<R> {
@@ -121,7 +123,13 @@ impl<R: Read> JsonLines<R> {
             line: 0,
             buf: Vec::with_capacity(4096),
             max_line,
+            consumed: 0,
         }
+    }
+
+    /// Bytes of input consumed so far (for progress).
+    pub fn bytes_read(&self) -> u64 {
+        self.consumed
     }
 
     /// Reads the next non-blank line into `text` (replacing its contents), or `None` at the
@@ -160,6 +168,7 @@ impl<R: Read> JsonLines<R> {
                     }
                 }
                 last = chunk.last().copied().unwrap_or(last);
+                self.consumed += take as u64;
                 self.input.consume(take);
                 if done {
                     break;

@@ -239,7 +239,7 @@ fn produce<R: std::io::Read>(
     mut lines: JsonLines<R>,
     threads: usize,
     pool: &rayon::ThreadPool,
-    sender: mpsc::SyncSender<Result<Vec<Decoded>, Stop>>,
+    sender: mpsc::SyncSender<Result<(Vec<Decoded>, u64), Stop>>,
 ) {
     use rayon::prelude::*;
     loop {
@@ -263,7 +263,8 @@ fn produce<R: std::io::Read>(
             Ok(decoded) => decoded.is_empty(),
             Err(_) => true,
         };
-        if sender.send(batch).is_err() || last {
+        let read = lines.bytes_read();
+        if sender.send(batch.map(|b| (b, read))).is_err() || last {
             return;
         }
     }
@@ -272,7 +273,7 @@ fn produce<R: std::io::Read>(
 /// The consumer side: yields the decoded entities in input order, warning about invalid
 /// lines (or, when strict, stopping at the first with [`Stop::Invalid`]) and logging keys.
 struct Loader<'w> {
-    receiver: Option<mpsc::Receiver<Result<Vec<Decoded>, Stop>>>,
+    receiver: Option<mpsc::Receiver<Result<(Vec<Decoded>, u64), Stop>>>,
     strict: bool,
     batch: std::vec::IntoIter<Decoded>,
     skipped: u64,
@@ -308,7 +309,8 @@ impl Iterator for Loader<'_> {
                         return None;
                     }
                     match self.receiver.as_ref()?.recv() {
-                        Ok(Ok(batch)) => {
+                        Ok(Ok((batch, read))) => {
+                            self.warnings.progress.set(read);
                             // One key log per batch; its lines are relative to the batch's
                             // first line (line numbers can exceed u32 over a whole file).
                             let base = batch.first().map_or(0, |(n, _)| *n);
