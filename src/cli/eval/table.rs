@@ -152,6 +152,9 @@ const BATCH_LINES: usize = 16 * 1024;
 /// One decoded line: its number and the entity, or why it is invalid.
 type Decoded = (u64, Result<Entity, ModelError>);
 
+/// What the producer sends: a decoded batch and the bytes read so far, or why it stopped.
+type Produced = Result<(Vec<Decoded>, u64), Stop>;
+
 /// A batch of lines read: `(number, text)`, or a line over the limit (`text` empty).
 type Batch = Vec<(u64, Result<String, u64>)>;
 
@@ -239,7 +242,7 @@ fn produce<R: std::io::Read>(
     mut lines: JsonLines<R>,
     threads: usize,
     pool: &rayon::ThreadPool,
-    sender: mpsc::SyncSender<Result<(Vec<Decoded>, u64), Stop>>,
+    sender: mpsc::SyncSender<Produced>,
 ) {
     use rayon::prelude::*;
     loop {
@@ -273,7 +276,7 @@ fn produce<R: std::io::Read>(
 /// The consumer side: yields the decoded entities in input order, warning about invalid
 /// lines (or, when strict, stopping at the first with [`Stop::Invalid`]) and logging keys.
 struct Loader<'w> {
-    receiver: Option<mpsc::Receiver<Result<(Vec<Decoded>, u64), Stop>>>,
+    receiver: Option<mpsc::Receiver<Produced>>,
     strict: bool,
     batch: std::vec::IntoIter<Decoded>,
     skipped: u64,
