@@ -25,7 +25,7 @@
 //! 4. **Output**: the matches as JSON lines in ascending (PartitionKey, RowKey) order, in the
 //!    service's form with `Name@odata.type` where JSON cannot show the type (Int64, DateTime,
 //!    Guid, Binary, non-finite Double, the Timestamp), written by
-//!    [`EntityWriter`](tableq::model::json::EntityWriter); with `--select` exactly the
+//!    [`EntityWriter`]; with `--select` exactly the
 //!    selected properties, `null` for missing ones. Without `--top` every match; with
 //!    `--top N` the first N and, when more match, a note on stderr with the continuation
 //!    keys (the key of the next match). With `--queries`, each query's rows follow a header

@@ -26,7 +26,7 @@
 //!
 //! **Output.** Matches are printed only after the whole input was read (a fatal problem
 //! never leaves half an output): re-read from the file by offset (or taken from the kept
-//! text), decoded again and written by the [`EntityWriter`](tableq::model::json::EntityWriter).
+//! text), decoded again and written by the [`EntityWriter`].
 
 use super::keys::{KeyLog, find_repeats};
 use super::queries::Query;
