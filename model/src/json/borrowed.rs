@@ -295,15 +295,17 @@ fn has_duplicates<'a>(members: &[(&'a str, Token<'a>)], keys: &mut Vec<&'a str>)
     false
 }
 
-/// A cheap hash of a key: its first and last 8 bytes and its length.
+/// A cheap hash of a key: its length and five of its bytes (equal hashes are compared in
+/// full, so collisions cost only time).
 fn key_hash(k: &[u8]) -> u64 {
-    let n = k.len().min(8);
-    let mut head = [0u8; 8];
-    head[..n].copy_from_slice(&k[..n]);
-    let mut tail = [0u8; 8];
-    tail[8 - n..].copy_from_slice(&k[k.len() - n..]);
-    let h = u64::from_le_bytes(head) ^ u64::from_le_bytes(tail).rotate_left(29) ^ k.len() as u64;
-    // Mix the bits into the top, then take the top ones.
+    let n = k.len();
+    let at = |i: usize| u64::from(k.get(i).copied().unwrap_or(0));
+    let h = n as u64
+        | at(0) << 16
+        | at(1) << 24
+        | at(n / 2) << 32
+        | at(n.wrapping_sub(2)) << 40
+        | at(n.wrapping_sub(1)) << 48;
     h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32
 }
 
