@@ -37,9 +37,11 @@
 //! Exit codes: 0 success (also when lines were skipped with a warning), 2 invalid query,
 //! unreadable input, or (with `--strict`) invalid input.
 
+mod blocks;
 mod keys;
 mod progress;
 mod queries;
+mod ranges;
 mod stream;
 mod table;
 

@@ -28,8 +28,10 @@
 //! never leaves half an output): re-read from the file by offset (or taken from the kept
 //! text), decoded again and written by the [`EntityWriter`].
 
+use super::blocks::{Piece, Reader};
 use super::keys::{KeyLog, find_repeats};
 use super::queries::Query;
+use super::ranges::RangeIndex;
 use super::{Context, Failure, Outcome, Output, Warnings, fatal_line, report_input, row_writer};
 use crate::cli::input::{Input, MAX_LINE_BYTES, line_too_long, not_utf8};
 use rayon::prelude::*;
@@ -42,12 +44,9 @@ use tableq::exec::{CompiledPredicate, Key, SourceRow, compare_keys};
 use tableq::model::json::{
     BorrowedEntity, DecodeOptions, EntityWriter, ListProperties, decode_borrowed, decode_entity,
 };
-use tableq::model::order::compare_str;
 use tableq::model::{DateTime, Entity, EntityView, ModelError, ValueRef};
-use tableq::planner::{KeyInterval, KeyRange, Plan};
+use tableq::planner::Plan;
 
-/// Bytes per block of lines.
-const BLOCK_BYTES: usize = 1 << 20;
 /// Invalid lines kept per block for warnings (the rest are counted).
 const INVALID_KEPT: usize = super::Warnings::SHOWN + 1;
 /// Rows decoded and encoded per parallel batch of output.
@@ -481,132 +480,6 @@ fn read_lines(file: &mut File, pass: &Pass<'_>, chunk: &[(u32, u32)]) -> io::Res
     Ok(texts)
 }
 
-/// A piece of input: whole lines, or a line over the limit (skipped unread).
-enum Piece {
-    Lines {
-        bytes: Vec<u8>,
-        /// Offset of the first byte in the input.
-        offset: u64,
-        /// The piece starts the input (a byte-order mark may open it).
-        first: bool,
-    },
-    TooLong {
-        /// Offset of the end of the line in the input.
-        end: u64,
-        /// Length without the line end.
-        len: u64,
-    },
-}
-
-/// Cuts the input into pieces.
-struct Reader {
-    input: Box<dyn Read + Send>,
-    carry: Vec<u8>,
-    offset: u64,
-    eof: bool,
-    first: bool,
-}
-
-impl Reader {
-    fn new(input: Box<dyn Read + Send>) -> Reader {
-        Reader {
-            input,
-            carry: Vec::new(),
-            offset: 0,
-            eof: false,
-            first: true,
-        }
-    }
-
-    /// Appends up to `n` bytes; sets `eof` at the end.
-    fn fill(&mut self, buf: &mut Vec<u8>, n: usize) -> io::Result<()> {
-        let len = buf.len();
-        buf.resize(len + n, 0);
-        loop {
-            match self.input.read(&mut buf[len..]) {
-                Ok(got) => {
-                    buf.truncate(len + got);
-                    self.eof |= got == 0;
-                    return Ok(());
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    buf.truncate(len);
-                    return Err(e);
-                }
-            }
-        }
-    }
-
-    fn next(&mut self) -> io::Result<Option<Piece>> {
-        let mut buf = std::mem::take(&mut self.carry);
-        while !self.eof && buf.len() < BLOCK_BYTES {
-            let want = BLOCK_BYTES - buf.len();
-            self.fill(&mut buf, want)?;
-        }
-        loop {
-            if let Some(i) = memchr::memrchr(b'\n', &buf) {
-                self.carry = buf[i + 1..].to_vec();
-                buf.truncate(i + 1);
-                return Ok(Some(self.lines(buf)));
-            }
-            if self.eof {
-                return Ok((!buf.is_empty()).then(|| self.lines(buf)));
-            }
-            if buf.len() > MAX_LINE_BYTES + 2 {
-                return self.skip_long_line(buf).map(Some);
-            }
-            self.fill(&mut buf, BLOCK_BYTES)?;
-        }
-    }
-
-    fn lines(&mut self, bytes: Vec<u8>) -> Piece {
-        let piece = Piece::Lines {
-            offset: self.offset,
-            first: self.first,
-            bytes,
-        };
-        if let Piece::Lines { bytes, .. } = &piece {
-            self.offset += bytes.len() as u64;
-        }
-        self.first = false;
-        piece
-    }
-
-    /// Skips the rest of a line that is already over the limit (`seen` holds its start).
-    fn skip_long_line(&mut self, seen: Vec<u8>) -> io::Result<Piece> {
-        let mut len = seen.len() as u64;
-        let mut last = seen.last().copied().unwrap_or(0);
-        let mut buf = Vec::with_capacity(BLOCK_BYTES);
-        loop {
-            buf.clear();
-            self.fill(&mut buf, BLOCK_BYTES)?;
-            if let Some(i) = memchr::memchr(b'\n', &buf) {
-                let before = if i > 0 { buf[i - 1] } else { last };
-                len += i as u64;
-                self.carry = buf[i + 1..].to_vec();
-                self.offset += len + 1;
-                let len = len - u64::from(before == b'\r');
-                self.first = false;
-                return Ok(Piece::TooLong {
-                    end: self.offset,
-                    len,
-                });
-            }
-            if self.eof {
-                self.offset += len;
-                self.first = false;
-                return Ok(Piece::TooLong {
-                    end: self.offset,
-                    len,
-                });
-            }
-            len += buf.len() as u64;
-            last = buf.last().copied().unwrap_or(last);
-        }
-    }
-}
-
 /// What a worker learned from one piece.
 #[derive(Default)]
 struct Processed {
@@ -803,95 +676,5 @@ impl SourceRow for ViewRow<'_, '_> {
     }
     fn for_each_property(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
         self.0.for_each_custom(f);
-    }
-}
-
-/// The plan's key ranges, for "is this key in a range": a binary search on the
-/// PartitionKey intervals (the ranges are in key order and only ranges of one
-/// PartitionKey share PartitionKeys), then the few candidates in full.
-#[derive(Clone, Copy)]
-struct RangeIndex<'p>(&'p [KeyRange]);
-
-impl RangeIndex<'_> {
-    fn contains(&self, partition_key: &str, row_key: &str) -> bool {
-        let ranges = self.0;
-        if ranges.len() <= 4 {
-            return ranges.iter().any(|r| r.contains(partition_key, row_key));
-        }
-        let start = ranges.partition_point(|r| below(&r.partition_key, partition_key));
-        for r in &ranges[start..] {
-            if above(&r.partition_key, partition_key) {
-                break;
-            }
-            if r.contains(partition_key, row_key) {
-                return true;
-            }
-        }
-        false
-    }
-}
-
-/// Whether every key of `iv` is below `key`.
-fn below(iv: &KeyInterval, key: &str) -> bool {
-    use std::ops::Bound;
-    match &iv.upper {
-        Bound::Unbounded => false,
-        Bound::Included(u) => compare_str(u, key).is_lt(),
-        Bound::Excluded(u) => compare_str(u, key).is_le(),
-    }
-}
-
-/// Whether every key of `iv` is above `key`.
-fn above(iv: &KeyInterval, key: &str) -> bool {
-    use std::ops::Bound;
-    match &iv.lower {
-        Bound::Unbounded => false,
-        Bound::Included(l) => compare_str(l, key).is_gt(),
-        Bound::Excluded(l) => compare_str(l, key).is_ge(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tableq::parser::{FilterOptions, parse_filter};
-
-    #[test]
-    fn range_index_agrees_with_the_key_set() {
-        let keys = [
-            "",
-            "a",
-            "b",
-            "b\u{0}",
-            "c",
-            "d",
-            "p1",
-            "p2",
-            "p3",
-            "r1",
-            "r2",
-            "z",
-            "\u{1F600}",
-            "\u{FF21}",
-        ];
-        for filter in [
-            "PartitionKey eq 'a' or PartitionKey eq 'c' or PartitionKey eq 'p2' or PartitionKey eq 'z' or PartitionKey eq 'd'",
-            "(PartitionKey eq 'p1' and (RowKey eq 'r1' or RowKey eq 'a' or RowKey ge 'z')) or (PartitionKey eq 'p3' and RowKey lt 'c') or PartitionKey gt 'p3' or PartitionKey lt 'b' or PartitionKey eq 'c'",
-            "(PartitionKey ge 'b' and PartitionKey lt 'd' and RowKey eq 'r1') or PartitionKey eq 'p2' or PartitionKey eq 'z' or PartitionKey eq '\u{FF21}' or PartitionKey eq 'a'",
-        ] {
-            let parsed = parse_filter(filter, &FilterOptions::unlimited()).unwrap();
-            let plan = tableq::planner::plan(&parsed, None, None);
-            assert!(plan.ranges.ranges.len() > 4, "{filter}: {:?}", plan.ranges);
-            let index = RangeIndex(&plan.ranges.ranges);
-            for pk in keys {
-                for rk in keys {
-                    assert_eq!(
-                        index.contains(pk, rk),
-                        plan.ranges.contains(pk, rk),
-                        "{filter}: {pk:?}/{rk:?}"
-                    );
-                }
-            }
-        }
     }
 }
