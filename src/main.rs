@@ -8,10 +8,19 @@ mod cli;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-/// Query compiler, executor and tools for the Azure Table service data model.
+/// Query compiler and executor for the Azure Table service data model.
 #[derive(Parser)]
-#[command(name = "tableq", version, about, long_about = None)]
+#[command(
+    name = "tableq",
+    version,
+    about = "Query compiler and executor for the Azure Table service data model",
+    long_about = None,
+    after_long_help = cli::help::MAIN
+)]
 struct Cli {
+    /// When to colour diagnostics on stderr.
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = cli::args::Color::Auto)]
+    color: cli::args::Color,
     #[command(subcommand)]
     command: Command,
 }
@@ -19,12 +28,16 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Validate entities (JSON lines, the service's JSON form) against the data model.
+    #[command(after_long_help = cli::help::VALIDATE)]
     Validate(cli::validate::Args),
     /// Evaluate a query over entities from a JSON-lines file and print the matches.
+    #[command(after_long_help = cli::help::EVAL)]
     Eval(cli::eval::Args),
     /// Show the plan of a query: key ranges, residual, projection, limit.
+    #[command(after_long_help = cli::help::EXPLAIN)]
     Explain(cli::explain::Args),
     /// Generate deterministic synthetic entities as JSON lines.
+    #[command(after_long_help = cli::help::GEN)]
     Gen(cli::generate::Args),
     /// Run the Table service emulator (REST protocol, JSON) over HTTP.
     Serve(cli::serve::Args),
@@ -36,15 +49,19 @@ enum Command {
 #[derive(Subcommand)]
 enum DebugCommand {
     /// The token stream of a filter.
+    #[command(after_long_help = cli::help::DEBUG)]
     Tokens(cli::debug::Args),
     /// The AST of a filter: canonical form and tree.
+    #[command(after_long_help = cli::help::DEBUG)]
     Ast(cli::debug::Args),
     /// The plan of a query (same as `explain`).
+    #[command(after_long_help = cli::help::EXPLAIN)]
     Plan(cli::explain::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    cli.color.apply();
     match cli.command {
         Command::Validate(args) => cli::validate::run(args),
         Command::Eval(args) => cli::eval::run(args),

@@ -106,16 +106,19 @@ fn stats(o: &Output) -> serde_json::Map<String, serde_json::Value> {
     let map = v.as_object().expect("an object").clone();
     let names: Vec<&str> = map.keys().map(String::as_str).collect();
     let mut expected = [
-        "loaded", "ranges", "examined", "matched", "load_ms", "parse_us", "plan_us", "exec_us",
+        "engine", "loaded", "ranges", "examined", "matched", "next", "load_ms", "parse_us",
+        "plan_us", "exec_us",
     ];
     expected.sort_unstable();
     assert_eq!(names, expected, "{last}");
     // The keys are printed in the documented order.
     let order: Vec<usize> = [
+        "\"engine\"",
         "\"loaded\"",
         "\"ranges\"",
         "\"examined\"",
         "\"matched\"",
+        "\"next\"",
         "\"load_ms\"",
         "\"parse_us\"",
         "\"plan_us\"",
@@ -131,7 +134,25 @@ fn stats(o: &Output) -> serde_json::Map<String, serde_json::Value> {
     for k in ["load_ms", "parse_us", "plan_us", "exec_us"] {
         assert!(map[k].as_f64().is_some_and(|f| f >= 0.0), "{k} in {last}");
     }
+    assert!(
+        map["engine"] == "stream" || map["engine"] == "table",
+        "{last}"
+    );
+    assert!(
+        map["next"].is_null() || map["next"]["PartitionKey"].is_string(),
+        "{last}"
+    );
     map
+}
+
+/// Both engines.
+const ENGINES: [&str; 2] = ["stream", "table"];
+
+/// `tableq eval --engine <engine> <args…>`.
+fn eval_with(engine: &str, args: &[&str]) -> Output {
+    let mut all = vec!["eval", "--engine", engine];
+    all.extend_from_slice(args);
+    tableq(&all)
 }
 
 #[test]
@@ -233,6 +254,8 @@ fn stats_counts_ranges_and_examined() {
     let f = generated(1000, 10);
     let point = tableq(&[
         "eval",
+        "--engine",
+        "table",
         "--stats",
         "--filter",
         "PartitionKey eq 'p004' and RowKey eq 'r00000042'",
@@ -246,6 +269,8 @@ fn stats_counts_ranges_and_examined() {
 
     let none = tableq(&[
         "eval",
+        "--engine",
+        "table",
         "--stats",
         "--filter",
         "PartitionKey eq 'a' and PartitionKey eq 'b'",
@@ -263,16 +288,39 @@ fn stats_counts_ranges_and_examined() {
 
     let two = tableq(&[
         "eval",
+        "--engine",
+        "table",
         "--stats",
         "--filter",
         "PartitionKey eq 'p001' or PartitionKey eq 'p007'",
         f.path(),
     ]);
     let s = stats(&two);
+    assert_eq!(s["engine"], "table");
     assert_eq!(s["ranges"].as_u64(), Some(2));
     assert_eq!(s["matched"].as_u64(), Some(200));
     assert_eq!(s["examined"].as_u64(), Some(200));
     assert_eq!(s["loaded"].as_u64(), Some(1000));
+    // The stream engine tests every entity of the input against the plan.
+    let streamed = tableq(&[
+        "eval",
+        "--stats",
+        "--filter",
+        "PartitionKey eq 'p001' or PartitionKey eq 'p007'",
+        f.path(),
+    ]);
+    assert_eq!(keys(&streamed), keys(&two));
+    let s = stats(&streamed);
+    assert_eq!(s["engine"], "stream");
+    assert_eq!(
+        (
+            s["ranges"].as_u64(),
+            s["matched"].as_u64(),
+            s["examined"].as_u64(),
+            s["loaded"].as_u64()
+        ),
+        (Some(2), Some(200), Some(1000), Some(1000))
+    );
 }
 
 #[test]
@@ -330,6 +378,12 @@ fn repeated_keys_later_line_wins_or_strict_fails() {
     let strict = tableq(&["eval", "--strict", f.path()]);
     assert_eq!(strict.status.code(), Some(2));
     assert!(strict.stdout.is_empty());
+    assert!(
+        stderr(&strict)
+            .contains("line 3 repeats the keys of line 1 (PartitionKey \"a\", RowKey \"1\")"),
+        "{}",
+        stderr(&strict)
+    );
 }
 
 #[test]
@@ -482,22 +536,418 @@ fn agrees_with_the_naive_evaluator_on_generated_data() {
             !expected.is_empty(),
             "{filter}: pick a filter that matches something"
         );
-        let out = tableq(&["eval", "--stats", "--filter", filter, f.path()]);
-        assert!(out.status.success(), "{filter}: {}", stderr(&out));
-        let s = stats(&out);
-        assert_eq!(
-            s["matched"].as_u64(),
-            Some(expected.len() as u64),
-            "{filter}"
-        );
-        // One pass: no entity is read twice, so a full scan examines each entity once.
-        let examined = s["examined"].as_u64().unwrap_or(u64::MAX);
-        assert!(examined <= 70_000, "{filter}: examined {examined}");
-        if s["ranges"].as_u64() == Some(1) && filter.is_empty() {
-            assert_eq!(examined, 70_000, "{filter}");
+        for engine in ENGINES {
+            let out = eval_with(engine, &["--stats", "--filter", filter, f.path()]);
+            assert!(out.status.success(), "{filter}: {}", stderr(&out));
+            let s = stats(&out);
+            assert_eq!(
+                s["matched"].as_u64(),
+                Some(expected.len() as u64),
+                "{filter}"
+            );
+            // One pass: no entity is read twice, so a full scan examines each entity once.
+            let examined = s["examined"].as_u64().unwrap_or(u64::MAX);
+            assert!(examined <= 70_000, "{filter}: examined {examined}");
+            if s["ranges"].as_u64() == Some(1) && filter.is_empty() {
+                assert_eq!(examined, 70_000, "{filter}");
+            }
+            let got = keys(&out);
+            assert_eq!(got.len(), expected.len(), "{filter}");
+            assert!(got == expected, "{engine} {filter}: results differ");
         }
-        let got = keys(&out);
-        assert_eq!(got.len(), expected.len(), "{filter}");
-        assert!(got == expected, "{filter}: results differ");
     }
+}
+
+#[test]
+fn a_later_line_that_does_not_match_removes_an_earlier_match() {
+    // a/1 matches on line 1, but line 3 (the later one, which wins) does not.
+    let input = "{\"PartitionKey\":\"a\",\"RowKey\":\"1\",\"V\":1}\n\
+                 {\"PartitionKey\":\"a\",\"RowKey\":\"2\",\"V\":1}\n\
+                 {\"PartitionKey\":\"a\",\"RowKey\":\"1\",\"V\":2}\n\
+                 {\"PartitionKey\":\"a\",\"RowKey\":\"3\",\"V\":1}\n";
+    let f = TempFile::new("later-wins.jsonl", input.as_bytes());
+    for engine in ENGINES {
+        for top in [None, Some("1"), Some("5")] {
+            let mut args = vec!["--filter", "V eq 1"];
+            if let Some(t) = top {
+                args.extend_from_slice(&["--top", t]);
+            }
+            let expected: &[&str] = match top {
+                Some("1") => &["a/2"],
+                _ => &["a/2", "a/3"],
+            };
+            let mut with_file = args.clone();
+            with_file.push(f.path());
+            let out = eval_with(engine, &with_file);
+            assert!(out.status.success(), "{engine} {top:?}: {}", stderr(&out));
+            assert_eq!(keys(&out), expected, "{engine} {top:?} file");
+            let err = stderr(&out);
+            assert!(
+                err.contains(
+                    "warning: line 3 repeats the keys of line 1 (PartitionKey \"a\", RowKey \"1\"); the later line wins"
+                ),
+                "{engine}: {err}"
+            );
+            let mut all = vec!["eval", "--engine", engine];
+            all.extend_from_slice(&args);
+            let out = tableq_stdin(&all, input.as_bytes());
+            assert!(out.status.success(), "{engine} {top:?}: {}", stderr(&out));
+            assert_eq!(keys(&out), expected, "{engine} {top:?} stdin");
+        }
+    }
+}
+
+#[test]
+fn unsorted_input_is_printed_in_key_order_on_both_engines() {
+    let f = generated(3000, 7);
+    let text = std::fs::read_to_string(f.path()).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.reverse();
+    let reversed = TempFile::new("reversed.jsonl", (lines.join("\n") + "\n").as_bytes());
+    let filter = "Age lt 20 or PartitionKey eq 'p003'";
+    let sorted = keys(&tableq(&["eval", "--filter", filter, f.path()]));
+    assert!(sorted.len() > 100);
+    for engine in ENGINES {
+        let out = eval_with(engine, &["--filter", filter, reversed.path()]);
+        assert_eq!(keys(&out), sorted, "{engine}");
+        let out = eval_with(engine, &["--top", "3", "--filter", filter, reversed.path()]);
+        assert_eq!(keys(&out), sorted[..3], "{engine}");
+    }
+    let out = tableq_stdin(
+        &["eval", "--filter", filter],
+        (lines.join("\n") + "\n").as_bytes(),
+    );
+    assert_eq!(keys(&out), sorted);
+}
+
+#[test]
+fn stdin_top_that_cannot_be_completed_is_an_error_not_wrong_rows() {
+    // In key order up to line 3 (so --top 1 keeps only a/1 and drops a/2), then a/1 again
+    // without a match: the answer (a/2) was dropped and stdin cannot be read again.
+    let input = "{\"PartitionKey\":\"a\",\"RowKey\":\"1\",\"V\":1}\n\
+                 {\"PartitionKey\":\"a\",\"RowKey\":\"2\",\"V\":1}\n\
+                 {\"PartitionKey\":\"a\",\"RowKey\":\"1\",\"V\":2}\n";
+    let out = tableq_stdin(
+        &["eval", "--top", "1", "--filter", "V eq 1"],
+        input.as_bytes(),
+    );
+    if out.status.success() {
+        // Only acceptable with the right answer.
+        assert_eq!(keys(&out), ["a/2"]);
+    } else {
+        assert_eq!(out.status.code(), Some(2));
+        assert!(out.stdout.is_empty());
+        assert!(stderr(&out).contains("--engine table"), "{}", stderr(&out));
+    }
+    let table = tableq_stdin(
+        &[
+            "eval", "--engine", "table", "--top", "1", "--filter", "V eq 1",
+        ],
+        input.as_bytes(),
+    );
+    assert_eq!(keys(&table), ["a/2"]);
+}
+
+#[test]
+fn warnings_are_capped_with_a_count() {
+    let mut input = String::new();
+    for i in 0..30 {
+        input.push_str(&format!(
+            "{{\"PartitionKey\":\"a\",\"RowKey\":\"{i:02}\",\"bad-{i}\":1}}\n"
+        ));
+    }
+    input.push_str("{\"PartitionKey\":\"a\",\"RowKey\":\"ok\"}\n");
+    let f = TempFile::new("many-invalid.jsonl", input.as_bytes());
+    for engine in ENGINES {
+        let out = eval_with(engine, &[f.path()]);
+        assert!(out.status.success());
+        assert_eq!(keys(&out), ["a/ok"]);
+        let err = stderr(&out);
+        assert_eq!(err.matches(": PropertyNameInvalid: ").count(), 20, "{err}");
+        assert!(
+            err.contains("warning: line 20: PropertyNameInvalid"),
+            "{err}"
+        );
+        assert!(!err.contains("line 21: "), "{err}");
+        assert!(err.contains("warning: 10 more warnings not shown"), "{err}");
+        assert!(err.contains("skipped 30 invalid lines"), "{err}");
+    }
+}
+
+#[test]
+fn top_tells_that_more_entities_match_and_where_to_continue() {
+    let f = generated(500, 5);
+    for engine in ENGINES {
+        let out = eval_with(
+            engine,
+            &[
+                "--stats",
+                "--top",
+                "3",
+                "--filter",
+                "PartitionKey eq 'p002'",
+                f.path(),
+            ],
+        );
+        assert_eq!(
+            keys(&out),
+            ["p002/r00000000", "p002/r00000001", "p002/r00000002"]
+        );
+        let err = stderr(&out);
+        assert!(
+            err.contains("note: more entities match than the 3 printed (--top 3); the next is at NextPartitionKey \"p002\", NextRowKey \"r00000003\""),
+            "{engine}: {err}"
+        );
+        let s = stats(&out);
+        assert_eq!(s["next"]["PartitionKey"], "p002");
+        assert_eq!(s["next"]["RowKey"], "r00000003");
+        // The last page: no note, `next` null.
+        let out = eval_with(
+            engine,
+            &[
+                "--stats",
+                "--top",
+                "100",
+                "--filter",
+                "PartitionKey eq 'p002'",
+                f.path(),
+            ],
+        );
+        assert_eq!(keys(&out).len(), 100);
+        assert!(!stderr(&out).contains("note:"), "{}", stderr(&out));
+        assert!(stats(&out)["next"].is_null());
+    }
+}
+
+#[test]
+fn queries_file_runs_many_queries_against_one_table() {
+    let data = TempFile::new("people-queries.jsonl", PEOPLE.as_bytes());
+    let queries = TempFile::new(
+        "queries.txt",
+        b"# people\nAge eq 30\n\n{\"filter\":\"Name eq 'Bob'\",\"select\":\"Name\"}\n{\"top\":1}\n",
+    );
+    let out = tableq(&["eval", "--stats", "--queries", queries.path(), data.path()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "# query 1 (line 2): Age eq 30\n\
+         {\"PartitionKey\":\"a\",\"RowKey\":\"1\",\"Age\":30,\"Name\":\"Ann\"}\n\
+         {\"PartitionKey\":\"b\",\"RowKey\":\"1\",\"Age\":30,\"Name\":\"Dee\"}\n\
+         # query 2 (line 4): Name eq 'Bob' | select Name\n\
+         {\"Name\":\"Bob\"}\n\
+         # query 3 (line 5):  | top 1\n\
+         {\"PartitionKey\":\"a\",\"RowKey\":\"1\",\"Age\":30,\"Name\":\"Ann\"}\n"
+    );
+    let err = stderr(&out);
+    let stats: Vec<serde_json::Value> = err
+        .lines()
+        .filter(|l| l.starts_with("{\"engine\""))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(stats.len(), 3, "{err}");
+    for (i, s) in stats.iter().enumerate() {
+        assert_eq!(s["engine"], "table");
+        assert_eq!(s["query"], i + 1);
+        assert_eq!(s["loaded"], 3);
+    }
+    assert!(err.contains("note: query 3: more entities match"), "{err}");
+    // The stream engine gives the same output (reading the file once per query).
+    let streamed = tableq(&[
+        "eval",
+        "--engine",
+        "stream",
+        "--queries",
+        queries.path(),
+        data.path(),
+    ]);
+    assert_eq!(streamed.stdout, out.stdout);
+    // But not from standard input.
+    let out = tableq_stdin(
+        &["eval", "--engine", "stream", "--queries", queries.path()],
+        PEOPLE.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("give a FILE"), "{}", stderr(&out));
+}
+
+#[test]
+fn every_invalid_query_of_a_queries_file_is_reported_before_reading() {
+    let queries = TempFile::new(
+        "bad-queries.txt",
+        b"Age eq 1\nAge EQ 2\n{\"filter\":\"A eq\"}\n{\"where\":1}\n",
+    );
+    let out = tableq(&[
+        "eval",
+        "--queries",
+        queries.path(),
+        "/nonexistent/tableq/input.jsonl",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = stderr(&out);
+    assert!(err.contains("bad-queries.txt:2: $filter"), "{err}");
+    assert!(err.contains("bad-queries.txt:3: $filter"), "{err}");
+    assert!(
+        err.contains("bad-queries.txt:4: unknown key \"where\""),
+        "{err}"
+    );
+    assert!(!err.contains("cannot read"), "{err}");
+}
+
+#[test]
+fn a_line_over_4_mib_is_skipped_unread() {
+    let mut input = b"{\"PartitionKey\":\"a\",\"RowKey\":\"1\"}\n".to_vec();
+    let start = b"{\"PartitionKey\":\"a\",\"RowKey\":\"2\",\"S\":\"";
+    input.extend_from_slice(start);
+    input.extend(std::iter::repeat_n(b'x', 5 << 20));
+    let long = format!("the line is {} bytes long", start.len() + (5 << 20) + 2);
+    input.extend_from_slice(b"\"}\n{\"PartitionKey\":\"a\",\"RowKey\":\"3\"}\n");
+    let f = TempFile::new("long-line.jsonl", &input);
+    for engine in ENGINES {
+        let out = eval_with(engine, &[f.path()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(keys(&out), ["a/1", "a/3"], "{engine}");
+        assert!(
+            stderr(&out).contains(&format!("warning: line 2: RequestBodyTooLarge: {long}")),
+            "{engine}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn limit_flags_reject_nonsense_values() {
+    for args in [
+        &["eval", "--max-comparisons", "0"][..],
+        &["eval", "--max-ranges", "0"],
+        &["eval", "--threads", "0"],
+        &["explain", "--max-ranges", "0"],
+        &[
+            "debug",
+            "ast",
+            "--filter",
+            "A eq 1",
+            "--max-comparisons",
+            "many",
+        ],
+        &["eval", "--engine", "fast"],
+        &["eval", "--color", "sometimes"],
+    ] {
+        let out = tableq(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            stderr(&out).contains("error: invalid value"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    // The same limit flags on every command that parses a filter, with one precedence.
+    let filter = "A eq 1 or A eq 2 or A eq 3";
+    for command in [
+        &["explain"][..],
+        &["debug", "plan"],
+        &["debug", "ast"],
+        &["debug", "tokens"],
+    ] {
+        let mut args = command.to_vec();
+        args.extend_from_slice(&[
+            "--filter",
+            filter,
+            "--no-limits",
+            "--max-comparisons",
+            "2",
+            "--max-ranges",
+            "8",
+        ]);
+        let out = tableq(&args);
+        assert_eq!(out.status.code(), Some(2), "{command:?}");
+        assert!(
+            stderr(&out).contains("at most 2"),
+            "{command:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn help_has_examples_output_and_exit_status_and_no_emulator() {
+    let main = tableq(&["--help"]);
+    let text = stdout(&main);
+    assert!(!text.to_lowercase().contains("emulator"), "{text}");
+    for command in ["validate", "eval", "explain", "gen"] {
+        let out = tableq(&[command, "--help"]);
+        let text = stdout(&out);
+        assert!(text.contains("EXAMPLES:"), "{command}: {text}");
+        assert!(text.contains("EXIT STATUS:"), "{command}: {text}");
+        assert!(text.contains("--color <WHEN>"), "{command}: {text}");
+    }
+    assert!(stdout(&tableq(&["eval", "--help"])).contains("OUTPUT:"));
+}
+
+#[test]
+fn a_url_encoded_filter_gets_a_hint() {
+    let out = tableq(&[
+        "eval",
+        "--color",
+        "never",
+        "--filter",
+        "Age%20eq%2030",
+        "/nonexistent",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("help: the text looks URL-encoded (`%20`)"),
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}'), "{err}");
+    let out = tableq(&[
+        "eval",
+        "--color",
+        "always",
+        "--filter",
+        "Age eq",
+        "/nonexistent",
+    ]);
+    assert!(stderr(&out).contains('\u{1b}'));
+}
+
+#[test]
+fn an_early_disorder_in_a_large_file_restarts_or_stops_without_hanging() {
+    // Many more blocks than the reader's channel holds, with the disorder on line 2: the
+    // first pass stops early (and must stop its reader) before the file is read again.
+    let f = generated(60_000, 4);
+    let text = std::fs::read_to_string(f.path()).unwrap();
+    let last = text.lines().last().unwrap();
+    let unsorted = TempFile::new("early-disorder.jsonl", format!("{last}\n{text}").as_bytes());
+    let filter = "Age eq 42 and Active";
+    let expected = keys(&tableq(&["eval", "--filter", filter, f.path()]));
+    let out = tableq(&["eval", "--stats", "--filter", filter, unsorted.path()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(keys(&out), expected);
+    assert!(
+        stderr(&out).contains("line 60001 repeats the keys of line 1"),
+        "{}",
+        stderr(&out)
+    );
+    let s = stats(&out);
+    assert_eq!(
+        (s["loaded"].as_u64(), s["examined"].as_u64()),
+        (Some(60_000), Some(60_001))
+    );
+    // --strict stops at the repeat; an invalid second line stops the first pass.
+    let out = tableq(&["eval", "--strict", unsorted.path()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let broken = TempFile::new(
+        "early-invalid.jsonl",
+        format!("{last}\nbad\n{text}").as_bytes(),
+    );
+    let out = tableq(&["eval", "--strict", broken.path()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("error: line 2: InvalidInput"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -47,7 +47,7 @@ fn scratch(name: &str, bytes: &[u8]) -> PathBuf {
 }
 
 const INVALID_EXPECTED: &str = "\
-line 2: InvalidInput: the entity is not valid JSON: expected ident at line 1 column 2
+line 2: InvalidInput: the entity is not valid JSON: expected `true`, `false` or `null` (text values need double quotes), at byte 1 (found `h`)
 line 3: InvalidInput: the entity is an array, not a JSON object: an entity is one JSON object
 line 5: PropertiesNeedValue: the entity has no RowKey: every entity needs both keys (as JSON strings)
 line 6: InvalidInput: PartitionKey `demo/2024` contains the forbidden character `/` (U+002F) at character 5: keys may not contain `/`, `\\`, `#`, `?` or control characters U+0000-U+001F, U+007F-U+009F
@@ -66,7 +66,6 @@ line 18: InvalidInput: property `Blob`: \"AQ\" cannot be read as Edm.Binary (exp
 line 19: InvalidInput: property `Address`: a JSON object is not a property value (values are strings, numbers or booleans)
 line 20: InvalidInput: property `Name`: a string contains a lone surrogate escape (an unpaired \\uD800-\\uDFFF): strings must be valid Unicode
 line 21: PropertyNameInvalid: property name `e\u{301}t\u{e9}` contains `\\u{301}` (U+0301) at character 2: a name may contain only letters, decimal digits and `_`
-line 22: InvalidInput: property `Timestamp`: \"yesterday\" cannot be read as Edm.DateTime (expected a string YYYY-MM-DDTHH:MM:SS[.fffffff][Z|±hh:mm])
 line 23: InvalidInput: property `Active`: \"yes\" cannot be read as Edm.Boolean (expected true, false, or the string \"true\"/\"false\" in any case)
 line 24: InvalidInput: RowKey `r18\\t` contains the forbidden character (control) (U+0009) at character 4: keys may not contain `/`, `\\`, `#`, `?` or control characters U+0000-U+001F, U+007F-U+009F
 ";
@@ -90,7 +89,7 @@ fn every_violation_kind_in_the_invalid_sample() {
     assert_eq!(run.stdout, INVALID_EXPECTED);
     assert_eq!(
         run.stderr,
-        "samples/invalid.jsonl: 24 entities checked, 22 invalid\n"
+        "samples/invalid.jsonl: 24 entities checked, 21 invalid (the first problem of each line is shown)\n"
     );
 }
 
@@ -209,7 +208,7 @@ fn lines_that_are_not_objects_do_not_stop_the_run() {
         "line 1: InvalidInput: the entity is a number, not a JSON object: an entity is one JSON object\n\
          line 2: InvalidInput: the entity is a string, not a JSON object: an entity is one JSON object\n\
          line 3: InvalidInput: the entity is null, not a JSON object: an entity is one JSON object\n\
-         line 5: InvalidInput: the entity is not valid JSON: key must be a string at line 1 column 2\n"
+         line 5: InvalidInput: the entity is not valid JSON: expected a property name in double quotes, at byte 1 (found `b`)\n"
     );
 }
 
@@ -244,6 +243,60 @@ fn unreadable_input_exits_2() {
     );
     assert_eq!(
         run.stderr,
-        "error: cannot read <stdin>: line 2 is not valid UTF-8 (at byte 18 of the line)\n"
+        "error: cannot read <stdin>: line 2 is not valid UTF-8 (at byte 17 of the line)\n"
+    );
+}
+
+#[test]
+fn a_payload_timestamp_is_ignored_as_an_insert_ignores_it() {
+    let input = b"{\"PartitionKey\":\"p\",\"RowKey\":\"1\",\"Timestamp\":\"not a date\"}\n\
+                  {\"PartitionKey\":\"p\",\"RowKey\":\"2\",\"Timestamp\":42}\n";
+    let run = tableq(&[], Some(input));
+    assert_eq!((run.code, run.stdout.as_str()), (0, ""), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("2 entities checked, 0 invalid"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn json_errors_in_the_users_terms_and_a_bom_mid_file() {
+    let input = "{\"PartitionKey\":\"p\",\"RowKey\":\"1\"}\n\
+                 \u{FEFF}{\"PartitionKey\":\"p\",\"RowKey\":\"2\"}\n\
+                 {\"PartitionKey\":\"p\" \"RowKey\":\"3\"}\n\
+                 {\"PartitionKey\":\"p\",\"RowKey\":\"4\"\n";
+    let run = tableq(&[], Some(input.as_bytes()));
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stdout,
+        "line 2: InvalidInput: the entity starts with a byte-order mark (U+FEFF): only the very start of a file may carry one; remove it\n\
+         line 3: InvalidInput: the entity is not valid JSON: expected `,` or `}` after a value, at byte 20 (found `\"`)\n\
+         line 4: InvalidInput: the entity is not valid JSON: the text ends before the JSON object does (a missing `}` or `\"`?)\n"
+    );
+    assert!(
+        run.stderr
+            .contains("(the first problem of each line is shown)"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_line_over_4_mib_is_reported_without_reading_it() {
+    let mut input = b"{\"PartitionKey\":\"p\",\"RowKey\":\"1\",\"S\":\"".to_vec();
+    input.extend(std::iter::repeat_n(b'x', (4 << 20) + 10));
+    input.extend_from_slice(b"\"}\r\n{\"PartitionKey\":\"p\",\"RowKey\":\"2\"}\n");
+    let path = scratch("long_line.jsonl", &input);
+    let run = tableq(&[path.to_str().expect("UTF-8 path")], None);
+    assert_eq!(run.code, 1);
+    assert_eq!(
+        run.stdout,
+        "line 1: RequestBodyTooLarge: the line is 4194354 bytes long: the limit is 4194304 bytes (4 MiB, the service's request limit); the line was skipped unread\n"
+    );
+    assert!(
+        run.stderr.contains("2 entities checked, 1 invalid"),
+        "{}",
+        run.stderr
     );
 }

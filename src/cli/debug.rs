@@ -18,6 +18,7 @@
 //!     property 20..26: Active
 //! ```
 
+use crate::cli::args::Limits;
 use crate::cli::diagnostic::print_parse_error;
 use std::io::Write;
 use std::process::ExitCode;
@@ -29,18 +30,13 @@ pub struct Args {
     /// The `$filter` expression (as after URL decoding).
     #[arg(long, allow_hyphen_values = true)]
     filter: String,
-    /// Lift the 15-comparison limit of the service (nesting and length limits stay).
-    #[arg(long)]
-    no_limits: bool,
+    #[command(flatten)]
+    limits: Limits,
 }
 
 impl Args {
     fn options(&self) -> FilterOptions {
-        if self.no_limits {
-            FilterOptions::unlimited()
-        } else {
-            FilterOptions::default()
-        }
+        self.limits.filter_options()
     }
 }
 

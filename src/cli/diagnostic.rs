@@ -68,13 +68,32 @@ fn render(err: &ParseError, source_name: &str, renderer: Renderer) -> String {
         };
         note.push_str(&format!("; expected {list}"));
     }
-    let report = vec![
+    let mut report = vec![
         Level::ERROR
             .primary_title(headline.as_str())
             .element(snippet),
         Group::with_title(Level::NOTE.secondary_title(note.as_str())),
     ];
+    let encoded = url_encoding(source).map(|escape| {
+        format!(
+            "the text looks URL-encoded (`{escape}`): pass it as after URL decoding, e.g. \
+             `Age eq 30` rather than `Age%20eq%2030`"
+        )
+    });
+    if let Some(help) = &encoded {
+        report.push(Group::with_title(
+            Level::HELP.secondary_title(help.as_str()),
+        ));
+    }
     renderer.render(&report)
+}
+
+/// The first `%XX` escape of `text`, if it has one (a filter copied from a URL).
+fn url_encoding(text: &str) -> Option<&str> {
+    let b = text.as_bytes();
+    (0..b.len().saturating_sub(2))
+        .find(|&i| b[i] == b'%' && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit())
+        .map(|i| &text[i..i + 3])
 }
 
 /// A span inside `source` on character boundaries (spans from the parser always are; this
@@ -137,6 +156,16 @@ mod tests {
         assert!(text.contains("missing operand after `eq`"), "{text}");
         let text = rendered("Größe eq 'ä");
         assert!(text.contains("unterminated string literal"), "{text}");
+    }
+
+    #[test]
+    fn url_encoded_text_gets_a_hint() {
+        let text = rendered("Age%20eq%2030");
+        assert!(
+            text.contains("help: the text looks URL-encoded (`%20`)"),
+            "{text}"
+        );
+        assert!(!rendered("Age eq").contains("URL-encoded"));
     }
 
     #[test]

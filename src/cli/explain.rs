@@ -6,11 +6,11 @@
 //! An invalid `--filter`, `--select` or `--top` prints a caret diagnostic on stderr and exits
 //! with status 2.
 
+use crate::cli::args::Limits;
 use crate::cli::diagnostic::print_parse_error;
 use std::io::Write;
 use std::process::ExitCode;
-use tableq::parser::{FilterOptions, parse_filter, parse_select, parse_top};
-use tableq::planner::{DEFAULT_MAX_RANGES, Planner};
+use tableq::parser::{parse_filter, parse_select, parse_top};
 
 /// Arguments of `explain` / `debug plan`.
 #[derive(clap::Args)]
@@ -30,29 +30,13 @@ pub struct Args {
     /// Also show the lowered predicate and every rewrite-rule step.
     #[arg(long, short)]
     verbose: bool,
-    /// The most comparisons a filter may hold (the service allows 15).
-    #[arg(long, value_name = "N")]
-    max_comparisons: Option<usize>,
-    /// Lift the comparison limit (nesting and length limits stay).
-    #[arg(long, conflicts_with = "max_comparisons")]
-    no_limits: bool,
-    /// The most key ranges a plan may have; beyond it a coarser range is read and the
-    /// residual keeps the precision.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_RANGES)]
-    max_ranges: usize,
+    #[command(flatten)]
+    limits: Limits,
 }
 
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
-    let mut options = if args.no_limits {
-        FilterOptions::unlimited()
-    } else {
-        FilterOptions::default()
-    };
-    if let Some(n) = args.max_comparisons {
-        options.max_comparisons = Some(n);
-    }
-    let filter = match parse_filter(&args.filter, &options) {
+    let filter = match parse_filter(&args.filter, &args.limits.filter_options()) {
         Ok(f) => f,
         Err(e) => {
             print_parse_error(&e, "$filter");
@@ -73,10 +57,11 @@ pub fn run(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let explanation = Planner::new()
-        .verbose(args.verbose)
-        .max_ranges(args.max_ranges)
-        .explain(&filter, select.as_ref(), top.as_ref());
+    let explanation =
+        args.limits
+            .planner()
+            .verbose(args.verbose)
+            .explain(&filter, select.as_ref(), top.as_ref());
     let text = if args.json {
         explanation.to_json().to_string()
     } else if args.verbose {

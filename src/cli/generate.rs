@@ -15,7 +15,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 use tableq::datagen::{GenOptions, Generator};
-use tableq::model::json::{EncodeOptions, MetadataLevel, encode_entity_to_string};
+use tableq::model::json::{EntityWriter, EnvelopeRef, MetadataLevel};
 
 /// Arguments of `tableq gen`.
 #[derive(clap::Args)]
@@ -90,10 +90,10 @@ fn write_all(generator: &Generator, out: &mut impl Write) -> io::Result<()> {
 
 /// JSON lines of the entities of one generator range.
 fn encode_chunk(range: Generator) -> Vec<u8> {
-    let options = EncodeOptions::level(MetadataLevel::MinimalMetadata);
-    let mut buf = Vec::with_capacity(range.len() * 300);
+    let writer = EntityWriter::new(MetadataLevel::MinimalMetadata);
+    let mut buf = Vec::with_capacity(range.len() * 400);
     for entity in range {
-        buf.extend_from_slice(encode_entity_to_string(&entity, &options).as_bytes());
+        writer.write(&mut buf, &entity, EnvelopeRef::default());
         buf.push(b'\n');
     }
     buf

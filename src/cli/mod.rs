@@ -1,12 +1,18 @@
 //! One module per subcommand. Each exposes `Args` (clap) and `run(args) -> ExitCode`.
+//! Shared pieces: [`args`] (the limit flags and `--color`), [`input`] (how JSON-lines input
+//! is opened and split), [`diagnostic`] (caret diagnostics for query errors), [`help`] (the
+//! long help texts).
+//!
 //! Exit codes: 0 success, 1 "ran, but found problems" (e.g. invalid entities), 2 unusable
-//! input (unreadable file, invalid query).
+//! input (unreadable file, invalid query) or a usage error.
 
+pub mod args;
 pub mod debug;
 pub mod diagnostic;
 pub mod eval;
 pub mod explain;
 pub mod generate;
+pub mod help;
 pub mod input;
 pub mod serve;
 pub mod validate;

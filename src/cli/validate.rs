@@ -4,17 +4,19 @@
 //! * Input is streamed line by line (no full load), from FILE or standard input (`-` or no
 //!   argument). Lines may end in LF or CRLF; a UTF-8 byte-order mark at the start is skipped.
 //! * Blank (whitespace-only) lines are skipped: they are neither valid nor invalid.
-//! * Each other line is decoded and validated as a stored entity (its `Timestamp` is kept and
-//!   must be a valid DateTime). Every invalid line is reported on stdout as
-//!   `line N: <ErrorCode>: <message>` (N counts from 1, blank lines included), and the run
-//!   goes on; a line that is not a JSON object is `InvalidInput`.
+//! * Each other line is judged the way the service judges an insert
+//!   ([`DecodeOptions::SERVICE`]: a payload `Timestamp` is ignored, whatever it holds). Every
+//!   invalid line is reported on stdout as `line N: <ErrorCode>: <message>` (N counts from 1,
+//!   blank lines included) — the first problem of the line only — and the run goes on; a line
+//!   that is not a JSON object is `InvalidInput`, a line over 4 MiB `RequestBodyTooLarge`
+//!   (skipped unread).
 //! * `--table NAME` also checks a table name, reported first as `table: <ErrorCode>: <message>`.
 //! * A summary goes to stderr. Exit code 0 when everything is valid, 1 when anything is
 //!   invalid, 2 when the input cannot be read (missing file, I/O error, bytes that are not
 //!   UTF-8 — such input is not JSON lines at all).
 
-use super::input::{self, JsonLines, Unreadable};
-use std::io::{self, BufRead, BufWriter, Write};
+use super::input::{self, JsonLines, Line, Unreadable};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tableq_model::json::{DecodeOptions, decode_entity};
@@ -61,7 +63,7 @@ pub fn run(args: Args) -> ExitCode {
         }
     }
 
-    let input::Input { label, reader } = match input::open(args.file.as_deref()) {
+    let input::Input { label, reader, .. } = match input::open(args.file.as_deref(), "validate") {
         Ok(input) => input,
         Err(why) => {
             let _ = out.flush();
@@ -88,8 +90,13 @@ pub fn run(args: Args) -> ExitCode {
         (Some(_), false) => "; the table name is valid",
         (None, _) => "",
     };
+    let first_only = if tally.invalid > 0 {
+        " (the first problem of each line is shown)"
+    } else {
+        ""
+    };
     eprintln!(
-        "{label}: {} {} checked, {} invalid{table_note}",
+        "{label}: {} {} checked, {} invalid{first_only}{table_note}",
         tally.entities,
         if tally.entities == 1 {
             "entity"
@@ -110,16 +117,21 @@ fn report(out: &mut impl Write, location: &str, e: &ModelError) -> io::Result<()
     writeln!(out, "{}", input::problem(location, e))
 }
 
-fn check_lines(input: impl BufRead, out: &mut impl Write, tally: &mut Tally) -> Result<(), Stop> {
-    let options = DecodeOptions::STORED;
+fn check_lines(input: impl Read, out: &mut impl Write, tally: &mut Tally) -> Result<(), Stop> {
+    // As the service judges an insert: a payload Timestamp is ignored.
+    let options = DecodeOptions::SERVICE;
     let mut lines = JsonLines::new(input);
     let mut line = String::new();
-    while let Some(number) = lines
+    while let Some(next) = lines
         .next_line(&mut line)
         .map_err(|Unreadable(why)| Stop::Unreadable(why))?
     {
         tally.entities += 1;
-        if let Err(e) = decode_entity(&line, &options) {
+        let (number, result) = match next {
+            Line::Text(n) => (n, decode_entity(&line, &options).map(drop)),
+            Line::TooLong(n, bytes) => (n, Err(input::line_too_long(bytes))),
+        };
+        if let Err(e) = result {
             tally.invalid += 1;
             report(out, &format!("line {number}"), &e).map_err(|_| Stop::OutputClosed)?;
         }

@@ -128,8 +128,15 @@ fn invalid(message: impl Into<String>) -> ModelError {
     ModelError::new(ErrorCode::InvalidInput, message)
 }
 
-/// The error for a payload that is not one JSON object.
+/// The error for a payload that is not one JSON object, in the user's terms: what is wrong,
+/// at which byte (0-based) of the text, and what was found there.
 fn top_level_error(text: &str, e: &serde_json::Error) -> ModelError {
+    if text.starts_with('\u{FEFF}') {
+        return invalid(
+            "the entity starts with a byte-order mark (U+FEFF): only the very start of a file \
+             may carry one; remove it",
+        );
+    }
     if let Some(m) = lone_surrogate_error(e, "", true) {
         return m;
     }
@@ -146,11 +153,59 @@ fn top_level_error(text: &str, e: &serde_json::Error) -> ModelError {
             "the entity is {what}, not a JSON object: an entity is one JSON object"
         ));
     }
-    invalid(format!("the entity is not valid JSON: {e}"))
+    invalid(format!(
+        "the entity is not valid JSON: {}",
+        syntax_problem(text, e)
+    ))
+}
+
+/// A JSON syntax error as `<what> at byte N (found …)`, with serde_json's wording
+/// translated and its line/column (always line 1 for one line) replaced by a byte offset.
+fn syntax_problem(text: &str, e: &serde_json::Error) -> String {
+    let raw = e.to_string();
+    let raw = raw.rfind(" at line ").map_or(raw.as_str(), |i| &raw[..i]);
+    let what = match raw {
+        "expected ident" => "expected `true`, `false` or `null` (text values need double quotes)",
+        "expected value" => {
+            "expected a value (a string in double quotes, a number, true, false or null)"
+        }
+        "key must be a string" => "expected a property name in double quotes",
+        "expected `:`" => "expected `:` after a property name",
+        "expected `,` or `}`" => "expected `,` or `}` after a value",
+        "trailing characters" => "unexpected text after the end of the object",
+        "invalid number" | "number out of range" => "not a valid number",
+        "invalid escape" => {
+            "invalid escape in a string (allowed: \\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX)"
+        }
+        other if other.starts_with("control character") => {
+            "a control character inside a string (write it as an escape such as \\t or \\u0009)"
+        }
+        other if other.starts_with("EOF while parsing") => {
+            return "the text ends before the JSON object does (a missing `}` or `\"`?)".to_owned();
+        }
+        other => other,
+    };
+    // serde_json counts columns in bytes from 1, pointing at the offending byte.
+    let mut at = e.column().saturating_sub(1).min(text.len());
+    if what.starts_with("a control character") {
+        // serde_json points just before the character.
+        at += text.as_bytes()[at..]
+            .iter()
+            .take_while(|b| **b >= 0x20)
+            .count();
+    }
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    match text[at..].chars().next() {
+        Some(c) if !c.is_control() => format!("{what}, at byte {at} (found `{c}`)"),
+        Some(c) => format!("{what}, at byte {at} (found U+{:04X})", u32::from(c)),
+        None => format!("{what}, at byte {at} (the end of the text)"),
+    }
 }
 
 /// What a payload key is.
-enum KeyKind<'k> {
+pub(super) enum KeyKind<'k> {
     /// `Name@odata.type`: the type annotation of `Name`.
     TypeAnnotation(&'k str),
     /// `odata.*` metadata, or any other annotation (`@odata.etag`, `Name@ns.term`): ignored.
@@ -159,7 +214,7 @@ enum KeyKind<'k> {
     Property,
 }
 
-fn classify(key: &str) -> KeyKind<'_> {
+pub(super) fn classify(key: &str) -> KeyKind<'_> {
     if let Some(name) = key.strip_suffix("@odata.type") {
         if !name.is_empty() && !name.contains('@') {
             return KeyKind::TypeAnnotation(name);
@@ -419,7 +474,7 @@ fn out_of_range_int(name: &str, text: &str, t: EdmType) -> ModelError {
     ))
 }
 
-fn finite_double(name: &str, text: &str) -> Result<f64, ModelError> {
+pub(super) fn finite_double(name: &str, text: &str) -> Result<f64, ModelError> {
     match text.parse::<f64>() {
         Ok(d) if d.is_finite() => Ok(d),
         Ok(_) => Err(invalid(format!(
@@ -472,7 +527,7 @@ fn is_decimal_text(s: &str) -> bool {
 }
 
 /// Converts an annotated JSON string to its declared (non-String) type.
-fn from_string(name: &str, s: &str, t: EdmType) -> Result<Value, ModelError> {
+pub(super) fn from_string(name: &str, s: &str, t: EdmType) -> Result<Value, ModelError> {
     let cannot = || {
         invalid(format!(
             "property `{}`: \"{}\" cannot be read as {t} (expected {})",

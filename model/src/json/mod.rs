@@ -19,9 +19,22 @@
 //!   `DuplicatePropertiesSpecified` (detected on the raw text).
 //! * The Timestamp is kept or ignored per [`DecodeOptions`].
 //!
-//! **Encoding** ([`encode_entity_to_string`], [`encode_entity_ordered`], [`encode_entity`])
-//! writes the three metadata levels of [`MetadataLevel`], with an optional [`Envelope`]
-//! (`odata.metadata`, `odata.etag`, …) that the server fills in.
+//! [`decode_borrowed`] is the fast path for bulk input: the common line shapes decoded
+//! straight into a reusable [`BorrowedEntity`] without `serde_json` or allocation; it
+//! accepts only what [`decode_entity`] accepts (with the same result) and defers everything
+//! else to it.
+//!
+//! **Encoding** writes the three metadata levels of [`MetadataLevel`], with an optional
+//! envelope (`odata.metadata`, `odata.etag`, …) that the server fills in:
+//!
+//! * [`EntityWriter`] writes one entity — any [`ListProperties`] view, e.g. a borrowed row
+//!   of a store — straight into a byte buffer, optionally projected to a `$select` list
+//!   (`"Name":null` for a missing name), and [`CollectionWriter`] wraps rows in the
+//!   collection object `{"odata.metadata":…,"value":[…]}` incrementally: the streaming
+//!   path for query results;
+//! * [`encode_entity_to_string`], [`encode_entity_ordered`] and [`encode_entity`] build an
+//!   [`EncodedEntity`] (a member list of `serde_json` values) from an [`Entity`](crate::Entity); the
+//!   writer produces the same bytes.
 //!
 //! ```
 //! use tableq_model::json::{self, DecodeOptions, EncodeOptions, MetadataLevel};
@@ -44,14 +57,18 @@
 //! assert_eq!(json::parse_etag(&json::etag(t)), Ok(t));
 //! ```
 
+mod borrowed;
 mod decode;
 mod encode;
+mod writer;
 
+pub use borrowed::{BorrowedEntity, decode_borrowed};
 pub use decode::{DecodeOptions, Payload, decode_entity, decode_entity_value, decode_payload};
 pub use encode::{
     EncodeOptions, EncodedEntity, Envelope, MetadataLevel, encode_entity, encode_entity_ordered,
     encode_entity_to_string,
 };
+pub use writer::{CollectionWriter, EntityWriter, EnvelopeRef, ListProperties};
 
 use crate::validate::excerpt;
 use crate::{DateTime, ErrorCode, ModelError};

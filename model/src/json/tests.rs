@@ -799,3 +799,34 @@ fn checks_run_in_a_fixed_order() {
         ErrorCode::DuplicatePropertiesSpecified
     );
 }
+
+#[test]
+fn syntax_errors_in_the_users_terms() {
+    let message = |text: &str| dec(text).unwrap_err().message;
+    assert_eq!(
+        message("this line is not JSON"),
+        "the entity is not valid JSON: expected `true`, `false` or `null` (text values need \
+         double quotes), at byte 1 (found `h`)"
+    );
+    assert_eq!(
+        message("{broken"),
+        "the entity is not valid JSON: expected a property name in double quotes, at byte 1 \
+         (found `b`)"
+    );
+    assert_eq!(
+        message("{\"a\":\"\t\"}"),
+        "the entity is not valid JSON: a control character inside a string (write it as an \
+         escape such as \\t or \\u0009), at byte 6 (found U+0009)"
+    );
+    assert!(message("{\"a\":").contains("ends before the JSON object does"));
+    assert!(message("\u{FEFF}{}").contains("byte-order mark (U+FEFF)"));
+    for text in [
+        "{\"a\" 1}",
+        "{\"a\":1 \"b\":2}",
+        "{\"a\":1} x",
+        "{\"a\":01}",
+    ] {
+        let m = message(text);
+        assert!(!m.contains("line 1") && m.contains("at byte "), "{m}");
+    }
+}

@@ -1,0 +1,113 @@
+//! The long help texts (`tableq <command> --help`): examples, output format and exit codes,
+//! in the manner of ripgrep's. `-h` prints the short form.
+
+/// `tableq --help`.
+pub const MAIN: &str = "\
+EXAMPLES:
+    tableq validate samples/entities.jsonl
+    tableq eval --filter \"PartitionKey eq 'books' and Price lt 20\" samples/entities.jsonl
+    tableq explain --filter \"PartitionKey eq 'a' and RowKey ge '2024'\"
+    tableq gen --entities 1000000 > 1m.jsonl
+
+EXIT STATUS:
+    0 success, 1 the input has problems (validate), 2 unusable input (an invalid query, an
+    unreadable file) or a usage error.
+
+Run `tableq <command> --help` for a command's input, output and options.";
+
+/// `tableq validate --help`.
+pub const VALIDATE: &str = "\
+INPUT:
+    JSON lines, one entity per line in the service's JSON form, from FILE or standard input
+    (`-` or no FILE). LF or CRLF; a UTF-8 byte-order mark at the start is skipped; blank
+    lines are skipped but counted. Each line is judged as the service judges an insert: a
+    payload Timestamp is ignored, `odata.*` keys are ignored. A line over 4 MiB is reported
+    (RequestBodyTooLarge) without being read.
+
+OUTPUT:
+    stdout: one line per problem, in input order; only the first problem of each line is
+    reported:
+        table: <ErrorCode>: <message>     (with --table, first)
+        line N: <ErrorCode>: <message>
+    stderr: a summary, `<input>: N entities checked, M invalid`.
+
+EXAMPLES:
+    tableq validate samples/invalid.jsonl --table my_table
+    cat entities.jsonl | tableq validate
+
+EXIT STATUS:
+    0 everything valid, 1 something invalid, 2 the input cannot be read (missing file, I/O
+    error, bytes that are not UTF-8).";
+
+/// `tableq eval --help`.
+pub const EVAL: &str = "\
+INPUT:
+    JSON lines read like `tableq validate` reads them (FILE or standard input); each line's
+    Timestamp is kept as the stored value. An invalid line is skipped with a warning (the
+    first 20 warnings are shown, then a count); --strict makes it fatal. Two lines with the
+    same PartitionKey and RowKey: the later line wins.
+
+ENGINES:
+    stream (the default for one query): one parallel pass over the input that keeps only the
+        matches; memory follows the result, not the input.
+    table (the default with --queries): loads the input into an indexed in-memory table once
+        and runs every query against it.
+
+OUTPUT:
+    stdout: the matches as JSON lines in ascending (PartitionKey, RowKey) order, in the
+    service's form with `Name@odata.type` where JSON cannot show the type; with --select
+    exactly the selected properties, `null` for missing ones. With --queries each query's
+    rows follow a header line `# query N (line L): <query>`.
+    stderr: warnings; with --top, a note when more entities match (and the continuation
+    keys); with --stats, one JSON object per query as the last lines.
+
+EXAMPLES:
+    tableq eval --filter \"Age ge 30 and City eq 'Oslo'\" --select Name,Age people.jsonl
+    tableq eval --top 10 --stats --filter \"PartitionKey eq 'p042'\" 1m.jsonl
+    tableq eval --queries queries.txt 1m.jsonl
+
+EXIT STATUS:
+    0 success (also when invalid lines were skipped), 2 an invalid query (reported before
+    any input is read), unreadable input, or with --strict an invalid line or a repeated
+    key.";
+
+/// `tableq explain --help` / `tableq debug plan --help`.
+pub const EXPLAIN: &str = "\
+OUTPUT:
+    Text: the key ranges with their strategy (point, partition, range, full), the residual
+    in canonical OData, the projection and the page limit. With --json one JSON object:
+    {\"ranges\":[{\"strategy\",\"partition_key\",\"row_key\"}],\"residual\",\"select\",\"top\"}.
+
+EXAMPLES:
+    tableq explain --filter \"PartitionKey eq 'orders' and Total gt 100.0\" --top 50
+    tableq explain --json --verbose --filter \"not (RowKey lt 'm')\"
+
+EXIT STATUS:
+    0 success, 2 an invalid --filter/--select/--top (a caret diagnostic on stderr).";
+
+/// `tableq debug tokens|ast --help`.
+pub const DEBUG: &str = "\
+OUTPUT:
+    tokens: one token per line — byte span, class, canonical text (and a literal's type).
+    ast: the canonical OData form and the tree with byte spans.
+
+EXAMPLES:
+    tableq debug tokens --filter \"Price lt 9.5 and not (Tag eq 'it''s')\"
+    tableq debug ast --filter \"(Price lt 9.5)and not(Tag eq 'x' or 30 lt Age)\"
+
+EXIT STATUS:
+    0 success, 2 an invalid filter (a caret diagnostic on stderr).";
+
+/// `tableq gen --help`.
+pub const GEN: &str = "\
+OUTPUT:
+    JSON lines in key order: PartitionKey `p000`…, RowKey `r00000000`…, and the properties
+    Age, Big, Score, Active, Name, City, Born, Id, Blob (and a Timestamp with
+    --timestamps). The same options always print the same bytes.
+
+EXAMPLES:
+    tableq gen --entities 1000000 > 1m.jsonl
+    tableq gen --entities 10 --partitions 2 --seed 7 --timestamps
+
+EXIT STATUS:
+    0 success, 2 stdout cannot be written.";
