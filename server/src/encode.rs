@@ -8,9 +8,10 @@
 //!   `odata.id` (`<base>/<editLink>`) and `odata.editLink`
 //!   (`t(PartitionKey='p',RowKey='r')`, `Tables('t')`) at full metadata.
 //!
-//! Entities are encoded by `tableq_model::json` (value forms, annotations, member order);
-//! with `$select`, exactly the selected names follow the envelope, in selection order, a
-//! missing one as `null`.
+//! Entities are written by `tableq_model::json`'s streaming [`EntityWriter`] (value forms,
+//! annotations, member order, `$select` with nulls) straight from the store's borrowed rows:
+//! no owned entity and no JSON tree per row. The collection wrapper is its
+//! [`CollectionWriter`].
 //!
 //! ```text
 //! minimal, one entity:  {"odata.metadata":"http://h/acct/$metadata#t/@Element","odata.etag":"W/\"datetime'…'\"",
@@ -19,14 +20,13 @@
 //! no metadata, tables:  {"value":[{"TableName":"t"}]}
 //! ```
 
-use serde_json::Value as Json;
-use tableq_exec::RowView;
-use tableq_model::Entity;
+use tableq_exec::{RowView, SourceRow};
 use tableq_model::json::{
-    EncodeOptions, EncodedEntity, Envelope, MetadataLevel, encode_entity_ordered, etag,
+    CollectionWriter, EncodedEntity, EntityWriter, Envelope, EnvelopeRef, ListProperties,
+    MetadataLevel, etag,
 };
+use tableq_model::{DateTime, Entity, EntityView, ValueRef};
 
-use crate::error::ApiError;
 use crate::resource::{entity_link, table_link};
 
 /// What names resources in responses: the base URL and the account.
@@ -50,51 +50,30 @@ impl Links {
     }
 
     /// The envelope of an entity; `element` adds `odata.metadata` (single-entity bodies).
-    pub fn entity_envelope(&self, table: &str, entity: &Entity, element: bool) -> Envelope {
-        let edit = entity_link(table, entity.partition_key(), entity.row_key());
+    /// The URLs are built only at full metadata, the only level that carries them.
+    pub fn entity_envelope(
+        &self,
+        table: &str,
+        level: MetadataLevel,
+        partition_key: &str,
+        row_key: &str,
+        timestamp: Option<DateTime>,
+        element: bool,
+    ) -> Envelope {
+        let full = level == MetadataLevel::FullMetadata;
+        let edit = full.then(|| entity_link(table, partition_key, row_key));
         Envelope {
             metadata: element.then(|| self.metadata(&format!("{table}/@Element"))),
-            type_name: Some(format!("{}.{table}", self.account)),
-            id: Some(self.absolute(&edit)),
-            etag: entity.timestamp().map(etag),
-            edit_link: Some(edit),
+            type_name: full.then(|| format!("{}.{table}", self.account)),
+            id: edit.as_deref().map(|e| self.absolute(e)),
+            etag: timestamp.map(etag),
+            edit_link: edit,
         }
     }
 }
 
-/// An entity's JSON members: envelope, then all properties or (with `select`) the selected
-/// names in order, a missing one as `null`.
-pub(crate) fn entity_members(
-    entity: &Entity,
-    select: Option<&[String]>,
-    options: &EncodeOptions,
-) -> EncodedEntity {
-    let encoded = encode_entity_ordered(entity, options);
-    let Some(names) = select else {
-        return encoded;
-    };
-    let mut out = EncodedEntity::default();
-    for (k, v) in encoded.members() {
-        if k.starts_with("odata.") {
-            out.push(k.clone(), v.clone());
-        }
-    }
-    for name in names {
-        let annotation = format!("{name}@odata.type");
-        let mut value = Json::Null;
-        for (k, v) in encoded.members() {
-            if *k == annotation {
-                out.push(annotation.clone(), v.clone());
-            } else if k == name {
-                value = v.clone();
-            }
-        }
-        out.push(name.clone(), value);
-    }
-    out
-}
-
-/// One entity as a complete JSON body (`odata.metadata` `#t/@Element`).
+/// One entity as a complete JSON body (`odata.metadata` `#t/@Element`), projected to
+/// `select` (distinct names) if given.
 pub(crate) fn entity_body(
     links: &Links,
     table: &str,
@@ -102,13 +81,21 @@ pub(crate) fn entity_body(
     select: Option<&[String]>,
     level: MetadataLevel,
 ) -> Vec<u8> {
-    let options = EncodeOptions {
+    let envelope = links.entity_envelope(
+        table,
         level,
-        envelope: links.entity_envelope(table, entity, true),
-    };
-    entity_members(entity, select, &options)
-        .to_json_string()
-        .into_bytes()
+        entity.partition_key(),
+        entity.row_key(),
+        entity.timestamp(),
+        true,
+    );
+    let mut out = Vec::with_capacity(256);
+    EntityWriter::new(level).with_select(select).write(
+        &mut out,
+        entity,
+        envelope.as_envelope_ref(),
+    );
+    out
 }
 
 /// One table as JSON members at a level (`element`: a single-table body).
@@ -132,69 +119,120 @@ pub(crate) fn table_members(
     out
 }
 
-/// Writes `{"odata.metadata":…,"value":[` row by row `]}`.
-pub(crate) struct CollectionWriter {
-    out: Vec<u8>,
-    rows: usize,
-    failed: Option<String>,
+/// A table listing: `{"odata.metadata":"<base>/$metadata#Tables","value":[…]}`.
+pub(crate) fn tables_body(links: &Links, names: &[String], level: MetadataLevel) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + names.len() * 48);
+    let metadata = links.metadata("Tables");
+    let mut page = CollectionWriter::begin(&mut out, level, Some(&metadata));
+    for name in names {
+        page.item(&mut out);
+        out.extend_from_slice(
+            table_members(links, name, level, false)
+                .to_json_string()
+                .as_bytes(),
+        );
+    }
+    page.end(&mut out);
+    out
 }
 
-impl CollectionWriter {
-    /// Starts a collection; `metadata` is its `odata.metadata` (left out at no metadata).
-    pub fn new(level: MetadataLevel, metadata: &str) -> CollectionWriter {
+/// A borrowed store row as the writer reads it.
+struct Listed<'r>(&'r dyn SourceRow);
+
+impl EntityView for Listed<'_> {
+    fn partition_key(&self) -> &str {
+        self.0.partition_key()
+    }
+    fn row_key(&self) -> &str {
+        self.0.row_key()
+    }
+    fn timestamp(&self) -> Option<DateTime> {
+        self.0.timestamp()
+    }
+    fn custom(&self, name: &str) -> Option<ValueRef<'_>> {
+        self.0.custom(name)
+    }
+    fn get(&self, name: &str) -> Option<ValueRef<'_>> {
+        self.0.get(name)
+    }
+}
+
+impl ListProperties for Listed<'_> {
+    fn for_each_custom(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
+        self.0.for_each_property(f);
+    }
+}
+
+/// Writes one query page: the collection wrapper, then each row as the store hands it over.
+pub(crate) struct PageWriter<'a> {
+    out: Vec<u8>,
+    page: Option<CollectionWriter>,
+    writer: EntityWriter<'a>,
+    links: &'a Links,
+    table: &'a str,
+    type_name: Option<String>,
+}
+
+impl<'a> PageWriter<'a> {
+    /// Starts a page of `table` at `level`, rows projected to `select` (distinct names).
+    pub fn begin(
+        links: &'a Links,
+        table: &'a str,
+        level: MetadataLevel,
+        select: Option<&'a [String]>,
+    ) -> PageWriter<'a> {
         let mut out = Vec::with_capacity(4096);
-        out.push(b'{');
-        if level != MetadataLevel::NoMetadata {
-            out.extend_from_slice(b"\"odata.metadata\":");
-            out.extend_from_slice(Json::from(metadata).to_string().as_bytes());
-            out.push(b',');
-        }
-        out.extend_from_slice(b"\"value\":[");
-        CollectionWriter {
+        let metadata = links.metadata(table);
+        let page = CollectionWriter::begin(&mut out, level, Some(&metadata));
+        PageWriter {
             out,
-            rows: 0,
-            failed: None,
+            page: Some(page),
+            writer: EntityWriter::new(level).with_select(select),
+            links,
+            table,
+            type_name: (level == MetadataLevel::FullMetadata)
+                .then(|| format!("{}.{table}", links.account)),
         }
     }
 
-    /// Appends one member of `value`.
-    pub fn push(&mut self, item: &impl serde::Serialize) {
-        if self.rows > 0 {
-            self.out.push(b',');
-        }
-        self.rows += 1;
-        if let Err(e) = serde_json::to_writer(&mut self.out, item) {
-            self.failed.get_or_insert_with(|| e.to_string());
-        }
-    }
-
-    /// Appends a query result row.
-    pub fn push_row(&mut self, links: &Links, table: &str, row: RowView<'_>, level: MetadataLevel) {
-        let result = row.to_result_row();
-        let options = EncodeOptions {
-            level,
-            envelope: links.entity_envelope(table, &result.entity, false),
+    /// Appends one result row.
+    pub fn row(&mut self, row: RowView<'_>) {
+        let Some(page) = self.page.as_mut() else {
+            return;
         };
-        let members = entity_members(&result.entity, result.select.as_deref(), &options);
-        self.push(&members);
+        let source = row.row();
+        let etag = source.timestamp().map(etag);
+        let (edit, id) = match &self.type_name {
+            Some(_) => {
+                let edit = entity_link(self.table, source.partition_key(), source.row_key());
+                let id = self.links.absolute(&edit);
+                (Some(edit), Some(id))
+            }
+            None => (None, None),
+        };
+        let envelope = EnvelopeRef {
+            metadata: None,
+            type_name: self.type_name.as_deref(),
+            id: id.as_deref(),
+            etag: etag.as_deref(),
+            edit_link: edit.as_deref(),
+        };
+        page.entity(&mut self.out, &self.writer, &Listed(source), envelope);
     }
 
     /// Closes the collection; the body.
-    pub fn finish(mut self) -> Result<Vec<u8>, ApiError> {
-        if let Some(e) = self.failed {
-            return Err(ApiError::internal(format!(
-                "encoding the response failed: {e}"
-            )));
+    pub fn finish(mut self) -> Vec<u8> {
+        if let Some(page) = self.page.take() {
+            page.end(&mut self.out);
         }
-        self.out.extend_from_slice(b"]}");
-        Ok(self.out)
+        self.out
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tableq_model::{DateTime, Value};
+    use tableq_model::Value;
 
     fn links() -> Links {
         Links {
@@ -251,19 +289,45 @@ mod tests {
             full.to_json_string(),
             r#"{"odata.type":"acct.Tables","odata.id":"http://h/acct/Tables('t')","odata.editLink":"Tables('t')","TableName":"t"}"#
         );
+        let names = ["a".to_string(), "b".to_string()];
+        assert_eq!(
+            tables_body(&l, &names, MetadataLevel::MinimalMetadata),
+            br#"{"odata.metadata":"http://h/acct/$metadata#Tables","value":[{"TableName":"a"},{"TableName":"b"}]}"#
+        );
+        assert_eq!(
+            tables_body(&l, &[], MetadataLevel::NoMetadata),
+            br#"{"value":[]}"#
+        );
     }
 
     #[test]
-    fn collection_shape() {
-        let mut w = CollectionWriter::new(MetadataLevel::MinimalMetadata, "m");
-        w.push(&serde_json::json!({"a": 1}));
-        w.push(&serde_json::json!({"b": 2}));
-        let body = w.finish().unwrap();
+    fn pages_are_written_from_borrowed_rows() {
+        use tableq_exec::EntityRef;
+        let l = links();
+        let e = entity();
+        let select = ["Big".to_string(), "Nope".into()];
+        let mut page = PageWriter::begin(&l, "t", MetadataLevel::MinimalMetadata, Some(&select));
+        page.row(RowView::new(&EntityRef(&e), Some(&select)));
+        page.row(RowView::new(&EntityRef(&e), Some(&select)));
+        let body = String::from_utf8(page.finish()).unwrap();
+        let row = r#"{"odata.etag":"W/\"datetime'2021-06-09T01%3A17%3A08.3795894Z'\"","Big@odata.type":"Edm.Int64","Big":"5","Nope":null}"#;
         assert_eq!(
-            String::from_utf8(body).unwrap(),
-            r#"{"odata.metadata":"m","value":[{"a":1},{"b":2}]}"#
+            body,
+            format!(r#"{{"odata.metadata":"http://h/acct/$metadata#t","value":[{row},{row}]}}"#)
         );
-        let w = CollectionWriter::new(MetadataLevel::NoMetadata, "m");
-        assert_eq!(w.finish().unwrap(), br#"{"value":[]}"#);
+        // The same bytes as the single-entity form, minus odata.metadata.
+        let mut full = PageWriter::begin(&l, "t", MetadataLevel::FullMetadata, None);
+        full.row(RowView::new(&EntityRef(&e), None));
+        let body = String::from_utf8(full.finish()).unwrap();
+        let single =
+            String::from_utf8(entity_body(&l, "t", &e, None, MetadataLevel::FullMetadata)).unwrap();
+        let member = single.replace(
+            r#""odata.metadata":"http://h/acct/$metadata#t/@Element","#,
+            "",
+        );
+        assert_eq!(
+            body,
+            format!(r#"{{"odata.metadata":"http://h/acct/$metadata#t","value":[{member}]}}"#)
+        );
     }
 }

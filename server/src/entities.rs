@@ -48,7 +48,7 @@ use crate::context::{
 use crate::continuation::{
     NEXT_PARTITION_KEY_HEADER, NEXT_ROW_KEY_HEADER, encode_token, entity_continuation,
 };
-use crate::encode::{CollectionWriter, entity_body};
+use crate::encode::{PageWriter, entity_body};
 use crate::error::ApiError;
 use crate::negotiate::{self, Prefer};
 use crate::resource::entity_link;
@@ -276,13 +276,13 @@ pub(crate) async fn query(
             .map_err(|e| ApiError::query("$top", &e))?;
         let plan = tableq_planner::plan(&filter, select.as_ref(), top.as_ref());
         let options = PageOptions::default().with_deadline(Instant::now() + budget);
-        let mut writer = CollectionWriter::new(level, &links.metadata(&table));
+        let mut writer = PageWriter::begin(&links, &table, level, plan.select.as_deref());
         let page = backend
             .query(&table, &plan, continuation.as_ref(), &options, &mut |row| {
-                writer.push_row(&links, &table, row, level)
+                writer.row(row)
             })
             .map_err(ApiError::store)?;
-        Ok((writer.finish()?, page.continuation))
+        Ok((writer.finish(), page.continuation))
     })
     .await?;
     let mut response = json_response(StatusCode::OK, ctx.level, body);

@@ -33,7 +33,7 @@ use crate::context::{
     AppState, Ctx, blocking, empty_response, json_response, read_body, set_header,
 };
 use crate::continuation::{NEXT_TABLE_NAME_HEADER, decode_token, encode_token};
-use crate::encode::{CollectionWriter, table_members};
+use crate::encode::{table_members, tables_body};
 use crate::error::ApiError;
 use crate::negotiate::{self, Prefer};
 use crate::resource::table_link;
@@ -185,11 +185,8 @@ pub(crate) async fn query(state: &Arc<AppState>, ctx: &Ctx) -> Result<Response, 
     })
     .await?;
 
-    let mut writer = CollectionWriter::new(ctx.level, &ctx.links.metadata("Tables"));
-    for name in &names {
-        writer.push(&table_members(&ctx.links, name, ctx.level, false));
-    }
-    let mut response = json_response(StatusCode::OK, ctx.level, writer.finish()?);
+    let body = tables_body(&ctx.links, &names, ctx.level);
+    let mut response = json_response(StatusCode::OK, ctx.level, body);
     if let Some(next) = next {
         set_header(&mut response, NEXT_TABLE_NAME_HEADER, &encode_token(&next))?;
     }
