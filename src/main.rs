@@ -39,7 +39,7 @@ enum Command {
     /// Generate deterministic synthetic entities as JSON lines.
     #[command(after_long_help = cli::help::GEN)]
     Gen(cli::generate::Args),
-    /// Run the Table service emulator (REST protocol, JSON) over HTTP.
+    /// Serve the Table service REST protocol (JSON) over HTTP, for the official SDKs.
     Serve(cli::serve::Args),
     /// Print one stage of the query pipeline.
     #[command(subcommand)]
