@@ -3,8 +3,8 @@
 //! # How a page is computed
 //!
 //! 1. The residual is compiled for the source ([`CompiledPredicate`]).
-//! 2. The plan's ranges (sorted and disjoint, see [`tableq_planner::plan::KeySet`]) are walked in key
-//!    order from the continuation. Work is cut into **waves** of chunks
+//! 2. The plan's ranges (sorted, disjoint and non-empty by construction, see
+//!    [`tableq_planner::plan::KeySet`]) are walked in key order from the continuation. Work is cut into **waves** of chunks
 //!    ([`EntitySource::split`]): a wave holds about 4 chunks per thread of `chunk_rows` rows.
 //!    The first wave is sized as if every row matched (at least 1 Ki rows per chunk); later
 //!    waves grow ×4 while nothing matched, else to what the observed selectivity says the page
@@ -24,7 +24,7 @@
 //! ```
 //! use tableq_exec::{Executor, MemorySource, PageOptions};
 //! use tableq_model::{CmpOp, Entity, Value};
-//! use tableq_planner::{plan::{KeySet, Plan}, predicate::{Comparison, Predicate}};
+//! use tableq_planner::{plan::{KeySet, Plan}, predicate::Predicate};
 //!
 //! let table = MemorySource::from_entities((0..100).map(|i| {
 //!     let mut e = Entity::new(format!("p{}", i % 3), format!("r{i:03}"));
@@ -33,7 +33,7 @@
 //! })).unwrap();
 //! let plan = Plan {
 //!     ranges: KeySet::all(),
-//!     residual: Predicate::Compare(Comparison { property: "Age".into(), op: CmpOp::Ge, value: Value::Int32(50) }),
+//!     residual: Predicate::compare("Age", CmpOp::Ge, Value::Int32(50)),
 //!     select: Some(vec!["Age".into()]),
 //!     top: Some(20),
 //! };
@@ -45,7 +45,6 @@
 //! ```
 
 use crate::compile::CompiledPredicate;
-use crate::groups::{Group, groups};
 use crate::key::{Key, Scan};
 use crate::result::{ExecStats, Page, ResultRow, RowView};
 use crate::source::{EntitySource, SourceRow};
@@ -53,7 +52,7 @@ use rayon::prelude::*;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 use std::time::Instant;
-use tableq_planner::plan::Plan;
+use tableq_planner::plan::{KeyRange, Plan};
 
 /// The page size without `$top` (the service's).
 pub const DEFAULT_PAGE_SIZE: usize = 1000;
@@ -66,8 +65,6 @@ const CHUNKS_PER_THREAD: usize = 4;
 /// Results are converted to owned entities in parallel from this many rows per wave on
 /// (below it, on the calling thread: cheaper for the allocator).
 const PARALLEL_MATERIALIZE_ROWS: usize = 256;
-/// Rows a continuation lookup may read past the page's end.
-const RESOLVE_LOOKAHEAD: usize = 4096;
 
 /// Why execution failed.
 #[derive(Debug, thiserror::Error)]
@@ -156,9 +153,9 @@ pub struct Executor<'s, S: ?Sized> {
     tuning: Tuning,
 }
 
-/// A chunk of work: keys `>= from` and `< until` of a group.
+/// A chunk of work: keys `>= from` and `< until` of the plan's range number `range`.
 struct Job {
-    group: usize,
+    range: usize,
     from: Option<Key>,
     until: Option<Key>,
     point: bool,
@@ -181,8 +178,9 @@ struct ChunkOut<R> {
 enum Resume {
     /// A key that exists (or a position no result lies before).
     At(Key),
-    /// Resume scanning groups from `group` at `from`: resolved to the next existing key.
-    Position { group: usize, from: Option<Key> },
+    /// Resume scanning the ranges from number `range` at `from`: resolved to the next
+    /// existing key.
+    Position { range: usize, from: Option<Key> },
 }
 
 struct Budget {
@@ -335,7 +333,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
     /// use tableq_planner::{plan::{KeySet, Plan}, predicate::Predicate};
     /// let table = MemorySource::from_entities((0..3).map(|i| Entity::new("p", format!("r{i}")))).unwrap();
     /// let snapshot = table.snapshot();
-    /// let plan = Plan { ranges: KeySet::all(), residual: Predicate::True, select: None, top: None };
+    /// let plan = Plan { ranges: KeySet::all(), residual: Predicate::TRUE, select: None, top: None };
     /// let mut keys = Vec::new();
     /// let (next, stats) = Executor::new(&snapshot)
     ///     .execute_page_with(&plan, None, &PageOptions::default(), |row| keys.push(row.row().row_key().to_owned()))
@@ -383,50 +381,52 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
         let mut stats = ExecStats::default();
         // Results produced so far on this page.
         let mut produced = 0usize;
-        if predicate.is_false() || plan.ranges.ranges.is_empty() {
+        if predicate.is_false() || plan.ranges.is_empty() {
             return Ok((None, stats));
         }
-        let groups = groups(&plan.ranges.ranges);
+        // Sorted, disjoint and non-empty (a `KeySet` is valid by construction): scanning
+        // them one after the other yields entities in key order.
+        let ranges = plan.ranges.ranges();
         let budget = Budget::new(options, self.threads);
-        let mut group = 0;
+        let mut range = 0;
         let mut from: Option<Key> = continuation.cloned();
-        let mut counted_group = usize::MAX;
+        let mut counted_range = usize::MAX;
         // The first wave could fill the page only if every row matched: size it for that
         // (at least `initial_chunk_rows` per chunk), so big pages start with big chunks.
         let mut chunk_rows = (limit / (self.threads * CHUNKS_PER_THREAD))
             .clamp(self.tuning.initial_chunk_rows, self.tuning.max_chunk_rows);
         let mut first_wave = true;
         let resume = loop {
-            if group >= groups.len() {
+            if range >= ranges.len() {
                 break None;
             }
             if !first_wave && budget.exhausted() {
-                break Some(Resume::Position { group, from });
+                break Some(Resume::Position { range, from });
             }
             first_wave = false;
             // Build a wave.
             let mut jobs: Vec<Job> = Vec::new();
             let mut estimate = 0usize;
             let wave_rows = chunk_rows.saturating_mul(self.threads * CHUNKS_PER_THREAD);
-            while group < groups.len() && jobs.len() < MAX_WAVE_CHUNKS && estimate < wave_rows {
-                let g = &groups[group];
-                if counted_group != group {
-                    counted_group = group;
-                    stats.ranges += g.ranges as u64;
+            while range < ranges.len() && jobs.len() < MAX_WAVE_CHUNKS && estimate < wave_rows {
+                let r = &ranges[range];
+                if counted_range != range {
+                    counted_range = range;
+                    stats.ranges += 1;
                 }
-                if g.point().is_some() {
+                if r.as_point().is_some() {
                     jobs.push(Job {
-                        group,
+                        range,
                         from: from.clone(),
                         until: None,
                         point: true,
                     });
                     estimate += 1;
-                    group += 1;
+                    range += 1;
                     continue;
                 }
                 let scan = Scan {
-                    range: &g.hull,
+                    range: r,
                     from: from.as_ref(),
                     until: None,
                 };
@@ -444,14 +444,14 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
                     let rows = c.rows.unwrap_or(chunk_rows);
                     estimate = estimate.saturating_add(rows);
                     jobs.push(Job {
-                        group,
+                        range,
                         from: c.from.or_else(|| from.clone()),
                         until: c.until,
                         point: false,
                     });
                 }
                 if complete {
-                    group += 1;
+                    range += 1;
                 } else {
                     from = next_from;
                 }
@@ -468,7 +468,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
                 let mut resume = None;
                 for job in &jobs {
                     let out =
-                        self.run_chunk(&groups, job, &predicate, remaining - kept.len(), &budget);
+                        self.run_chunk(ranges, job, &predicate, remaining - kept.len(), &budget);
                     stats.examined += out.examined;
                     if let Some(r) = absorb(&mut kept, out, job, remaining) {
                         resume = Some(r);
@@ -479,7 +479,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
             } else {
                 let run = || {
                     jobs.par_iter()
-                        .map(|job| self.run_chunk(&groups, job, &predicate, remaining, &budget))
+                        .map(|job| self.run_chunk(ranges, job, &predicate, remaining, &budget))
                         .collect::<Vec<_>>()
                 };
                 let outs = match &self.pool {
@@ -522,7 +522,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
         let continuation = match resume {
             None => None,
             Some(Resume::At(key)) => Some(key),
-            Some(Resume::Position { group, from }) => self.resolve(&groups, group, from),
+            Some(Resume::Position { range, from }) => self.resolve(ranges, range, from),
         };
         Ok((continuation, stats))
     }
@@ -554,20 +554,20 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
     /// Scans one chunk, keeping at most `limit` matches.
     fn run_chunk<'a>(
         &'a self,
-        groups: &'a [Group<'_>],
+        ranges: &'a [KeyRange],
         job: &'a Job,
         predicate: &CompiledPredicate,
         limit: usize,
         budget: &Budget,
     ) -> ChunkOut<S::Row<'a>> {
-        let g = &groups[job.group];
+        let range = &ranges[job.range];
         if job.point {
             let mut out = ChunkOut {
                 rows: Vec::new(),
                 examined: 0,
                 end: ChunkEnd::Exhausted,
             };
-            if let Some((pk, rk)) = g.point()
+            if let Some((pk, rk)) = range.as_point()
                 && job.from.as_ref().is_none_or(|f| f.cmp_pair(pk, rk).is_le())
                 && let Some(row) = self.source.get(pk, rk)
             {
@@ -579,15 +579,15 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
             return out;
         }
         let scan = Scan {
-            range: &g.hull,
+            range,
             from: job.from.as_ref(),
             until: job.until.as_ref(),
         };
         let mut it = self.source.scan(scan);
         let mut rows = Vec::new();
         let mut examined = 0u64;
-        let end = if !budget.enabled() && g.members.is_none() {
-            // The hot loop: no budget to account, no membership to check.
+        let end = if !budget.enabled() {
+            // The hot loop: no budget to account.
             loop {
                 let Some(row) = it.next() else {
                     break ChunkEnd::Exhausted;
@@ -615,7 +615,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
                 };
                 examined += 1;
                 since_tick += 1;
-                if g.admits(&row) && predicate.eval(&row) {
+                if predicate.eval(&row) {
                     rows.push(row);
                     if rows.len() >= limit {
                         break next_key(&mut it);
@@ -634,11 +634,11 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
         }
     }
 
-    /// The key of the first entity at or after a position, if any.
-    fn resolve(&self, groups: &[Group<'_>], group: usize, from: Option<Key>) -> Option<Key> {
-        let mut read = 0;
-        for g in &groups[group.min(groups.len())..] {
-            if let Some((pk, rk)) = g.point() {
+    /// The key of the first entity at or after a position (in range number `range` or a
+    /// later one), if any.
+    fn resolve(&self, ranges: &[KeyRange], range: usize, from: Option<Key>) -> Option<Key> {
+        for r in &ranges[range.min(ranges.len())..] {
+            if let Some((pk, rk)) = r.as_point() {
                 if from.as_ref().is_none_or(|f| f.cmp_pair(pk, rk).is_le())
                     && self.source.get(pk, rk).is_some()
                 {
@@ -647,19 +647,12 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
                 continue;
             }
             let scan = Scan {
-                range: &g.hull,
+                range: r,
                 from: from.as_ref(),
                 until: None,
             };
-            for row in self.source.scan(scan) {
-                if g.admits(&row) {
-                    return Some(key_of(&row));
-                }
-                read += 1;
-                if read >= RESOLVE_LOOKAHEAD {
-                    // Nothing in the scanned stretch can match: resume at its end.
-                    return Some(key_of(&row));
-                }
+            if let Some(row) = self.source.scan(scan).next() {
+                return Some(key_of(&row));
             }
         }
         None
@@ -756,11 +749,11 @@ fn absorb<R: SourceRow>(
         ChunkEnd::Stopped(key) => Some(Resume::At(key)),
         ChunkEnd::Exhausted if full => Some(match &job.until {
             Some(until) if !job.point => Resume::Position {
-                group: job.group,
+                range: job.range,
                 from: Some(until.clone()),
             },
             _ => Resume::Position {
-                group: job.group + 1,
+                range: job.range + 1,
                 from: job.from.clone(),
             },
         }),

@@ -20,7 +20,7 @@
 //! ```
 //! use tableq_exec::{Executor, Key, MemorySource, PageOptions};
 //! use tableq_model::{Entity, Value};
-//! use tableq_planner::{plan::{KeyInterval, KeyRange, KeySet, Plan}, predicate::Predicate};
+//! use tableq_planner::{plan::{KeyRange, KeySet, Plan}, predicate::Predicate};
 //!
 //! let table = MemorySource::new();
 //! for i in 0..5 {
@@ -30,8 +30,8 @@
 //! }
 //! // PartitionKey eq 'p', two per page.
 //! let plan = Plan {
-//!     ranges: KeySet { ranges: vec![KeyRange { partition_key: KeyInterval::point("p"), row_key: KeyInterval::full() }] },
-//!     residual: Predicate::True,
+//!     ranges: KeySet::from(KeyRange::partition("p")),
+//!     residual: Predicate::TRUE,
 //!     select: None,
 //!     top: Some(2),
 //! };
@@ -48,7 +48,6 @@
 
 pub mod compile;
 pub mod executor;
-mod groups;
 pub mod key;
 pub mod memory;
 pub mod result;

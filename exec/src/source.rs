@@ -52,12 +52,7 @@
 //!                 .map(|(_, e)| EntityRef(e))
 //!                 .take_while(move |e| {
 //!                     let pk = e.0.partition_key();
-//!                     let before_end = match &scan.range.partition_key.upper {
-//!                         Bound::Unbounded => true,
-//!                         Bound::Included(u) => tableq_model::order::compare_str(pk, u).is_le(),
-//!                         Bound::Excluded(u) => tableq_model::order::compare_str(pk, u).is_lt(),
-//!                     };
-//!                     before_end
+//!                     scan.range.partition_key.position(pk).is_le()
 //!                         && scan.until.is_none_or(|u| u.cmp_pair(pk, e.0.row_key()).is_gt())
 //!                 })
 //!                 .filter(move |e| scan.contains(e.0.partition_key(), e.0.row_key())),
@@ -79,7 +74,7 @@
 //! let store = Store(map);
 //! let plan = Plan {
 //!     ranges: KeySet::all(),
-//!     residual: Predicate::True,
+//!     residual: Predicate::TRUE,
 //!     select: None,
 //!     top: Some(4),
 //! };

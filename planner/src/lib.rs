@@ -34,8 +34,8 @@
 //! });
 //! let filter = Filter { expr: Some(Expr::Or(vec![pk_eq("b"), pk_eq("a")], Span::default())) };
 //! let plan = tableq_planner::plan(&filter, None, None);
-//! assert_eq!(plan.ranges.ranges.len(), 2); // two partition scans, 'a' first
-//! assert_eq!(plan.ranges.ranges[0].strategy(), Strategy::Partition);
+//! assert_eq!(plan.ranges.len(), 2); // two partition scans, 'a' first
+//! assert_eq!(plan.ranges.ranges()[0].strategy(), Strategy::Partition);
 //! assert!(plan.is_exact());
 //! ```
 #![forbid(unsafe_code)]
@@ -52,8 +52,8 @@ pub mod rules;
 
 pub use explain::Explanation;
 pub use extract::{DEFAULT_MAX_RANGES, Extraction, extract_key_ranges};
-pub use plan::{KeyInterval, KeyRange, KeySet, Plan, Strategy};
-pub use predicate::{Comparison, Predicate};
+pub use plan::{KeyInterval, KeyRange, KeySet, KeySetError, Plan, Strategy};
+pub use predicate::{Comparison, Predicate, PredicateKind};
 
 use tableq_parser::ast::{Filter, Select, Top};
 

@@ -215,7 +215,7 @@ fn eval(args: &Args) -> Result<(), Failure> {
         eprintln!(
             "{{\"loaded\":{loaded},\"ranges\":{},\"examined\":{examined},\"matched\":{matched},\
              \"load_ms\":{:.3},\"parse_us\":{:.3},\"plan_us\":{:.3},\"exec_us\":{:.3}}}",
-            plan.ranges.ranges.len(),
+            plan.ranges.len(),
             load_time.as_secs_f64() * 1e3,
             parse_time.as_secs_f64() * 1e6,
             plan_time.as_secs_f64() * 1e6,

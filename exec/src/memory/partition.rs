@@ -251,6 +251,12 @@ impl Partition {
         )
     }
 
+    /// The number of leading rows whose RowKey satisfies `below` (which must hold for a
+    /// prefix of the rows in key order and for none after it).
+    pub(crate) fn partition_point(&self, below: impl Fn(&str) -> bool) -> usize {
+        self.rows.partition_point(|h| below(self.row_key_of(h)))
+    }
+
     /// The first row whose RowKey is `>= row_key` (or `> row_key` when `after`).
     pub(crate) fn lower_bound(&self, row_key: &str, after: bool) -> usize {
         self.rows

@@ -55,34 +55,6 @@ impl MemorySnapshot {
         self.state.names.id(name).map(PropertySlot)
     }
 
-    /// Position of the first partition whose key is not below `lower`.
-    fn first_partition(&self, lower: &Bound<String>) -> usize {
-        let parts = &self.state.partitions;
-        match lower {
-            Bound::Unbounded => 0,
-            Bound::Included(k) => {
-                parts.partition_point(|p| compare_str(p.key(), k) == Ordering::Less)
-            }
-            Bound::Excluded(k) => {
-                parts.partition_point(|p| compare_str(p.key(), k) != Ordering::Greater)
-            }
-        }
-    }
-
-    /// Position one past the last partition whose key is not above `upper`.
-    fn end_partition(&self, upper: &Bound<String>) -> usize {
-        let parts = &self.state.partitions;
-        match upper {
-            Bound::Unbounded => parts.len(),
-            Bound::Included(k) => {
-                parts.partition_point(|p| compare_str(p.key(), k) != Ordering::Greater)
-            }
-            Bound::Excluded(k) => {
-                parts.partition_point(|p| compare_str(p.key(), k) == Ordering::Less)
-            }
-        }
-    }
-
     /// The partition range a scan touches.
     fn partition_span(&self, scan: &Scan<'_>) -> (usize, usize) {
         let pk = &scan.range.partition_key;
@@ -92,9 +64,10 @@ impl MemorySnapshot {
                 None => (0, 0),
             };
         }
-        let mut start = self.first_partition(&pk.lower);
-        let mut end = self.end_partition(&pk.upper);
         let parts = &self.state.partitions;
+        // Partitions are sorted: those below the interval, then inside, then above.
+        let mut start = parts.partition_point(|p| pk.position(p.key()).is_lt());
+        let mut end = parts.partition_point(|p| pk.position(p.key()).is_le());
         if let Some(from) = scan.from {
             let first = parts
                 .partition_point(|p| compare_str(p.key(), &from.partition_key) == Ordering::Less);
@@ -133,10 +106,7 @@ impl MemorySnapshot {
     }
 }
 
-static FULL: KeyInterval = KeyInterval {
-    lower: Bound::Unbounded,
-    upper: Bound::Unbounded,
-};
+static FULL: KeyInterval = KeyInterval::full();
 
 /// Row bounds `[lo, hi)` of partition `p` within a RowKey interval and optional key bounds.
 fn row_bounds(
@@ -154,15 +124,14 @@ fn row_bounds(
             _ => (0, 0),
         };
     }
-    let mut lo = match &rk.lower {
+    // Rows are sorted: those below the interval, then inside, then above.
+    let mut lo = match rk.lower {
         Bound::Unbounded => 0,
-        Bound::Included(k) => p.lower_bound(k, false),
-        Bound::Excluded(k) => p.lower_bound(k, true),
+        _ => p.partition_point(|row_key| rk.position(row_key).is_lt()),
     };
-    let mut hi = match &rk.upper {
+    let mut hi = match rk.upper {
         Bound::Unbounded => p.len(),
-        Bound::Included(k) => p.lower_bound(k, true),
-        Bound::Excluded(k) => p.lower_bound(k, false),
+        _ => p.partition_point(|row_key| rk.position(row_key).is_le()),
     };
     if let Some(f) = from {
         match compare_str(p.key(), &f.partition_key) {
