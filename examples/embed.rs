@@ -9,8 +9,9 @@
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::convert::Infallible;
 use std::sync::{Arc, PoisonError, RwLock};
-use tableq::exec::{Chunk, EntityRef, EntitySource, Executor, Key, PageOptions, Scan};
+use tableq::exec::{Chunk, EntityRef, EntitySource, Executor, Key, OkRows, PageOptions, Scan};
 use tableq::model::order::OrdinalString;
 use tableq::model::{Entity, EntityView, Value, ValueRef};
 use tableq::parser::{FilterOptions, parse_filter, parse_select, parse_top};
@@ -52,9 +53,12 @@ impl EmulatorTable {
     }
 }
 
+/// An in-memory version cannot fail: `Infallible` errors, rows wrapped in `OkRows` (a store
+/// on disk would name its I/O error type here and yield `Err` rows).
 impl EntitySource for TableVersion {
+    type Error = Infallible;
     type Row<'a> = EntityRef<'a>;
-    type Rows<'a> = Box<dyn Iterator<Item = EntityRef<'a>> + 'a>;
+    type Rows<'a> = OkRows<Box<dyn Iterator<Item = EntityRef<'a>> + 'a>>;
 
     fn scan<'a>(&'a self, scan: Scan<'a>) -> Self::Rows<'a> {
         // Start at the later of the PartitionKey interval's first key and the scan's `from`.
@@ -83,19 +87,28 @@ impl EntitySource for TableVersion {
             })
             // Exactly the scan's entities: drop RowKeys outside the rectangle.
             .filter(move |e| scan.contains(e.partition_key(), e.row_key()));
-        Box::new(rows)
+        OkRows::new(Box::new(rows))
     }
 
-    fn get<'a>(&'a self, partition_key: &str, row_key: &str) -> Option<EntityRef<'a>> {
+    fn get<'a>(
+        &'a self,
+        partition_key: &str,
+        row_key: &str,
+    ) -> Result<Option<EntityRef<'a>>, Infallible> {
         let key = (
             OrdinalString(partition_key.to_owned()),
             OrdinalString(row_key.to_owned()),
         );
-        self.rows.get(&key).map(EntityRef)
+        Ok(self.rows.get(&key).map(EntityRef))
     }
 
     /// Splits by partition: consecutive whole partitions of about `chunk_rows` entities.
-    fn split(&self, scan: Scan<'_>, chunk_rows: usize, max_chunks: usize) -> Vec<Chunk> {
+    fn split(
+        &self,
+        scan: Scan<'_>,
+        chunk_rows: usize,
+        max_chunks: usize,
+    ) -> Result<Vec<Chunk>, Infallible> {
         let pk_range = &scan.range.partition_key;
         let first = match scan.from {
             Some(k) => k.partition_key.clone(),
@@ -118,7 +131,7 @@ impl EntitySource for TableVersion {
                     // Stop here: the executor asks again from this partition.
                     current.until = Some(Key::new(pk.clone(), ""));
                     chunks.push(current);
-                    return chunks;
+                    return Ok(chunks);
                 }
                 let boundary = Key::new(pk.clone(), "");
                 current.until = Some(boundary.clone());
@@ -137,7 +150,7 @@ impl EntitySource for TableVersion {
             current.until = scan.until.cloned();
             chunks.push(current);
         }
-        chunks
+        Ok(chunks)
     }
 }
 

@@ -58,4 +58,4 @@ pub use executor::{DEFAULT_PAGE_SIZE, ExecError, Executor, PageOptions, Pages, T
 pub use key::{Chunk, Key, Scan, compare_keys};
 pub use memory::{MemoryError, MemoryRow, MemoryRows, MemorySnapshot, MemorySource, Write};
 pub use result::{ExecStats, Page, ResultRow, RowView};
-pub use source::{EntityRef, EntitySource, PropertySlot, SlotLookup, SourceRow};
+pub use source::{EntityRef, EntitySource, OkRows, PropertySlot, SlotLookup, SourceRow};

@@ -63,20 +63,40 @@ use crate::result::{ExecStats, Page, ResultRow, RowView};
 use crate::source::EntitySource;
 use options::Budget;
 use sink::{Materialize, Sink, Visit};
+use std::convert::Infallible;
 use std::sync::Arc;
 use tableq_planner::plan::Plan;
 use wave::Waves;
 
-/// Why execution failed.
+/// Why execution failed. `E` is the source's error type ([`EntitySource::Error`]; the
+/// default [`Infallible`] is that of sources that cannot fail, such as
+/// [`MemorySnapshot`](crate::MemorySnapshot)): a source error comes back as itself, typed,
+/// so a storage layer matches on it without downcasting.
+///
+/// ```
+/// use std::convert::Infallible;
+/// use tableq_exec::ExecError;
+/// #[derive(Debug, thiserror::Error)]
+/// #[error("disk full")]
+/// struct DiskFull;
+/// let e: ExecError<DiskFull> = ExecError::Source(DiskFull);
+/// assert_eq!(e.to_string(), "disk full");
+/// let f: ExecError = ExecError::InvalidOption("page size 0".into());
+/// let _: ExecError<Infallible> = f;
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ExecError {
+pub enum ExecError<E = Infallible> {
     /// Invalid [`PageOptions`] or thread count.
     #[error("invalid execution option: {0}")]
     InvalidOption(String),
     /// The thread pool could not be created.
     #[error("cannot create the executor's thread pool: {0}")]
     ThreadPool(#[from] rayon::ThreadPoolBuildError),
+    /// The source failed to read (scan, get or split): its own error, unchanged (`Display`
+    /// and `source()` are the source error's).
+    #[error(transparent)]
+    Source(E),
 }
 
 /// Runs plans over one source (see the module docs).
@@ -108,7 +128,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
     /// Uses a dedicated pool of `threads` threads (1 = everything on the calling thread).
     /// Creating a pool spawns threads: build the executor once and reuse it, or share one
     /// pool between executors (e.g. one per snapshot) with [`with_pool`](Executor::with_pool).
-    pub fn with_threads(mut self, threads: usize) -> Result<Executor<'s, S>, ExecError> {
+    pub fn with_threads(mut self, threads: usize) -> Result<Executor<'s, S>, ExecError<S::Error>> {
         if threads == 0 {
             return Err(ExecError::InvalidOption(
                 "the thread count must be at least 1".into(),
@@ -145,13 +165,15 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
     }
 
     /// Computes one page of `plan`'s results, starting at `continuation` (inclusive; `None`
-    /// for the first page).
+    /// for the first page). Fails with [`ExecError::InvalidOption`] for a page size or
+    /// budget of 0, and with [`ExecError::Source`] when the source fails on a read the page
+    /// needs.
     pub fn execute_page(
         &self,
         plan: &Plan,
         continuation: Option<&Key>,
         options: &PageOptions,
-    ) -> Result<Page, ExecError> {
+    ) -> Result<Page, ExecError<S::Error>> {
         let select: Option<Arc<[String]>> = plan.select.as_ref().map(|s| Arc::from(s.as_slice()));
         let mut sink = Materialize {
             executor: self,
@@ -170,6 +192,10 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
     /// borrowed [`RowView`] (in key order, on the calling thread) instead of building owned
     /// [`ResultRow`]s: the zero-copy path for services that encode straight from storage.
     /// Returns the continuation and statistics of the page.
+    ///
+    /// Rows are handed over wave by wave, so when the source fails
+    /// ([`ExecError::Source`]) the visitor may already have seen the page's first rows: a
+    /// caller streaming a response must discard (or abort) what it wrote for this page.
     ///
     /// ```
     /// use tableq_exec::{Executor, MemorySource, PageOptions};
@@ -190,7 +216,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
         continuation: Option<&Key>,
         options: &PageOptions,
         visit: impl FnMut(RowView<'_>),
-    ) -> Result<(Option<Key>, ExecStats), ExecError> {
+    ) -> Result<(Option<Key>, ExecStats), ExecError<S::Error>> {
         let mut sink = Visit {
             visit,
             select: plan.select.as_deref(),
@@ -206,7 +232,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
         continuation: Option<&Key>,
         options: &PageOptions,
         sink: &mut dyn Sink<S>,
-    ) -> Result<(Option<Key>, ExecStats), ExecError> {
+    ) -> Result<(Option<Key>, ExecStats), ExecError<S::Error>> {
         let limit = options.limit(plan.top)?;
         let predicate = CompiledPredicate::compile(&plan.residual, self.source);
         let mut stats = ExecStats::default();
@@ -233,19 +259,24 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
             if waves.started() && budget.exhausted() {
                 break Some(waves.position());
             }
-            let wave = waves.next_wave(self.source, &mut stats);
+            let wave = waves
+                .next_wave(self.source, &mut stats)
+                .map_err(ExecError::Source)?;
             if wave.jobs.is_empty() {
                 continue;
             }
             stats.chunks += wave.jobs.len() as u64;
-            let (kept, resume) = self.run_wave(
-                ranges,
-                &wave,
-                &predicate,
-                limit - produced,
-                &budget,
-                &mut stats,
-            );
+            let out = self
+                .run_wave(
+                    ranges,
+                    &wave,
+                    &predicate,
+                    limit - produced,
+                    &budget,
+                    &mut stats,
+                )
+                .map_err(ExecError::Source)?;
+            let (kept, resume) = (out.kept, out.resume);
             produced += kept.len();
             sink.wave(kept);
             if resume.is_some() {
@@ -254,7 +285,10 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
             waves.adapt(limit, produced, stats.examined);
         };
         stats.matched = produced as u64;
-        Ok((self.continuation(ranges, resume), stats))
+        let continuation = self
+            .continuation(ranges, resume)
+            .map_err(ExecError::Source)?;
+        Ok((continuation, stats))
     }
 
     /// Iterates over the pages of `plan`, following continuations, on this executor's
@@ -274,7 +308,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
         &self,
         plan: &Plan,
         options: &PageOptions,
-    ) -> Result<(Vec<ResultRow>, ExecStats), ExecError> {
+    ) -> Result<(Vec<ResultRow>, ExecStats), ExecError<S::Error>> {
         let mut rows = Vec::new();
         let mut stats = ExecStats::default();
         for page in self.pages(plan, options.clone()) {

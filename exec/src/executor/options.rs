@@ -63,7 +63,7 @@ impl PageOptions {
     }
 
     /// The most rows of a page of a plan with this `$top`; checks the options.
-    pub(super) fn limit(&self, top: Option<u32>) -> Result<usize, ExecError> {
+    pub(super) fn limit<E>(&self, top: Option<u32>) -> Result<usize, ExecError<E>> {
         let limit = match (top.map(|t| t as usize), self.page_size) {
             (Some(t), Some(p)) => t.min(p),
             (Some(t), None) => t,

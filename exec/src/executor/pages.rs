@@ -28,23 +28,33 @@ pub(super) fn key_of<R: SourceRow>(row: &R) -> Key {
 
 impl<S: EntitySource + ?Sized> Executor<'_, S> {
     /// The continuation for a page that ended at `resume` (`None`: the plan is done).
-    pub(super) fn continuation(&self, ranges: &[KeyRange], resume: Option<Resume>) -> Option<Key> {
-        match resume? {
-            Resume::At(key) => Some(key),
-            Resume::Position { range, from } => self.resolve(ranges, range, from),
+    pub(super) fn continuation(
+        &self,
+        ranges: &[KeyRange],
+        resume: Option<Resume>,
+    ) -> Result<Option<Key>, S::Error> {
+        match resume {
+            None => Ok(None),
+            Some(Resume::At(key)) => Ok(Some(key)),
+            Some(Resume::Position { range, from }) => self.resolve(ranges, range, from),
         }
     }
 
     /// The key of the first entity at or after a position (in range number `range` or a
     /// later one), if any. Every entity a scan of a range yields is in the range, so this
     /// is the first entity of the first non-empty scan.
-    fn resolve(&self, ranges: &[KeyRange], range: usize, from: Option<Key>) -> Option<Key> {
+    fn resolve(
+        &self,
+        ranges: &[KeyRange],
+        range: usize,
+        from: Option<Key>,
+    ) -> Result<Option<Key>, S::Error> {
         for r in &ranges[range.min(ranges.len())..] {
             if let Some((pk, rk)) = r.as_point() {
                 if from.as_ref().is_none_or(|f| f.cmp_pair(pk, rk).is_le())
-                    && self.source.get(pk, rk).is_some()
+                    && self.source.get(pk, rk)?.is_some()
                 {
-                    return Some(Key::new(pk, rk));
+                    return Ok(Some(Key::new(pk, rk)));
                 }
                 continue;
             }
@@ -54,10 +64,10 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
                 until: None,
             };
             if let Some(row) = self.source.scan(scan).next() {
-                return Some(key_of(&row));
+                return Ok(Some(key_of(&row?)));
             }
         }
-        None
+        Ok(None)
     }
 }
 
@@ -71,7 +81,7 @@ pub struct Pages<'p, 's, S: ?Sized> {
 }
 
 impl<S: EntitySource + ?Sized> Iterator for Pages<'_, '_, S> {
-    type Item = Result<Page, ExecError>;
+    type Item = Result<Page, ExecError<S::Error>>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {

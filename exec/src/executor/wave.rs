@@ -10,8 +10,9 @@
 //! while long scans quickly reach large, cheap chunks.
 //!
 //! **Chunks.** Each chunk stops once it alone could fill the page (or when the budget runs
-//! out) and reports where it stopped; [`absorb`] appends chunks in key order and finds
-//! where the page ends. A point range is answered by [`EntitySource::get`].
+//! out, or at the first source error) and reports where it stopped; [`absorb`] appends
+//! chunks in key order and finds where the page ends. A point range is answered by
+//! [`EntitySource::get`].
 
 use super::Executor;
 use super::options::{Budget, Tuning};
@@ -43,6 +44,26 @@ pub(super) struct Job {
 pub(super) struct Wave {
     pub(super) jobs: Vec<Job>,
     estimate: usize,
+}
+
+/// What a wave produced: its matches in key order, and where the page ends if it ends in
+/// this wave.
+pub(super) struct WaveOut<R> {
+    pub(super) kept: Vec<R>,
+    pub(super) resume: Option<Resume>,
+}
+
+impl<R> WaveOut<R> {
+    fn ends(kept: Vec<R>, at: Resume) -> WaveOut<R> {
+        WaveOut {
+            kept,
+            resume: Some(at),
+        }
+    }
+
+    fn goes_on(kept: Vec<R>) -> WaveOut<R> {
+        WaveOut { kept, resume: None }
+    }
 }
 
 enum ChunkEnd {
@@ -118,12 +139,12 @@ impl<'p> Waves<'p> {
     }
 
     /// The next wave's chunks: points, and splits of the ranges from the current position
-    /// (counting every range entered in `stats.ranges`).
+    /// (counting every range entered in `stats.ranges`). Fails when a split fails.
     pub(super) fn next_wave<S: EntitySource + ?Sized>(
         &mut self,
         source: &S,
         stats: &mut ExecStats,
-    ) -> Wave {
+    ) -> Result<Wave, S::Error> {
         self.started = true;
         let mut jobs: Vec<Job> = Vec::new();
         let mut estimate = 0usize;
@@ -156,7 +177,7 @@ impl<'p> Waves<'p> {
             let want = (wave_rows - estimate)
                 .div_ceil(self.chunk_rows)
                 .clamp(1, MAX_WAVE_CHUNKS - jobs.len());
-            let chunks = source.split(scan, self.chunk_rows, want);
+            let chunks = source.split(scan, self.chunk_rows, want)?;
             let complete = chunks.last().is_none_or(|c| c.until.is_none());
             let next_from = if complete {
                 None
@@ -180,7 +201,7 @@ impl<'p> Waves<'p> {
                 self.from = next_from;
             }
         }
-        Wave { jobs, estimate }
+        Ok(Wave { jobs, estimate })
     }
 
     /// Sizes the next wave's chunks: ×4 while nothing matched (long scans reach large,
@@ -206,6 +227,10 @@ impl<'p> Waves<'p> {
 impl<S: EntitySource + ?Sized> Executor<'_, S> {
     /// Scans the chunks of a wave and keeps at most `limit` matches, in key order; `Some`
     /// resume position when the page ends in this wave.
+    ///
+    /// A source error in a chunk fails the wave unless the page ends in an earlier chunk
+    /// (then the failed chunk's rows would have been discarded anyway): the outcome is the
+    /// one a sequential scan would meet. Chunks running in parallel are not cancelled.
     pub(super) fn run_wave<'a>(
         &'a self,
         ranges: &'a [KeyRange],
@@ -214,20 +239,20 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
         limit: usize,
         budget: &Budget,
         stats: &mut ExecStats,
-    ) -> (Vec<S::Row<'a>>, Option<Resume>) {
+    ) -> Result<WaveOut<S::Row<'a>>, S::Error> {
         let jobs = &wave.jobs;
         let sequential =
             self.threads <= 1 || jobs.len() == 1 || wave.estimate <= self.tuning.small_wave_rows;
         let mut kept = Vec::new();
         if sequential {
             for job in jobs {
-                let out = self.run_chunk(ranges, job, predicate, limit - kept.len(), budget);
+                let out = self.run_chunk(ranges, job, predicate, limit - kept.len(), budget)?;
                 stats.examined += out.examined;
                 if let Some(r) = absorb(&mut kept, out, job, limit) {
-                    return (kept, Some(r));
+                    return Ok(WaveOut::ends(kept, r));
                 }
             }
-            return (kept, None);
+            return Ok(WaveOut::goes_on(kept));
         }
         let run = || {
             jobs.par_iter()
@@ -238,16 +263,21 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
             Some(pool) => pool.install(run),
             None => run(),
         };
-        stats.examined += outs.iter().map(|o| o.examined).sum::<u64>();
+        // Every chunk was read, including work past the page's end.
+        stats.examined += outs
+            .iter()
+            .filter_map(|o| o.as_ref().ok())
+            .map(|o| o.examined)
+            .sum::<u64>();
         for (out, job) in outs.into_iter().zip(jobs) {
-            if let Some(r) = absorb(&mut kept, out, job, limit) {
-                return (kept, Some(r));
+            if let Some(r) = absorb(&mut kept, out?, job, limit) {
+                return Ok(WaveOut::ends(kept, r));
             }
         }
-        (kept, None)
+        Ok(WaveOut::goes_on(kept))
     }
 
-    /// Scans one chunk, keeping at most `limit` matches.
+    /// Scans one chunk, keeping at most `limit` matches; stops at the first source error.
     fn run_chunk<'a>(
         &'a self,
         ranges: &'a [KeyRange],
@@ -255,7 +285,7 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
         predicate: &CompiledPredicate,
         limit: usize,
         budget: &Budget,
-    ) -> ChunkOut<S::Row<'a>> {
+    ) -> Result<ChunkOut<S::Row<'a>>, S::Error> {
         let range = &ranges[job.range];
         if job.point {
             let mut out = ChunkOut {
@@ -265,14 +295,14 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
             };
             if let Some((pk, rk)) = range.as_point()
                 && job.from.as_ref().is_none_or(|f| f.cmp_pair(pk, rk).is_le())
-                && let Some(row) = self.source.get(pk, rk)
+                && let Some(row) = self.source.get(pk, rk)?
             {
                 out.examined = 1;
                 if predicate.eval(&row) {
                     out.rows.push(row);
                 }
             }
-            return out;
+            return Ok(out);
         }
         let scan = Scan {
             range,
@@ -283,16 +313,19 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
         let mut rows = Vec::new();
         let mut examined = 0u64;
         let end = if !budget.enabled() {
-            // The hot loop: no budget to account.
+            // The hot loop: no budget to account. (For an infallible source the error arm
+            // is unreachable and compiles away.)
             loop {
-                let Some(row) = it.next() else {
-                    break ChunkEnd::Exhausted;
+                let row = match it.next() {
+                    None => break ChunkEnd::Exhausted,
+                    Some(Ok(row)) => row,
+                    Some(Err(e)) => return Err(e),
                 };
                 examined += 1;
                 if predicate.eval(&row) {
                     rows.push(row);
                     if rows.len() >= limit {
-                        break next_key(&mut it);
+                        break next_key(&mut it)?;
                     }
                 }
             }
@@ -303,18 +336,20 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
                     let stop = budget.tick(since_tick);
                     since_tick = 0;
                     if stop {
-                        break next_key(&mut it);
+                        break next_key(&mut it)?;
                     }
                 }
-                let Some(row) = it.next() else {
-                    break ChunkEnd::Exhausted;
+                let row = match it.next() {
+                    None => break ChunkEnd::Exhausted,
+                    Some(Ok(row)) => row,
+                    Some(Err(e)) => return Err(e),
                 };
                 examined += 1;
                 since_tick += 1;
                 if predicate.eval(&row) {
                     rows.push(row);
                     if rows.len() >= limit {
-                        break next_key(&mut it);
+                        break next_key(&mut it)?;
                     }
                 }
             };
@@ -323,18 +358,21 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
             }
             end
         };
-        ChunkOut {
+        Ok(ChunkOut {
             rows,
             examined,
             end,
-        }
+        })
     }
 }
 
-/// How a chunk ends when it stops before its end: at the next row's key, if any.
-fn next_key<R: SourceRow>(rows: &mut impl Iterator<Item = R>) -> ChunkEnd {
-    rows.next()
-        .map_or(ChunkEnd::Exhausted, |r| ChunkEnd::Stopped(key_of(&r)))
+/// How a chunk ends when it stops before its end: at the next row's key, if any (reading
+/// it may fail).
+fn next_key<R: SourceRow, E>(rows: &mut impl Iterator<Item = Result<R, E>>) -> Result<ChunkEnd, E> {
+    Ok(match rows.next().transpose()? {
+        None => ChunkEnd::Exhausted,
+        Some(r) => ChunkEnd::Stopped(key_of(&r)),
+    })
 }
 
 /// Appends a chunk's matches to the wave's rows; `Some` when the page ends in this chunk.

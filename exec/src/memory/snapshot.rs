@@ -5,8 +5,9 @@
 use super::partition::{Partition, RowHead};
 use super::{MemorySnapshot, Names, TableState};
 use crate::key::{Chunk, Key, Scan};
-use crate::source::{EntitySource, PropertySlot, SlotLookup, SourceRow};
+use crate::source::{EntitySource, OkRows, PropertySlot, SlotLookup, SourceRow};
 use std::cmp::Ordering;
+use std::convert::Infallible;
 use std::hash::RandomState;
 use std::ops::Bound;
 use tableq_model::order::compare_str;
@@ -261,16 +262,17 @@ impl SourceRow for MemoryRow<'_> {
     }
 }
 
-impl EntitySource for MemorySnapshot {
-    type Row<'a> = MemoryRow<'a>;
-    type Rows<'a> = MemoryRows<'a>;
-
-    fn scan<'a>(&'a self, scan: Scan<'a>) -> MemoryRows<'a> {
+/// The reads of [`EntitySource`], without the `Result` wrapper a snapshot never needs (the
+/// trait implementation calls these).
+impl MemorySnapshot {
+    /// Every entity of `scan`, in key order ([`EntitySource::scan`]).
+    pub fn scan<'a>(&'a self, scan: Scan<'a>) -> MemoryRows<'a> {
         let (start, end) = self.partition_span(&scan);
         self.rows_from(start, Some(end), scan.from, scan.until, &scan.range.row_key)
     }
 
-    fn get<'a>(&'a self, partition_key: &str, row_key: &str) -> Option<MemoryRow<'a>> {
+    /// The entity with exactly these keys ([`EntitySource::get`]).
+    pub fn get<'a>(&'a self, partition_key: &str, row_key: &str) -> Option<MemoryRow<'a>> {
         let state = &self.state;
         let partition = state.partition(partition_key)?;
         let row = partition.find(&state.hasher, row_key)?;
@@ -281,7 +283,8 @@ impl EntitySource for MemorySnapshot {
         })
     }
 
-    fn split(&self, scan: Scan<'_>, chunk_rows: usize, max_chunks: usize) -> Vec<Chunk> {
+    /// Cuts the front of `scan` into chunks ([`EntitySource::split`]).
+    pub fn split(&self, scan: Scan<'_>, chunk_rows: usize, max_chunks: usize) -> Vec<Chunk> {
         let state = &self.state;
         let chunk_rows = chunk_rows.max(1);
         let (start, end) = self.partition_span(&scan);
@@ -348,6 +351,36 @@ impl EntitySource for MemorySnapshot {
             last.until = scan.until.cloned();
         }
         chunks
+    }
+}
+
+impl EntitySource for MemorySnapshot {
+    /// A snapshot in memory cannot fail.
+    type Error = Infallible;
+    type Row<'a> = MemoryRow<'a>;
+    type Rows<'a> = OkRows<MemoryRows<'a>>;
+
+    #[inline]
+    fn scan<'a>(&'a self, scan: Scan<'a>) -> OkRows<MemoryRows<'a>> {
+        OkRows::new(MemorySnapshot::scan(self, scan))
+    }
+
+    #[inline]
+    fn get<'a>(
+        &'a self,
+        partition_key: &str,
+        row_key: &str,
+    ) -> Result<Option<MemoryRow<'a>>, Infallible> {
+        Ok(MemorySnapshot::get(self, partition_key, row_key))
+    }
+
+    fn split(
+        &self,
+        scan: Scan<'_>,
+        chunk_rows: usize,
+        max_chunks: usize,
+    ) -> Result<Vec<Chunk>, Infallible> {
+        Ok(MemorySnapshot::split(self, scan, chunk_rows, max_chunks))
     }
 
     fn property_slot(&self, name: &str) -> SlotLookup {
