@@ -167,8 +167,9 @@ impl Partition {
             .unwrap_or(&[])
     }
 
-    /// The value of property `id` in a row.
-    #[inline]
+    /// The value of property `id` in a row. Always inlined into the per-row reads of
+    /// compiled predicates (see `MemoryRow::custom_by_slot`).
+    #[inline(always)]
     pub(crate) fn value_of(&self, head: &RowHead, id: u32) -> Option<ValueRef<'_>> {
         for slot in self.slots_of(head) {
             let sid = slot.id();

@@ -226,7 +226,7 @@ impl std::fmt::Debug for MemoryRow<'_> {
 impl<'a> MemoryRow<'a> {
     /// A custom property by slot ([`MemorySnapshot::slot`]): the fast path of hand-written
     /// and compiled scans.
-    #[inline]
+    #[inline(always)]
     pub fn slot_value(&self, slot: PropertySlot) -> Option<ValueRef<'a>> {
         self.partition.value_of(self.head, slot.0)
     }
@@ -252,7 +252,10 @@ impl SourceRow for MemoryRow<'_> {
         self.partition.entity(self.head, self.names)
     }
 
-    #[inline]
+    // Always inlined: this is the per-row read of every compiled comparison, and LLVM's
+    // heuristics otherwise outline it in some builds (≈ 9 % more instructions per full-scan
+    // row, measured with callgrind).
+    #[inline(always)]
     fn custom_by_slot(&self, slot: PropertySlot) -> Option<ValueRef<'_>> {
         self.slot_value(slot)
     }
