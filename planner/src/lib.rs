@@ -15,6 +15,15 @@
 //! 4. [`plan`](mod@plan) — the [`Plan`] with a [`Strategy`] per range; [`explain`] renders it as text
 //!    or as one stable JSON object.
 //!
+//! The types a plan is made of are **valid by construction**: a [`Predicate`] is an opaque
+//! node built only by normalising constructors and inspected through
+//! [`Predicate::kind`] ([`PredicateKind`]), and a [`KeySet`] keeps its ranges private —
+//! sorted, disjoint, non-empty, canonical — behind normalising constructors
+//! ([`KeySet::new`], [`KeySet::all`], [`KeySet::none`], `From<KeyRange>`). Downstream
+//! crates (the executor, a storage layer's pushdown, explain) match on them and need not
+//! re-check invariants. [`KeyInterval`]'s methods are the one implementation of key-bound
+//! comparisons under the UTF-16 ordinal order.
+//!
 //! [`naive`] is the reference evaluator (the whole original AST per entity, no planning):
 //! the oracle every planned execution is tested against.
 //!
