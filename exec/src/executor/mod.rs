@@ -99,6 +99,25 @@ pub enum ExecError<E = Infallible> {
     Source(E),
 }
 
+impl<E> ExecError<E> {
+    /// Converts the source error (e.g. into a service's own error type, or a boxed one);
+    /// the other variants are kept.
+    ///
+    /// ```
+    /// use tableq_exec::ExecError;
+    /// let e: ExecError<std::io::Error> = ExecError::Source(std::io::Error::other("disk"));
+    /// let boxed: ExecError<Box<dyn std::error::Error + Send + Sync>> = e.map_source(Box::from);
+    /// assert_eq!(boxed.to_string(), "disk");
+    /// ```
+    pub fn map_source<F>(self, f: impl FnOnce(E) -> F) -> ExecError<F> {
+        match self {
+            ExecError::InvalidOption(m) => ExecError::InvalidOption(m),
+            ExecError::ThreadPool(e) => ExecError::ThreadPool(e),
+            ExecError::Source(e) => ExecError::Source(f(e)),
+        }
+    }
+}
+
 /// Runs plans over one source (see the module docs).
 #[derive(Debug, Clone)]
 pub struct Executor<'s, S: ?Sized> {
