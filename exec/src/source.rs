@@ -7,7 +7,11 @@
 //!   the rectangle `scan.range`, `>= scan.from`, `< scan.until` — in strictly ascending
 //!   (PartitionKey, RowKey) order under the UTF-16 ordinal order
 //!   ([`tableq_model::order::compare_str`]; Rust's `str::cmp` differs for supplementary-plane
-//!   characters). [`Scan::contains`] is the reference for "in the scan".
+//!   characters). [`Scan::contains`] is the reference for "in the scan". The executor's
+//!   scans use the ranges of a [`KeySet`](tableq_planner::plan::KeySet): non-empty, with
+//!   canonical bounds; [`KeyInterval::start_key`](tableq_planner::plan::KeyInterval::start_key)
+//!   and [`end_key`](tableq_planner::plan::KeyInterval::end_key) give where an ordered store
+//!   seeks to and stops.
 //! * **Snapshots.** Every scan, split and get on one `&self` must observe one consistent
 //!   state of the table: an entity is seen entirely before or entirely after a concurrent
 //!   write, never half-written, and two scans of the same source value agree. The executor
