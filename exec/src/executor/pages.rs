@@ -5,6 +5,19 @@
 //! Resuming at a continuation with the same plan yields exactly the remaining results:
 //! entities before it are never revisited, so inserts and deletes between pages cannot
 //! cause a result to be skipped or repeated.
+//!
+//! ```
+//! use tableq_exec::{Executor, Key, MemorySource, PageOptions};
+//! use tableq_model::Entity;
+//! use tableq_planner::{plan::{KeyRange, KeySet, Plan}, predicate::Predicate};
+//! let table = MemorySource::from_entities((0..5).map(|i| Entity::new("p", format!("r{i}")))).unwrap();
+//! let snapshot = table.snapshot();
+//! let plan = Plan { ranges: KeySet::from(KeyRange::partition("p")), residual: Predicate::TRUE, select: None, top: None };
+//! let executor = Executor::new(&snapshot);
+//! let pages: Vec<_> = executor.pages(&plan, PageOptions::default().with_page_size(2)).collect::<Result<_, _>>().unwrap();
+//! let continuations: Vec<_> = pages.iter().map(|p| p.continuation.clone()).collect();
+//! assert_eq!(continuations, [Some(Key::new("p", "r2")), Some(Key::new("p", "r4")), None]);
+//! ```
 
 use super::{ExecError, Executor};
 use crate::key::{Key, Scan};

@@ -1,6 +1,27 @@
 //! Where a page's results go, wave by wave, in key order: [`Materialize`] builds owned
 //! [`ResultRow`]s (in parallel for large waves), [`Visit`] hands borrowed [`RowView`]s to a
 //! caller's closure on the calling thread (no allocation per row).
+//!
+//! ```
+//! use tableq_exec::{Executor, MemorySource, PageOptions};
+//! use tableq_model::{Entity, Value};
+//! use tableq_planner::{plan::{KeySet, Plan}, predicate::Predicate};
+//! let mut e = Entity::new("p", "r");
+//! e.set("A", Value::Int32(1));
+//! let table = MemorySource::from_entities([e]).unwrap();
+//! let snapshot = table.snapshot();
+//! let plan = Plan { ranges: KeySet::all(), residual: Predicate::TRUE, select: Some(vec!["A".into(), "B".into()]), top: None };
+//! let executor = Executor::new(&snapshot);
+//! // Owned rows (Materialize)…
+//! let page = executor.execute_page(&plan, None, &PageOptions::default()).unwrap();
+//! assert_eq!(page.rows[0].nulls().collect::<Vec<_>>(), ["B"]);
+//! // …or borrowed views handed to a closure (Visit): the same fields, nothing copied.
+//! let mut fields = Vec::new();
+//! executor.execute_page_with(&plan, None, &PageOptions::default(), |row| {
+//!     row.fields(&mut |name, value| fields.push((name.to_owned(), value.is_some())));
+//! }).unwrap();
+//! assert_eq!(fields, [("A".to_owned(), true), ("B".to_owned(), false)]);
+//! ```
 
 use super::Executor;
 use crate::result::{ResultRow, RowView};

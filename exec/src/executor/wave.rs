@@ -13,6 +13,22 @@
 //! out, or at the first source error) and reports where it stopped; [`absorb`] appends
 //! chunks in key order and finds where the page ends. A point range is answered by
 //! [`EntitySource::get`].
+//!
+//! ```
+//! use tableq_exec::{Executor, MemorySource, PageOptions, Tuning};
+//! use tableq_model::Entity;
+//! use tableq_planner::{plan::{KeySet, Plan}, predicate::Predicate};
+//! let table = MemorySource::from_entities((0..100).map(|i| Entity::new("p", format!("r{i:03}")))).unwrap();
+//! let snapshot = table.snapshot();
+//! // Tiny chunks, every wave on the pool: 100 rows in several chunks, merged in key order.
+//! let tuning = Tuning { initial_chunk_rows: 4, max_chunk_rows: 16, small_wave_rows: 0 };
+//! let executor = Executor::new(&snapshot).with_threads(2).unwrap().with_tuning(tuning);
+//! let plan = Plan { ranges: KeySet::all(), residual: Predicate::TRUE, select: None, top: None };
+//! let page = executor.execute_page(&plan, None, &PageOptions::unbounded()).unwrap();
+//! assert_eq!((page.rows.len(), page.continuation), (100, None));
+//! assert!(page.stats.chunks > 1);
+//! assert!(page.rows.windows(2).all(|w| w[0].key() < w[1].key()));
+//! ```
 
 use super::Executor;
 use super::options::{Budget, Tuning};
