@@ -13,6 +13,7 @@
 //!   engine;
 //! * [`Clock`] — Timestamps that strictly increase per entity;
 //! * [`MemoryBackend`] — the in-memory engine;
+//! * [`DurableBackend`] — the durable engine (redb, group commit; [`durable`]);
 //! * [`StoreError`] / [`BatchError`] — failures with the service's error codes.
 //!
 //! The data flows one way: a backend reads through `tableq-exec`'s `EntitySource` and
@@ -22,6 +23,7 @@
 
 pub mod backend;
 pub mod clock;
+pub mod durable;
 pub mod error;
 pub mod memory;
 pub mod op;
@@ -29,6 +31,7 @@ pub mod resolve;
 
 pub use backend::{Backend, QueryPage, ScanExplain, TableInfo};
 pub use clock::Clock;
+pub use durable::{DurableBackend, DurableOptions, DurableSnapshot, OpenError};
 pub use error::{BatchError, StoreError};
 pub use memory::MemoryBackend;
 pub use op::{IfMatch, WriteOp, Written};

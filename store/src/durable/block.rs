@@ -1,0 +1,740 @@
+//! The block layout: several consecutive rows of one partition in one redb value, in a byte
+//! layout that the executor reads in place (no `Entity` is built to evaluate a filter).
+//!
+//! ```text
+//! block   = format:u8  0:u8  pk_len:u16  rows:u32  pk  offsets:(rows + 1) × u32  row*
+//! row     = timestamp:i64  rk_len:u16  slots:u16  rk  slot*  data
+//! slot    = id_tag:u32  a:u32  b:u32
+//! ```
+//!
+//! All integers are little-endian. `offsets[i]` is where row `i` starts in the block and
+//! `offsets[rows]` is the block's length, so row `i` is `offsets[i]..offsets[i + 1]`. Rows
+//! are sorted by RowKey (UTF-16 order) and each RowKey appears once. A row is
+//! position-independent: the `a` of a string, binary or Guid slot is an offset from the
+//! row's first byte, so a write copies unchanged rows between blocks as bytes.
+//!
+//! A slot is one custom property: `id_tag` is the property's name number
+//! (`names.rs`) shifted left by 4, or'ed with the type tag; the slots of a row are sorted by
+//! number. Values: Int32 in `a`; Int64, Double (bit pattern), DateTime (ticks) in `b:a`
+//! (high:low); Boolean in `a` (0 or 1); String and Binary as (`a` offset, `b` length) into
+//! the row; Guid as (`a` offset, `b` = 16). The timestamp is the Timestamp's ticks,
+//! `i64::MIN` for none.
+//!
+//! Readers never trust the bytes: [`BlockView::parse`] checks the header and the offsets,
+//! [`RowRef::check`] a row (lengths, UTF-8 of keys and strings, tags, DateTime ranges, name
+//! numbers), and every accessor is bounds-checked with a neutral fallback (a checked block
+//! never takes it).
+//!
+//! ```text
+//! block of partition "p", rows "r1" (Age: Int32 7) and "r2" (no properties):
+//! 01 00 0100 02000000 70 | 13000000 2d000000 39000000 | <row r1: ts, 0200, 0100, "r1", slot(1<<4|5, 7, 0)> | <row r2>
+//! ```
+
+use super::keys::compare_utf8;
+use super::names::{MAX_NAME_ID, Names};
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use tableq_model::{DateTime, Entity, Property, ValueRef};
+use uuid::Uuid;
+
+/// The layout version in every block's first byte.
+pub(crate) const BLOCK_FORMAT: u8 = 1;
+
+const TAG_BINARY: u32 = 0;
+const TAG_BOOLEAN: u32 = 1;
+const TAG_DATETIME: u32 = 2;
+const TAG_DOUBLE: u32 = 3;
+const TAG_GUID: u32 = 4;
+const TAG_INT32: u32 = 5;
+const TAG_INT64: u32 = 6;
+const TAG_STRING: u32 = 7;
+const TAG_BITS: u32 = 4;
+const TAG_MASK: u32 = (1 << TAG_BITS) - 1;
+
+/// Timestamp marking "no Timestamp".
+const NO_TIMESTAMP: i64 = i64::MIN;
+/// Bytes of a block header before the PartitionKey.
+const BLOCK_HEAD: usize = 8;
+/// Bytes of a row header before the RowKey.
+const ROW_HEAD: usize = 12;
+/// Bytes of a slot.
+const SLOT: usize = 12;
+
+/// Why stored bytes are not a valid block or row.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("corrupt block: {0}")]
+pub(crate) struct Corrupt(pub(crate) &'static str);
+
+/// Why a row or block cannot be encoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum EncodeError {
+    /// A key, value or block exceeds the layout's integer widths.
+    #[error("{0} too large for the block layout")]
+    TooLarge(&'static str),
+    /// The table has used up its property-name numbers.
+    #[error("the table has used {} distinct property names, the most it can hold", MAX_NAME_ID as u64 + 1)]
+    TooManyNames,
+}
+
+#[inline]
+fn u16_at(b: &[u8], o: usize) -> u16 {
+    b.get(o..o + 2)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u16::from_le_bytes)
+}
+
+#[inline]
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    b.get(o..o + 4)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u32::from_le_bytes)
+}
+
+#[inline]
+fn i64_at(b: &[u8], o: usize) -> i64 {
+    b.get(o..o + 8)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, i64::from_le_bytes)
+}
+
+#[inline]
+fn wide(a: u32, b: u32) -> u64 {
+    u64::from(a) | (u64::from(b) << 32)
+}
+
+/// A parsed (header-checked) block borrowed from its bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BlockView<'b> {
+    bytes: &'b [u8],
+    pk: &'b str,
+    rows: usize,
+    /// Offset of the row-offset array.
+    dir: usize,
+}
+
+impl<'b> BlockView<'b> {
+    /// Checks the header and the row offsets (not the rows: see [`RowRef::check`]).
+    pub(crate) fn parse(bytes: &'b [u8]) -> Result<BlockView<'b>, Corrupt> {
+        if bytes.len() < BLOCK_HEAD || bytes[0] != BLOCK_FORMAT {
+            return Err(Corrupt("unknown block format"));
+        }
+        let pk_len = usize::from(u16_at(bytes, 2));
+        let rows = u32_at(bytes, 4) as usize;
+        let pk = bytes
+            .get(BLOCK_HEAD..BLOCK_HEAD + pk_len)
+            .ok_or(Corrupt("PartitionKey past the end"))?;
+        let pk = std::str::from_utf8(pk).map_err(|_| Corrupt("PartitionKey is not UTF-8"))?;
+        let dir = BLOCK_HEAD + pk_len;
+        let dir_end = rows
+            .checked_add(1)
+            .and_then(|n| n.checked_mul(4))
+            .and_then(|n| n.checked_add(dir))
+            .filter(|&end| end <= bytes.len())
+            .ok_or(Corrupt("row offsets past the end"))?;
+        if rows == 0 {
+            return Err(Corrupt("empty block"));
+        }
+        let view = BlockView {
+            bytes,
+            pk,
+            rows,
+            dir,
+        };
+        let mut prev = dir_end;
+        for i in 0..=rows {
+            let at = view.offset(i);
+            let min = if i == 0 { prev } else { prev + ROW_HEAD };
+            if at < min || at > bytes.len() {
+                return Err(Corrupt("row offsets out of order"));
+            }
+            prev = at;
+        }
+        if view.offset(rows) != bytes.len() {
+            return Err(Corrupt("block length does not match its rows"));
+        }
+        Ok(view)
+    }
+
+    /// A view of a block whose header [`parse`](BlockView::parse) accepted before, with the
+    /// PartitionKey and row count it returned (no check is repeated).
+    #[inline]
+    pub(crate) fn from_checked(bytes: &'b [u8], pk: &'b str, rows: usize) -> BlockView<'b> {
+        BlockView {
+            bytes,
+            pk,
+            rows,
+            dir: BLOCK_HEAD + pk.len(),
+        }
+    }
+
+    #[inline]
+    fn offset(&self, i: usize) -> usize {
+        u32_at(self.bytes, self.dir + 4 * i) as usize
+    }
+
+    /// The number of rows (at least 1).
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// The PartitionKey of every row.
+    #[inline]
+    pub(crate) fn partition_key(&self) -> &'b str {
+        self.pk
+    }
+
+    /// Row `i` (`i < len()`), as the byte range it occupies and a view.
+    #[inline]
+    pub(crate) fn span(&self, i: usize) -> (u32, u32) {
+        (self.offset(i) as u32, self.offset(i + 1) as u32)
+    }
+
+    /// Row `i`.
+    #[inline]
+    pub(crate) fn row(&self, i: usize) -> RowRef<'b> {
+        let (start, end) = self.span(i);
+        RowRef(
+            self.bytes
+                .get(start as usize..end as usize)
+                .unwrap_or_default(),
+        )
+    }
+
+    /// The RowKey of row `i` as bytes (UTF-8 once the row is checked).
+    #[inline]
+    pub(crate) fn row_key_bytes(&self, i: usize) -> &'b [u8] {
+        self.row(i).row_key_bytes()
+    }
+
+    /// The first row whose RowKey is `>= rk` (or `> rk` when `after`).
+    pub(crate) fn lower_bound(&self, rk: &[u8], after: bool) -> usize {
+        let (mut lo, mut hi) = (0, self.rows);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let below = match compare_utf8(self.row_key_bytes(mid), rk) {
+                Ordering::Less => true,
+                Ordering::Equal => after,
+                Ordering::Greater => false,
+            };
+            if below {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The row with exactly this RowKey.
+    pub(crate) fn find(&self, rk: &str) -> Option<usize> {
+        let i = self.lower_bound(rk.as_bytes(), false);
+        (i < self.rows && self.row_key_bytes(i) == rk.as_bytes()).then_some(i)
+    }
+
+    /// Checks every row (see [`RowRef::check`]) and that RowKeys strictly increase.
+    pub(crate) fn check_rows(&self, names: usize) -> Result<(), Corrupt> {
+        let mut prev: Option<&[u8]> = None;
+        for i in 0..self.rows {
+            let row = self.row(i);
+            row.check(names)?;
+            let rk = row.row_key_bytes();
+            if prev.is_some_and(|p| compare_utf8(p, rk) != Ordering::Less) {
+                return Err(Corrupt("RowKeys out of order"));
+            }
+            prev = Some(rk);
+        }
+        Ok(())
+    }
+}
+
+/// One row of a block (see the module docs), borrowed from the block's bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowRef<'b>(pub(crate) &'b [u8]);
+
+impl<'b> RowRef<'b> {
+    /// The row's bytes (what a rewrite copies).
+    #[inline]
+    pub(crate) fn bytes(&self) -> &'b [u8] {
+        self.0
+    }
+
+    #[inline]
+    fn rk_len(&self) -> usize {
+        usize::from(u16_at(self.0, 8))
+    }
+
+    #[inline]
+    fn slot_count(&self) -> usize {
+        usize::from(u16_at(self.0, 10))
+    }
+
+    #[inline]
+    fn slots_at(&self) -> usize {
+        ROW_HEAD + self.rk_len()
+    }
+
+    /// The RowKey's bytes.
+    #[inline]
+    pub(crate) fn row_key_bytes(&self) -> &'b [u8] {
+        self.0
+            .get(ROW_HEAD..ROW_HEAD + self.rk_len())
+            .unwrap_or_default()
+    }
+
+    /// The RowKey.
+    #[inline]
+    pub(crate) fn row_key(&self) -> &'b str {
+        std::str::from_utf8(self.row_key_bytes()).unwrap_or_default()
+    }
+
+    /// The Timestamp.
+    #[inline]
+    pub(crate) fn timestamp(&self) -> Option<DateTime> {
+        match i64_at(self.0, 0) {
+            NO_TIMESTAMP => None,
+            t => DateTime::from_ticks(t),
+        }
+    }
+
+    #[inline]
+    fn slot(&self, k: usize) -> (u32, u32, u32) {
+        let o = self.slots_at() + SLOT * k;
+        (
+            u32_at(self.0, o),
+            u32_at(self.0, o + 4),
+            u32_at(self.0, o + 8),
+        )
+    }
+
+    #[inline]
+    fn decode(&self, id_tag: u32, a: u32, b: u32) -> ValueRef<'b> {
+        let range = a as usize..a as usize + b as usize;
+        match id_tag & TAG_MASK {
+            TAG_STRING => ValueRef::String(
+                self.0
+                    .get(range)
+                    .and_then(|s| std::str::from_utf8(s).ok())
+                    .unwrap_or_default(),
+            ),
+            TAG_INT32 => ValueRef::Int32(a as i32),
+            TAG_INT64 => ValueRef::Int64(wide(a, b) as i64),
+            TAG_DOUBLE => ValueRef::Double(f64::from_bits(wide(a, b))),
+            TAG_BOOLEAN => ValueRef::Boolean(a != 0),
+            TAG_DATETIME => {
+                ValueRef::DateTime(DateTime::from_ticks(wide(a, b) as i64).unwrap_or(DateTime::MIN))
+            }
+            TAG_GUID => ValueRef::Guid(
+                self.0
+                    .get(range)
+                    .and_then(|s| <[u8; 16]>::try_from(s).ok())
+                    .map_or(Uuid::nil(), Uuid::from_bytes),
+            ),
+            _ => ValueRef::Binary(self.0.get(range).unwrap_or_default()),
+        }
+    }
+
+    /// The value of the property with name number `id`.
+    #[inline]
+    pub(crate) fn value(&self, id: u32) -> Option<ValueRef<'b>> {
+        let (base, count) = (self.slots_at(), self.slot_count());
+        for k in 0..count {
+            let id_tag = u32_at(self.0, base + SLOT * k);
+            match (id_tag >> TAG_BITS).cmp(&id) {
+                Ordering::Less => {}
+                Ordering::Equal => {
+                    let (_, a, b) = self.slot(k);
+                    return Some(self.decode(id_tag, a, b));
+                }
+                Ordering::Greater => return None,
+            }
+        }
+        None
+    }
+
+    /// Calls `f` with every property (name number, value), in number order.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(u32, ValueRef<'b>)) {
+        for k in 0..self.slot_count() {
+            let (id_tag, a, b) = self.slot(k);
+            f(id_tag >> TAG_BITS, self.decode(id_tag, a, b));
+        }
+    }
+
+    /// The row as an owned entity of partition `pk`.
+    pub(crate) fn to_entity(self, pk: &str, names: &Names) -> Entity {
+        let mut props = Vec::with_capacity(self.slot_count());
+        self.for_each(|id, v| {
+            props.push(Property {
+                name: names.name(id).to_owned(),
+                value: v.to_owned(),
+            })
+        });
+        Entity::with_properties(pk, self.row_key(), self.timestamp(), props)
+    }
+
+    /// Calls `f` with every property, ordered by name (byte order, as `Entity` keeps them).
+    pub(crate) fn for_each_by_name(&self, names: &Names, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
+        let mut props: Vec<(&str, ValueRef<'b>)> = Vec::with_capacity(self.slot_count());
+        self.for_each(|id, v| props.push((names.name(id), v)));
+        if !props.is_sorted_by(|a, b| a.0 < b.0) {
+            props.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        }
+        for (n, v) in props {
+            f(n, v);
+        }
+    }
+
+    /// Checks the row: lengths, UTF-8 RowKey and strings, known tags, valid DateTimes,
+    /// Booleans 0/1, name numbers below `names` and strictly increasing.
+    pub(crate) fn check(&self, names: usize) -> Result<(), Corrupt> {
+        let len = self.0.len();
+        if len < ROW_HEAD {
+            return Err(Corrupt("row shorter than its header"));
+        }
+        let data = self
+            .slot_count()
+            .checked_mul(SLOT)
+            .map(|s| s + self.slots_at())
+            .filter(|&d| d <= len)
+            .ok_or(Corrupt("row slots past the row's end"))?;
+        std::str::from_utf8(self.row_key_bytes()).map_err(|_| Corrupt("RowKey is not UTF-8"))?;
+        let ts = i64_at(self.0, 0);
+        if ts != NO_TIMESTAMP && DateTime::from_ticks(ts).is_none() {
+            return Err(Corrupt("Timestamp out of range"));
+        }
+        let mut prev: Option<u32> = None;
+        for k in 0..self.slot_count() {
+            let (id_tag, a, b) = self.slot(k);
+            let id = id_tag >> TAG_BITS;
+            if prev.is_some_and(|p| p >= id) || id as usize >= names {
+                return Err(Corrupt("property numbers out of order or unknown"));
+            }
+            prev = Some(id);
+            let range = a as usize..a as usize + b as usize;
+            let in_data = range.start >= data && range.end <= len;
+            let ok = match id_tag & TAG_MASK {
+                TAG_STRING => in_data && std::str::from_utf8(&self.0[range]).is_ok(),
+                TAG_BINARY => in_data,
+                TAG_GUID => in_data && b == 16,
+                TAG_INT32 => b == 0,
+                TAG_INT64 | TAG_DOUBLE => true,
+                TAG_BOOLEAN => a <= 1 && b == 0,
+                TAG_DATETIME => DateTime::from_ticks(wide(a, b) as i64).is_some(),
+                _ => false,
+            };
+            if !ok {
+                return Err(Corrupt("invalid property value"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Encodes an entity as a row, numbering its property names with `intern` (which adds
+/// unknown names).
+pub(crate) fn encode_row(
+    entity: &Entity,
+    intern: &mut dyn FnMut(&str) -> Result<u32, EncodeError>,
+) -> Result<Vec<u8>, EncodeError> {
+    let rk = entity.row_key().as_bytes();
+    let rk_len = u16::try_from(rk.len()).map_err(|_| EncodeError::TooLarge("RowKey"))?;
+    let count = entity.properties().len();
+    let slot_count = u16::try_from(count).map_err(|_| EncodeError::TooLarge("property count"))?;
+    let mut props: Vec<(u32, ValueRef<'_>)> = Vec::with_capacity(count);
+    for p in entity.properties() {
+        props.push((intern(&p.name)?, p.value.as_ref()));
+    }
+    props.sort_unstable_by_key(|(id, _)| *id);
+    let data_start = ROW_HEAD + rk.len() + SLOT * count;
+    let mut out = Vec::with_capacity(data_start + 16 * count);
+    let ts = entity.timestamp().map_or(NO_TIMESTAMP, DateTime::ticks);
+    out.extend_from_slice(&ts.to_le_bytes());
+    out.extend_from_slice(&rk_len.to_le_bytes());
+    out.extend_from_slice(&slot_count.to_le_bytes());
+    out.extend_from_slice(rk);
+    out.resize(data_start, 0);
+    let split = |v: u64| (v as u32, (v >> 32) as u32);
+    for (k, (id, value)) in props.into_iter().enumerate() {
+        let mut data = |bytes: &[u8]| -> Result<(u32, u32), EncodeError> {
+            let at = u32::try_from(out.len()).map_err(|_| EncodeError::TooLarge("entity"))?;
+            let len = u32::try_from(bytes.len()).map_err(|_| EncodeError::TooLarge("value"))?;
+            out.extend_from_slice(bytes);
+            Ok((at, len))
+        };
+        let (tag, a, b) = match value {
+            ValueRef::String(s) => {
+                let (a, b) = data(s.as_bytes())?;
+                (TAG_STRING, a, b)
+            }
+            ValueRef::Binary(bytes) => {
+                let (a, b) = data(bytes)?;
+                (TAG_BINARY, a, b)
+            }
+            ValueRef::Guid(g) => {
+                let (a, b) = data(g.as_bytes())?;
+                (TAG_GUID, a, b)
+            }
+            ValueRef::Int32(i) => (TAG_INT32, i as u32, 0),
+            ValueRef::Int64(i) => {
+                let (a, b) = split(i as u64);
+                (TAG_INT64, a, b)
+            }
+            ValueRef::Double(d) => {
+                let (a, b) = split(d.to_bits());
+                (TAG_DOUBLE, a, b)
+            }
+            ValueRef::Boolean(v) => (TAG_BOOLEAN, u32::from(v), 0),
+            ValueRef::DateTime(t) => {
+                let (a, b) = split(t.ticks() as u64);
+                (TAG_DATETIME, a, b)
+            }
+        };
+        if id > MAX_NAME_ID {
+            return Err(EncodeError::TooManyNames);
+        }
+        let o = ROW_HEAD + rk.len() + SLOT * k;
+        out[o..o + 4].copy_from_slice(&((id << TAG_BITS) | tag).to_le_bytes());
+        out[o + 4..o + 8].copy_from_slice(&a.to_le_bytes());
+        out[o + 8..o + 12].copy_from_slice(&b.to_le_bytes());
+    }
+    u32::try_from(out.len()).map_err(|_| EncodeError::TooLarge("entity"))?;
+    Ok(out)
+}
+
+/// Builds a block of partition `pk` from rows sorted by RowKey.
+pub(crate) fn build_block(pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, EncodeError> {
+    let pk_len = u16::try_from(pk.len()).map_err(|_| EncodeError::TooLarge("PartitionKey"))?;
+    let count = u32::try_from(rows.len()).map_err(|_| EncodeError::TooLarge("block"))?;
+    let dir = BLOCK_HEAD + pk.len();
+    let first_row = dir + 4 * (rows.len() + 1);
+    let total = first_row + rows.iter().map(|r| r.len()).sum::<usize>();
+    u32::try_from(total).map_err(|_| EncodeError::TooLarge("block"))?;
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(&[BLOCK_FORMAT, 0]);
+    out.extend_from_slice(&pk_len.to_le_bytes());
+    out.extend_from_slice(&count.to_le_bytes());
+    out.extend_from_slice(pk.as_bytes());
+    let mut at = first_row;
+    for r in rows {
+        out.extend_from_slice(&(at as u32).to_le_bytes());
+        at += r.len();
+    }
+    out.extend_from_slice(&(at as u32).to_le_bytes());
+    for r in rows {
+        out.extend_from_slice(r);
+    }
+    Ok(out)
+}
+
+/// The size of one row's share of a block (its bytes and its offset).
+pub(crate) fn row_share(row: &[u8]) -> usize {
+    row.len() + 4
+}
+
+/// The fixed bytes of a block of partition `pk` (header and end offset).
+pub(crate) fn block_overhead(pk: &str) -> usize {
+    BLOCK_HEAD + pk.len() + 4
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use tableq_model::Value;
+
+    /// Encodes entities with one shared name table.
+    fn encode_all(entities: &[Entity], names: &mut Names) -> Vec<Vec<u8>> {
+        entities
+            .iter()
+            .map(|e| {
+                encode_row(e, &mut |n| match names.id(n) {
+                    Some(id) => Ok(id),
+                    None => names.push(n).ok_or(EncodeError::TooManyNames),
+                })
+                .unwrap()
+            })
+            .collect()
+    }
+
+    fn block_of(pk: &str, entities: &[Entity], names: &mut Names) -> Vec<u8> {
+        let rows: Vec<Cow<'_, [u8]>> = encode_all(entities, names)
+            .into_iter()
+            .map(Cow::Owned)
+            .collect();
+        build_block(pk, &rows).unwrap()
+    }
+
+    fn all_types() -> Entity {
+        let mut e = Entity::new("p\u{1F600}", "r\u{E000}");
+        e.set_timestamp(DateTime::from_ticks(639_028_224_000_000_001));
+        e.set("Bin", Value::Binary(vec![0, 255, 7]));
+        e.set("BinEmpty", Value::Binary(vec![]));
+        e.set("BoolF", Value::Boolean(false));
+        e.set("BoolT", Value::Boolean(true));
+        e.set("DtMax", Value::DateTime(DateTime::MAX));
+        e.set("DtMin", Value::DateTime(DateTime::MIN));
+        e.set("DNaN", Value::Double(f64::from_bits(0x7FF8_0000_0000_0123)));
+        e.set("DNegZero", Value::Double(-0.0));
+        e.set("DInf", Value::Double(f64::NEG_INFINITY));
+        e.set(
+            "Guid",
+            Value::Guid(Uuid::from_u128(0x0123_4567_89ab_cdef_0011_2233_4455_6677)),
+        );
+        e.set("I32", Value::Int32(i32::MIN));
+        e.set("I64", Value::Int64(i64::MAX));
+        e.set("Str", Value::String("it's \u{1F600} \0 \"x\"".into()));
+        e.set("StrEmpty", Value::String(String::new()));
+        e
+    }
+
+    fn bits(e: &Entity) -> Vec<(String, String)> {
+        // Doubles by bit pattern (NaN payloads, -0.0), everything else by Debug.
+        e.properties()
+            .iter()
+            .map(|p| {
+                let v = match &p.value {
+                    Value::Double(d) => format!("{:#x}", d.to_bits()),
+                    v => format!("{v:?}"),
+                };
+                (p.name.clone(), v)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_edm_type_round_trips_bit_exactly() {
+        let mut names = Names::default();
+        let e = all_types();
+        let bytes = block_of(e.partition_key(), std::slice::from_ref(&e), &mut names);
+        let view = BlockView::parse(&bytes).unwrap();
+        view.check_rows(names.len()).unwrap();
+        assert_eq!((view.len(), view.partition_key()), (1, "p\u{1F600}"));
+        let back = view.row(0).to_entity(view.partition_key(), &names);
+        // (`Entity`'s `==` says NaN != NaN: compare Doubles by bit pattern.)
+        assert_eq!(bits(&back), bits(&e));
+        assert_eq!(
+            (back.partition_key(), back.row_key()),
+            (e.partition_key(), e.row_key())
+        );
+        assert_eq!(back.timestamp(), e.timestamp());
+        // In-place reads agree with the owned entity.
+        let row = view.row(0);
+        for p in e.properties() {
+            let got = row.value(names.id(&p.name).unwrap()).unwrap();
+            assert_eq!(
+                got.total_cmp(&p.value.as_ref()),
+                Ordering::Equal,
+                "{}",
+                p.name
+            );
+        }
+        assert!(row.value(names.len() as u32 + 5).is_none());
+        let mut seen = Vec::new();
+        row.for_each_by_name(&names, &mut |n, _| seen.push(n.to_owned()));
+        let expected: Vec<String> = e.properties().iter().map(|p| p.name.clone()).collect();
+        assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn keys_without_timestamp_empty_and_large_entities() {
+        let mut names = Names::default();
+        let empty = Entity::new("", "");
+        let mut big = Entity::new("p", "big");
+        for i in 0..16 {
+            big.set(format!("S{i:02}"), Value::String("é".repeat(16 * 1024)));
+        }
+        big.set("B", Value::Binary(vec![9; 64 * 1024]));
+        let bytes = block_of("", std::slice::from_ref(&empty), &mut names);
+        let view = BlockView::parse(&bytes).unwrap();
+        view.check_rows(names.len()).unwrap();
+        assert_eq!(view.row(0).to_entity("", &names), empty);
+        assert_eq!(view.row(0).timestamp(), None);
+        let bytes = block_of("p", std::slice::from_ref(&big), &mut names);
+        assert!(bytes.len() > 570 * 1024);
+        let view = BlockView::parse(&bytes).unwrap();
+        view.check_rows(names.len()).unwrap();
+        assert_eq!(view.row(0).to_entity("p", &names), big);
+    }
+
+    #[test]
+    fn lookups_follow_utf16_order() {
+        let mut names = Names::default();
+        let keys = ["", "a", "b\u{10000}", "b\u{E000}", "c"];
+        let entities: Vec<Entity> = keys.iter().map(|k| Entity::new("p", *k)).collect();
+        let bytes = block_of("p", &entities, &mut names);
+        let view = BlockView::parse(&bytes).unwrap();
+        view.check_rows(0).unwrap();
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(view.find(k), Some(i));
+            assert_eq!(view.lower_bound(k.as_bytes(), true), i + 1);
+        }
+        assert_eq!(view.find("b"), None);
+        assert_eq!(view.lower_bound(b"b", false), 2);
+        assert_eq!(view.lower_bound("\u{FFFF}".as_bytes(), false), 5);
+    }
+
+    #[test]
+    fn rows_out_of_order_are_rejected() {
+        let mut names = Names::default();
+        let entities = [Entity::new("p", "b"), Entity::new("p", "a")];
+        let bytes = block_of("p", &entities, &mut names);
+        let view = BlockView::parse(&bytes).unwrap();
+        assert!(view.check_rows(0).is_err());
+    }
+
+    #[test]
+    fn unknown_name_numbers_are_rejected() {
+        let mut names = Names::default();
+        let mut e = Entity::new("p", "r");
+        e.set("A", Value::Int32(1));
+        let bytes = block_of("p", &[e], &mut names);
+        let view = BlockView::parse(&bytes).unwrap();
+        assert!(view.check_rows(1).is_ok());
+        assert!(view.check_rows(0).is_err());
+    }
+
+    proptest! {
+        /// Garbage never panics: parsing and checking either fail or yield a readable block.
+        #[test]
+        fn garbage_is_rejected_or_readable(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            if let Ok(view) = BlockView::parse(&bytes) {
+                let names = Names::default();
+                let _ = view.check_rows(8);
+                for i in 0..view.len() {
+                    let row = view.row(i);
+                    let _ = (row.row_key(), row.timestamp(), row.value(0));
+                    let _ = row.to_entity(view.partition_key(), &names);
+                    let _ = view.find("a");
+                }
+            }
+        }
+
+        /// Flipping any byte of a valid block is caught or harmless (never a panic).
+        #[test]
+        fn corruption_is_caught_or_harmless(at in any::<prop::sample::Index>(), to in any::<u8>()) {
+            let mut names = Names::default();
+            let mut bytes = block_of("p", &[all_types(), Entity::new("p", "zz")], &mut names);
+            let i = at.index(bytes.len());
+            bytes[i] = to;
+            if let Ok(view) = BlockView::parse(&bytes)
+                && view.check_rows(names.len()).is_ok()
+            {
+                for i in 0..view.len() {
+                    let _ = view.row(i).to_entity("p", &names);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_headers_are_reported() {
+        assert!(BlockView::parse(&[]).is_err());
+        assert!(BlockView::parse(&[2, 0, 0, 0, 0, 0, 0, 0]).is_err());
+        // Zero rows.
+        assert!(BlockView::parse(&[1, 0, 0, 0, 0, 0, 0, 0, 12, 0, 0, 0]).is_err());
+        let mut names = Names::default();
+        let mut bytes = block_of("p", &[Entity::new("p", "r")], &mut names);
+        bytes.push(0);
+        assert!(BlockView::parse(&bytes).is_err(), "length mismatch");
+    }
+}
