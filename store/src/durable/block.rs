@@ -115,6 +115,25 @@ pub(crate) struct BlockView<'b> {
 impl<'b> BlockView<'b> {
     /// Checks the header and the row offsets (not the rows: see [`RowRef::check`]).
     pub(crate) fn parse(bytes: &'b [u8]) -> Result<BlockView<'b>, Corrupt> {
+        let view = BlockView::parse_header(bytes)?;
+        let mut prev = view.dir + 4 * (view.rows + 1);
+        for i in 0..=view.rows {
+            let at = view.offset(i);
+            let min = if i == 0 { prev } else { prev + ROW_HEAD };
+            if at < min || at > bytes.len() {
+                return Err(Corrupt("row offsets out of order"));
+            }
+            prev = at;
+        }
+        if prev != bytes.len() {
+            return Err(Corrupt("block length does not match its rows"));
+        }
+        Ok(view)
+    }
+
+    /// Checks the header only (format, PartitionKey, that the row offsets fit): what
+    /// splitting a scan needs, in constant time.
+    pub(crate) fn parse_header(bytes: &'b [u8]) -> Result<BlockView<'b>, Corrupt> {
         if bytes.len() < BLOCK_HEAD || bytes[0] != BLOCK_FORMAT {
             return Err(Corrupt("unknown block format"));
         }
@@ -125,8 +144,7 @@ impl<'b> BlockView<'b> {
             .ok_or(Corrupt("PartitionKey past the end"))?;
         let pk = std::str::from_utf8(pk).map_err(|_| Corrupt("PartitionKey is not UTF-8"))?;
         let dir = BLOCK_HEAD + pk_len;
-        let dir_end = rows
-            .checked_add(1)
+        rows.checked_add(1)
             .and_then(|n| n.checked_mul(4))
             .and_then(|n| n.checked_add(dir))
             .filter(|&end| end <= bytes.len())
@@ -134,25 +152,12 @@ impl<'b> BlockView<'b> {
         if rows == 0 {
             return Err(Corrupt("empty block"));
         }
-        let view = BlockView {
+        Ok(BlockView {
             bytes,
             pk,
             rows,
             dir,
-        };
-        let mut prev = dir_end;
-        for i in 0..=rows {
-            let at = view.offset(i);
-            let min = if i == 0 { prev } else { prev + ROW_HEAD };
-            if at < min || at > bytes.len() {
-                return Err(Corrupt("row offsets out of order"));
-            }
-            prev = at;
-        }
-        if view.offset(rows) != bytes.len() {
-            return Err(Corrupt("block length does not match its rows"));
-        }
-        Ok(view)
+        })
     }
 
     /// A view of a block whose header [`parse`](BlockView::parse) accepted before, with the
@@ -249,6 +254,10 @@ impl<'b> BlockView<'b> {
 }
 
 /// One row of a block (see the module docs), borrowed from the block's bytes.
+///
+/// The accessors check what they read and report damage as [`Corrupt`] (a slot table or
+/// value past the row's end, a string that is not UTF-8, an unknown tag, a DateTime out of
+/// range, name numbers out of order): a scan pays only for the values it reads.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct RowRef<'b>(pub(crate) &'b [u8]);
 
@@ -269,12 +278,8 @@ impl<'b> RowRef<'b> {
         usize::from(u16_at(self.0, 10))
     }
 
-    #[inline]
-    fn slots_at(&self) -> usize {
-        ROW_HEAD + self.rk_len()
-    }
-
-    /// The RowKey's bytes.
+    /// The RowKey's bytes, unchecked (empty if they lie past the row's end): for
+    /// comparisons, where damage can only misplace a row.
     #[inline]
     pub(crate) fn row_key_bytes(&self) -> &'b [u8] {
         self.0
@@ -284,147 +289,152 @@ impl<'b> RowRef<'b> {
 
     /// The RowKey.
     #[inline]
-    pub(crate) fn row_key(&self) -> &'b str {
-        std::str::from_utf8(self.row_key_bytes()).unwrap_or_default()
+    pub(crate) fn row_key(&self) -> Result<&'b str, Corrupt> {
+        let bytes = self
+            .0
+            .get(ROW_HEAD..ROW_HEAD + self.rk_len())
+            .ok_or(Corrupt("RowKey past the row's end"))?;
+        std::str::from_utf8(bytes).map_err(|_| Corrupt("RowKey is not UTF-8"))
     }
 
     /// The Timestamp.
     #[inline]
-    pub(crate) fn timestamp(&self) -> Option<DateTime> {
+    pub(crate) fn timestamp(&self) -> Result<Option<DateTime>, Corrupt> {
+        if self.0.len() < ROW_HEAD {
+            return Err(Corrupt("row shorter than its header"));
+        }
         match i64_at(self.0, 0) {
-            NO_TIMESTAMP => None,
-            t => DateTime::from_ticks(t),
+            NO_TIMESTAMP => Ok(None),
+            t => DateTime::from_ticks(t)
+                .map(Some)
+                .ok_or(Corrupt("Timestamp out of range")),
         }
     }
 
+    /// The slot table.
     #[inline]
-    fn slot(&self, k: usize) -> (u32, u32, u32) {
-        let o = self.slots_at() + SLOT * k;
-        (
-            u32_at(self.0, o),
-            u32_at(self.0, o + 4),
-            u32_at(self.0, o + 8),
-        )
+    fn slots(&self) -> Result<&'b [u8], Corrupt> {
+        let start = ROW_HEAD + self.rk_len();
+        self.0
+            .get(start..start + SLOT * self.slot_count())
+            .ok_or(Corrupt("slot table past the row's end"))
     }
 
     #[inline]
-    fn decode(&self, id_tag: u32, a: u32, b: u32) -> ValueRef<'b> {
+    fn decode(&self, id_tag: u32, a: u32, b: u32) -> Result<ValueRef<'b>, Corrupt> {
         let range = a as usize..a as usize + b as usize;
-        match id_tag & TAG_MASK {
+        let bytes = || {
+            self.0
+                .get(range.clone())
+                .ok_or(Corrupt("value past the row's end"))
+        };
+        Ok(match id_tag & TAG_MASK {
             TAG_STRING => ValueRef::String(
-                self.0
-                    .get(range)
-                    .and_then(|s| std::str::from_utf8(s).ok())
-                    .unwrap_or_default(),
+                std::str::from_utf8(bytes()?).map_err(|_| Corrupt("string is not UTF-8"))?,
             ),
             TAG_INT32 => ValueRef::Int32(a as i32),
             TAG_INT64 => ValueRef::Int64(wide(a, b) as i64),
             TAG_DOUBLE => ValueRef::Double(f64::from_bits(wide(a, b))),
-            TAG_BOOLEAN => ValueRef::Boolean(a != 0),
-            TAG_DATETIME => {
-                ValueRef::DateTime(DateTime::from_ticks(wide(a, b) as i64).unwrap_or(DateTime::MIN))
-            }
-            TAG_GUID => ValueRef::Guid(
-                self.0
-                    .get(range)
-                    .and_then(|s| <[u8; 16]>::try_from(s).ok())
-                    .map_or(Uuid::nil(), Uuid::from_bytes),
+            TAG_BOOLEAN if a <= 1 => ValueRef::Boolean(a == 1),
+            TAG_DATETIME => ValueRef::DateTime(
+                DateTime::from_ticks(wide(a, b) as i64).ok_or(Corrupt("DateTime out of range"))?,
             ),
-            _ => ValueRef::Binary(self.0.get(range).unwrap_or_default()),
-        }
+            TAG_GUID => ValueRef::Guid(Uuid::from_bytes(
+                <[u8; 16]>::try_from(bytes()?).map_err(|_| Corrupt("Guid is not 16 bytes"))?,
+            )),
+            TAG_BINARY => ValueRef::Binary(bytes()?),
+            _ => return Err(Corrupt("unknown value tag")),
+        })
     }
 
     /// The value of the property with name number `id`.
     #[inline]
-    pub(crate) fn value(&self, id: u32) -> Option<ValueRef<'b>> {
-        let (base, count) = (self.slots_at(), self.slot_count());
-        for k in 0..count {
-            let id_tag = u32_at(self.0, base + SLOT * k);
+    pub(crate) fn value(&self, id: u32) -> Result<Option<ValueRef<'b>>, Corrupt> {
+        for slot in self.slots()?.chunks_exact(SLOT) {
+            let id_tag = u32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
             match (id_tag >> TAG_BITS).cmp(&id) {
                 Ordering::Less => {}
                 Ordering::Equal => {
-                    let (_, a, b) = self.slot(k);
-                    return Some(self.decode(id_tag, a, b));
+                    let a = u32::from_le_bytes([slot[4], slot[5], slot[6], slot[7]]);
+                    let b = u32::from_le_bytes([slot[8], slot[9], slot[10], slot[11]]);
+                    return self.decode(id_tag, a, b).map(Some);
                 }
-                Ordering::Greater => return None,
+                Ordering::Greater => return Ok(None),
             }
         }
-        None
+        Ok(None)
     }
 
     /// Calls `f` with every property (name number, value), in number order.
-    pub(crate) fn for_each(&self, mut f: impl FnMut(u32, ValueRef<'b>)) {
-        for k in 0..self.slot_count() {
-            let (id_tag, a, b) = self.slot(k);
-            f(id_tag >> TAG_BITS, self.decode(id_tag, a, b));
+    pub(crate) fn for_each(&self, mut f: impl FnMut(u32, ValueRef<'b>)) -> Result<(), Corrupt> {
+        let mut prev: Option<u32> = None;
+        for slot in self.slots()?.chunks_exact(SLOT) {
+            let id_tag = u32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
+            let a = u32::from_le_bytes([slot[4], slot[5], slot[6], slot[7]]);
+            let b = u32::from_le_bytes([slot[8], slot[9], slot[10], slot[11]]);
+            let id = id_tag >> TAG_BITS;
+            if prev.is_some_and(|p| p >= id) {
+                return Err(Corrupt("property numbers out of order"));
+            }
+            prev = Some(id);
+            f(id, self.decode(id_tag, a, b)?);
         }
+        Ok(())
     }
 
-    /// The row as an owned entity of partition `pk`.
-    pub(crate) fn to_entity(self, pk: &str, names: &Names) -> Entity {
-        let mut props = Vec::with_capacity(self.slot_count());
-        self.for_each(|id, v| {
-            props.push(Property {
-                name: names.name(id).to_owned(),
-                value: v.to_owned(),
-            })
-        });
-        Entity::with_properties(pk, self.row_key(), self.timestamp(), props)
-    }
-
-    /// Calls `f` with every property, ordered by name (byte order, as `Entity` keeps them).
-    pub(crate) fn for_each_by_name(&self, names: &Names, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
+    /// The properties as (name, value), ordered by name (byte order, as `Entity` keeps
+    /// them); every number must be one of `names`.
+    fn named(&self, names: &'b Names) -> Result<Vec<(&'b str, ValueRef<'b>)>, Corrupt> {
         let mut props: Vec<(&str, ValueRef<'b>)> = Vec::with_capacity(self.slot_count());
-        self.for_each(|id, v| props.push((names.name(id), v)));
+        let mut unknown = false;
+        self.for_each(|id, v| {
+            unknown |= id as usize >= names.len();
+            props.push((names.name(id), v));
+        })?;
+        if unknown {
+            return Err(Corrupt("unknown property number"));
+        }
         if !props.is_sorted_by(|a, b| a.0 < b.0) {
             props.sort_unstable_by(|a, b| a.0.cmp(b.0));
         }
-        for (n, v) in props {
-            f(n, v);
-        }
+        Ok(props)
     }
 
-    /// Checks the row: lengths, UTF-8 RowKey and strings, known tags, valid DateTimes,
-    /// Booleans 0/1, name numbers below `names` and strictly increasing.
+    /// The row as an owned entity of partition `pk`.
+    pub(crate) fn to_entity(self, pk: &str, names: &Names) -> Result<Entity, Corrupt> {
+        let props = self.named(names)?.into_iter().map(|(name, v)| Property {
+            name: name.to_owned(),
+            value: v.to_owned(),
+        });
+        Ok(Entity::with_properties(
+            pk,
+            self.row_key()?,
+            self.timestamp()?,
+            props,
+        ))
+    }
+
+    /// Calls `f` with every property, ordered by name.
+    pub(crate) fn for_each_by_name(
+        &self,
+        names: &Names,
+        f: &mut dyn FnMut(&str, ValueRef<'_>),
+    ) -> Result<(), Corrupt> {
+        for (n, v) in self.named(names)? {
+            f(n, v);
+        }
+        Ok(())
+    }
+
+    /// Checks the whole row: everything the accessors check, with name numbers below
+    /// `names`.
     pub(crate) fn check(&self, names: usize) -> Result<(), Corrupt> {
-        let len = self.0.len();
-        if len < ROW_HEAD {
-            return Err(Corrupt("row shorter than its header"));
-        }
-        let data = self
-            .slot_count()
-            .checked_mul(SLOT)
-            .map(|s| s + self.slots_at())
-            .filter(|&d| d <= len)
-            .ok_or(Corrupt("row slots past the row's end"))?;
-        std::str::from_utf8(self.row_key_bytes()).map_err(|_| Corrupt("RowKey is not UTF-8"))?;
-        let ts = i64_at(self.0, 0);
-        if ts != NO_TIMESTAMP && DateTime::from_ticks(ts).is_none() {
-            return Err(Corrupt("Timestamp out of range"));
-        }
-        let mut prev: Option<u32> = None;
-        for k in 0..self.slot_count() {
-            let (id_tag, a, b) = self.slot(k);
-            let id = id_tag >> TAG_BITS;
-            if prev.is_some_and(|p| p >= id) || id as usize >= names {
-                return Err(Corrupt("property numbers out of order or unknown"));
-            }
-            prev = Some(id);
-            let range = a as usize..a as usize + b as usize;
-            let in_data = range.start >= data && range.end <= len;
-            let ok = match id_tag & TAG_MASK {
-                TAG_STRING => in_data && std::str::from_utf8(&self.0[range]).is_ok(),
-                TAG_BINARY => in_data,
-                TAG_GUID => in_data && b == 16,
-                TAG_INT32 => b == 0,
-                TAG_INT64 | TAG_DOUBLE => true,
-                TAG_BOOLEAN => a <= 1 && b == 0,
-                TAG_DATETIME => DateTime::from_ticks(wide(a, b) as i64).is_some(),
-                _ => false,
-            };
-            if !ok {
-                return Err(Corrupt("invalid property value"));
-            }
+        self.row_key()?;
+        self.timestamp()?;
+        let mut unknown = false;
+        self.for_each(|id, _| unknown |= id as usize >= names)?;
+        if unknown {
+            return Err(Corrupt("unknown property number"));
         }
         Ok(())
     }
@@ -609,7 +619,7 @@ mod tests {
         let view = BlockView::parse(&bytes).unwrap();
         view.check_rows(names.len()).unwrap();
         assert_eq!((view.len(), view.partition_key()), (1, "p\u{1F600}"));
-        let back = view.row(0).to_entity(view.partition_key(), &names);
+        let back = view.row(0).to_entity(view.partition_key(), &names).unwrap();
         // (`Entity`'s `==` says NaN != NaN: compare Doubles by bit pattern.)
         assert_eq!(bits(&back), bits(&e));
         assert_eq!(
@@ -620,7 +630,7 @@ mod tests {
         // In-place reads agree with the owned entity.
         let row = view.row(0);
         for p in e.properties() {
-            let got = row.value(names.id(&p.name).unwrap()).unwrap();
+            let got = row.value(names.id(&p.name).unwrap()).unwrap().unwrap();
             assert_eq!(
                 got.total_cmp(&p.value.as_ref()),
                 Ordering::Equal,
@@ -628,9 +638,10 @@ mod tests {
                 p.name
             );
         }
-        assert!(row.value(names.len() as u32 + 5).is_none());
+        assert!(row.value(names.len() as u32 + 5).unwrap().is_none());
         let mut seen = Vec::new();
-        row.for_each_by_name(&names, &mut |n, _| seen.push(n.to_owned()));
+        row.for_each_by_name(&names, &mut |n, _| seen.push(n.to_owned()))
+            .unwrap();
         let expected: Vec<String> = e.properties().iter().map(|p| p.name.clone()).collect();
         assert_eq!(seen, expected);
     }
@@ -647,13 +658,13 @@ mod tests {
         let bytes = block_of("", std::slice::from_ref(&empty), &mut names);
         let view = BlockView::parse(&bytes).unwrap();
         view.check_rows(names.len()).unwrap();
-        assert_eq!(view.row(0).to_entity("", &names), empty);
-        assert_eq!(view.row(0).timestamp(), None);
+        assert_eq!(view.row(0).to_entity("", &names).unwrap(), empty);
+        assert_eq!(view.row(0).timestamp().unwrap(), None);
         let bytes = block_of("p", std::slice::from_ref(&big), &mut names);
         assert!(bytes.len() > 570 * 1024);
         let view = BlockView::parse(&bytes).unwrap();
         view.check_rows(names.len()).unwrap();
-        assert_eq!(view.row(0).to_entity("p", &names), big);
+        assert_eq!(view.row(0).to_entity("p", &names).unwrap(), big);
     }
 
     #[test]
@@ -691,18 +702,45 @@ mod tests {
         let view = BlockView::parse(&bytes).unwrap();
         assert!(view.check_rows(1).is_ok());
         assert!(view.check_rows(0).is_err());
+        assert!(view.row(0).to_entity("p", &Names::default()).is_err());
+    }
+
+    #[test]
+    fn damaged_values_are_reported_where_read() {
+        let mut names = Names::default();
+        let mut e = Entity::new("p", "r");
+        e.set("A", Value::Int32(1));
+        e.set("S", Value::String("abc".into()));
+        let mut bytes = block_of("p", &[e], &mut names);
+        // The string's bytes are the last of the block: make them invalid UTF-8.
+        let at = bytes.len() - 2;
+        bytes[at] = 0xFF;
+        let view = BlockView::parse(&bytes).unwrap();
+        let row = view.row(0);
+        assert_eq!(
+            row.value(0).unwrap().map(|v| v.to_owned()),
+            Some(Value::Int32(1))
+        );
+        assert_eq!(row.value(1).unwrap_err(), Corrupt("string is not UTF-8"));
+        assert!(row.to_entity("p", &names).is_err());
+        assert!(view.check_rows(names.len()).is_err());
     }
 
     proptest! {
         /// Garbage never panics: parsing and checking either fail or yield a readable block.
         #[test]
         fn garbage_is_rejected_or_readable(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            if let Ok(view) = BlockView::parse_header(&bytes) {
+                for i in 0..view.len() {
+                    let _ = (view.row(i).row_key(), view.row(i).value(1), view.find("a"));
+                }
+            }
             if let Ok(view) = BlockView::parse(&bytes) {
                 let names = Names::default();
                 let _ = view.check_rows(8);
                 for i in 0..view.len() {
                     let row = view.row(i);
-                    let _ = (row.row_key(), row.timestamp(), row.value(0));
+                    let _ = (row.row_key(), row.timestamp(), row.value(0), row.value(3));
                     let _ = row.to_entity(view.partition_key(), &names);
                     let _ = view.find("a");
                 }

@@ -252,7 +252,7 @@ fn edit_block(
     for range in chunks(pk, &merged, limits, appends_only) {
         let part = &merged[range];
         let Some(first) = part.first() else { continue };
-        let block_key = entity_key(table, pk, RowRef(first).row_key());
+        let block_key = entity_key(table, pk, RowRef(first).row_key().map_err(storage)?);
         let bytes = build_block(pk, part).map_err(storage)?;
         rows.insert(block_key.as_slice(), bytes.as_slice())
             .map_err(storage)?;

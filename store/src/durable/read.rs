@@ -33,14 +33,15 @@
 //! ```
 
 use super::TableEntry;
-use super::block::{BlockView, Corrupt};
+use super::block::{BlockView, Corrupt, RowRef};
 use super::keys::{entity_key, partition_end, partition_prefix, table_end, table_prefix};
 use super::names::Names;
 use super::schema::ROWS;
 use crate::error::StoreError;
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
 use std::ops::Bound;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tableq_exec::{Chunk, EntitySource, Key, PropertySlot, Scan, SlotLookup, SourceRow};
 use tableq_model::order::compare_str;
 use tableq_model::{DateTime, Entity, EntityView, ValueRef};
@@ -58,6 +59,47 @@ pub struct DurableSnapshot {
     names: Arc<Names>,
     /// The first storage failure a scan met (reported by `take_error`).
     error: Mutex<Option<StoreError>>,
+    /// Every block a scan or get of this snapshot read: rows borrow from here.
+    blocks: Arena,
+}
+
+/// Slots in the first segment of an [`Arena`]; segment `k` has `ARENA_BASE << k`.
+const ARENA_BASE: usize = 16;
+/// Segments of an [`Arena`] (room for 16 · (2⁴⁰ − 1) blocks).
+const ARENA_SEGMENTS: usize = 40;
+
+/// An append-only store of the blocks a snapshot read, handing out references that live
+/// as long as the snapshot: rows borrow their block from here instead of counting
+/// references (an atomic increment and decrement per row). Segments double in size and are
+/// allocated on first use; each block gets a unique slot.
+struct Arena {
+    segments: [OnceLock<Box<[OnceLock<Loaded>]>>; ARENA_SEGMENTS],
+    next: AtomicUsize,
+}
+
+impl Arena {
+    fn new() -> Arena {
+        Arena {
+            segments: std::array::from_fn(|_| OnceLock::new()),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// Keeps `block` for the arena's lifetime.
+    fn keep(&self, block: Loaded) -> &Loaded {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        let q = i / ARENA_BASE + 1;
+        let k = (usize::BITS - 1 - q.leading_zeros()) as usize;
+        let first = ARENA_BASE * ((1 << k) - 1);
+        let segment = self.segments[k.min(ARENA_SEGMENTS - 1)]
+            .get_or_init(|| (0..ARENA_BASE << k).map(|_| OnceLock::new()).collect());
+        match segment.get(i - first) {
+            // The slot is this call's alone: `get_or_init` stores `block`.
+            Some(slot) => slot.get_or_init(|| block),
+            // Unreachable (2⁴⁴ blocks); keep the block alive somewhere rather than panic.
+            None => Box::leak(Box::new(block)),
+        }
+    }
 }
 
 impl std::fmt::Debug for DurableSnapshot {
@@ -65,6 +107,7 @@ impl std::fmt::Debug for DurableSnapshot {
         f.debug_struct("DurableSnapshot")
             .field("table", &self.table)
             .field("names", &self.names)
+            .field("blocks_read", &self.blocks.next.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }
@@ -77,9 +120,14 @@ struct Loaded {
 }
 
 impl Loaded {
-    /// Parses the header of a block (rows are checked separately).
-    fn new(guard: BlockGuard) -> Result<Loaded, Corrupt> {
-        let view = BlockView::parse(guard.value())?;
+    /// Parses the header of a block, and its row offsets when `offsets` (rows are checked
+    /// as they are read).
+    fn new(guard: BlockGuard, offsets: bool) -> Result<Loaded, Corrupt> {
+        let view = if offsets {
+            BlockView::parse(guard.value())?
+        } else {
+            BlockView::parse_header(guard.value())?
+        };
         let (pk, rows) = (view.partition_key().into(), view.len());
         Ok(Loaded { guard, pk, rows })
     }
@@ -109,6 +157,7 @@ impl DurableSnapshot {
             table: entry.id,
             names,
             error: Mutex::new(None),
+            blocks: Arena::new(),
         })
     }
 
@@ -149,22 +198,22 @@ impl DurableSnapshot {
         {
             return Ok(None);
         }
-        let loaded = Loaded::new(guard).map_err(StoreError::storage)?;
-        let view = loaded.view();
-        let Some(i) = view.find(rk) else {
-            return Ok(None);
-        };
-        view.row(i)
-            .check(self.names.len())
-            .map_err(StoreError::storage)?;
-        Ok(Some((loaded, i)))
+        let loaded = Loaded::new(guard, true).map_err(StoreError::storage)?;
+        let found = loaded.view().find(rk);
+        Ok(found.map(|i| (loaded, i)))
     }
 
     /// The entity with these keys as an owned value (what `Backend::get` returns).
     pub(crate) fn entity(&self, pk: &str, rk: &str) -> Result<Option<Entity>, StoreError> {
-        Ok(self
-            .lookup(pk, rk)?
-            .map(|(block, i)| block.view().row(i).to_entity(pk, &self.names)))
+        match self.lookup(pk, rk)? {
+            Some((block, i)) => block
+                .view()
+                .row(i)
+                .to_entity(pk, &self.names)
+                .map(Some)
+                .map_err(StoreError::storage),
+            None => Ok(None),
+        }
     }
 
     /// Where a scan starts (inclusive; a block key or a key between blocks) and where its
@@ -252,21 +301,16 @@ impl DurableSnapshot {
         }
     }
 
-    /// The next block of a cursor (its rows checked when `check_rows`); `None` at the end or
-    /// after a failure (recorded).
-    fn next_block(&self, cursor: &mut Option<Cursor>, check_rows: bool) -> Option<Loaded> {
+    /// The next block of a cursor (its row offsets checked when `offsets`); `None` at the
+    /// end or after a failure (recorded).
+    fn next_block(&self, cursor: &mut Option<Cursor>, offsets: bool) -> Option<Loaded> {
         let item = cursor.as_mut()?.next();
         let loaded = match item {
             None => Err(None),
             Some(Err(e)) => Err(Some(StoreError::storage(e))),
-            Some(Ok((_, guard))) => Loaded::new(guard)
-                .and_then(|l| {
-                    if check_rows {
-                        l.view().check_rows(self.names.len())?;
-                    }
-                    Ok(l)
-                })
-                .map_err(|e| Some(StoreError::storage(e))),
+            Some(Ok((_, guard))) => {
+                Loaded::new(guard, offsets).map_err(|e| Some(StoreError::storage(e)))
+            }
         };
         match loaded {
             Ok(l) => Some(l),
@@ -326,7 +370,7 @@ pub struct DurableRows<'a> {
     cursor: Option<Cursor>,
     /// Exclusive upper block key.
     end: Vec<u8>,
-    block: Option<Arc<Loaded>>,
+    block: Option<&'a Loaded>,
     row: usize,
     row_end: usize,
     /// The PartitionKey of the last block read.
@@ -415,7 +459,7 @@ impl<'a> DurableRows<'a> {
             self.skip_partition = past_upper;
             self.row = lo;
             self.row_end = hi;
-            self.block = Some(Arc::new(loaded));
+            self.block = Some(self.snapshot.blocks.keep(loaded));
             return true;
         }
     }
@@ -427,16 +471,16 @@ impl<'a> Iterator for DurableRows<'a> {
     #[inline]
     fn next(&mut self) -> Option<DurableRow<'a>> {
         loop {
-            if let Some(block) = &self.block
+            if let Some(block) = self.block
                 && self.row < self.row_end
             {
                 let (start, end) = block.view().span(self.row);
                 self.row += 1;
                 return Some(DurableRow {
-                    block: block.clone(),
+                    block,
                     start,
                     end,
-                    names: &self.snapshot.names,
+                    snapshot: self.snapshot,
                 });
             }
             if !self.advance() {
@@ -446,19 +490,21 @@ impl<'a> Iterator for DurableRows<'a> {
     }
 }
 
-/// One entity of a [`DurableSnapshot`], read in place from its block.
-#[derive(Clone)]
+/// One entity of a [`DurableSnapshot`], read in place from its block. A damaged value
+/// reads as absent (a damaged key as empty) and is recorded in the snapshot, which then
+/// fails the page ([`DurableSnapshot::take_error`]).
+#[derive(Clone, Copy)]
 pub struct DurableRow<'a> {
-    block: Arc<Loaded>,
+    block: &'a Loaded,
     start: u32,
     end: u32,
-    names: &'a Names,
+    snapshot: &'a DurableSnapshot,
 }
 
 impl DurableRow<'_> {
     #[inline]
-    fn row(&self) -> super::block::RowRef<'_> {
-        super::block::RowRef(
+    fn row(&self) -> RowRef<'_> {
+        RowRef(
             self.block
                 .guard
                 .value()
@@ -466,13 +512,25 @@ impl DurableRow<'_> {
                 .unwrap_or_default(),
         )
     }
+
+    /// `value`, or `fallback` after recording the damage.
+    #[inline]
+    fn or_fail<T>(&self, value: Result<T, Corrupt>, fallback: T) -> T {
+        match value {
+            Ok(v) => v,
+            Err(e) => {
+                self.snapshot.fail(StoreError::storage(e));
+                fallback
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for DurableRow<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DurableRow")
             .field("partition_key", &self.partition_key())
-            .field("row_key", &self.row_key())
+            .field("row_key", &self.row().row_key())
             .finish_non_exhaustive()
     }
 }
@@ -484,29 +542,32 @@ impl EntityView for DurableRow<'_> {
     }
     #[inline]
     fn row_key(&self) -> &str {
-        self.row().row_key()
+        self.or_fail(self.row().row_key(), "")
     }
     #[inline]
     fn timestamp(&self) -> Option<DateTime> {
-        self.row().timestamp()
+        self.or_fail(self.row().timestamp(), None)
     }
     fn custom(&self, name: &str) -> Option<ValueRef<'_>> {
-        self.row().value(self.names.id(name)?)
+        let id = self.snapshot.names.id(name)?;
+        self.or_fail(self.row().value(id), None)
     }
 }
 
 impl SourceRow for DurableRow<'_> {
     fn to_entity(&self) -> Entity {
-        self.row().to_entity(&self.block.pk, self.names)
+        let entity = self.row().to_entity(&self.block.pk, &self.snapshot.names);
+        self.or_fail(entity, Entity::new(&*self.block.pk, ""))
     }
 
     #[inline]
     fn custom_by_slot(&self, slot: PropertySlot) -> Option<ValueRef<'_>> {
-        self.row().value(slot.0)
+        self.or_fail(self.row().value(slot.0), None)
     }
 
     fn for_each_property(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
-        self.row().for_each_by_name(self.names, f);
+        let done = self.row().for_each_by_name(&self.snapshot.names, f);
+        self.or_fail(done, ());
     }
 }
 
@@ -523,10 +584,10 @@ impl EntitySource for DurableSnapshot {
             Ok(found) => found.map(|(block, i)| {
                 let (start, end) = block.view().span(i);
                 DurableRow {
-                    block: Arc::new(block),
+                    block: self.blocks.keep(block),
                     start,
                     end,
-                    names: &self.names,
+                    snapshot: self,
                 }
             }),
             Err(e) => {

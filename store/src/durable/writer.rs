@@ -133,9 +133,8 @@ impl StateReader for TxnReader<'_, '_> {
         let Some(i) = view.find(rk) else {
             return Ok(None);
         };
-        let row = view.row(i);
-        row.check(self.names.len()).map_err(storage)?;
-        Ok(Some(row.to_entity(pk, self.names)))
+        let entity = view.row(i).to_entity(pk, self.names).map_err(storage)?;
+        Ok(Some(entity))
     }
 }
 
