@@ -12,8 +12,8 @@
 //!   after the end of the partition, by filling blocks in order (so that sequential
 //!   inserts leave full blocks behind); an entity larger than the byte limit gets a block
 //!   of its own;
-//! * a block left empty is removed; one left small by deletes absorbs the next block of its
-//!   partition when both fit in three quarters of the limits.
+//! * a block left empty is removed; one left small by deletes absorbs the next and the
+//!   previous block of its partition while the result fits in three quarters of the limits.
 //!
 //! Block lookups are redone from the transaction's current state for every block, so a
 //! split or merge earlier in the same write is seen by the changes after it.
@@ -57,6 +57,23 @@ fn storage(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> StoreError
 /// The last block `<= key` whose key starts with `prefix`.
 fn floor_in(rows: &RowsTable<'_>, key: &[u8], prefix: &[u8]) -> Result<Option<Stored>, StoreError> {
     match rows.range::<&[u8]>(..=key).map_err(storage)?.next_back() {
+        Some(item) => {
+            let (k, v) = item.map_err(storage)?;
+            Ok(k.value()
+                .starts_with(prefix)
+                .then(|| (k.value().to_vec(), v.value().to_vec())))
+        }
+        None => Ok(None),
+    }
+}
+
+/// The last block before `before` whose key starts with `prefix`.
+fn prev_in(
+    rows: &RowsTable<'_>,
+    before: &[u8],
+    prefix: &[u8],
+) -> Result<Option<Stored>, StoreError> {
+    match rows.range::<&[u8]>(..before).map_err(storage)?.next_back() {
         Some(item) => {
             let (k, v) = item.map_err(storage)?;
             Ok(k.value()
@@ -213,41 +230,56 @@ fn edit_block(
         }
     }
     merged.extend(old_rows[o..].iter().map(|r| Cow::Borrowed(r.bytes())));
-    // A block left small by deletes absorbs the next block of the partition if both fit.
+    // A block left small by deletes absorbs its neighbours in the partition (the next, then
+    // the previous) while the result stays within three quarters of the limits.
     let size = |rows: &[Cow<'_, [u8]>]| -> usize {
         block_overhead(pk) + rows.iter().map(|r| row_share(r)).sum::<usize>()
     };
+    let small = deletes
+        && !merged.is_empty()
+        && merged.len() <= limits.rows / 4
+        && size(&merged) <= limits.bytes / 4;
     let next_block = match &next_key {
-        Some(nk)
-            if deletes
-                && !merged.is_empty()
-                && merged.len() <= limits.rows / 4
-                && size(&merged) <= limits.bytes / 4 =>
-        {
-            rows.get(nk.as_slice())
-                .map_err(storage)?
-                .map(|v| (nk.clone(), v.value().to_vec()))
-        }
+        Some(nk) if small => rows
+            .get(nk.as_slice())
+            .map_err(storage)?
+            .map(|v| (nk.clone(), v.value().to_vec())),
         _ => None,
     };
-    let mut absorbed: Option<&[u8]> = None;
+    let prev_block = match &block {
+        Some((k, _)) if small => prev_in(rows, k, &prefix)?,
+        _ => None,
+    };
+    let fits = |a: &[Cow<'_, [u8]>], b: &[Cow<'_, [u8]>]| {
+        a.len() + b.len() <= limits.rows * 3 / 4 && size(a) + size(b) <= limits.bytes * 3 / 4
+    };
+    let mut absorbed: Vec<&[u8]> = Vec::new();
     if let Some((nk, bytes)) = &next_block {
         let view = checked(bytes, names)?;
         let extra: Vec<Cow<'_, [u8]>> = (0..view.len())
             .map(|r| Cow::Borrowed(view.row(r).bytes()))
             .collect();
-        if merged.len() + extra.len() <= limits.rows * 3 / 4
-            && size(&merged) + size(&extra) <= limits.bytes * 3 / 4
-        {
+        if fits(&merged, &extra) {
             merged.extend(extra);
-            absorbed = Some(nk);
+            absorbed.push(nk);
+        }
+    }
+    if let Some((pk_key, bytes)) = &prev_block {
+        let view = checked(bytes, names)?;
+        let mut before: Vec<Cow<'_, [u8]>> = (0..view.len())
+            .map(|r| Cow::Borrowed(view.row(r).bytes()))
+            .collect();
+        if fits(&before, &merged) {
+            before.append(&mut merged);
+            merged = before;
+            absorbed.push(pk_key);
         }
     }
     if let Some((k, _)) = &block {
         rows.remove(k.as_slice()).map_err(storage)?;
     }
-    if let Some(nk) = absorbed {
-        rows.remove(nk).map_err(storage)?;
+    for k in absorbed {
+        rows.remove(k).map_err(storage)?;
     }
     for range in chunks(pk, &merged, limits, appends_only) {
         let part = &merged[range];
@@ -314,6 +346,14 @@ fn chunks(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::durable::block::BlockView;
+    use crate::durable::keys::{table_end, table_prefix};
+    use crate::durable::schema::ROWS;
+    use proptest::prelude::*;
+    use redb::{Database, ReadableDatabase};
+    use std::collections::BTreeMap;
+    use tableq_model::order::OrdinalString;
+    use tableq_model::{Entity, Value};
 
     fn rows(sizes: &[usize]) -> Vec<Cow<'static, [u8]>> {
         sizes.iter().map(|&s| Cow::Owned(vec![0; s])).collect()
@@ -354,6 +394,239 @@ mod tests {
         assert_eq!(lens(&chunks("p", &rows(&[5000]), LIMITS, false)), [1]);
         for r in chunks("p", &rows(&[300, 600, 200, 900, 50, 50]), LIMITS, false) {
             assert!(r.len() == 1 || r.len() * 300 <= 1000, "{r:?}");
+        }
+    }
+
+    // ---------------------------------------------------------------------------------
+    // Edits on a real (in-memory) redb table, checked against a map.
+
+    const TABLE: u64 = 5;
+    type Model = BTreeMap<(OrdinalString, OrdinalString), i32>;
+
+    struct Store {
+        db: Database,
+        names: Names,
+        limits: Limits,
+    }
+
+    impl Store {
+        fn new(limits: Limits) -> Store {
+            let db = Database::builder()
+                .create_with_backend(redb::backends::InMemoryBackend::new())
+                .unwrap();
+            Store {
+                db,
+                names: Names::default(),
+                limits,
+            }
+        }
+
+        /// Puts (`Some(v)`, with `pad` bytes of payload) and deletes (`None`).
+        fn apply(&mut self, changes: &[(&str, &str, Option<i32>)], pad: usize) {
+            let txn = self.db.begin_write().unwrap();
+            {
+                let mut rows = txn.open_table(ROWS).unwrap();
+                let changes = changes
+                    .iter()
+                    .map(|(pk, rk, v)| match v {
+                        Some(v) => {
+                            let mut e = Entity::new(*pk, *rk);
+                            e.set("V", Value::Int32(*v));
+                            if pad > 0 {
+                                e.set("Pad", Value::Binary(vec![7; pad]));
+                            }
+                            Change::Put(e)
+                        }
+                        None => Change::Delete {
+                            partition_key: (*pk).to_owned(),
+                            row_key: (*rk).to_owned(),
+                        },
+                    })
+                    .collect();
+                apply(&mut rows, TABLE, &mut self.names, self.limits, changes).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+
+        /// Every block's rows, checking the invariants of the module docs; the contents.
+        fn check(&self) -> (Model, usize) {
+            let txn = self.db.begin_read().unwrap();
+            let rows = txn.open_table(ROWS).unwrap();
+            let (start, end) = (table_prefix(TABLE), table_end(TABLE));
+            let mut model = Model::new();
+            let mut last: Option<Vec<u8>> = None;
+            let mut blocks = 0;
+            for item in rows
+                .range::<&[u8]>(start.as_slice()..end.as_slice())
+                .unwrap()
+            {
+                let (key, value) = item.unwrap();
+                let view = BlockView::parse(value.value()).unwrap();
+                view.check_rows(self.names.len()).unwrap();
+                blocks += 1;
+                let pk = view.partition_key();
+                let first = view.row(0).row_key().unwrap();
+                assert_eq!(key.value(), entity_key(TABLE, pk, first), "block key");
+                let size = value.value().len();
+                assert!(view.len() <= self.limits.rows, "{} rows", view.len());
+                assert!(
+                    view.len() == 1 || size <= self.limits.bytes,
+                    "{size} bytes in {} rows",
+                    view.len()
+                );
+                for i in 0..view.len() {
+                    let row = view.row(i);
+                    let rk = row.row_key().unwrap();
+                    let k = entity_key(TABLE, pk, rk);
+                    assert!(last.as_ref().is_none_or(|l| *l < k), "rows in key order");
+                    last = Some(k);
+                    let e = row.to_entity(pk, &self.names).unwrap();
+                    let Some(Value::Int32(v)) = e.custom("V") else {
+                        panic!("row without V")
+                    };
+                    model.insert((OrdinalString(pk.into()), OrdinalString(rk.into())), *v);
+                }
+            }
+            (model, blocks)
+        }
+    }
+
+    fn key(pk: &str, rk: &str) -> (OrdinalString, OrdinalString) {
+        (OrdinalString(pk.into()), OrdinalString(rk.into()))
+    }
+
+    #[test]
+    fn sequential_inserts_fill_blocks() {
+        let mut store = Store::new(Limits {
+            rows: 8,
+            bytes: 1 << 20,
+        });
+        for i in 0..100 {
+            store.apply(&[("p", &format!("r{i:03}"), Some(i))], 0);
+        }
+        let (model, blocks) = store.check();
+        assert_eq!(model.len(), 100);
+        assert_eq!(blocks, 13, "appends leave full blocks: 12 × 8 + 4");
+    }
+
+    #[test]
+    fn inserts_before_the_first_block_and_reverse_order() {
+        let mut store = Store::new(Limits {
+            rows: 4,
+            bytes: 1 << 20,
+        });
+        for i in (0..50).rev() {
+            store.apply(&[("p", &format!("r{i:03}"), Some(i))], 0);
+        }
+        store.apply(&[("o", "z", Some(-1)), ("q", "", Some(-2))], 0);
+        let (model, _) = store.check();
+        assert_eq!(model.len(), 52);
+        assert_eq!(model[&key("p", "r000")], 0);
+        assert_eq!(model[&key("o", "z")], -1);
+    }
+
+    #[test]
+    fn deletes_empty_and_merge_blocks() {
+        let mut store = Store::new(Limits {
+            rows: 8,
+            bytes: 1 << 20,
+        });
+        let all: Vec<String> = (0..64).map(|i| format!("r{i:03}")).collect();
+        let puts: Vec<(&str, &str, Option<i32>)> =
+            all.iter().map(|rk| ("p", rk.as_str(), Some(1))).collect();
+        store.apply(&puts, 0);
+        let (_, before) = store.check();
+        // Delete all but every eighth row: small blocks merge with their neighbours.
+        let dels: Vec<(&str, &str, Option<i32>)> = all
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % 8 != 0)
+            .map(|(_, rk)| ("p", rk.as_str(), None))
+            .collect();
+        for chunk in dels.chunks(5) {
+            store.apply(chunk, 0);
+        }
+        let (model, after) = store.check();
+        assert_eq!(model.len(), 8);
+        assert!(
+            after < before,
+            "{after} blocks after deletes, {before} before"
+        );
+        // Delete the rest: no block is left.
+        let rest: Vec<(&str, &str, Option<i32>)> = all
+            .iter()
+            .step_by(8)
+            .map(|rk| ("p", rk.as_str(), None))
+            .collect();
+        store.apply(&rest, 0);
+        assert_eq!(store.check(), (Model::new(), 0));
+    }
+
+    #[test]
+    fn large_entities_get_blocks_of_their_own() {
+        let mut store = Store::new(Limits {
+            rows: 64,
+            bytes: 4096,
+        });
+        store.apply(&[("p", "a", Some(1)), ("p", "c", Some(3))], 0);
+        store.apply(&[("p", "b", Some(2))], 100_000);
+        store.apply(&[("p", "bb", Some(4))], 50_000);
+        let (model, blocks) = store.check();
+        assert_eq!(model.len(), 4);
+        assert_eq!(blocks, 4, "a | b (large) | bb (large) | c");
+    }
+
+    fn arb_batches() -> impl Strategy<Value = Vec<Vec<(u8, u8, Option<i32>, bool)>>> {
+        // (partition, row, value or delete, large)
+        proptest::collection::vec(
+            proptest::collection::vec(
+                (
+                    0u8..3,
+                    0u8..40,
+                    proptest::option::weighted(0.7, -50i32..50),
+                    proptest::bool::weighted(0.05),
+                ),
+                1..12,
+            ),
+            1..25,
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Any sequence of writes leaves well-formed blocks holding exactly what a map holds.
+        #[test]
+        fn edits_match_a_map(batches in arb_batches(), rows in 2usize..6, bytes in 300usize..2000) {
+            const PKS: [&str; 3] = ["p", "\u{10000}", "\u{E000}"];
+            let rk = |r: u8| format!("{}{r:02}", if r % 3 == 0 { "\u{FFFD}" } else { "r" });
+            let mut store = Store::new(Limits { rows, bytes });
+            let mut model = Model::new();
+            for batch in batches {
+                let mut seen = std::collections::HashSet::new();
+                let mut changes = Vec::new();
+                let mut large = false;
+                for (p, r, v, big) in batch {
+                    let (pk, rk) = (PKS[p as usize], rk(r));
+                    if !seen.insert((p, r)) {
+                        continue;
+                    }
+                    let k = key(pk, &rk);
+                    match v {
+                        Some(v) => { model.insert(k, v); }
+                        // Deletes name existing entities (as `resolve` guarantees).
+                        None if model.remove(&k).is_some() => {}
+                        None => continue,
+                    }
+                    large |= big;
+                    changes.push((pk, rk, v));
+                }
+                let changes: Vec<(&str, &str, Option<i32>)> =
+                    changes.iter().map(|(p, r, v)| (*p, r.as_str(), *v)).collect();
+                store.apply(&changes, if large { 3000 } else { 0 });
+                let (stored, _) = store.check();
+                prop_assert_eq!(&stored, &model);
+            }
         }
     }
 }

@@ -210,13 +210,9 @@ fn prepare_directory(dir: &Path) -> Result<(), OpenError> {
         Ok(_) => Err(OpenError::NotADirectory {
             path: dir.to_path_buf(),
         }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(dir).map_err(|source| OpenError::CreateDirectory {
-                path: dir.to_path_buf(),
-                source,
-            })
-        }
-        Err(source) => Err(OpenError::Io {
+        // Missing (or a parent is not a directory, or cannot be searched): creating it
+        // either works or says why not.
+        Err(_) => std::fs::create_dir_all(dir).map_err(|source| OpenError::CreateDirectory {
             path: dir.to_path_buf(),
             source,
         }),
