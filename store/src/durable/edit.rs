@@ -576,8 +576,10 @@ mod tests {
         assert_eq!(blocks, 4, "a | b (large) | bb (large) | c");
     }
 
-    fn arb_batches() -> impl Strategy<Value = Vec<Vec<(u8, u8, Option<i32>, bool)>>> {
-        // (partition, row, value or delete, large)
+    /// Writes of one batch: (partition, row, value or delete, large).
+    type Batch = Vec<(u8, u8, Option<i32>, bool)>;
+
+    fn arb_batches() -> impl Strategy<Value = Vec<Batch>> {
         proptest::collection::vec(
             proptest::collection::vec(
                 (
@@ -599,7 +601,7 @@ mod tests {
         #[test]
         fn edits_match_a_map(batches in arb_batches(), rows in 2usize..6, bytes in 300usize..2000) {
             const PKS: [&str; 3] = ["p", "\u{10000}", "\u{E000}"];
-            let rk = |r: u8| format!("{}{r:02}", if r % 3 == 0 { "\u{FFFD}" } else { "r" });
+            let rk = |r: u8| format!("{}{r:02}", if r.is_multiple_of(3) { "\u{FFFD}" } else { "r" });
             let mut store = Store::new(Limits { rows, bytes });
             let mut model = Model::new();
             for batch in batches {
