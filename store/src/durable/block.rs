@@ -2,14 +2,18 @@
 //! layout that the executor reads in place (no `Entity` is built to evaluate a filter).
 //!
 //! ```text
-//! block   = format:u8  0:u8  pk_len:u16  rows:u32  pk  offsets:(rows + 1) × u32  row*
+//! block   = format:u8  0:u8  pk_len:u16  rows:u32  pk  offsets:(rows + 1) × u32
+//!           hashes:rows × u16  row*
 //! row     = timestamp:i64  rk_len:u16  slots:u16  rk  slot*  data
 //! slot    = id_tag:u32  a:u32  b:u32
 //! ```
 //!
 //! All integers are little-endian. `offsets[i]` is where row `i` starts in the block and
 //! `offsets[rows]` is the block's length, so row `i` is `offsets[i]..offsets[i + 1]`. Rows
-//! are sorted by RowKey (UTF-16 order) and each RowKey appears once. A row is
+//! are sorted by RowKey (UTF-16 order) and each RowKey appears once. `hashes[i]` is a
+//! 16-bit hash of row `i`'s RowKey ([`row_key_hash`]): a point lookup scans these 2 bytes
+//! per row (contiguous, so a few cache lines) and compares one RowKey, instead of a binary
+//! search whose every probe may miss the cache. A row is
 //! position-independent: the `a` of a string, binary or Guid slot is an offset from the
 //! row's first byte, so a write copies unchanged rows between blocks as bytes.
 //!
@@ -20,14 +24,16 @@
 //! the row; Guid as (`a` offset, `b` = 16). The timestamp is the Timestamp's ticks,
 //! `i64::MIN` for none.
 //!
-//! Readers never trust the bytes: [`BlockView::parse`] checks the header and the offsets,
-//! [`RowRef::check`] a row (lengths, UTF-8 of keys and strings, tags, DateTime ranges, name
-//! numbers), and every accessor is bounds-checked with a neutral fallback (a checked block
-//! never takes it).
+//! Readers never trust the bytes: [`BlockView::parse`] checks the header and the row
+//! offsets ([`BlockView::parse_header`] only the header, for splits and point lookups),
+//! every [`RowRef`] accessor checks what it reads and reports damage as [`Corrupt`], and
+//! [`BlockView::check_rows`] checks everything (the writer runs it before rewriting a
+//! block). Nothing indexes without a bounds check, so damage never panics.
 //!
 //! ```text
-//! block of partition "p", rows "r1" (Age: Int32 7) and "r2" (no properties):
-//! 01 00 0100 02000000 70 | 13000000 2d000000 39000000 | <row r1: ts, 0200, 0100, "r1", slot(1<<4|5, 7, 0)> | <row r2>
+//! block of partition "p", rows "r1" (Age: Int32 7, name number 0) and "r2" (no
+//! properties), neither with a Timestamp:
+//! 01 00 0100 02000000 70 | 19000000 33000000 41000000 | h(r1) h(r2) | <row r1: ts, 0200, 0100, "r1", slot(0<<4|5, 7, 0)> | <row r2>
 //! ```
 
 use super::keys::compare_utf8;
@@ -116,7 +122,7 @@ impl<'b> BlockView<'b> {
     /// Checks the header and the row offsets (not the rows: see [`RowRef::check`]).
     pub(crate) fn parse(bytes: &'b [u8]) -> Result<BlockView<'b>, Corrupt> {
         let view = BlockView::parse_header(bytes)?;
-        let mut prev = view.dir + 4 * (view.rows + 1);
+        let mut prev = view.rows_start();
         for i in 0..=view.rows {
             let at = view.offset(i);
             let min = if i == 0 { prev } else { prev + ROW_HEAD };
@@ -144,9 +150,8 @@ impl<'b> BlockView<'b> {
             .ok_or(Corrupt("PartitionKey past the end"))?;
         let pk = std::str::from_utf8(pk).map_err(|_| Corrupt("PartitionKey is not UTF-8"))?;
         let dir = BLOCK_HEAD + pk_len;
-        rows.checked_add(1)
-            .and_then(|n| n.checked_mul(4))
-            .and_then(|n| n.checked_add(dir))
+        rows.checked_mul(6)
+            .and_then(|n| n.checked_add(4 + dir))
             .filter(|&end| end <= bytes.len())
             .ok_or(Corrupt("row offsets past the end"))?;
         if rows == 0 {
@@ -175,6 +180,18 @@ impl<'b> BlockView<'b> {
     #[inline]
     fn offset(&self, i: usize) -> usize {
         u32_at(self.bytes, self.dir + 4 * i) as usize
+    }
+
+    /// Where the RowKey hashes start.
+    #[inline]
+    fn hashes_start(&self) -> usize {
+        self.dir + 4 * (self.rows + 1)
+    }
+
+    /// Where the first row starts.
+    #[inline]
+    fn rows_start(&self) -> usize {
+        self.hashes_start() + 2 * self.rows
     }
 
     /// The number of rows (at least 1).
@@ -231,19 +248,39 @@ impl<'b> BlockView<'b> {
         lo
     }
 
-    /// The row with exactly this RowKey.
+    /// The row with exactly this RowKey: the rows whose RowKey hash matches are compared;
+    /// when none matches, a binary search confirms the absence (so a damaged hash cannot
+    /// hide a row).
     pub(crate) fn find(&self, rk: &str) -> Option<usize> {
-        let i = self.lower_bound(rk.as_bytes(), false);
-        (i < self.rows && self.row_key_bytes(i) == rk.as_bytes()).then_some(i)
+        let wanted = row_key_hash(rk.as_bytes()).to_le_bytes();
+        let hashes = self
+            .bytes
+            .get(self.hashes_start()..self.rows_start())
+            .unwrap_or_default();
+        let by_hash = hashes
+            .chunks_exact(2)
+            .enumerate()
+            .filter(|(_, h)| **h == wanted)
+            .map(|(i, _)| i)
+            .find(|&i| self.row_key_bytes(i) == rk.as_bytes());
+        by_hash.or_else(|| {
+            let i = self.lower_bound(rk.as_bytes(), false);
+            (i < self.rows && self.row_key_bytes(i) == rk.as_bytes()).then_some(i)
+        })
     }
 
-    /// Checks every row (see [`RowRef::check`]) and that RowKeys strictly increase.
+    /// Checks every row (see [`RowRef::check`]), that RowKeys strictly increase and that
+    /// their hashes are right.
     pub(crate) fn check_rows(&self, names: usize) -> Result<(), Corrupt> {
         let mut prev: Option<&[u8]> = None;
         for i in 0..self.rows {
             let row = self.row(i);
             row.check(names)?;
             let rk = row.row_key_bytes();
+            let stored = u16_at(self.bytes, self.hashes_start() + 2 * i);
+            if stored != row_key_hash(rk) {
+                return Err(Corrupt("RowKey hash does not match"));
+            }
             if prev.is_some_and(|p| compare_utf8(p, rk) != Ordering::Less) {
                 return Err(Corrupt("RowKeys out of order"));
             }
@@ -516,7 +553,7 @@ pub(crate) fn build_block(pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, E
     let pk_len = u16::try_from(pk.len()).map_err(|_| EncodeError::TooLarge("PartitionKey"))?;
     let count = u32::try_from(rows.len()).map_err(|_| EncodeError::TooLarge("block"))?;
     let dir = BLOCK_HEAD + pk.len();
-    let first_row = dir + 4 * (rows.len() + 1);
+    let first_row = dir + 4 * (rows.len() + 1) + 2 * rows.len();
     let total = first_row + rows.iter().map(|r| r.len()).sum::<usize>();
     u32::try_from(total).map_err(|_| EncodeError::TooLarge("block"))?;
     let mut out = Vec::with_capacity(total);
@@ -531,14 +568,26 @@ pub(crate) fn build_block(pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, E
     }
     out.extend_from_slice(&(at as u32).to_le_bytes());
     for r in rows {
+        out.extend_from_slice(&row_key_hash(RowRef(r).row_key_bytes()).to_le_bytes());
+    }
+    for r in rows {
         out.extend_from_slice(r);
     }
     Ok(out)
 }
 
-/// The size of one row's share of a block (its bytes and its offset).
+/// The 16-bit RowKey hash of the block layout (FNV-1a, folded): part of the file format.
+pub(crate) fn row_key_hash(rk: &[u8]) -> u16 {
+    let mut h: u32 = 0x811C_9DC5;
+    for &b in rk {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    (h ^ (h >> 16)) as u16
+}
+
+/// The size of one row's share of a block (its bytes, offset and hash).
 pub(crate) fn row_share(row: &[u8]) -> usize {
-    row.len() + 4
+    row.len() + 6
 }
 
 /// The fixed bytes of a block of partition `pk` (header and end offset).
@@ -665,6 +714,26 @@ mod tests {
         let view = BlockView::parse(&bytes).unwrap();
         view.check_rows(names.len()).unwrap();
         assert_eq!(view.row(0).to_entity("p", &names).unwrap(), big);
+    }
+
+    #[test]
+    fn the_module_docs_example_is_the_layout() {
+        let mut names = Names::default();
+        let mut r1 = Entity::new("p", "r1");
+        r1.set("Age", Value::Int32(7));
+        let bytes = block_of("p", &[r1, Entity::new("p", "r2")], &mut names);
+        let mut head = vec![
+            1, 0, 1, 0, 2, 0, 0, 0, b'p', 0x19, 0, 0, 0, 0x33, 0, 0, 0, 0x41, 0, 0, 0,
+        ];
+        head.extend_from_slice(&row_key_hash(b"r1").to_le_bytes());
+        head.extend_from_slice(&row_key_hash(b"r2").to_le_bytes());
+        assert_eq!(&bytes[..head.len()], head.as_slice());
+        assert_eq!(bytes.len(), 0x41);
+        // Row r1: no Timestamp, RowKey of 2 bytes, 1 slot (name 0, Int32 7).
+        let r1 = &bytes[0x19..0x33];
+        assert_eq!(&r1[..8], i64::MIN.to_le_bytes().as_slice());
+        assert_eq!(&r1[8..14], [2, 0, 1, 0, b'r', b'1'].as_slice());
+        assert_eq!(&r1[14..], [5, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0].as_slice());
     }
 
     #[test]

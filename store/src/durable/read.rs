@@ -198,7 +198,7 @@ impl DurableSnapshot {
         {
             return Ok(None);
         }
-        let loaded = Loaded::new(guard, true).map_err(StoreError::storage)?;
+        let loaded = Loaded::new(guard, false).map_err(StoreError::storage)?;
         let found = loaded.view().find(rk);
         Ok(found.map(|i| (loaded, i)))
     }
