@@ -59,8 +59,9 @@ pub struct DurableSnapshot {
     names: Arc<Names>,
     /// The first storage failure a scan met (reported by `take_error`).
     error: Mutex<Option<StoreError>>,
-    /// Every block a scan or get of this snapshot read: rows borrow from here.
-    blocks: Arena,
+    /// Every block a scan or get of this snapshot read: rows borrow from here (created on
+    /// first use: `Backend::get` needs none).
+    blocks: OnceLock<Arena>,
 }
 
 /// Slots in the first segment of an [`Arena`]; segment `k` has `ARENA_BASE << k`.
@@ -107,7 +108,13 @@ impl std::fmt::Debug for DurableSnapshot {
         f.debug_struct("DurableSnapshot")
             .field("table", &self.table)
             .field("names", &self.names)
-            .field("blocks_read", &self.blocks.next.load(Ordering::Relaxed))
+            .field(
+                "blocks_read",
+                &self
+                    .blocks
+                    .get()
+                    .map_or(0, |a| a.next.load(Ordering::Relaxed)),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -157,7 +164,7 @@ impl DurableSnapshot {
             table: entry.id,
             names,
             error: Mutex::new(None),
-            blocks: Arena::new(),
+            blocks: OnceLock::new(),
         })
     }
 
@@ -459,7 +466,7 @@ impl<'a> DurableRows<'a> {
             self.skip_partition = past_upper;
             self.row = lo;
             self.row_end = hi;
-            self.block = Some(self.snapshot.blocks.keep(loaded));
+            self.block = Some(self.snapshot.blocks.get_or_init(Arena::new).keep(loaded));
             return true;
         }
     }
@@ -584,7 +591,7 @@ impl EntitySource for DurableSnapshot {
             Ok(found) => found.map(|(block, i)| {
                 let (start, end) = block.view().span(i);
                 DurableRow {
-                    block: self.blocks.keep(block),
+                    block: self.blocks.get_or_init(Arena::new).keep(block),
                     start,
                     end,
                     snapshot: self,
