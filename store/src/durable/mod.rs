@@ -107,9 +107,10 @@ pub struct DurableOptions {
     /// single larger entity.
     pub block_bytes: usize,
     /// Verify every page's checksum when opening (reads the whole file). A file that was
-    /// damaged outside redb is then reported as [`OpenError::Corrupt`]; without it such a
-    /// file may fail later, on the damaged page. Recovery after a crash checks the file in
-    /// any case. Default `false`.
+    /// damaged outside redb is then reported as [`OpenError::Corrupt`]. Without it redb
+    /// trusts a cleanly closed file: damage is found only when the damaged page is read
+    /// (a storage error then; redb's own debug builds may panic on some damage). Recovery
+    /// after a crash checks the whole file in any case. Default `false`.
     pub verify_on_open: bool,
 }
 
