@@ -7,11 +7,12 @@
 //! Run: `cargo run --example embed`. The root test `tests/embed_example.rs` includes this
 //! file and calls [`main`], so CI runs it (and its assertions) with `cargo test`.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::convert::Infallible;
 use std::sync::{Arc, PoisonError, RwLock};
-use tableq::exec::{Chunk, EntityRef, EntitySource, Executor, Key, PageOptions, Scan};
-use tableq::model::order::{OrdinalString, compare_str};
+use tableq::exec::{Chunk, EntityRef, EntitySource, Executor, Key, OkRows, PageOptions, Scan};
+use tableq::model::order::OrdinalString;
 use tableq::model::{Entity, EntityView, Value, ValueRef};
 use tableq::parser::{FilterOptions, parse_filter, parse_select, parse_top};
 
@@ -52,72 +53,66 @@ impl EmulatorTable {
     }
 }
 
-/// The first key of a PartitionKey lower bound (`(p + "\0", "")` is the first key after
-/// every key of partition `p`).
-fn start_of(lower: &Bound<String>) -> Option<KeyPair> {
-    match lower {
-        Bound::Unbounded => None,
-        Bound::Included(p) => Some((OrdinalString(p.clone()), OrdinalString(String::new()))),
-        Bound::Excluded(p) => Some((
-            OrdinalString(format!("{p}\u{0}")),
-            OrdinalString(String::new()),
-        )),
-    }
-}
-
-fn below_upper(upper: &Bound<String>, pk: &str) -> bool {
-    match upper {
-        Bound::Unbounded => true,
-        Bound::Included(u) => compare_str(pk, u).is_le(),
-        Bound::Excluded(u) => compare_str(pk, u).is_lt(),
-    }
-}
-
+/// An in-memory version cannot fail: `Infallible` errors, rows wrapped in `OkRows` (a store
+/// on disk would name its I/O error type here and yield `Err` rows).
 impl EntitySource for TableVersion {
+    type Error = Infallible;
     type Row<'a> = EntityRef<'a>;
-    type Rows<'a> = Box<dyn Iterator<Item = EntityRef<'a>> + 'a>;
+    type Rows<'a> = OkRows<Box<dyn Iterator<Item = EntityRef<'a>> + 'a>>;
 
     fn scan<'a>(&'a self, scan: Scan<'a>) -> Self::Rows<'a> {
-        // Start at the later of the PartitionKey lower bound and the scan's `from` key.
-        let from = scan.from.map(|k| {
-            (
+        // Start at the later of the PartitionKey interval's first key and the scan's `from`.
+        let pk = &scan.range.partition_key;
+        let mut start: KeyPair = (
+            OrdinalString(pk.start_key().into_owned()),
+            OrdinalString(String::new()),
+        );
+        if let Some(k) = scan.from {
+            let from = (
                 OrdinalString(k.partition_key.clone()),
                 OrdinalString(k.row_key.clone()),
-            )
-        });
-        let start = match (start_of(&scan.range.partition_key.lower), from) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        };
-        let lower = start.map_or(Bound::Unbounded, Bound::Included);
+            );
+            start = start.max(from);
+        }
         let rows = self
             .rows
-            .range((lower, Bound::Unbounded))
+            .range(start..)
             .map(|(_, e)| EntityRef(e))
+            // Stop past the PartitionKey interval or at `until`.
             .take_while(move |e| {
-                below_upper(&scan.range.partition_key.upper, e.partition_key())
+                pk.position(e.partition_key()).is_le()
                     && scan
                         .until
                         .is_none_or(|u| u.cmp_pair(e.partition_key(), e.row_key()).is_gt())
             })
             // Exactly the scan's entities: drop RowKeys outside the rectangle.
             .filter(move |e| scan.contains(e.partition_key(), e.row_key()));
-        Box::new(rows)
+        OkRows::new(Box::new(rows))
     }
 
-    fn get<'a>(&'a self, partition_key: &str, row_key: &str) -> Option<EntityRef<'a>> {
+    fn get<'a>(
+        &'a self,
+        partition_key: &str,
+        row_key: &str,
+    ) -> Result<Option<EntityRef<'a>>, Infallible> {
         let key = (
             OrdinalString(partition_key.to_owned()),
             OrdinalString(row_key.to_owned()),
         );
-        self.rows.get(&key).map(EntityRef)
+        Ok(self.rows.get(&key).map(EntityRef))
     }
 
     /// Splits by partition: consecutive whole partitions of about `chunk_rows` entities.
-    fn split(&self, scan: Scan<'_>, chunk_rows: usize, max_chunks: usize) -> Vec<Chunk> {
+    fn split(
+        &self,
+        scan: Scan<'_>,
+        chunk_rows: usize,
+        max_chunks: usize,
+    ) -> Result<Vec<Chunk>, Infallible> {
+        let pk_range = &scan.range.partition_key;
         let first = match scan.from {
-            Some(k) => Bound::Included(OrdinalString(k.partition_key.clone())),
-            None => scan.range.partition_key.lower.clone().map(OrdinalString),
+            Some(k) => k.partition_key.clone(),
+            None => pk_range.start_key().into_owned(),
         };
         let mut chunks = Vec::new();
         let mut current = Chunk {
@@ -125,19 +120,18 @@ impl EntitySource for TableVersion {
             until: None,
             rows: Some(0),
         };
-        for (OrdinalString(pk), &size) in self.partitions.range((first, Bound::Unbounded)) {
-            if !below_upper(&scan.range.partition_key.upper, pk) {
-                break;
-            }
-            if !scan.range.partition_key.contains(pk) {
-                continue;
+        for (OrdinalString(pk), &size) in self.partitions.range(OrdinalString(first)..) {
+            match pk_range.position(pk) {
+                Ordering::Less => continue,
+                Ordering::Equal => {}
+                Ordering::Greater => break,
             }
             if current.rows >= Some(chunk_rows.max(1)) {
                 if chunks.len() + 1 == max_chunks {
                     // Stop here: the executor asks again from this partition.
                     current.until = Some(Key::new(pk.clone(), ""));
                     chunks.push(current);
-                    return chunks;
+                    return Ok(chunks);
                 }
                 let boundary = Key::new(pk.clone(), "");
                 current.until = Some(boundary.clone());
@@ -156,7 +150,7 @@ impl EntitySource for TableVersion {
             current.until = scan.until.cloned();
             chunks.push(current);
         }
-        chunks
+        Ok(chunks)
     }
 }
 

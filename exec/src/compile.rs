@@ -15,13 +15,9 @@
 //! ```
 //! use tableq_exec::CompiledPredicate;
 //! use tableq_model::{CmpOp, Entity, Value};
-//! use tableq_planner::predicate::{Comparison, Predicate};
+//! use tableq_planner::predicate::Predicate;
 //!
-//! let p = Predicate::Compare(Comparison {
-//!     property: "Age".into(),
-//!     op: CmpOp::Ge,
-//!     value: Value::Int32(30),
-//! });
+//! let p = Predicate::compare("Age", CmpOp::Ge, Value::Int32(30));
 //! let compiled = CompiledPredicate::by_name(&p);
 //! let mut e = Entity::new("p", "r");
 //! e.set("Age", Value::Int64(31)); // an Int32 literal widens to Int64
@@ -31,7 +27,7 @@
 use crate::source::{EntitySource, PropertySlot, SlotLookup, SourceRow};
 use std::cmp::Ordering;
 use tableq_model::{CmpOp, SystemProperty, Value, ValueRef, order::compare_str};
-use tableq_planner::predicate::Predicate;
+use tableq_planner::predicate::{Comparison, Predicate, PredicateKind};
 
 /// A residual predicate compiled for one source. Cheap to share across threads.
 #[derive(Debug, Clone)]
@@ -221,32 +217,15 @@ impl CompiledPredicate {
 }
 
 fn compile_node(p: &Predicate, resolve: &dyn Fn(&str) -> SlotLookup) -> Node {
-    match p {
-        Predicate::True => Node::Const(true),
-        Predicate::False => Node::Const(false),
-        Predicate::Compare(c) => {
-            let target = match SystemProperty::from_name(&c.property) {
-                Some(SystemProperty::PartitionKey) => Target::PartitionKey,
-                Some(SystemProperty::RowKey) => Target::RowKey,
-                Some(SystemProperty::Timestamp) => Target::Timestamp,
-                None => match resolve(&c.property) {
-                    SlotLookup::Slot(slot) => Target::Slot(slot),
-                    SlotLookup::ByName => Target::Name(c.property.as_str().into()),
-                    // No entity has the property: the comparison is false everywhere.
-                    SlotLookup::Absent => return Node::Const(false),
-                },
-            };
-            Node::Compare(Test {
-                target,
-                literal: Literal::from_value(&c.value),
-                mask: mask_of(c.op),
-            })
-        }
-        Predicate::Not(inner) => match compile_node(inner, resolve) {
+    match p.kind() {
+        PredicateKind::True => Node::Const(true),
+        PredicateKind::False => Node::Const(false),
+        PredicateKind::Compare(c) => compile_comparison(c, resolve),
+        PredicateKind::Not(c) => match compile_comparison(c, resolve) {
             Node::Const(b) => Node::Const(!b),
             n => Node::Not(Box::new(n)),
         },
-        Predicate::And(ps) => {
+        PredicateKind::And(ps) => {
             let mut nodes = Vec::with_capacity(ps.len());
             for p in ps {
                 match compile_node(p, resolve) {
@@ -261,7 +240,7 @@ fn compile_node(p: &Predicate, resolve: &dyn Fn(&str) -> SlotLookup) -> Node {
                 _ => all_tests(&nodes).map_or(Node::And(nodes), Node::AllOf),
             }
         }
-        Predicate::Or(ps) => {
+        PredicateKind::Or(ps) => {
             let mut nodes = Vec::with_capacity(ps.len());
             for p in ps {
                 match compile_node(p, resolve) {
@@ -277,6 +256,25 @@ fn compile_node(p: &Predicate, resolve: &dyn Fn(&str) -> SlotLookup) -> Node {
             }
         }
     }
+}
+
+fn compile_comparison(c: &Comparison, resolve: &dyn Fn(&str) -> SlotLookup) -> Node {
+    let target = match SystemProperty::from_name(&c.property) {
+        Some(SystemProperty::PartitionKey) => Target::PartitionKey,
+        Some(SystemProperty::RowKey) => Target::RowKey,
+        Some(SystemProperty::Timestamp) => Target::Timestamp,
+        None => match resolve(&c.property) {
+            SlotLookup::Slot(slot) => Target::Slot(slot),
+            SlotLookup::ByName => Target::Name(c.property.as_str().into()),
+            // No entity has the property: the comparison is false everywhere.
+            SlotLookup::Absent => return Node::Const(false),
+        },
+    };
+    Node::Compare(Test {
+        target,
+        literal: Literal::from_value(&c.value),
+        mask: mask_of(c.op),
+    })
 }
 
 /// The comparisons of `nodes` if every node is one.
@@ -295,7 +293,6 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use tableq_model::{DateTime, Entity, compare};
-    use tableq_planner::predicate::Comparison;
 
     fn value() -> impl Strategy<Value = Value> {
         prop_oneof![
@@ -340,7 +337,7 @@ mod tests {
             if let Some(v) = &prop {
                 e.set("X", v.clone());
             }
-            let pred = Predicate::Compare(Comparison { property: "X".into(), op, value: lit.clone() });
+            let pred = Predicate::compare("X", op, lit.clone());
             let want = compare(prop.as_ref().map(Value::as_ref), op, lit.as_ref());
             prop_assert_eq!(CompiledPredicate::by_name(&pred).eval(&e), want);
             prop_assert_eq!(pred.eval(&e), want);
@@ -351,25 +348,30 @@ mod tests {
     fn system_properties_and_constants() {
         let mut e = Entity::new("p", "r");
         e.set_timestamp(Some(DateTime::MIN));
-        let cmp = |property: &str, op, value: Value| {
-            Predicate::Compare(Comparison {
-                property: property.into(),
-                op,
-                value,
-            })
-        };
+        let cmp = |property: &str, op, value: Value| Predicate::compare(property, op, value);
         assert!(CompiledPredicate::by_name(&cmp("PartitionKey", CmpOp::Eq, "p".into())).eval(&e));
         assert!(CompiledPredicate::by_name(&cmp("RowKey", CmpOp::Lt, 5.into())).eval(&e));
         assert!(!CompiledPredicate::by_name(&cmp("RowKey", CmpOp::Gt, 5.into())).eval(&e));
         assert!(
             CompiledPredicate::by_name(&cmp("Timestamp", CmpOp::Eq, DateTime::MIN.into())).eval(&e)
         );
-        let and = Predicate::And(vec![Predicate::True, Predicate::False]);
-        assert!(CompiledPredicate::by_name(&and).is_false());
-        let not = Predicate::Not(Box::new(Predicate::Or(vec![
-            Predicate::False,
-            Predicate::False,
-        ])));
-        assert!(CompiledPredicate::by_name(&not).is_true());
+        // A comparison on a property no entity has is the constant `false`, its negation
+        // `true`.
+        let absent = cmp("Absent", CmpOp::Eq, 1.into());
+        let resolve_absent = |_: &str| SlotLookup::Absent;
+        assert!(matches!(
+            compile_node(&absent, &resolve_absent),
+            Node::Const(false)
+        ));
+        let both = Predicate::and([absent.clone(), cmp("B", CmpOp::Eq, 1.into())]);
+        assert!(matches!(
+            compile_node(&both, &resolve_absent),
+            Node::Const(false)
+        ));
+        let negated = Predicate::or([Predicate::negate(absent), cmp("B", CmpOp::Eq, 1.into())]);
+        assert!(matches!(
+            compile_node(&negated, &resolve_absent),
+            Node::Const(true)
+        ));
     }
 }

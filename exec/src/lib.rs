@@ -4,7 +4,9 @@
 //!
 //! * [`EntitySource`] — the storage abstraction: ordered (PartitionKey, RowKey) range scans
 //!   from an inclusive key, point gets, splitting into chunks for parallel work, and an
-//!   optional property-slot hook. No I/O and no async here: stores live with their users.
+//!   optional property-slot hook. Reads may fail with the source's own error type
+//!   ([`EntitySource::Error`]; [`OkRows`] and `Infallible` for sources that cannot). No I/O
+//!   and no async here: stores live with their users.
 //! * [`MemorySource`] / [`MemorySnapshot`] — a compact in-memory table with consistent
 //!   snapshots under concurrent writes and sub-microsecond point lookups.
 //! * [`CompiledPredicate`] — the plan's residual compiled per source (names resolved once,
@@ -12,7 +14,13 @@
 //! * [`Executor`] — runs a [`Plan`](tableq_planner::plan::Plan) in parallel (rayon), in key
 //!   order, page by page with continuations and an optional work budget; results as owned
 //!   [`ResultRow`]s ([`Executor::execute_page`]) or as borrowed [`RowView`]s handed to a
-//!   visitor ([`Executor::execute_page_with`], no allocation per row).
+//!   visitor ([`Executor::execute_page_with`], no allocation per row). Failures are an
+//!   [`ExecError`]: invalid options, or the source's error unchanged in
+//!   [`ExecError::Source`].
+//!
+//! Plans reach the executor valid by construction (sorted, disjoint, non-empty key ranges;
+//! a normalised residual — see [`tableq_planner::plan`](mod@tableq_planner::plan)), so it needs no fallback for
+//! malformed plans.
 //!
 //! Every key order is the UTF-16 ordinal order of the spec
 //! ([`tableq_model::order::compare_str`]).
@@ -20,7 +28,7 @@
 //! ```
 //! use tableq_exec::{Executor, Key, MemorySource, PageOptions};
 //! use tableq_model::{Entity, Value};
-//! use tableq_planner::{plan::{KeyInterval, KeyRange, KeySet, Plan}, predicate::Predicate};
+//! use tableq_planner::{plan::{KeyRange, KeySet, Plan}, predicate::Predicate};
 //!
 //! let table = MemorySource::new();
 //! for i in 0..5 {
@@ -30,8 +38,8 @@
 //! }
 //! // PartitionKey eq 'p', two per page.
 //! let plan = Plan {
-//!     ranges: KeySet { ranges: vec![KeyRange { partition_key: KeyInterval::point("p"), row_key: KeyInterval::full() }] },
-//!     residual: Predicate::True,
+//!     ranges: KeySet::from(KeyRange::partition("p")),
+//!     residual: Predicate::TRUE,
 //!     select: None,
 //!     top: Some(2),
 //! };
@@ -48,7 +56,6 @@
 
 pub mod compile;
 pub mod executor;
-mod groups;
 pub mod key;
 pub mod memory;
 pub mod result;
@@ -59,4 +66,4 @@ pub use executor::{DEFAULT_PAGE_SIZE, ExecError, Executor, PageOptions, Pages, T
 pub use key::{Chunk, Key, Scan, compare_keys};
 pub use memory::{MemoryError, MemoryRow, MemoryRows, MemorySnapshot, MemorySource, Write};
 pub use result::{ExecStats, Page, ResultRow, RowView};
-pub use source::{EntityRef, EntitySource, PropertySlot, SlotLookup, SourceRow};
+pub use source::{EntityRef, EntitySource, OkRows, PropertySlot, SlotLookup, SourceRow};

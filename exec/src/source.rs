@@ -7,7 +7,11 @@
 //!   the rectangle `scan.range`, `>= scan.from`, `< scan.until` — in strictly ascending
 //!   (PartitionKey, RowKey) order under the UTF-16 ordinal order
 //!   ([`tableq_model::order::compare_str`]; Rust's `str::cmp` differs for supplementary-plane
-//!   characters). [`Scan::contains`] is the reference for "in the scan".
+//!   characters). [`Scan::contains`] is the reference for "in the scan". The executor's
+//!   scans use the ranges of a [`KeySet`](tableq_planner::plan::KeySet): non-empty, with
+//!   canonical bounds; [`KeyInterval::start_key`](tableq_planner::plan::KeyInterval::start_key)
+//!   and [`end_key`](tableq_planner::plan::KeyInterval::end_key) give where an ordered store
+//!   seeks to and stops.
 //! * **Snapshots.** Every scan, split and get on one `&self` must observe one consistent
 //!   state of the table: an entity is seen entirely before or entirely after a concurrent
 //!   write, never half-written, and two scans of the same source value agree. The executor
@@ -20,53 +24,57 @@
 //! * **No I/O in the query crates.** A source backed by disk or network does its I/O inside
 //!   these calls (blocking); tableq-exec itself never performs I/O and is not async.
 //!
+//! * **Errors.** A source that can fail (disk, network) names its error type
+//!   ([`EntitySource::Error`]): a scan yields `Result` rows, `get` and `split` return
+//!   `Result`. The executor stops a page at the first error that affects it — in key order,
+//!   as a sequential scan would meet it — and returns it as
+//!   [`ExecError::Source`](crate::ExecError::Source), typed; errors in chunks read ahead
+//!   past the page's end are ignored, like their rows. After a scan yielded an error the
+//!   executor does not ask that iterator for more. A source that cannot fail uses
+//!   [`std::convert::Infallible`] and wraps its row iterator in [`OkRows`]: the executor's
+//!   error paths then compile away (this is how [`MemorySnapshot`](crate::MemorySnapshot)
+//!   stays as fast as before errors existed).
+//!
 //! # Example: a `BTreeMap` store
 //!
 //! ```
 //! use std::collections::BTreeMap;
-//! use std::ops::Bound;
-//! use tableq_exec::{EntityRef, EntitySource, Executor, PageOptions, Scan};
+//! use std::convert::Infallible;
+//! use tableq_exec::{EntityRef, EntitySource, Executor, OkRows, PageOptions, Scan};
 //! use tableq_model::{order::OrdinalString, Entity, Value};
-//! use tableq_planner::{plan::{KeyRange, KeySet, Plan}, predicate::Predicate};
+//! use tableq_planner::{plan::{KeySet, Plan}, predicate::Predicate};
 //!
 //! /// Entities keyed by (PartitionKey, RowKey) in UTF-16 ordinal order.
 //! struct Store(BTreeMap<(OrdinalString, OrdinalString), Entity>);
 //!
 //! impl EntitySource for Store {
+//!     type Error = Infallible;
 //!     type Row<'a> = EntityRef<'a>;
-//!     type Rows<'a> = Box<dyn Iterator<Item = EntityRef<'a>> + 'a>;
+//!     type Rows<'a> = OkRows<Box<dyn Iterator<Item = EntityRef<'a>> + 'a>>;
 //!
 //!     fn scan<'a>(&'a self, scan: Scan<'a>) -> Self::Rows<'a> {
-//!         // Start at the inclusive `from` key (if any); stop at the end of the PartitionKey
-//!         // interval or at `until`, and skip keys outside the rectangle.
-//!         let start = match scan.from {
-//!             Some(k) => Bound::Included((
-//!                 OrdinalString(k.partition_key.clone()),
-//!                 OrdinalString(k.row_key.clone()),
-//!             )),
-//!             None => Bound::Unbounded,
-//!         };
-//!         Box::new(
+//!         // Start at the PartitionKey interval's first key or at `from`, whichever is later;
+//!         // stop past the interval or at `until`; skip RowKeys outside the rectangle.
+//!         let pk = &scan.range.partition_key;
+//!         let mut start = (OrdinalString(pk.start_key().into_owned()), OrdinalString::default());
+//!         if let Some(k) = scan.from {
+//!             start = start.max((OrdinalString(k.partition_key.clone()), OrdinalString(k.row_key.clone())));
+//!         }
+//!         OkRows::new(Box::new(
 //!             self.0
-//!                 .range((start, Bound::Unbounded))
+//!                 .range(start..)
 //!                 .map(|(_, e)| EntityRef(e))
 //!                 .take_while(move |e| {
-//!                     let pk = e.0.partition_key();
-//!                     let before_end = match &scan.range.partition_key.upper {
-//!                         Bound::Unbounded => true,
-//!                         Bound::Included(u) => tableq_model::order::compare_str(pk, u).is_le(),
-//!                         Bound::Excluded(u) => tableq_model::order::compare_str(pk, u).is_lt(),
-//!                     };
-//!                     before_end
-//!                         && scan.until.is_none_or(|u| u.cmp_pair(pk, e.0.row_key()).is_gt())
+//!                     pk.position(e.0.partition_key()).is_le()
+//!                         && scan.until.is_none_or(|u| u.cmp_pair(e.0.partition_key(), e.0.row_key()).is_gt())
 //!                 })
 //!                 .filter(move |e| scan.contains(e.0.partition_key(), e.0.row_key())),
-//!         )
+//!         ))
 //!     }
 //!
-//!     fn get<'a>(&'a self, partition_key: &str, row_key: &str) -> Option<EntityRef<'a>> {
+//!     fn get<'a>(&'a self, partition_key: &str, row_key: &str) -> Result<Option<EntityRef<'a>>, Infallible> {
 //!         let key = (OrdinalString(partition_key.into()), OrdinalString(row_key.into()));
-//!         self.0.get(&key).map(EntityRef)
+//!         Ok(self.0.get(&key).map(EntityRef))
 //!     }
 //! }
 //!
@@ -79,7 +87,7 @@
 //! let store = Store(map);
 //! let plan = Plan {
 //!     ranges: KeySet::all(),
-//!     residual: Predicate::True,
+//!     residual: Predicate::TRUE,
 //!     select: None,
 //!     top: Some(4),
 //! };
@@ -87,8 +95,50 @@
 //! assert_eq!(page.rows.len(), 4);
 //! assert_eq!(page.continuation.unwrap().row_key, "r4");
 //! ```
+//!
+//! # Example: a source that fails
+//!
+//! ```
+//! use tableq_exec::{EntityRef, EntitySource, ExecError, Executor, PageOptions, Scan};
+//! use tableq_model::Entity;
+//! use tableq_planner::{plan::{KeySet, Plan}, predicate::Predicate};
+//!
+//! #[derive(Debug, thiserror::Error)]
+//! #[error("disk read failed")]
+//! struct DiskError;
+//!
+//! /// Reads fine up to the third entity, then the disk fails.
+//! struct Failing(Vec<Entity>);
+//!
+//! impl EntitySource for Failing {
+//!     type Error = DiskError;
+//!     type Row<'a> = EntityRef<'a>;
+//!     type Rows<'a> = Box<dyn Iterator<Item = Result<EntityRef<'a>, DiskError>> + 'a>;
+//!
+//!     fn scan<'a>(&'a self, scan: Scan<'a>) -> Self::Rows<'a> {
+//!         let rows = self.0.iter().enumerate().filter(move |(_, e)| scan.contains(e.partition_key(), e.row_key()));
+//!         Box::new(rows.map(|(i, e)| if i < 3 { Ok(EntityRef(e)) } else { Err(DiskError) }))
+//!     }
+//!
+//!     fn get<'a>(&'a self, _: &str, _: &str) -> Result<Option<EntityRef<'a>>, DiskError> {
+//!         Err(DiskError)
+//!     }
+//! }
+//!
+//! let store = Failing((0..5).map(|i| Entity::new("p", format!("r{i}"))).collect());
+//! let plan = Plan { ranges: KeySet::all(), residual: Predicate::TRUE, select: None, top: None };
+//! let executor = Executor::new(&store);
+//! // The first page of two rows never reaches the failing entity…
+//! let first = executor.execute_page(&plan, None, &PageOptions::default().with_page_size(2)).unwrap();
+//! assert_eq!(first.rows.len(), 2);
+//! // …the next one does, and gets the source's own error back.
+//! let err = executor.execute_page(&plan, first.continuation.as_ref(), &PageOptions::default()).unwrap_err();
+//! assert!(matches!(err, ExecError::Source(DiskError)));
+//! ```
 
 use crate::key::{Chunk, Scan};
+use std::convert::Infallible;
+use std::marker::PhantomData;
 use tableq_model::{DateTime, Entity, EntityView, ValueRef};
 
 /// An identifier a source assigns to a custom property name, so that compiled predicates
@@ -136,23 +186,34 @@ pub trait SourceRow: EntityView + Send + Sync {
 }
 
 /// An ordered store of entities the executor can query. See the module docs for the
-/// contract (order, snapshot consistency, splits) and an example implementation.
+/// contract (order, snapshot consistency, splits, errors) and example implementations.
 pub trait EntitySource: Sync {
+    /// Why a read failed (a disk or network error, a corrupt record, …);
+    /// [`Infallible`] for sources that cannot fail. The executor hands it back unchanged in
+    /// [`ExecError::Source`](crate::ExecError::Source).
+    type Error: std::error::Error + Send + Sync + 'static;
+
     /// The row representation scans yield (often a borrowed view into the store).
     type Row<'a>: SourceRow
     where
         Self: 'a;
 
-    /// The iterator [`scan`](EntitySource::scan) returns.
-    type Rows<'a>: Iterator<Item = Self::Row<'a>>
+    /// The iterator [`scan`](EntitySource::scan) returns: rows, or the error that ended the
+    /// scan (the executor asks for nothing more after an error). Infallible sources wrap
+    /// their row iterator in [`OkRows`].
+    type Rows<'a>: Iterator<Item = Result<Self::Row<'a>, Self::Error>>
     where
         Self: 'a;
 
     /// Every entity of `scan`, in ascending key order (see the module docs).
     fn scan<'a>(&'a self, scan: Scan<'a>) -> Self::Rows<'a>;
 
-    /// The entity with exactly these keys.
-    fn get<'a>(&'a self, partition_key: &str, row_key: &str) -> Option<Self::Row<'a>>;
+    /// The entity with exactly these keys (`Ok(None)` when there is none).
+    fn get<'a>(
+        &'a self,
+        partition_key: &str,
+        row_key: &str,
+    ) -> Result<Option<Self::Row<'a>>, Self::Error>;
 
     /// Cuts the front of `scan` into at most `max_chunks` contiguous chunks of about
     /// `chunk_rows` entities each, in key order, for parallel scanning.
@@ -163,21 +224,82 @@ pub trait EntitySource: Sync {
     /// chunks reach the end of the scan; otherwise the executor asks again for the rest,
     /// starting there. An empty vector means the scan holds no entity.
     ///
-    /// The default returns one chunk: the whole scan.
-    fn split(&self, scan: Scan<'_>, chunk_rows: usize, max_chunks: usize) -> Vec<Chunk> {
+    /// The default returns one chunk: the whole scan. An error fails the page.
+    fn split(
+        &self,
+        scan: Scan<'_>,
+        chunk_rows: usize,
+        max_chunks: usize,
+    ) -> Result<Vec<Chunk>, Self::Error> {
         let _ = (chunk_rows, max_chunks);
-        vec![Chunk {
+        Ok(vec![Chunk {
             from: scan.from.cloned(),
             until: scan.until.cloned(),
             rows: None,
-        }]
+        }])
     }
 
     /// Resolves a custom property name once per query (see [`SlotLookup`]). The default:
-    /// [`SlotLookup::ByName`].
+    /// [`SlotLookup::ByName`]. Infallible: a source that cannot tell answers `ByName`.
     fn property_slot(&self, name: &str) -> SlotLookup {
         let _ = name;
         SlotLookup::ByName
+    }
+}
+
+/// The rows of a source that cannot fail, as the `Result` items
+/// [`EntitySource::Rows`] yields: every row `Ok`. With `E =` [`Infallible`] (the default)
+/// the executor's error handling compiles away.
+///
+/// ```
+/// use tableq_exec::OkRows;
+/// let mut rows: OkRows<_> = OkRows::new([1, 2].into_iter());
+/// assert_eq!(rows.next(), Some(Ok(1)));
+/// ```
+pub struct OkRows<I, E = Infallible> {
+    rows: I,
+    error: PhantomData<fn() -> E>,
+}
+
+impl<I, E> OkRows<I, E> {
+    /// Wraps an iterator of rows.
+    #[inline]
+    pub fn new(rows: I) -> OkRows<I, E> {
+        OkRows {
+            rows,
+            error: PhantomData,
+        }
+    }
+
+    /// The wrapped iterator.
+    pub fn into_inner(self) -> I {
+        self.rows
+    }
+}
+
+impl<I: Iterator, E> Iterator for OkRows<I, E> {
+    type Item = Result<I::Item, E>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.rows.next().map(Ok)
+    }
+
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.rows.size_hint()
+    }
+}
+
+impl<I: Clone, E> Clone for OkRows<I, E> {
+    fn clone(&self) -> Self {
+        OkRows::new(self.rows.clone())
+    }
+}
+
+impl<I: std::fmt::Debug, E> std::fmt::Debug for OkRows<I, E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("OkRows").field(&self.rows).finish()
     }
 }
 

@@ -9,7 +9,7 @@ use std::ops::Bound;
 use tableq_exec::{Executor, Key, MemorySource, PageOptions, ResultRow, Tuning, compare_keys};
 use tableq_model::{CmpOp, Entity, EntityView, Value};
 use tableq_planner::plan::{KeyInterval, KeyRange, KeySet, Plan};
-use tableq_planner::predicate::{Comparison, Predicate};
+use tableq_planner::predicate::Predicate;
 
 const KEY: &str = "[ab\u{FFFF}\u{10000}]{0,2}";
 
@@ -59,28 +59,24 @@ fn arb_range() -> impl Strategy<Value = KeyRange> {
     })
 }
 
-/// Ranges: either a valid planner-shaped key set (sorted, disjoint) or an arbitrary list
-/// (the executor must then still return the union, in key order).
-fn arb_ranges() -> impl Strategy<Value = Vec<KeyRange>> {
+/// Key sets: the union of up to four arbitrary ranges (overlapping, unordered, empty) in
+/// the normal form `KeySet::new` gives them, or their first range alone when the union
+/// cannot be listed in scan order.
+fn arb_ranges() -> impl Strategy<Value = KeySet> {
     prop_oneof![
-        Just(vec![KeyRange::full()]),
-        proptest::collection::vec(arb_range(), 0..4).prop_map(|mut rs| {
-            rs.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
-            let set = KeySet { ranges: rs.clone() };
-            if set.check_invariants().is_ok() {
-                rs
-            } else {
-                rs.into_iter().take(1).collect()
-            }
+        Just(KeySet::all()),
+        proptest::collection::vec(arb_range(), 0..4).prop_map(|rs| {
+            let first = rs.first().cloned();
+            KeySet::new(rs).unwrap_or_else(|_| first.map_or_else(KeySet::none, KeySet::from))
         }),
-        proptest::collection::vec(arb_range(), 0..4),
+        arb_range().prop_map(KeySet::from),
     ]
 }
 
 fn arb_predicate() -> impl Strategy<Value = Predicate> {
     let leaf = prop_oneof![
-        Just(Predicate::True),
-        Just(Predicate::False),
+        Just(Predicate::TRUE),
+        Just(Predicate::FALSE),
         (
             proptest::sample::select(vec!["A", "B", "C", "PartitionKey", "RowKey", "Missing"]),
             proptest::sample::select(CmpOp::ALL.to_vec()),
@@ -90,17 +86,13 @@ fn arb_predicate() -> impl Strategy<Value = Predicate> {
                 "[abxy]{0,1}".prop_map(Value::String),
             ],
         )
-            .prop_map(|(p, op, value)| Predicate::Compare(Comparison {
-                property: p.into(),
-                op,
-                value
-            })),
+            .prop_map(|(p, op, value)| Predicate::compare(p, op, value)),
     ];
     leaf.prop_recursive(3, 12, 3, |inner| {
         prop_oneof![
-            inner.clone().prop_map(|p| Predicate::Not(Box::new(p))),
-            proptest::collection::vec(inner.clone(), 2..4).prop_map(Predicate::And),
-            proptest::collection::vec(inner, 2..4).prop_map(Predicate::Or),
+            inner.clone().prop_map(Predicate::negate),
+            proptest::collection::vec(inner.clone(), 2..4).prop_map(Predicate::and),
+            proptest::collection::vec(inner, 2..4).prop_map(Predicate::or),
         ]
     })
 }
@@ -162,7 +154,7 @@ proptest! {
     ) {
         let table = MemorySource::from_entities(entities.clone()).unwrap();
         let snapshot = table.snapshot();
-        let plan = Plan { ranges: KeySet { ranges }, residual, select: None, top };
+        let plan = Plan { ranges, residual, select: None, top };
         let tuning = Tuning { initial_chunk_rows: chunk_rows, max_chunk_rows: 8, small_wave_rows: small_wave };
         let executor = Executor::new(&snapshot).with_threads(threads).unwrap().with_tuning(tuning);
         let options = PageOptions { page_size, max_examined: budget, ..PageOptions::default() };
@@ -197,7 +189,7 @@ proptest! {
         page_size in 1usize..5,
     ) {
         let table = MemorySource::from_entities(initial.clone()).unwrap();
-        let residual = Predicate::Compare(Comparison { property: "A".into(), op: CmpOp::Ge, value: Value::Int32(1) });
+        let residual = Predicate::compare("A", CmpOp::Ge, Value::Int32(1));
         let plan = Plan { ranges: KeySet::all(), residual: residual.clone(), select: None, top: None };
         let options = PageOptions::default().with_page_size(page_size);
         let start: BTreeSet<Key> = table.snapshot().iter().map(|r| Key::new(r.partition_key(), r.row_key())).collect();
@@ -236,7 +228,9 @@ proptest! {
         let initial_table = MemorySource::from_entities(initial).unwrap();
         let snap = initial_table.snapshot();
         for k in start.difference(&deleted) {
-            let e = tableq_exec::EntitySource::get(&snap, &k.partition_key, &k.row_key).unwrap();
+            let Ok(Some(e)) = tableq_exec::EntitySource::get(&snap, &k.partition_key, &k.row_key) else {
+                panic!("{k} is in the snapshot");
+            };
             if residual.eval(&e) {
                 prop_assert!(got.contains(k), "{} missing", k);
             }
@@ -253,7 +247,7 @@ fn select_projects_and_reports_nulls() {
     let snapshot = table.snapshot();
     let plan = Plan {
         ranges: KeySet::all(),
-        residual: Predicate::True,
+        residual: Predicate::TRUE,
         select: Some(vec!["B".into(), "Nope".into(), "PartitionKey".into()]),
         top: None,
     };
@@ -278,11 +272,7 @@ fn top_stops_early_and_budget_pages_can_be_empty() {
     .unwrap();
     let snapshot = table.snapshot();
     let executor = Executor::new(&snapshot).with_threads(2).unwrap();
-    let matches_a0 = Predicate::Compare(Comparison {
-        property: "A".into(),
-        op: CmpOp::Eq,
-        value: Value::Int32(0),
-    });
+    let matches_a0 = Predicate::compare("A", CmpOp::Eq, Value::Int32(0));
     // A full scan whose matches all lie in partition p00: the first page reads little.
     let plan = Plan {
         ranges: KeySet::all(),
@@ -300,11 +290,7 @@ fn top_stops_early_and_budget_pages_can_be_empty() {
         page.stats.examined
     );
     // Nothing matches: a small budget gives empty pages that still carry a continuation.
-    let none = Predicate::Compare(Comparison {
-        property: "A".into(),
-        op: CmpOp::Gt,
-        value: Value::Int32(100),
-    });
+    let none = Predicate::compare("A", CmpOp::Gt, Value::Int32(100));
     let plan = Plan {
         ranges: KeySet::all(),
         residual: none,
@@ -329,15 +315,9 @@ fn point_lookup_and_empty_plans() {
         .unwrap();
     let snapshot = table.snapshot();
     let executor = Executor::new(&snapshot);
-    let point = KeyRange {
-        partition_key: KeyInterval::point("p"),
-        row_key: KeyInterval::point("r042"),
-    };
     let plan = Plan {
-        ranges: KeySet {
-            ranges: vec![point],
-        },
-        residual: Predicate::True,
+        ranges: KeySet::from(KeyRange::point("p", "r042")),
+        residual: Predicate::TRUE,
         select: None,
         top: None,
     };
@@ -348,7 +328,7 @@ fn point_lookup_and_empty_plans() {
     assert_eq!((page.stats.examined, page.continuation), (1, None));
     let empty = Plan {
         ranges: KeySet::none(),
-        residual: Predicate::True,
+        residual: Predicate::TRUE,
         select: None,
         top: None,
     };
@@ -372,7 +352,7 @@ fn deadline_in_the_past_still_progresses() {
     let executor = Executor::new(&snapshot).with_threads(2).unwrap();
     let plan = Plan {
         ranges: KeySet::all(),
-        residual: Predicate::True,
+        residual: Predicate::TRUE,
         select: None,
         top: None,
     };

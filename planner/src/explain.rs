@@ -71,7 +71,7 @@ impl Plan {
     /// The stable JSON form (see the module docs).
     pub fn to_json(&self) -> Json {
         json!({
-            "ranges": self.ranges.ranges.iter().map(range_json).collect::<Vec<_>>(),
+            "ranges": self.ranges.ranges().iter().map(range_json).collect::<Vec<_>>(),
             "residual": self.residual.to_string(),
             "select": self.select,
             "top": self.top,
@@ -150,7 +150,7 @@ fn quoted(s: &str) -> String {
 
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.ranges.ranges.len();
+        let n = self.ranges.len();
         if n == 0 {
             writeln!(f, "ranges: none (the filter cannot match; nothing is read)")?;
         } else {
@@ -161,7 +161,7 @@ impl fmt::Display for Plan {
             };
             writeln!(f, "ranges: {n}, {exactness}")?;
             let width = n.to_string().len();
-            for (i, r) in self.ranges.ranges.iter().enumerate() {
+            for (i, r) in self.ranges.ranges().iter().enumerate() {
                 writeln!(
                     f,
                     "  {:>width$}. {:<15}  PartitionKey {}  RowKey {}",

@@ -52,15 +52,15 @@
 //!     Predicate::compare("Age", CmpOp::Gt, Value::Int32(30)),
 //! ]);
 //! let x = extract_key_ranges(&p, 64);
-//! assert_eq!(x.keys.ranges.len(), 1);
-//! assert_eq!(x.keys.ranges[0].strategy(), Strategy::Partition);
+//! assert_eq!(x.keys.len(), 1);
+//! assert_eq!(x.keys.ranges()[0].strategy(), Strategy::Partition);
 //! assert_eq!(x.residual.to_string(), "Age gt 30");
 //! assert!(!x.exact);
 //! ```
 
 use crate::keyspace::{Intervals, Keys, Space};
 use crate::plan::KeySet;
-use crate::predicate::Predicate;
+use crate::predicate::{Comparison, Predicate, PredicateKind};
 use crate::rules::{Driver, Step, is_key};
 use tableq_model::{Value, ValueRef, compare};
 
@@ -125,7 +125,7 @@ pub fn extract_key_ranges_traced(
         }
     }
     if space.is_empty() {
-        residual = Predicate::True;
+        residual = Predicate::TRUE;
     } else if !residual.is_true() {
         let simplified = in_key_context(&residual, &space);
         if simplified != residual {
@@ -140,10 +140,10 @@ pub fn extract_key_ranges_traced(
             residual = simplified;
         }
     }
-    if residual == Predicate::False {
+    if residual.is_false() {
         // Nothing in the ranges can satisfy the residual: read nothing.
         space = Space::empty();
-        residual = Predicate::True;
+        residual = Predicate::TRUE;
     }
     let exact = residual.is_true();
     Extraction {
@@ -157,63 +157,69 @@ pub fn extract_key_ranges_traced(
 /// The residual is only evaluated on entities whose keys lie in `space`: a key comparison
 /// that holds on all of `space` is `true` there, one that holds nowhere in it is `false`.
 fn in_key_context(p: &Predicate, space: &Space<'_>) -> Predicate {
-    match p {
-        Predicate::Compare(c) if is_key(&c.property) => {
-            let (k, r) = analyze(p, usize::MAX, &mut false);
-            if !r.is_true() {
-                return p.clone();
-            }
-            let s = k.into_space();
-            let common = space.intersect(&s);
-            if common.is_empty() {
-                Predicate::False
-            } else if common == *space {
-                Predicate::True
+    match p.kind() {
+        PredicateKind::Compare(c) => {
+            key_comparison_in(c, space).map_or_else(|| p.clone(), Predicate::constant)
+        }
+        PredicateKind::Not(c) => {
+            key_comparison_in(c, space).map_or_else(|| p.clone(), |b| Predicate::constant(!b))
+        }
+        PredicateKind::True | PredicateKind::False => p.clone(),
+        PredicateKind::And(ps) => Predicate::and(ps.iter().map(|q| in_key_context(q, space))),
+        PredicateKind::Or(ps) => Predicate::or(ps.iter().map(|q| in_key_context(q, space))),
+    }
+}
+
+/// Whether a key comparison holds on every key pair of `space` (`Some(true)`), on none
+/// (`Some(false)`), or on some only / is no key comparison (`None`).
+fn key_comparison_in(c: &Comparison, space: &Space<'_>) -> Option<bool> {
+    let common = space.intersect(&key_set(c)?.into_space());
+    if common.is_empty() {
+        Some(false)
+    } else if common == *space {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+/// The exact key set of a PartitionKey/RowKey comparison (`None` for other properties).
+fn key_set(c: &Comparison) -> Option<Keys<'_>> {
+    if !is_key(&c.property) {
+        return None;
+    }
+    Some(match &c.value {
+        Value::String(s) => {
+            let iv = Intervals::from_comparison(c.op, s);
+            if c.property == "PartitionKey" {
+                Keys::pk(iv)
             } else {
-                p.clone()
+                Keys::rk(iv)
             }
         }
-        Predicate::True | Predicate::False | Predicate::Compare(_) => p.clone(),
-        Predicate::Not(inner) => Predicate::negate(in_key_context(inner, space)),
-        Predicate::And(ps) => Predicate::and(ps.iter().map(|q| in_key_context(q, space))),
-        Predicate::Or(ps) => Predicate::or(ps.iter().map(|q| in_key_context(q, space))),
-    }
+        other => {
+            // Always-present String key vs another type: a constant.
+            let holds = compare(Some(ValueRef::String("")), c.op, other.as_ref());
+            if holds { Keys::All } else { Keys::Nothing }
+        }
+    })
 }
 
 /// `p ⇔ key ∈ K ∧ R`.
 fn analyze<'a>(p: &'a Predicate, max: usize, coarsened: &mut bool) -> (Keys<'a>, Predicate) {
-    let (keys, residual) = match p {
-        Predicate::True => (Keys::All, Predicate::True),
-        Predicate::False => (Keys::Nothing, Predicate::True),
-        Predicate::Compare(c) if is_key(&c.property) => match &c.value {
-            Value::String(s) => {
-                let iv = Intervals::from_comparison(c.op, s);
-                let keys = if c.property == "PartitionKey" {
-                    Keys::pk(iv)
-                } else {
-                    Keys::rk(iv)
-                };
-                (keys, Predicate::True)
-            }
-            other => {
-                // Always-present String key vs another type: a constant.
-                let holds = compare(Some(ValueRef::String("")), c.op, other.as_ref());
-                (
-                    if holds { Keys::All } else { Keys::Nothing },
-                    Predicate::True,
-                )
-            }
+    let (keys, residual) = match p.kind() {
+        PredicateKind::True => (Keys::All, Predicate::TRUE),
+        PredicateKind::False => (Keys::Nothing, Predicate::TRUE),
+        PredicateKind::Compare(c) => match key_set(c) {
+            Some(keys) => (keys, Predicate::TRUE),
+            None => (Keys::All, p.clone()),
         },
-        Predicate::Compare(_) => (Keys::All, p.clone()),
-        Predicate::Not(inner) => {
-            let (keys, residual) = analyze(inner, max, coarsened);
-            if residual.is_true() {
-                (keys.complement(), Predicate::True)
-            } else {
-                (Keys::All, p.clone())
-            }
-        }
-        Predicate::And(ps) => {
+        // Keys are always present, so the negation of a key comparison is its complement.
+        PredicateKind::Not(c) => match key_set(c) {
+            Some(keys) => (keys.complement(), Predicate::TRUE),
+            None => (Keys::All, p.clone()),
+        },
+        PredicateKind::And(ps) => {
             let mut keys = Vec::with_capacity(ps.len());
             let mut residuals = Vec::new();
             for q in ps {
@@ -227,12 +233,12 @@ fn analyze<'a>(p: &'a Predicate, max: usize, coarsened: &mut bool) -> (Keys<'a>,
             }
             let keys = Keys::intersect_all(keys);
             if keys.is_nothing() {
-                (keys, Predicate::True)
+                (keys, Predicate::TRUE)
             } else {
                 (keys, Predicate::and(residuals))
             }
         }
-        Predicate::Or(ps) => {
+        PredicateKind::Or(ps) => {
             let mut exact = Vec::with_capacity(ps.len());
             let mut inexact = Vec::new();
             for q in ps {
@@ -247,13 +253,13 @@ fn analyze<'a>(p: &'a Predicate, max: usize, coarsened: &mut bool) -> (Keys<'a>,
             }
             let exact = Keys::union_all(exact);
             if inexact.is_empty() {
-                (exact, Predicate::True)
+                (exact, Predicate::TRUE)
             } else {
                 let inexact = Keys::union_all(inexact);
                 let all = Keys::union_all(vec![exact.clone(), inexact]);
                 // Inexact operands inside the exact operands' keys add nothing.
                 if all.same_set(&exact) {
-                    (exact, Predicate::True)
+                    (exact, Predicate::TRUE)
                 } else {
                     (all, p.clone())
                 }
@@ -287,17 +293,17 @@ mod tests {
         );
         let x = extract_key_ranges(&p, 64);
         assert!(x.exact);
-        assert_eq!(x.keys.ranges.len(), 10);
+        assert_eq!(x.keys.len(), 10);
         assert!(
             x.keys
-                .ranges
+                .ranges()
                 .iter()
                 .all(|r| r.strategy() == Strategy::Point)
         );
-        x.keys.check_invariants().unwrap();
+        assert!(x.keys.ranges().windows(2).all(|w| w[0].precedes(&w[1])));
         let capped = extract_key_ranges(&p, 4);
         assert!(capped.coarsened && !capped.exact);
-        assert_eq!(capped.keys.ranges.len(), 1);
+        assert_eq!(capped.keys.len(), 1);
         // In the coarse range every RowKey is 'r': only the PartitionKeys remain to check.
         let pks = Predicate::or((0..10).map(|i| pk(CmpOp::Eq, &format!("p{i}"))));
         assert_eq!(capped.residual, pks);
@@ -310,13 +316,13 @@ mod tests {
             Predicate::or([rk(CmpOp::Eq, "1"), rk(CmpOp::Eq, "3")]),
         ]);
         let x = extract_key_ranges(&p, 64);
-        assert_eq!(x.keys.ranges.len(), 1);
+        assert_eq!(x.keys.len(), 1);
         assert_eq!(
-            x.keys.ranges[0].row_key.lower,
+            x.keys.ranges()[0].row_key.lower,
             std::ops::Bound::Included("1".to_owned())
         );
         assert_eq!(
-            x.keys.ranges[0].row_key.upper,
+            x.keys.ranges()[0].row_key.upper,
             std::ops::Bound::Included("3".to_owned())
         );
         assert_eq!(
@@ -337,18 +343,18 @@ mod tests {
         let x = extract_key_ranges(&p, 64);
         assert!(x.exact);
         assert_eq!(
-            x.keys.ranges[0].partition_key.lower,
+            x.keys.ranges()[0].partition_key.lower,
             std::ops::Bound::Included("a".to_owned())
         );
         assert_eq!(
-            x.keys.ranges[0].partition_key.upper,
+            x.keys.ranges()[0].partition_key.upper,
             std::ops::Bound::Unbounded
         );
         let contradiction = Predicate::and([pk(CmpOp::Eq, "a"), pk(CmpOp::Eq, "b")]);
         assert!(extract_key_ranges(&contradiction, 64).keys.is_empty());
         let point = Predicate::and([pk(CmpOp::Gt, "a"), pk(CmpOp::Le, "a\0")]);
         assert_eq!(
-            extract_key_ranges(&point, 64).keys.ranges[0].partition_key,
+            extract_key_ranges(&point, 64).keys.ranges()[0].partition_key,
             KeyInterval::point("a\0")
         );
     }

@@ -15,6 +15,15 @@
 //! 4. [`plan`](mod@plan) — the [`Plan`] with a [`Strategy`] per range; [`explain`] renders it as text
 //!    or as one stable JSON object.
 //!
+//! The types a plan is made of are **valid by construction**: a [`Predicate`] is an opaque
+//! node built only by normalising constructors and inspected through
+//! [`Predicate::kind`] ([`PredicateKind`]), and a [`KeySet`] keeps its ranges private —
+//! sorted, disjoint, non-empty, canonical — behind normalising constructors
+//! ([`KeySet::new`], [`KeySet::all`], [`KeySet::none`], `From<KeyRange>`). Downstream
+//! crates (the executor, a storage layer's pushdown, explain) match on them and need not
+//! re-check invariants. [`KeyInterval`]'s methods are the one implementation of key-bound
+//! comparisons under the UTF-16 ordinal order.
+//!
 //! [`naive`] is the reference evaluator (the whole original AST per entity, no planning):
 //! the oracle every planned execution is tested against.
 //!
@@ -34,8 +43,8 @@
 //! });
 //! let filter = Filter { expr: Some(Expr::Or(vec![pk_eq("b"), pk_eq("a")], Span::default())) };
 //! let plan = tableq_planner::plan(&filter, None, None);
-//! assert_eq!(plan.ranges.ranges.len(), 2); // two partition scans, 'a' first
-//! assert_eq!(plan.ranges.ranges[0].strategy(), Strategy::Partition);
+//! assert_eq!(plan.ranges.len(), 2); // two partition scans, 'a' first
+//! assert_eq!(plan.ranges.ranges()[0].strategy(), Strategy::Partition);
 //! assert!(plan.is_exact());
 //! ```
 #![forbid(unsafe_code)]
@@ -52,8 +61,8 @@ pub mod rules;
 
 pub use explain::Explanation;
 pub use extract::{DEFAULT_MAX_RANGES, Extraction, extract_key_ranges};
-pub use plan::{KeyInterval, KeyRange, KeySet, Plan, Strategy};
-pub use predicate::{Comparison, Predicate};
+pub use plan::{KeyInterval, KeyRange, KeySet, KeySetError, Plan, Strategy};
+pub use predicate::{Comparison, Predicate, PredicateKind};
 
 use tableq_parser::ast::{Filter, Select, Top};
 

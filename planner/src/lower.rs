@@ -2,7 +2,7 @@
 //!
 //! One function per AST node kind. A literal-first comparison (`30 lt Age`) becomes
 //! `Age gt 30` (by [`CmpOp::swap`](tableq_model::CmpOp::swap)), a bare boolean property
-//! `Active` becomes `Active eq true`, an empty filter becomes [`Predicate::True`], and
+//! `Active` becomes `Active eq true`, an empty filter becomes [`Predicate::TRUE`], and
 //! `and`/`or`/`not` go through the normalising constructors (flatten, fold, dedupe,
 //! De Morgan). Nothing else is rewritten here: semantic rewrites are the named rules of
 //! [`crate::rules`].
@@ -30,9 +30,9 @@ use crate::predicate::Predicate;
 use tableq_model::{CmpOp, Value};
 use tableq_parser::ast::{Comparison, Expr, Filter, Property};
 
-/// Lowers a whole filter; "no filter" is [`Predicate::True`].
+/// Lowers a whole filter; "no filter" is [`Predicate::TRUE`].
 pub fn lower(filter: &Filter) -> Predicate {
-    filter.expr.as_ref().map_or(Predicate::True, lower_expr)
+    filter.expr.as_ref().map_or(Predicate::TRUE, lower_expr)
 }
 
 /// Lowers one expression.

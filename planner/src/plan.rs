@@ -1,31 +1,63 @@
 //! Plans: key ranges + residual + projection + page limit.
 //!
-//! A [`KeySet`] is a sorted, disjoint union of [`KeyRange`]s — rectangles
-//! *PartitionKey interval × RowKey interval* under UTF-16 ordinal order
-//! ([`tableq_model::order::compare_str`]). **Order invariant:** every key of `ranges[i]`
-//! sorts before every key of `ranges[i + 1]` in (PartitionKey, RowKey) order, so scanning the
-//! ranges one after the other, each in key order, yields entities in key order. A range whose
-//! PartitionKey interval holds more than one key therefore always has a single RowKey
-//! interval (the executor scans the composite range and checks the RowKey per row).
+//! Key order is the UTF-16 ordinal order of the spec ([`tableq_model::order::compare_str`]).
+//! Three types describe where a plan reads:
+//!
+//! * [`KeyInterval`] — an interval of key strings, a plain value with public bounds (it may
+//!   be empty or spelled in several equivalent ways: `gt 'a'` is `ge 'a\0'`, since nothing
+//!   lies between a string and its successor `s + "\0"`). Its methods compare and merge
+//!   bounds ([`contains`](KeyInterval::contains), [`position`](KeyInterval::position),
+//!   [`cmp_lower`](KeyInterval::cmp_lower), [`intersect`](KeyInterval::intersect),
+//!   [`hull`](KeyInterval::hull), [`precedes`](KeyInterval::precedes), …): they are the
+//!   one implementation of bound logic that the planner, the executor and sources share.
+//! * [`KeyRange`] — a rectangle *PartitionKey interval × RowKey interval*.
+//! * [`KeySet`] — a union of ranges that is **valid by construction**: its ranges are
+//!   private and every constructor ([`KeySet::new`], [`KeySet::all`], [`KeySet::none`],
+//!   `From<KeyRange>`, the planner) normalises, so every `KeySet` holds non-empty ranges in
+//!   canonical form (a one-key interval is always [`KeyInterval::point`], an unbounded end
+//!   is `Unbounded`), sorted and disjoint: every key of `ranges()[i]` sorts before every key
+//!   of `ranges()[i + 1]` in (PartitionKey, RowKey) order, so scanning the ranges one after
+//!   the other, each in key order, yields entities in key order. A range whose PartitionKey
+//!   interval holds more than one key therefore has a single RowKey interval (a scan of the
+//!   composite range checks the RowKey per row). Consumers (the executor, a storage
+//!   layer's pushdown, explain) read the ranges with [`KeySet::ranges`] and rely on this.
 //!
 //! Strings have no maximum, so "to the end of the partition" is an `Unbounded` upper bound
 //! of the RowKey interval inside a point PartitionKey interval.
 //!
 //! ```
-//! use tableq_planner::plan::{KeyInterval, KeyRange, Strategy};
-//! let r = KeyRange { partition_key: KeyInterval::point("p"), row_key: KeyInterval::full() };
+//! use std::ops::Bound;
+//! use tableq_planner::plan::{KeyInterval, KeyRange, KeySet, Strategy};
+//!
+//! let r = KeyRange::partition("p");
 //! assert_eq!(r.strategy(), Strategy::Partition);
 //! assert!(r.contains("p", "anything") && !r.contains("q", ""));
+//!
+//! // Overlapping, unordered ranges are merged and sorted; empty ones disappear.
+//! let a_to_c = KeyInterval::new(Bound::Included("a".into()), Bound::Excluded("c".into()));
+//! let b_to_d = KeyInterval::new(Bound::Included("b".into()), Bound::Included("d".into()));
+//! let set = KeySet::new([
+//!     KeyRange::new(b_to_d, KeyInterval::full()),
+//!     KeyRange::point("x", "1"),
+//!     KeyRange::new(a_to_c, KeyInterval::full()),
+//!     KeyRange::new(KeyInterval::point("z"), KeyInterval::new(Bound::Excluded("b".into()), Bound::Excluded("b\0".into()))),
+//! ]).unwrap();
+//! assert_eq!(set.len(), 2);
+//! assert_eq!(set.ranges()[0].partition_key, KeyInterval::new(Bound::Included("a".into()), Bound::Included("d".into())));
+//! assert_eq!(set.ranges()[1].as_point(), Some(("x", "1")));
 //! ```
 
-use crate::keyspace::{self, Cut, Interval, Space};
+use crate::explain::DisplayInterval;
+use crate::keyspace::{self, Cut, Interval, Intervals, Space};
 use crate::predicate::Predicate;
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt;
 use std::ops::Bound;
-use tableq_model::order::compare_str;
 
-/// An interval of key strings under the UTF-16 ordinal order.
+/// An interval of key strings under the UTF-16 ordinal order. Any pair of bounds is
+/// allowed (an interval may be empty); the methods interpret it exactly, aware that `s` and
+/// `s + "\0"` are neighbours (so `(a, a\0)` is empty and `(a, a\0]` is the point `a\0`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyInterval {
     /// Lower bound.
@@ -35,8 +67,13 @@ pub struct KeyInterval {
 }
 
 impl KeyInterval {
+    /// The interval between two bounds.
+    pub fn new(lower: Bound<String>, upper: Bound<String>) -> KeyInterval {
+        KeyInterval { lower, upper }
+    }
+
     /// Every key.
-    pub fn full() -> KeyInterval {
+    pub const fn full() -> KeyInterval {
         KeyInterval {
             lower: Bound::Unbounded,
             upper: Bound::Unbounded,
@@ -52,38 +89,163 @@ impl KeyInterval {
         }
     }
 
-    /// Whether both ends are unbounded.
-    pub fn is_full(&self) -> bool {
-        matches!(
-            (&self.lower, &self.upper),
-            (Bound::Unbounded, Bound::Unbounded)
-        )
-    }
-
-    /// The single key of a point interval (`[k, k]`).
-    pub fn as_point(&self) -> Option<&str> {
-        match (&self.lower, &self.upper) {
-            (Bound::Included(a), Bound::Included(b)) if a == b => Some(a),
-            _ => None,
+    /// The cut before the interval's first key.
+    fn lower_cut(&self) -> Cut<'_> {
+        match &self.lower {
+            Bound::Unbounded => Cut::NegInf,
+            Bound::Included(s) => Cut::before(s),
+            Bound::Excluded(s) => Cut::after(s),
         }
     }
 
-    /// Whether `key` lies in the interval (UTF-16 ordinal order).
-    pub fn contains(&self, key: &str) -> bool {
-        let above = match &self.lower {
-            Bound::Unbounded => true,
-            Bound::Included(l) => compare_str(key, l) != Ordering::Less,
-            Bound::Excluded(l) => compare_str(key, l) == Ordering::Greater,
-        };
-        above
-            && match &self.upper {
-                Bound::Unbounded => true,
-                Bound::Included(u) => compare_str(key, u) != Ordering::Greater,
-                Bound::Excluded(u) => compare_str(key, u) == Ordering::Less,
-            }
+    /// The cut after the interval's last key.
+    fn upper_cut(&self) -> Cut<'_> {
+        match &self.upper {
+            Bound::Unbounded => Cut::PosInf,
+            Bound::Included(s) => Cut::after(s),
+            Bound::Excluded(s) => Cut::before(s),
+        }
     }
 
-    /// From an internal cut interval `[lo, hi)`.
+    /// The interval as internal cuts `[lo, hi)` (`lo >= hi` when empty).
+    pub(crate) fn cuts(&self) -> Interval<'_> {
+        (self.lower_cut(), self.upper_cut())
+    }
+
+    /// Whether the interval holds every key (`ge ''` counts: `''` is the least key).
+    pub fn is_full(&self) -> bool {
+        keyspace::is_full(&self.cuts())
+    }
+
+    /// Whether the interval holds no key.
+    pub fn is_empty(&self) -> bool {
+        let (lo, hi) = self.cuts();
+        lo >= hi
+    }
+
+    /// The single key of an interval that holds exactly one (`[k, k]`, but also
+    /// `(j, k]` when `k` is `j + "\0"`).
+    pub fn as_point(&self) -> Option<&str> {
+        if let (Bound::Included(a), Bound::Included(b)) = (&self.lower, &self.upper)
+            && a == b
+        {
+            return Some(a);
+        }
+        keyspace::as_point(&self.cuts())
+    }
+
+    /// Where `key` lies relative to the interval: `Less` below its lower bound, `Equal`
+    /// inside, `Greater` above its upper bound (for an empty interval, `Less` or `Greater`).
+    ///
+    /// ```
+    /// use std::cmp::Ordering;
+    /// use std::ops::Bound;
+    /// use tableq_planner::plan::KeyInterval;
+    /// let iv = KeyInterval::new(Bound::Excluded("b".into()), Bound::Included("d".into()));
+    /// assert_eq!(iv.position("b"), Ordering::Less);
+    /// assert_eq!(iv.position("b\0"), Ordering::Equal);
+    /// assert_eq!(iv.position("d"), Ordering::Equal);
+    /// assert_eq!(iv.position("d\0"), Ordering::Greater);
+    /// ```
+    #[inline]
+    pub fn position(&self, key: &str) -> Ordering {
+        let (lo, hi) = self.cuts();
+        let at = Cut::before(key);
+        if at < lo {
+            Ordering::Less
+        } else if at < hi {
+            Ordering::Equal
+        } else {
+            Ordering::Greater
+        }
+    }
+
+    /// The least key not below the lower bound — where an ordered store starts reading:
+    /// the bound's key when included, its successor `k + "\0"` when excluded, `""` (the
+    /// least key) when unbounded.
+    ///
+    /// ```
+    /// use std::ops::Bound;
+    /// use tableq_planner::plan::KeyInterval;
+    /// let iv = KeyInterval::new(Bound::Excluded("a".into()), Bound::Included("c".into()));
+    /// assert_eq!((iv.start_key().as_ref(), iv.end_key().as_deref()), ("a\0", Some("c\0")));
+    /// assert_eq!((KeyInterval::full().start_key().as_ref(), KeyInterval::full().end_key()), ("", None));
+    /// ```
+    pub fn start_key(&self) -> Cow<'_, str> {
+        match &self.lower {
+            Bound::Unbounded => Cow::Borrowed(""),
+            Bound::Included(s) => Cow::Borrowed(s),
+            Bound::Excluded(s) => Cow::Owned(format!("{s}\0")),
+        }
+    }
+
+    /// The least key above the upper bound — where an ordered store stops reading
+    /// (exclusive): the bound's key when excluded, its successor `k + "\0"` when included,
+    /// `None` when unbounded.
+    pub fn end_key(&self) -> Option<Cow<'_, str>> {
+        match &self.upper {
+            Bound::Unbounded => None,
+            Bound::Included(s) => Some(Cow::Owned(format!("{s}\0"))),
+            Bound::Excluded(s) => Some(Cow::Borrowed(s)),
+        }
+    }
+
+    /// Whether `key` lies in the interval.
+    #[inline]
+    pub fn contains(&self, key: &str) -> bool {
+        self.position(key) == Ordering::Equal
+    }
+
+    /// Orders the lower bounds: `Less` when `self` starts before `other` (admits a key
+    /// below all of `other`'s range start). `Unbounded` is the least; `Included(k)` comes
+    /// before `Excluded(k)`, which equals `Included(k + "\0")`.
+    pub fn cmp_lower(&self, other: &KeyInterval) -> Ordering {
+        self.lower_cut().cmp(&other.lower_cut())
+    }
+
+    /// Orders the upper bounds: `Greater` when `self` ends after `other`. `Unbounded` is
+    /// the greatest; `Excluded(k)` comes before `Included(k)`.
+    pub fn cmp_upper(&self, other: &KeyInterval) -> Ordering {
+        self.upper_cut().cmp(&other.upper_cut())
+    }
+
+    /// The keys in both intervals (possibly empty).
+    pub fn intersect(&self, other: &KeyInterval) -> KeyInterval {
+        let lower = if self.cmp_lower(other).is_ge() {
+            &self.lower
+        } else {
+            &other.lower
+        };
+        let upper = if self.cmp_upper(other).is_le() {
+            &self.upper
+        } else {
+            &other.upper
+        };
+        KeyInterval::new(lower.clone(), upper.clone())
+    }
+
+    /// The smallest interval holding both (and any keys between them).
+    pub fn hull(&self, other: &KeyInterval) -> KeyInterval {
+        let lower = if self.cmp_lower(other).is_le() {
+            &self.lower
+        } else {
+            &other.lower
+        };
+        let upper = if self.cmp_upper(other).is_ge() {
+            &self.upper
+        } else {
+            &other.upper
+        };
+        KeyInterval::new(lower.clone(), upper.clone())
+    }
+
+    /// Whether every key of `self` sorts before every key of `other` (the intervals are
+    /// disjoint and in order). Meant for non-empty intervals.
+    pub fn precedes(&self, other: &KeyInterval) -> bool {
+        self.upper_cut() <= other.lower_cut()
+    }
+
+    /// From an internal cut interval `[lo, hi)`, in canonical form.
     pub(crate) fn from_cuts(iv: &Interval<'_>) -> KeyInterval {
         if let Some(k) = keyspace::as_point(iv) {
             return KeyInterval::point(k);
@@ -113,12 +275,43 @@ pub struct KeyRange {
 }
 
 impl KeyRange {
+    /// The rectangle `partition_key × row_key`.
+    pub fn new(partition_key: KeyInterval, row_key: KeyInterval) -> KeyRange {
+        KeyRange {
+            partition_key,
+            row_key,
+        }
+    }
+
     /// The whole table.
-    pub fn full() -> KeyRange {
+    pub const fn full() -> KeyRange {
         KeyRange {
             partition_key: KeyInterval::full(),
             row_key: KeyInterval::full(),
         }
+    }
+
+    /// One whole partition.
+    pub fn partition(partition_key: impl Into<String>) -> KeyRange {
+        KeyRange::new(KeyInterval::point(partition_key), KeyInterval::full())
+    }
+
+    /// One entity's key.
+    pub fn point(partition_key: impl Into<String>, row_key: impl Into<String>) -> KeyRange {
+        KeyRange::new(
+            KeyInterval::point(partition_key),
+            KeyInterval::point(row_key),
+        )
+    }
+
+    /// The (PartitionKey, RowKey) of a range that holds exactly one key.
+    pub fn as_point(&self) -> Option<(&str, &str)> {
+        Some((self.partition_key.as_point()?, self.row_key.as_point()?))
+    }
+
+    /// Whether the range holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.partition_key.is_empty() || self.row_key.is_empty()
     }
 
     /// How the range is read.
@@ -134,8 +327,24 @@ impl KeyRange {
     }
 
     /// Whether the key pair lies in the range.
+    #[inline]
     pub fn contains(&self, partition_key: &str, row_key: &str) -> bool {
         self.partition_key.contains(partition_key) && self.row_key.contains(row_key)
+    }
+
+    /// Whether every key of `self` sorts before every key of `other` in (PartitionKey,
+    /// RowKey) order. Meant for non-empty ranges: true when the PartitionKey intervals are
+    /// in order, or when they share exactly one key — the last of `self`'s and the first of
+    /// `other`'s — and the RowKey intervals are in order.
+    pub fn precedes(&self, other: &KeyRange) -> bool {
+        if self.partition_key.precedes(&other.partition_key) {
+            return true;
+        }
+        let shared = (
+            other.partition_key.lower_cut(),
+            self.partition_key.upper_cut(),
+        );
+        keyspace::as_point(&shared).is_some() && self.row_key.precedes(&other.row_key)
     }
 }
 
@@ -181,11 +390,30 @@ impl fmt::Display for Strategy {
     }
 }
 
-/// A sorted, disjoint union of key ranges (see the module docs). Empty = read nothing.
+/// A sorted, disjoint union of non-empty key ranges, valid by construction (see the
+/// module docs). Empty = read nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct KeySet {
-    /// The ranges in key order.
-    pub ranges: Vec<KeyRange>,
+    /// The ranges in key order (invariants: module docs).
+    ranges: Vec<KeyRange>,
+}
+
+/// Why [`KeySet::new`] cannot represent a union of ranges: over several PartitionKeys it
+/// allows RowKeys in more than one interval, and such a set cannot be listed as ranges
+/// that are scanned one after the other in key order (their rows interleave). Use one range
+/// per partition, or plan a predicate and let the planner read a superset with a residual.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the ranges cannot be scanned in key order: PartitionKey {} allows RowKeys in {} separate intervals",
+    DisplayInterval(.partition_key),
+    .row_keys.len()
+)]
+#[non_exhaustive]
+pub struct KeySetError {
+    /// The PartitionKey interval (more than one key).
+    pub partition_key: KeyInterval,
+    /// The RowKey intervals it allows.
+    pub row_keys: Vec<KeyInterval>,
 }
 
 impl KeySet {
@@ -199,6 +427,53 @@ impl KeySet {
     /// Nothing.
     pub fn none() -> KeySet {
         KeySet { ranges: Vec::new() }
+    }
+
+    /// The union of `ranges` in normal form: empty ranges dropped, overlapping and adjacent
+    /// ones merged, sorted in key order, bounds canonical. Fails only when the union spans
+    /// several PartitionKeys with gaps in its RowKeys ([`KeySetError`]); any union of points,
+    /// partitions, RowKey ranges inside partitions and PartitionKey ranges with one common
+    /// RowKey interval succeeds. `O(n log n)` for `n` ranges with equal or disjoint
+    /// PartitionKey intervals.
+    pub fn new(ranges: impl IntoIterator<Item = KeyRange>) -> Result<KeySet, KeySetError> {
+        let ranges: Vec<KeyRange> = ranges.into_iter().collect();
+        let spaces: Vec<Space<'_>> = ranges
+            .iter()
+            .map(|r| {
+                let (pk, rk) = (r.partition_key.cuts(), r.row_key.cuts());
+                Space::product(
+                    &Intervals::interval(pk.0, pk.1),
+                    &Intervals::interval(rk.0, rk.1),
+                )
+            })
+            .collect();
+        let space = Space::union_all(spaces);
+        if let Some(gappy) = space
+            .0
+            .iter()
+            .find(|s| keyspace::as_point(&s.pk).is_none() && s.rk.0.len() > 1)
+        {
+            return Err(KeySetError {
+                partition_key: KeyInterval::from_cuts(&gappy.pk),
+                row_keys: gappy.rk.0.iter().map(KeyInterval::from_cuts).collect(),
+            });
+        }
+        Ok(KeySet::from_space(&space))
+    }
+
+    /// The ranges, in key order.
+    pub fn ranges(&self) -> &[KeyRange] {
+        &self.ranges
+    }
+
+    /// The ranges, in key order.
+    pub fn into_ranges(self) -> Vec<KeyRange> {
+        self.ranges
+    }
+
+    /// The number of ranges.
+    pub fn len(&self) -> usize {
+        self.ranges.len()
     }
 
     /// Whether nothing is read.
@@ -218,35 +493,10 @@ impl KeySet {
             .any(|r| r.contains(partition_key, row_key))
     }
 
-    /// Checks the order invariant of the module docs: each range non-empty, a multi-key
-    /// PartitionKey interval only before/after other PartitionKeys, and consecutive ranges
-    /// strictly ascending in (PartitionKey, RowKey) order. Returns a description of the first
-    /// violation.
-    pub fn check_invariants(&self) -> Result<(), String> {
-        for (i, r) in self.ranges.iter().enumerate() {
-            if interval_is_empty(&r.partition_key) || interval_is_empty(&r.row_key) {
-                return Err(format!("range {i} is empty: {r:?}"));
-            }
-        }
-        for (i, w) in self.ranges.windows(2).enumerate() {
-            let (a, b) = (&w[0], &w[1]);
-            let ok = match (a.partition_key.as_point(), b.partition_key.as_point()) {
-                (Some(p), Some(q)) if p == q => {
-                    upper_below_lower(&a.row_key.upper, &b.row_key.lower)
-                }
-                _ => upper_below_lower(&a.partition_key.upper, &b.partition_key.lower),
-            };
-            if !ok {
-                return Err(format!(
-                    "ranges {i} and {} overlap or are out of order",
-                    i + 1
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// From the internal set representation (which must be scan-order safe).
+    /// From the internal set representation. Always a valid key set (segments are sorted
+    /// and disjoint); a segment over several PartitionKeys with a gappy RowKey set becomes
+    /// its RowKey hull, a superset — callers that need the exact set check
+    /// [`Space::scan_order_safe`] first.
     pub(crate) fn from_space(space: &Space<'_>) -> KeySet {
         let mut ranges = Vec::with_capacity(space.range_count());
         for seg in &space.0 {
@@ -269,23 +519,23 @@ impl KeySet {
     }
 }
 
-fn interval_is_empty(iv: &KeyInterval) -> bool {
-    match (&iv.lower, &iv.upper) {
-        (Bound::Included(l), Bound::Included(u)) => compare_str(l, u) == Ordering::Greater,
-        (Bound::Included(l) | Bound::Excluded(l), Bound::Excluded(u))
-        | (Bound::Excluded(l), Bound::Included(u)) => compare_str(l, u) != Ordering::Less,
-        (_, Bound::Excluded(u)) => u.is_empty(),
-        _ => false,
+impl From<KeyRange> for KeySet {
+    /// The key set of one range (none when the range is empty), in canonical form.
+    fn from(range: KeyRange) -> KeySet {
+        let (pk, rk) = (range.partition_key.cuts(), range.row_key.cuts());
+        KeySet::from_space(&Space::product(
+            &Intervals::interval(pk.0, pk.1),
+            &Intervals::interval(rk.0, rk.1),
+        ))
     }
 }
 
-/// Whether every key below `upper` is below every key above `lower` (strictly disjoint).
-fn upper_below_lower(upper: &Bound<String>, lower: &Bound<String>) -> bool {
-    match (upper, lower) {
-        (Bound::Unbounded, _) | (_, Bound::Unbounded) => false,
-        (Bound::Included(u), Bound::Included(l)) => compare_str(u, l) == Ordering::Less,
-        (Bound::Included(u) | Bound::Excluded(u), Bound::Excluded(l))
-        | (Bound::Excluded(u), Bound::Included(l)) => compare_str(u, l) != Ordering::Greater,
+impl<'a> IntoIterator for &'a KeySet {
+    type Item = &'a KeyRange;
+    type IntoIter = std::slice::Iter<'a, KeyRange>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.ranges.iter()
     }
 }
 
@@ -294,7 +544,7 @@ fn upper_below_lower(upper: &Bound<String>, lower: &Bound<String>) -> bool {
 pub struct Plan {
     /// Where to read.
     pub ranges: KeySet,
-    /// What read entities must still satisfy; `Predicate::True` when the ranges are exact
+    /// What read entities must still satisfy; `Predicate::TRUE` when the ranges are exact
     /// (then it need not be evaluated).
     pub residual: Predicate,
     /// Projected property names (deduplicated, in first-mention order), `None` for all.
@@ -315,5 +565,216 @@ impl Plan {
         self.ranges
             .contains(entity.partition_key(), entity.row_key())
             && (self.is_exact() || self.residual.eval(entity))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::{
+        Just, ProptestConfig, prop, prop_assert, prop_assert_eq, prop_oneof, proptest,
+    };
+    use proptest::strategy::Strategy as _;
+    use tableq_model::order::compare_str;
+
+    /// Keys that exercise successors (`a`, `a\0`) and the UTF-16 order (`\u{FFFF}` sorts
+    /// after `\u{10000}`).
+    const KEYS: &[&str] = &[
+        "",
+        "\0",
+        "a",
+        "a\0",
+        "a\0\0",
+        "ab",
+        "b",
+        "\u{FFFF}",
+        "\u{10000}",
+    ];
+
+    /// Every key a bound can name, and its successor: enough to witness any non-empty
+    /// interval whose bounds come from `KEYS`.
+    fn universe() -> Vec<String> {
+        let mut keys: Vec<String> = KEYS.iter().map(|k| k.to_string()).collect();
+        keys.extend(KEYS.iter().map(|k| format!("{k}\0")));
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    fn arb_bound() -> impl proptest::strategy::Strategy<Value = Bound<String>> {
+        let key = prop::sample::select(KEYS).prop_map(str::to_owned);
+        prop_oneof![
+            Just(Bound::Unbounded),
+            key.clone().prop_map(Bound::Included),
+            key.prop_map(Bound::Excluded),
+        ]
+    }
+
+    fn arb_interval() -> impl proptest::strategy::Strategy<Value = KeyInterval> {
+        prop_oneof![
+            1 => Just(KeyInterval::full()),
+            2 => prop::sample::select(KEYS).prop_map(KeyInterval::point),
+            4 => (arb_bound(), arb_bound()).prop_map(|(l, u)| KeyInterval::new(l, u)),
+        ]
+    }
+
+    fn arb_range() -> impl proptest::strategy::Strategy<Value = KeyRange> {
+        (arb_interval(), arb_interval()).prop_map(|(p, r)| KeyRange::new(p, r))
+    }
+
+    /// The position of `key` by the definition, bound by bound.
+    fn naive_position(iv: &KeyInterval, key: &str) -> Ordering {
+        let above_lower = match &iv.lower {
+            Bound::Unbounded => true,
+            Bound::Included(l) => compare_str(key, l).is_ge(),
+            Bound::Excluded(l) => compare_str(key, l).is_gt(),
+        };
+        let below_upper = match &iv.upper {
+            Bound::Unbounded => true,
+            Bound::Included(u) => compare_str(key, u).is_le(),
+            Bound::Excluded(u) => compare_str(key, u).is_lt(),
+        };
+        match (above_lower, below_upper) {
+            (false, _) => Ordering::Less,
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+        }
+    }
+
+    /// The form `KeySet` keeps: points as `[k, k]`, otherwise `Unbounded` for `ge ''`,
+    /// `gt s` rather than `ge s + "\0"`, `le s` rather than `lt s + "\0"`.
+    fn canonical(iv: &KeyInterval) -> bool {
+        if let Some(k) = iv.as_point() {
+            return iv == &KeyInterval::point(k);
+        }
+        let lower_ok = match &iv.lower {
+            Bound::Included(s) => !s.is_empty() && !s.ends_with('\0'),
+            _ => true,
+        };
+        let upper_ok = match &iv.upper {
+            Bound::Excluded(s) => !s.ends_with('\0'),
+            _ => true,
+        };
+        lower_ok && upper_ok
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn interval_methods_agree_with_the_definition(a in arb_interval(), b in arb_interval()) {
+            let keys = universe();
+            let inside = |iv: &KeyInterval| keys.iter().filter(|k| iv.contains(k)).cloned().collect::<Vec<_>>();
+            for k in &keys {
+                prop_assert_eq!(a.position(k), naive_position(&a, k), "{:?} {:?}", a, k);
+            }
+            prop_assert_eq!(a.is_empty(), inside(&a).is_empty(), "{:?}", a);
+            prop_assert_eq!(a.is_full(), inside(&a).len() == keys.len() && a.lower_cut() == Cut::NegInf && a.upper_cut() == Cut::PosInf);
+            if let Some(p) = a.as_point() {
+                prop_assert_eq!(inside(&a), vec![p.to_owned()]);
+            }
+            let both = a.intersect(&b);
+            let hull = a.hull(&b);
+            for k in &keys {
+                prop_assert_eq!(both.contains(k), a.contains(k) && b.contains(k));
+                if a.contains(k) || b.contains(k) {
+                    prop_assert!(hull.contains(k));
+                }
+            }
+            for k in &keys {
+                let from_start = compare_str(k, &a.start_key()).is_ge();
+                let before_end = a.end_key().is_none_or(|e| compare_str(k, &e).is_lt());
+                prop_assert_eq!(a.contains(k), from_start && before_end, "{:?} {:?}", a, k);
+            }
+            prop_assert!(hull.cmp_lower(&a).is_le() && hull.cmp_lower(&b).is_le());
+            prop_assert!(hull.cmp_upper(&a).is_ge() && hull.cmp_upper(&b).is_ge());
+            if !a.is_empty() && !b.is_empty() && a.precedes(&b) {
+                for x in inside(&a) {
+                    for y in inside(&b) {
+                        prop_assert!(compare_str(&x, &y).is_lt(), "{:?} !< {:?}", x, y);
+                    }
+                }
+            }
+        }
+
+        #[test]
+        fn key_sets_are_normalised_unions(ranges in prop::collection::vec(arb_range(), 0..5)) {
+            let keys = universe();
+            match KeySet::new(ranges.clone()) {
+                Ok(set) => {
+                    for r in set.ranges() {
+                        prop_assert!(!r.is_empty(), "{:?}", set);
+                        prop_assert!(canonical(&r.partition_key) && canonical(&r.row_key), "{:?}", r);
+                        if r.partition_key.as_point().is_none() {
+                            // Several PartitionKeys: the range is scanned as one rectangle.
+                            prop_assert!(!r.partition_key.is_empty());
+                        }
+                    }
+                    prop_assert!(set.ranges().windows(2).all(|w| w[0].precedes(&w[1])), "{:?}", set);
+                    for pk in &keys {
+                        for rk in &keys {
+                            let want = ranges.iter().any(|r| r.contains(pk, rk));
+                            prop_assert_eq!(set.contains(pk, rk), want, "{:?} {:?} in {:?}", pk, rk, set);
+                        }
+                    }
+                    // Normal form: building again from the result changes nothing.
+                    prop_assert_eq!(KeySet::new(set.ranges().to_vec()), Ok(set.clone()));
+                    if let [one] = ranges.as_slice() {
+                        prop_assert_eq!(KeySet::from(one.clone()), set);
+                    }
+                }
+                Err(e) => {
+                    // Only a union over several PartitionKeys with RowKey gaps is refused.
+                    prop_assert!(e.partition_key.as_point().is_none() && e.row_keys.len() > 1);
+                    let multi = ranges.iter().filter(|r| !r.is_empty() && r.partition_key.as_point().is_none()).count();
+                    prop_assert!(multi >= 1 && ranges.len() >= 2, "{:?}", ranges);
+                    prop_assert!(!e.to_string().is_empty());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn range_order_and_points() {
+        let p = KeyRange::point("p", "r");
+        assert_eq!(p.as_point(), Some(("p", "r")));
+        assert!(KeyRange::point("p", "a").precedes(&KeyRange::point("p", "b")));
+        assert!(!KeyRange::point("p", "b").precedes(&KeyRange::point("p", "a")));
+        // A range ending with partition `p` precedes one starting with `p` when the RowKeys
+        // are in order…
+        let up_to_p = KeyRange::new(
+            KeyInterval::new(Bound::Unbounded, Bound::Included("p".into())),
+            KeyInterval::new(Bound::Unbounded, Bound::Excluded("m".into())),
+        );
+        let from_p = KeyRange::new(
+            KeyInterval::new(Bound::Included("p".into()), Bound::Unbounded),
+            KeyInterval::new(Bound::Included("m".into()), Bound::Unbounded),
+        );
+        assert!(up_to_p.precedes(&from_p) && !from_p.precedes(&up_to_p));
+        // …but not when they share more than one PartitionKey.
+        let from_o = KeyRange::new(
+            KeyInterval::new(Bound::Included("o".into()), Bound::Unbounded),
+            from_p.row_key.clone(),
+        );
+        assert!(!up_to_p.precedes(&from_o));
+        // Gappy RowKeys over several partitions cannot be listed in scan order.
+        let many = KeyInterval::new(Bound::Included("a".into()), Bound::Included("c".into()));
+        let err = KeySet::new([
+            KeyRange::new(many.clone(), KeyInterval::point("1")),
+            KeyRange::new(many, KeyInterval::point("3")),
+        ])
+        .unwrap_err();
+        assert_eq!(err.row_keys.len(), 2);
+        assert_eq!(
+            err.to_string(),
+            "the ranges cannot be scanned in key order: PartitionKey ['a' .. 'c'] allows RowKeys in 2 separate intervals"
+        );
+        assert_eq!(KeySet::from(KeyRange::full()), KeySet::all());
+        let empty = KeyInterval::new(Bound::Excluded("a".into()), Bound::Excluded("a\0".into()));
+        assert!(empty.is_empty());
+        assert_eq!(
+            KeySet::from(KeyRange::new(empty, KeyInterval::full())),
+            KeySet::none()
+        );
     }
 }

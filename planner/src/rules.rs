@@ -4,9 +4,9 @@
 //! [`Driver`] walks the predicate bottom-up and applies the rules at each node until none
 //! applies, pass after pass, until a pass changes nothing (at most [`MAX_PASSES`]; every
 //! rule strictly shrinks the predicate — fewer nodes or fewer `Not`s — so the fixpoint is
-//! reached long before). After each rewrite it checks (in debug builds) that the predicate is
-//! still normalised ([`Predicate::is_normalized`]) and, when asked, records every change as a
-//! [`Step`] for `explain --verbose`.
+//! reached long before). Rules build their output through the normalising constructors of
+//! [`Predicate`], so every rewrite is normalised by construction. When asked, the driver
+//! records every change as a [`Step`] for `explain --verbose`.
 //!
 //! The rules (all sound under the service's semantics, see each one):
 //!
@@ -25,11 +25,11 @@
 //!
 //! let p = Predicate::negate(Predicate::compare("PartitionKey", CmpOp::Lt, Value::Int32(5)));
 //! let (out, steps) = Driver::new().record(true).run(p);
-//! assert_eq!(out, Predicate::False); // `PartitionKey lt 5` is always true (type mismatch)
+//! assert_eq!(out, Predicate::FALSE); // `PartitionKey lt 5` is always true (type mismatch)
 //! assert_eq!(steps[0].rule, "key_type_mismatch");
 //! ```
 
-use crate::predicate::{Comparison, Predicate};
+use crate::predicate::{Comparison, Predicate, PredicateKind};
 use std::collections::HashSet;
 use tableq_model::{CmpOp, SystemProperty, Value, ValueRef, compare};
 
@@ -126,41 +126,35 @@ impl Driver {
     }
 
     /// Rewrites the operands of an `and`/`or`; only when one changed is the junction rebuilt
-    /// through its normalising constructor (`normalize`), otherwise it is kept as it was
-    /// (`keep`).
+    /// through its normalising constructor, otherwise it is kept as it was.
     fn rewrite_junction(
         &self,
         operands: Vec<Predicate>,
         steps: &mut Vec<Step>,
-        normalize: fn(Vec<Predicate>) -> Predicate,
-        keep: fn(Vec<Predicate>) -> Predicate,
+        is_and: bool,
     ) -> (Predicate, bool) {
         let (operands, changed) = self.rewrite_all(operands, steps);
-        let p = if changed {
-            normalize(operands)
-        } else {
-            keep(operands)
+        let p = match (changed, is_and) {
+            (true, true) => Predicate::and(operands),
+            (true, false) => Predicate::or(operands),
+            (false, _) => Predicate::junction_unchanged(operands, is_and),
         };
         (p, changed)
     }
 
     /// One bottom-up pass: operands first, then the rules at this node to a local fixpoint.
     fn rewrite(&self, p: Predicate, steps: &mut Vec<Step>) -> (Predicate, bool) {
-        let (mut p, mut changed) = match p {
-            Predicate::And(ps) => self.rewrite_junction(ps, steps, Predicate::and, Predicate::And),
-            Predicate::Or(ps) => self.rewrite_junction(ps, steps, Predicate::or, Predicate::Or),
-            Predicate::Not(inner) => {
-                let (inner, c) = self.rewrite(*inner, steps);
-                (
-                    if c {
-                        Predicate::negate(inner)
-                    } else {
-                        Predicate::Not(Box::new(inner))
-                    },
-                    c,
-                )
+        let (mut p, mut changed) = match p.into_kind() {
+            PredicateKind::And(ps) => self.rewrite_junction(ps, steps, true),
+            PredicateKind::Or(ps) => self.rewrite_junction(ps, steps, false),
+            PredicateKind::Not(c) => {
+                // The rules first see the comparison alone, then its negation.
+                let (inner, c) = self.rewrite(Predicate::from(c), steps);
+                (Predicate::negate(inner), c)
             }
-            leaf => (leaf, false),
+            PredicateKind::Compare(c) => (Predicate::from(c), false),
+            PredicateKind::True => (Predicate::TRUE, false),
+            PredicateKind::False => (Predicate::FALSE, false),
         };
         for _ in 0..MAX_PASSES {
             let mut changed_here = false;
@@ -168,11 +162,6 @@ impl Driver {
                 let before = self.record.then(|| p.to_string());
                 match (rule.apply)(p) {
                     Ok(new) => {
-                        debug_assert!(
-                            new.is_normalized(),
-                            "rule {} broke normalisation: {new:?}",
-                            rule.name
-                        );
                         if let Some(before) = before {
                             steps.push(Step {
                                 rule: rule.name,
@@ -197,7 +186,7 @@ impl Driver {
     fn rewrite_all(&self, mut ps: Vec<Predicate>, steps: &mut Vec<Step>) -> (Vec<Predicate>, bool) {
         let mut changed = false;
         for q in &mut ps {
-            let (new, c) = self.rewrite(std::mem::replace(q, Predicate::True), steps);
+            let (new, c) = self.rewrite(std::mem::replace(q, Predicate::TRUE), steps);
             *q = new;
             changed |= c;
         }
@@ -217,14 +206,12 @@ pub fn is_key(name: &str) -> bool {
 /// property value (the key is always present and always a String, so the type mismatch makes
 /// the outcome independent of the entity).
 fn key_type_mismatch(p: Predicate) -> Result<Predicate, Predicate> {
-    match &p {
-        Predicate::Compare(c) if is_key(&c.property) && !matches!(c.value, Value::String(_)) => {
+    match p.kind() {
+        PredicateKind::Compare(c)
+            if is_key(&c.property) && !matches!(c.value, Value::String(_)) =>
+        {
             let holds = compare(Some(ValueRef::String("")), c.op, c.value.as_ref());
-            Ok(if holds {
-                Predicate::True
-            } else {
-                Predicate::False
-            })
+            Ok(Predicate::constant(holds))
         }
         _ => Err(p),
     }
@@ -232,17 +219,13 @@ fn key_type_mismatch(p: Predicate) -> Result<Predicate, Predicate> {
 
 /// `Key ge ''` holds for every key and `Key lt ''` for none: `''` is the least string.
 fn key_lower_bound(p: Predicate) -> Result<Predicate, Predicate> {
-    match &p {
-        Predicate::Compare(Comparison {
+    match p.kind() {
+        PredicateKind::Compare(Comparison {
             property,
             op,
             value: Value::String(s),
         }) if is_key(property) && s.is_empty() && matches!(op, CmpOp::Ge | CmpOp::Lt) => {
-            Ok(if *op == CmpOp::Ge {
-                Predicate::True
-            } else {
-                Predicate::False
-            })
+            Ok(Predicate::constant(*op == CmpOp::Ge))
         }
         _ => Err(p),
     }
@@ -264,40 +247,40 @@ pub fn negate_op(op: CmpOp) -> CmpOp {
 /// String order is total (no NaN). Not for Timestamp (entities from files may lack it) nor
 /// custom properties (the missing-property rule).
 fn negate_key_comparison(p: Predicate) -> Result<Predicate, Predicate> {
-    match p {
-        Predicate::Not(inner) => match *inner {
-            Predicate::Compare(c) if is_key(&c.property) && matches!(c.value, Value::String(_)) => {
-                Ok(Predicate::Compare(Comparison {
-                    op: negate_op(c.op),
-                    ..c
-                }))
-            }
-            other => Err(Predicate::Not(Box::new(other))),
-        },
-        other => Err(other),
+    match p.kind() {
+        PredicateKind::Not(c) if is_key(&c.property) && matches!(c.value, Value::String(_)) => {
+            Ok(Predicate::from(Comparison {
+                op: negate_op(c.op),
+                ..c.clone()
+            }))
+        }
+        _ => Err(p),
     }
 }
 
 /// `X and not X` → `false`; `X or not X` → `true` (each entity makes X true or false).
 fn complementary_operands(p: Predicate) -> Result<Predicate, Predicate> {
-    let (ps, is_and) = match &p {
-        Predicate::And(ps) => (ps, true),
-        Predicate::Or(ps) => (ps, false),
+    let (ps, is_and) = match p.kind() {
+        PredicateKind::And(ps) => (ps, true),
+        PredicateKind::Or(ps) => (ps, false),
         _ => return Err(p),
     };
-    if !ps.iter().any(|q| matches!(q, Predicate::Not(_))) {
+    if !ps.iter().any(|q| matches!(q.kind(), PredicateKind::Not(_))) {
         return Err(p);
     }
-    let set = Members::new(ps);
+    // The comparisons that occur un-negated among the operands.
+    let positive: HashSet<&Comparison> = ps
+        .iter()
+        .filter_map(|q| match q.kind() {
+            PredicateKind::Compare(c) => Some(c),
+            _ => None,
+        })
+        .collect();
     let clash = ps
         .iter()
-        .any(|q| matches!(q, Predicate::Not(inner) if set.contains(inner)));
+        .any(|q| matches!(q.kind(), PredicateKind::Not(c) if positive.contains(c)));
     if clash {
-        Ok(if is_and {
-            Predicate::False
-        } else {
-            Predicate::True
-        })
+        Ok(Predicate::constant(!is_and))
     } else {
         Err(p)
     }
@@ -308,66 +291,56 @@ fn complementary_operands(p: Predicate) -> Result<Predicate, Predicate> {
 /// operand of the outer junction, or when another inner junction's operands are a subset of
 /// its own (for equal sets the first one is kept).
 fn absorption(p: Predicate) -> Result<Predicate, Predicate> {
-    let (ps, is_and) = match p {
-        Predicate::And(ps) => (ps, true),
-        Predicate::Or(ps) => (ps, false),
-        other => return Err(other),
+    let (ps, is_and) = match p.kind() {
+        PredicateKind::And(ps) => (ps, true),
+        PredicateKind::Or(ps) => (ps, false),
+        _ => return Err(p),
     };
     if !ps.iter().any(|q| inner_junction(q, is_and).is_some()) {
-        return Err(if is_and {
-            Predicate::And(ps)
-        } else {
-            Predicate::Or(ps)
-        });
+        return Err(p);
     }
     let mut redundant = vec![false; ps.len()];
-    {
-        let outer = Members::new(&ps);
-        let inner_count = ps
-            .iter()
-            .filter(|q| inner_junction(q, is_and).is_some())
-            .count();
-        // Pairwise subset checks are quadratic: beyond a few inner junctions, only exact
-        // (order-insensitive) duplicates are removed, in linear time.
-        let pairwise = inner_count <= PAIRWISE_ABSORPTION_LIMIT;
-        let mut seen_sets: HashSet<Vec<&Predicate>> = HashSet::new();
-        for i in 0..ps.len() {
-            let Some(qs) = inner_junction(&ps[i], is_and) else {
-                continue;
-            };
-            if qs.iter().any(|x| outer.contains(x)) {
-                redundant[i] = true;
-                continue;
-            }
-            if !pairwise {
-                let mut key: Vec<&Predicate> = qs.iter().collect();
-                key.sort();
-                redundant[i] = !seen_sets.insert(key);
-                continue;
-            }
-            let own = Members::new(qs);
-            redundant[i] = (0..ps.len()).any(|j| {
-                j != i
-                    && !redundant[j]
-                    && inner_junction(&ps[j], is_and).is_some_and(|rs| {
-                        (rs.len() < qs.len() || (rs.len() == qs.len() && j < i))
-                            && rs.iter().all(|r| own.contains(r))
-                    })
-            });
+    let outer = Members::new(ps);
+    let inner_count = ps
+        .iter()
+        .filter(|q| inner_junction(q, is_and).is_some())
+        .count();
+    // Pairwise subset checks are quadratic: beyond a few inner junctions, only exact
+    // (order-insensitive) duplicates are removed, in linear time.
+    let pairwise = inner_count <= PAIRWISE_ABSORPTION_LIMIT;
+    let mut seen_sets: HashSet<Vec<&Predicate>> = HashSet::new();
+    for i in 0..ps.len() {
+        let Some(qs) = inner_junction(&ps[i], is_and) else {
+            continue;
+        };
+        if qs.iter().any(|x| outer.contains(x)) {
+            redundant[i] = true;
+            continue;
         }
-    }
-    if !redundant.contains(&true) {
-        return Err(if is_and {
-            Predicate::And(ps)
-        } else {
-            Predicate::Or(ps)
+        if !pairwise {
+            let mut key: Vec<&Predicate> = qs.iter().collect();
+            key.sort();
+            redundant[i] = !seen_sets.insert(key);
+            continue;
+        }
+        let own = Members::new(qs);
+        redundant[i] = (0..ps.len()).any(|j| {
+            j != i
+                && !redundant[j]
+                && inner_junction(&ps[j], is_and).is_some_and(|rs| {
+                    (rs.len() < qs.len() || (rs.len() == qs.len() && j < i))
+                        && rs.iter().all(|r| own.contains(r))
+                })
         });
     }
+    if !redundant.contains(&true) {
+        return Err(p);
+    }
     let kept = ps
-        .into_iter()
+        .iter()
         .zip(redundant)
         .filter(|(_, r)| !r)
-        .map(|(q, _)| q);
+        .map(|(q, _)| q.clone());
     Ok(if is_and {
         Predicate::and(kept)
     } else {
@@ -400,9 +373,9 @@ impl<'a> Members<'a> {
 
 /// The operands of `q` when it is a junction of the other kind than the outer one.
 fn inner_junction(q: &Predicate, outer_is_and: bool) -> Option<&[Predicate]> {
-    match q {
-        Predicate::Or(xs) if outer_is_and => Some(xs),
-        Predicate::And(xs) if !outer_is_and => Some(xs),
+    match q.kind() {
+        PredicateKind::Or(xs) if outer_is_and => Some(xs),
+        PredicateKind::And(xs) if !outer_is_and => Some(xs),
         _ => None,
     }
 }
@@ -420,25 +393,9 @@ mod tests {
         for op in CmpOp::ALL {
             let (out, _) = Driver::new().run(cmp("PartitionKey", op, Value::Int32(5)));
             let want = matches!(op, CmpOp::Ne | CmpOp::Lt | CmpOp::Le);
-            assert_eq!(
-                out,
-                if want {
-                    Predicate::True
-                } else {
-                    Predicate::False
-                },
-                "{op}"
-            );
+            assert_eq!(out, Predicate::constant(want), "{op}");
             let (out, _) = Driver::new().run(cmp("RowKey", op, Value::Boolean(true)));
-            assert_eq!(
-                out,
-                if want {
-                    Predicate::True
-                } else {
-                    Predicate::False
-                },
-                "{op}"
-            );
+            assert_eq!(out, Predicate::constant(want), "{op}");
             // Timestamp and custom properties may be missing: never folded.
             let t = cmp("Timestamp", op, Value::Int32(5));
             assert_eq!(Driver::new().run(t.clone()).0, t);
@@ -463,9 +420,9 @@ mod tests {
         let x = cmp("A", CmpOp::Eq, Value::Int32(1));
         let y = cmp("B", CmpOp::Eq, Value::Int32(2));
         let p = Predicate::and([x.clone(), Predicate::negate(x.clone())]);
-        assert_eq!(Driver::new().run(p).0, Predicate::False);
+        assert_eq!(Driver::new().run(p).0, Predicate::FALSE);
         let p = Predicate::or([y.clone(), x.clone(), Predicate::negate(x.clone())]);
-        assert_eq!(Driver::new().run(p).0, Predicate::True);
+        assert_eq!(Driver::new().run(p).0, Predicate::TRUE);
         let p = Predicate::and([x.clone(), Predicate::or([x.clone(), y.clone()])]);
         let (out, steps) = Driver::new().record(true).run(p);
         assert_eq!(out, x);

@@ -14,6 +14,7 @@
 //! * [`Clock`] — Timestamps that strictly increase per entity;
 //! * [`MemoryBackend`] — the in-memory engine;
 //! * [`PostgresBackend`] — the PostgreSQL engine (one server or a partitioned cluster);
+//! * [`DurableBackend`] — the durable engine (redb, group commit; [`durable`]);
 //! * [`StoreError`] / [`BatchError`] — failures with the service's error codes.
 //!
 //! The data flows one way: a backend reads through `tableq-exec`'s `EntitySource` and
@@ -23,6 +24,7 @@
 
 pub mod backend;
 pub mod clock;
+pub mod durable;
 pub mod error;
 pub mod memory;
 pub mod op;
@@ -32,6 +34,7 @@ pub mod resolve;
 pub use self::postgres::{PostgresBackend, PostgresConfig, PostgresError};
 pub use backend::{Backend, QueryPage, ScanExplain, TableInfo};
 pub use clock::Clock;
+pub use durable::{DurableBackend, DurableOptions, DurableSnapshot, OpenError};
 pub use error::{BatchError, StoreError};
 pub use memory::MemoryBackend;
 pub use op::{IfMatch, WriteOp, Written};

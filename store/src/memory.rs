@@ -20,8 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use tableq_exec::{
-    EntitySource, Executor, Key, MemorySnapshot, MemorySource, PageOptions, RowView, SourceRow,
-    Write,
+    Executor, Key, MemorySnapshot, MemorySource, PageOptions, RowView, SourceRow, Write,
 };
 use tableq_model::{Entity, validate};
 use tableq_planner::plan::Plan;

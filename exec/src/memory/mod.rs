@@ -21,10 +21,10 @@
 //!   partition directory (`O(partitions)`). Use [`MemorySource::apply`] to batch writes (each
 //!   touched partition is rebuilt once) and [`MemorySource::from_entities`] for bulk loads.
 //!   This favours scan speed and memory over single-write latency; a server with heavy
-//!   random writes to huge partitions wants a different store behind [`EntitySource`].
+//!   random writes to huge partitions wants a different store behind [`EntitySource`](crate::EntitySource).
 //!
 //! ```
-//! use tableq_exec::{EntitySource, MemorySource};
+//! use tableq_exec::MemorySource;
 //! use tableq_model::{Entity, Value};
 //!
 //! let table = MemorySource::new();
@@ -42,7 +42,7 @@ mod snapshot;
 
 pub use snapshot::{MemoryRow, MemoryRows};
 
-use crate::source::{EntitySource, SourceRow};
+use crate::source::SourceRow;
 use partition::{Partition, PartitionBuilder};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
@@ -196,7 +196,7 @@ pub struct MemorySource {
     writer: Mutex<()>,
 }
 
-/// A consistent, immutable view of a [`MemorySource`]: the [`EntitySource`] the executor
+/// A consistent, immutable view of a [`MemorySource`]: the [`EntitySource`](crate::EntitySource) the executor
 /// reads. Cheap to create and to clone; holding one keeps its version of the data alive.
 #[derive(Debug, Clone)]
 pub struct MemorySnapshot {

@@ -167,8 +167,9 @@ impl Partition {
             .unwrap_or(&[])
     }
 
-    /// The value of property `id` in a row.
-    #[inline]
+    /// The value of property `id` in a row. Always inlined into the per-row reads of
+    /// compiled predicates (see `MemoryRow::custom_by_slot`).
+    #[inline(always)]
     pub(crate) fn value_of(&self, head: &RowHead, id: u32) -> Option<ValueRef<'_>> {
         for slot in self.slots_of(head) {
             let sid = slot.id();
@@ -249,6 +250,12 @@ impl Partition {
             Partition::timestamp_of(head),
             self.properties_of(head, names),
         )
+    }
+
+    /// The number of leading rows whose RowKey satisfies `below` (which must hold for a
+    /// prefix of the rows in key order and for none after it).
+    pub(crate) fn partition_point(&self, below: impl Fn(&str) -> bool) -> usize {
+        self.rows.partition_point(|h| below(self.row_key_of(h)))
     }
 
     /// The first row whose RowKey is `>= row_key` (or `> row_key` when `after`).

@@ -5,8 +5,9 @@
 use super::partition::{Partition, RowHead};
 use super::{MemorySnapshot, Names, TableState};
 use crate::key::{Chunk, Key, Scan};
-use crate::source::{EntitySource, PropertySlot, SlotLookup, SourceRow};
+use crate::source::{EntitySource, OkRows, PropertySlot, SlotLookup, SourceRow};
 use std::cmp::Ordering;
+use std::convert::Infallible;
 use std::hash::RandomState;
 use std::ops::Bound;
 use tableq_model::order::compare_str;
@@ -55,34 +56,6 @@ impl MemorySnapshot {
         self.state.names.id(name).map(PropertySlot)
     }
 
-    /// Position of the first partition whose key is not below `lower`.
-    fn first_partition(&self, lower: &Bound<String>) -> usize {
-        let parts = &self.state.partitions;
-        match lower {
-            Bound::Unbounded => 0,
-            Bound::Included(k) => {
-                parts.partition_point(|p| compare_str(p.key(), k) == Ordering::Less)
-            }
-            Bound::Excluded(k) => {
-                parts.partition_point(|p| compare_str(p.key(), k) != Ordering::Greater)
-            }
-        }
-    }
-
-    /// Position one past the last partition whose key is not above `upper`.
-    fn end_partition(&self, upper: &Bound<String>) -> usize {
-        let parts = &self.state.partitions;
-        match upper {
-            Bound::Unbounded => parts.len(),
-            Bound::Included(k) => {
-                parts.partition_point(|p| compare_str(p.key(), k) != Ordering::Greater)
-            }
-            Bound::Excluded(k) => {
-                parts.partition_point(|p| compare_str(p.key(), k) == Ordering::Less)
-            }
-        }
-    }
-
     /// The partition range a scan touches.
     fn partition_span(&self, scan: &Scan<'_>) -> (usize, usize) {
         let pk = &scan.range.partition_key;
@@ -92,9 +65,10 @@ impl MemorySnapshot {
                 None => (0, 0),
             };
         }
-        let mut start = self.first_partition(&pk.lower);
-        let mut end = self.end_partition(&pk.upper);
         let parts = &self.state.partitions;
+        // Partitions are sorted: those below the interval, then inside, then above.
+        let mut start = parts.partition_point(|p| pk.position(p.key()).is_lt());
+        let mut end = parts.partition_point(|p| pk.position(p.key()).is_le());
         if let Some(from) = scan.from {
             let first = parts
                 .partition_point(|p| compare_str(p.key(), &from.partition_key) == Ordering::Less);
@@ -133,10 +107,7 @@ impl MemorySnapshot {
     }
 }
 
-static FULL: KeyInterval = KeyInterval {
-    lower: Bound::Unbounded,
-    upper: Bound::Unbounded,
-};
+static FULL: KeyInterval = KeyInterval::full();
 
 /// Row bounds `[lo, hi)` of partition `p` within a RowKey interval and optional key bounds.
 fn row_bounds(
@@ -154,15 +125,14 @@ fn row_bounds(
             _ => (0, 0),
         };
     }
-    let mut lo = match &rk.lower {
+    // Rows are sorted: those below the interval, then inside, then above.
+    let mut lo = match rk.lower {
         Bound::Unbounded => 0,
-        Bound::Included(k) => p.lower_bound(k, false),
-        Bound::Excluded(k) => p.lower_bound(k, true),
+        _ => p.partition_point(|row_key| rk.position(row_key).is_lt()),
     };
-    let mut hi = match &rk.upper {
+    let mut hi = match rk.upper {
         Bound::Unbounded => p.len(),
-        Bound::Included(k) => p.lower_bound(k, true),
-        Bound::Excluded(k) => p.lower_bound(k, false),
+        _ => p.partition_point(|row_key| rk.position(row_key).is_le()),
     };
     if let Some(f) = from {
         match compare_str(p.key(), &f.partition_key) {
@@ -256,7 +226,7 @@ impl std::fmt::Debug for MemoryRow<'_> {
 impl<'a> MemoryRow<'a> {
     /// A custom property by slot ([`MemorySnapshot::slot`]): the fast path of hand-written
     /// and compiled scans.
-    #[inline]
+    #[inline(always)]
     pub fn slot_value(&self, slot: PropertySlot) -> Option<ValueRef<'a>> {
         self.partition.value_of(self.head, slot.0)
     }
@@ -282,7 +252,10 @@ impl SourceRow for MemoryRow<'_> {
         self.partition.entity(self.head, self.names)
     }
 
-    #[inline]
+    // Always inlined: this is the per-row read of every compiled comparison, and LLVM's
+    // heuristics otherwise outline it in some builds (≈ 9 % more instructions per full-scan
+    // row, measured with callgrind).
+    #[inline(always)]
     fn custom_by_slot(&self, slot: PropertySlot) -> Option<ValueRef<'_>> {
         self.slot_value(slot)
     }
@@ -292,16 +265,17 @@ impl SourceRow for MemoryRow<'_> {
     }
 }
 
-impl EntitySource for MemorySnapshot {
-    type Row<'a> = MemoryRow<'a>;
-    type Rows<'a> = MemoryRows<'a>;
-
-    fn scan<'a>(&'a self, scan: Scan<'a>) -> MemoryRows<'a> {
+/// The reads of [`EntitySource`], without the `Result` wrapper a snapshot never needs (the
+/// trait implementation calls these).
+impl MemorySnapshot {
+    /// Every entity of `scan`, in key order ([`EntitySource::scan`]).
+    pub fn scan<'a>(&'a self, scan: Scan<'a>) -> MemoryRows<'a> {
         let (start, end) = self.partition_span(&scan);
         self.rows_from(start, Some(end), scan.from, scan.until, &scan.range.row_key)
     }
 
-    fn get<'a>(&'a self, partition_key: &str, row_key: &str) -> Option<MemoryRow<'a>> {
+    /// The entity with exactly these keys ([`EntitySource::get`]).
+    pub fn get<'a>(&'a self, partition_key: &str, row_key: &str) -> Option<MemoryRow<'a>> {
         let state = &self.state;
         let partition = state.partition(partition_key)?;
         let row = partition.find(&state.hasher, row_key)?;
@@ -312,7 +286,8 @@ impl EntitySource for MemorySnapshot {
         })
     }
 
-    fn split(&self, scan: Scan<'_>, chunk_rows: usize, max_chunks: usize) -> Vec<Chunk> {
+    /// Cuts the front of `scan` into chunks ([`EntitySource::split`]).
+    pub fn split(&self, scan: Scan<'_>, chunk_rows: usize, max_chunks: usize) -> Vec<Chunk> {
         let state = &self.state;
         let chunk_rows = chunk_rows.max(1);
         let (start, end) = self.partition_span(&scan);
@@ -379,6 +354,36 @@ impl EntitySource for MemorySnapshot {
             last.until = scan.until.cloned();
         }
         chunks
+    }
+}
+
+impl EntitySource for MemorySnapshot {
+    /// A snapshot in memory cannot fail.
+    type Error = Infallible;
+    type Row<'a> = MemoryRow<'a>;
+    type Rows<'a> = OkRows<MemoryRows<'a>>;
+
+    #[inline]
+    fn scan<'a>(&'a self, scan: Scan<'a>) -> OkRows<MemoryRows<'a>> {
+        OkRows::new(MemorySnapshot::scan(self, scan))
+    }
+
+    #[inline]
+    fn get<'a>(
+        &'a self,
+        partition_key: &str,
+        row_key: &str,
+    ) -> Result<Option<MemoryRow<'a>>, Infallible> {
+        Ok(MemorySnapshot::get(self, partition_key, row_key))
+    }
+
+    fn split(
+        &self,
+        scan: Scan<'_>,
+        chunk_rows: usize,
+        max_chunks: usize,
+    ) -> Result<Vec<Chunk>, Infallible> {
+        Ok(MemorySnapshot::split(self, scan, chunk_rows, max_chunks))
     }
 
     fn property_slot(&self, name: &str) -> SlotLookup {

@@ -24,7 +24,7 @@ mod interval;
 mod keys;
 mod space;
 
-pub(crate) use interval::{Cut, Interval, Intervals, as_point};
+pub(crate) use interval::{Cut, Interval, Intervals, as_point, is_full};
 pub(crate) use keys::Keys;
 pub(crate) use space::Space;
 

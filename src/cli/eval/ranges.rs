@@ -82,8 +82,12 @@ mod tests {
         ] {
             let parsed = parse_filter(filter, &FilterOptions::unlimited()).unwrap();
             let plan = tableq::planner::plan(&parsed, None, None);
-            assert!(plan.ranges.ranges.len() > 4, "{filter}: {:?}", plan.ranges);
-            let index = RangeIndex(&plan.ranges.ranges);
+            assert!(
+                plan.ranges.ranges().len() > 4,
+                "{filter}: {:?}",
+                plan.ranges
+            );
+            let index = RangeIndex(plan.ranges.ranges());
             for pk in keys {
                 for rk in keys {
                     assert_eq!(

@@ -137,7 +137,7 @@ pub(super) fn run(
     let printed = print(query, &pass, &matches, path.as_ref(), context, out)?;
     Ok(Outcome {
         loaded: read.valid - repeats.len() as u64,
-        ranges: query.plan.ranges.ranges.len() as u64,
+        ranges: query.plan.ranges.ranges().len() as u64,
         examined: read.valid,
         matched: printed,
         next,
@@ -229,9 +229,9 @@ impl<'q> Pass<'q> {
         let plan = self.plan;
         let residual = CompiledPredicate::by_name(&plan.residual);
         let test = Test {
-            ranges: RangeIndex(&plan.ranges.ranges),
+            ranges: RangeIndex(plan.ranges.ranges()),
             residual: &residual,
-            nothing: plan.ranges.ranges.is_empty() || residual.is_false(),
+            nothing: plan.ranges.ranges().is_empty() || residual.is_false(),
             log_all: self.retain,
             log_matches: self.retain || self.keep_first.is_some(),
             keep_text: self.keep_text,

@@ -105,7 +105,7 @@ fn execute(
     }
     let exec = started.elapsed().saturating_sub(output_time);
     Ok(Outcome {
-        ranges: plan.ranges.ranges.len() as u64,
+        ranges: plan.ranges.ranges().len() as u64,
         examined: stats.examined,
         matched,
         next,

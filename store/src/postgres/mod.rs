@@ -70,7 +70,7 @@ use source::PageSource;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock};
-use tableq_exec::{DEFAULT_PAGE_SIZE, Executor, Key, PageOptions, RowView};
+use tableq_exec::{DEFAULT_PAGE_SIZE, ExecError, Executor, Key, PageOptions, RowView};
 use tableq_model::{DateTime, Entity, validate};
 use tableq_planner::plan::Plan;
 
@@ -474,7 +474,10 @@ impl Backend for PostgresBackend {
                 .map_err(StoreError::storage)?;
             let (continuation, stats) = executor
                 .execute_page_with(&exec_plan, continuation, options, visit)
-                .map_err(StoreError::storage)?;
+                .map_err(|e| match e {
+                    ExecError::Source(e) => StoreError::from(e),
+                    other => StoreError::storage(other),
+                })?;
             Ok(QueryPage {
                 continuation,
                 stats,
@@ -507,7 +510,7 @@ impl Backend for PostgresBackend {
             } else {
                 format!("executor evaluates: {}", pushed.remaining)
             });
-            let ranges = &plan.ranges.ranges;
+            let ranges = plan.ranges.ranges();
             let points = ranges
                 .iter()
                 .filter(|r| r.partition_key.as_point().is_some() && r.row_key.as_point().is_some())

@@ -45,7 +45,7 @@
 use super::encode::{DOUBLE_SPECIALS, double_decimal, encode_str, push_json_string, tag};
 use super::sql::{Cond, KeyColumn};
 use tableq_model::{CmpOp, SystemProperty, Value, ValueRef, compare};
-use tableq_planner::predicate::{Comparison, Predicate};
+use tableq_planner::predicate::{Comparison, Predicate, PredicateKind};
 
 /// How much of a residual conjunct the SQL decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,11 +90,7 @@ impl Pushdown {
 
 /// Splits `residual` into what SQL decides and what remains (see the module docs).
 pub fn pushdown(residual: &Predicate) -> Pushdown {
-    let conjuncts: Vec<&Predicate> = match residual {
-        Predicate::True => Vec::new(),
-        Predicate::And(ps) => ps.iter().collect(),
-        p => vec![p],
-    };
+    let conjuncts = conjuncts(residual);
     let mut pushed = Vec::new();
     let mut remaining = Vec::new();
     let mut report = Vec::new();
@@ -119,30 +115,34 @@ pub fn pushdown(residual: &Predicate) -> Pushdown {
 
 /// No pushdown: SQL reads the key ranges, the executor evaluates all of `residual`.
 pub fn nothing(residual: &Predicate) -> Pushdown {
-    let conjuncts = match residual {
-        Predicate::True => Vec::new(),
-        Predicate::And(ps) => ps.iter().collect(),
-        p => vec![p],
-    };
     Pushdown {
         cond: Cond::True,
         remaining: residual.clone(),
-        conjuncts: conjuncts
+        conjuncts: conjuncts(residual)
             .into_iter()
             .map(|c| (c.to_string(), Exactness::Unsupported))
             .collect(),
     }
 }
 
+/// The top-level conjuncts of a residual (none for `true`).
+fn conjuncts(residual: &Predicate) -> Vec<&Predicate> {
+    match residual.kind() {
+        PredicateKind::True => Vec::new(),
+        PredicateKind::And(ps) => ps.iter().collect(),
+        _ => vec![residual],
+    }
+}
+
 /// The exact SQL form of `p`, if it has one.
 fn translate(p: &Predicate) -> Option<Cond> {
-    Some(match p {
-        Predicate::True => Cond::True,
-        Predicate::False => Cond::False,
-        Predicate::Compare(c) => comparison(c),
-        Predicate::Not(inner) => Cond::not(translate(inner)?),
-        Predicate::And(ps) => Cond::and(ps.iter().map(translate).collect::<Option<_>>()?),
-        Predicate::Or(ps) => Cond::or(ps.iter().map(translate).collect::<Option<_>>()?),
+    Some(match p.kind() {
+        PredicateKind::True => Cond::True,
+        PredicateKind::False => Cond::False,
+        PredicateKind::Compare(c) => comparison(c),
+        PredicateKind::Not(c) => Cond::not(comparison(c)),
+        PredicateKind::And(ps) => Cond::and(ps.iter().map(translate).collect::<Option<_>>()?),
+        PredicateKind::Or(ps) => Cond::or(ps.iter().map(translate).collect::<Option<_>>()?),
     })
 }
 

@@ -83,7 +83,7 @@ impl<'c> PageSource<'c> {
     /// Fetches the point ranges of `ranges` at or after `from` (when there are two or more).
     pub(crate) fn prefetch_points(&mut self, ranges: &KeySet, from: Option<&Key>) {
         let points: Vec<(String, String)> = ranges
-            .ranges
+            .ranges()
             .iter()
             .filter_map(|r| Some((r.partition_key.as_point()?, r.row_key.as_point()?)))
             .filter(|(pk, rk)| from.is_none_or(|f| f.cmp_pair(pk, rk).is_le()))
@@ -169,6 +169,11 @@ impl<'c> PageSource<'c> {
 
     fn failed(&self) -> bool {
         self.error.lock().map(|e| e.is_some()).unwrap_or(true)
+    }
+
+    /// The recorded failure, if any (moved out: it is reported once).
+    fn take_error(&self) -> Option<PostgresError> {
+        self.error.lock().ok().and_then(|mut slot| slot.take())
     }
 
     fn fail(&self, e: PostgresError) {
@@ -273,15 +278,17 @@ impl PgRows<'_, '_> {
 }
 
 impl Iterator for PgRows<'_, '_> {
-    type Item = Entity;
+    type Item = Result<Entity, PostgresError>;
 
-    fn next(&mut self) -> Option<Entity> {
+    fn next(&mut self) -> Option<Self::Item> {
         loop {
             if let Some(e) = self.buffer.next() {
-                return Some(e);
+                return Some(Ok(e));
             }
             if self.done {
-                return None;
+                // A failed statement ends the scan with its error (once): the executor stops
+                // the page there instead of returning a short one.
+                return self.source.take_error().map(Err);
             }
             self.fetch();
         }
@@ -289,6 +296,7 @@ impl Iterator for PgRows<'_, '_> {
 }
 
 impl<'c> EntitySource for PageSource<'c> {
+    type Error = PostgresError;
     type Row<'a>
         = Entity
     where
@@ -311,30 +319,24 @@ impl<'c> EntitySource for PageSource<'c> {
         }
     }
 
-    fn get(&self, partition_key: &str, row_key: &str) -> Option<Entity> {
+    fn get(&self, partition_key: &str, row_key: &str) -> Result<Option<Entity>, PostgresError> {
         if let Some(found) = self
             .points
             .get(&(partition_key.to_owned(), row_key.to_owned()))
         {
-            return found.clone();
+            return Ok(found.clone());
         }
-        if self.failed() {
-            return None;
+        if let Some(e) = self.take_error() {
+            return Err(e);
         }
-        let range = KeyRange {
-            partition_key: tableq_planner::plan::KeyInterval::point(partition_key),
-            row_key: tableq_planner::plan::KeyInterval::point(row_key),
+        let range = KeyRange::point(partition_key, row_key);
+        let Some(b) = self.scan_sql(&range, None, None, None, 1) else {
+            return Ok(None);
         };
-        let b = self.scan_sql(&range, None, None, None, 1)?;
-        match self.run(&b) {
-            Ok(mut rows) => rows.pop().filter(|e| {
-                compare_str(e.partition_key(), partition_key).is_eq()
-                    && compare_str(e.row_key(), row_key).is_eq()
-            }),
-            Err(e) => {
-                self.fail(e);
-                None
-            }
-        }
+        let mut rows = self.run(&b)?;
+        Ok(rows.pop().filter(|e| {
+            compare_str(e.partition_key(), partition_key).is_eq()
+                && compare_str(e.row_key(), row_key).is_eq()
+        }))
     }
 }

@@ -1,0 +1,425 @@
+//! Waves: a page's key ranges cut into chunks of work ([`EntitySource::split`]) and scanned
+//! — in parallel on the executor's pool, or on the calling thread when the wave is tiny —
+//! with each chunk's matches merged back in key order.
+//!
+//! **Sizing.** A wave holds about [`CHUNKS_PER_THREAD`] chunks per thread of `chunk_rows`
+//! rows. The first wave is sized as if every row matched (at least
+//! [`Tuning::initial_chunk_rows`] per chunk); later waves grow ×4 while nothing matched,
+//! else to what the observed selectivity says the page still needs (at most ×2, at most
+//! [`Tuning::max_chunk_rows`]). A `$top` page therefore stops after a bounded look-ahead,
+//! while long scans quickly reach large, cheap chunks.
+//!
+//! **Chunks.** Each chunk stops once it alone could fill the page (or when the budget runs
+//! out, or at the first source error) and reports where it stopped; [`absorb`] appends
+//! chunks in key order and finds where the page ends. A point range is answered by
+//! [`EntitySource::get`].
+//!
+//! ```
+//! use tableq_exec::{Executor, MemorySource, PageOptions, Tuning};
+//! use tableq_model::Entity;
+//! use tableq_planner::{plan::{KeySet, Plan}, predicate::Predicate};
+//! let table = MemorySource::from_entities((0..100).map(|i| Entity::new("p", format!("r{i:03}")))).unwrap();
+//! let snapshot = table.snapshot();
+//! // Tiny chunks, every wave on the pool: 100 rows in several chunks, merged in key order.
+//! let tuning = Tuning { initial_chunk_rows: 4, max_chunk_rows: 16, small_wave_rows: 0 };
+//! let executor = Executor::new(&snapshot).with_threads(2).unwrap().with_tuning(tuning);
+//! let plan = Plan { ranges: KeySet::all(), residual: Predicate::TRUE, select: None, top: None };
+//! let page = executor.execute_page(&plan, None, &PageOptions::unbounded()).unwrap();
+//! assert_eq!((page.rows.len(), page.continuation), (100, None));
+//! assert!(page.stats.chunks > 1);
+//! assert!(page.rows.windows(2).all(|w| w[0].key() < w[1].key()));
+//! ```
+
+use super::Executor;
+use super::options::{Budget, Tuning};
+use super::pages::{Resume, key_of};
+use crate::compile::CompiledPredicate;
+use crate::key::{Key, Scan};
+use crate::result::ExecStats;
+use crate::source::{EntitySource, SourceRow};
+use rayon::prelude::*;
+use tableq_planner::plan::KeyRange;
+
+/// Most chunks in one wave (many small ranges).
+const MAX_WAVE_CHUNKS: usize = 256;
+/// Smallest chunk the selectivity estimate may ask for.
+const MIN_ADAPTIVE_CHUNK_ROWS: usize = 64;
+/// Chunks per thread in a wave: more than one lets work stealing even out slow chunks.
+const CHUNKS_PER_THREAD: usize = 4;
+
+/// A chunk of work: keys `>= from` and `< until` of the plan's range number `range`.
+pub(super) struct Job {
+    range: usize,
+    from: Option<Key>,
+    until: Option<Key>,
+    /// A point range, answered by `get`.
+    point: bool,
+}
+
+/// The chunks of one wave and the rows they are estimated to hold.
+pub(super) struct Wave {
+    pub(super) jobs: Vec<Job>,
+    estimate: usize,
+}
+
+/// What a wave produced: its matches in key order, and where the page ends if it ends in
+/// this wave.
+pub(super) struct WaveOut<R> {
+    pub(super) kept: Vec<R>,
+    pub(super) resume: Option<Resume>,
+}
+
+impl<R> WaveOut<R> {
+    fn ends(kept: Vec<R>, at: Resume) -> WaveOut<R> {
+        WaveOut {
+            kept,
+            resume: Some(at),
+        }
+    }
+
+    fn goes_on(kept: Vec<R>) -> WaveOut<R> {
+        WaveOut { kept, resume: None }
+    }
+}
+
+enum ChunkEnd {
+    /// Every row of the chunk was examined.
+    Exhausted,
+    /// Stopped before this row (not yet examined).
+    Stopped(Key),
+}
+
+struct ChunkOut<R> {
+    rows: Vec<R>,
+    examined: u64,
+    end: ChunkEnd,
+}
+
+/// A page's position in its ranges and the size of its next wave's chunks.
+pub(super) struct Waves<'p> {
+    ranges: &'p [KeyRange],
+    /// The range the next wave starts in.
+    range: usize,
+    /// Where in that range (`None`: at its start).
+    from: Option<Key>,
+    /// The last range counted in [`ExecStats::ranges`].
+    counted_range: Option<usize>,
+    chunk_rows: usize,
+    threads: usize,
+    tuning: Tuning,
+    started: bool,
+}
+
+impl<'p> Waves<'p> {
+    /// The waves of a page of at most `limit` rows over `ranges` (sorted, disjoint,
+    /// non-empty), starting at `from`.
+    pub(super) fn new(
+        ranges: &'p [KeyRange],
+        from: Option<Key>,
+        limit: usize,
+        threads: usize,
+        tuning: Tuning,
+    ) -> Waves<'p> {
+        // The first wave could fill the page only if every row matched: size it for that
+        // (at least `initial_chunk_rows` per chunk), so big pages start with big chunks.
+        let chunk_rows = (limit / (threads * CHUNKS_PER_THREAD))
+            .clamp(tuning.initial_chunk_rows, tuning.max_chunk_rows);
+        Waves {
+            ranges,
+            range: 0,
+            from,
+            counted_range: None,
+            chunk_rows,
+            threads,
+            tuning,
+            started: false,
+        }
+    }
+
+    /// Whether every range was handed out.
+    pub(super) fn done(&self) -> bool {
+        self.range >= self.ranges.len()
+    }
+
+    /// Whether a wave was built already.
+    pub(super) fn started(&self) -> bool {
+        self.started
+    }
+
+    /// Where the next wave would start.
+    pub(super) fn position(self) -> Resume {
+        Resume::Position {
+            range: self.range,
+            from: self.from,
+        }
+    }
+
+    /// The next wave's chunks: points, and splits of the ranges from the current position
+    /// (counting every range entered in `stats.ranges`). Fails when a split fails.
+    pub(super) fn next_wave<S: EntitySource + ?Sized>(
+        &mut self,
+        source: &S,
+        stats: &mut ExecStats,
+    ) -> Result<Wave, S::Error> {
+        self.started = true;
+        let mut jobs: Vec<Job> = Vec::new();
+        let mut estimate = 0usize;
+        let wave_rows = self
+            .chunk_rows
+            .saturating_mul(self.threads * CHUNKS_PER_THREAD);
+        while self.range < self.ranges.len() && jobs.len() < MAX_WAVE_CHUNKS && estimate < wave_rows
+        {
+            let r = &self.ranges[self.range];
+            if self.counted_range != Some(self.range) {
+                self.counted_range = Some(self.range);
+                stats.ranges += 1;
+            }
+            if r.as_point().is_some() {
+                jobs.push(Job {
+                    range: self.range,
+                    from: self.from.clone(),
+                    until: None,
+                    point: true,
+                });
+                estimate += 1;
+                self.range += 1;
+                continue;
+            }
+            let scan = Scan {
+                range: r,
+                from: self.from.as_ref(),
+                until: None,
+            };
+            let want = (wave_rows - estimate)
+                .div_ceil(self.chunk_rows)
+                .clamp(1, MAX_WAVE_CHUNKS - jobs.len());
+            let chunks = source.split(scan, self.chunk_rows, want)?;
+            let complete = chunks.last().is_none_or(|c| c.until.is_none());
+            let next_from = if complete {
+                None
+            } else {
+                chunks.last().and_then(|c| c.until.clone())
+            };
+            for c in chunks {
+                estimate = estimate.saturating_add(c.rows.unwrap_or(self.chunk_rows));
+                jobs.push(Job {
+                    range: self.range,
+                    from: c.from.or_else(|| self.from.clone()),
+                    until: c.until,
+                    point: false,
+                });
+            }
+            // A finished range keeps `from`: it lies before every later range's keys, or is
+            // a continuation beyond them that the next ranges must still respect.
+            if complete {
+                self.range += 1;
+            } else {
+                self.from = next_from;
+            }
+        }
+        Ok(Wave { jobs, estimate })
+    }
+
+    /// Sizes the next wave's chunks: ×4 while nothing matched (long scans reach large,
+    /// cheap chunks fast), else no more than the rows the page still needs at the
+    /// selectivity observed so far (plus a margin, at most ×2): a `$top` page stops early.
+    pub(super) fn adapt(&mut self, limit: usize, produced: usize, examined: u64) {
+        let growth = if produced == 0 { 4 } else { 2 };
+        let grown = self
+            .chunk_rows
+            .saturating_mul(growth)
+            .min(self.tuning.max_chunk_rows);
+        self.chunk_rows = if produced == 0 || examined == 0 {
+            grown
+        } else {
+            let missing = (limit - produced) as f64;
+            let needed = missing * examined as f64 / produced as f64 * 1.25;
+            let per_chunk = needed / (self.threads * CHUNKS_PER_THREAD) as f64;
+            (per_chunk.ceil() as usize).clamp(MIN_ADAPTIVE_CHUNK_ROWS.min(grown), grown)
+        };
+    }
+}
+
+impl<S: EntitySource + ?Sized> Executor<'_, S> {
+    /// Scans the chunks of a wave and keeps at most `limit` matches, in key order; `Some`
+    /// resume position when the page ends in this wave.
+    ///
+    /// A source error in a chunk fails the wave unless the page ends in an earlier chunk
+    /// (then the failed chunk's rows would have been discarded anyway): the outcome is the
+    /// one a sequential scan would meet. Chunks running in parallel are not cancelled.
+    pub(super) fn run_wave<'a>(
+        &'a self,
+        ranges: &'a [KeyRange],
+        wave: &'a Wave,
+        predicate: &CompiledPredicate,
+        limit: usize,
+        budget: &Budget,
+        stats: &mut ExecStats,
+    ) -> Result<WaveOut<S::Row<'a>>, S::Error> {
+        let jobs = &wave.jobs;
+        let sequential =
+            self.threads <= 1 || jobs.len() == 1 || wave.estimate <= self.tuning.small_wave_rows;
+        let mut kept = Vec::new();
+        if sequential {
+            for job in jobs {
+                let out = self.run_chunk(ranges, job, predicate, limit - kept.len(), budget)?;
+                stats.examined += out.examined;
+                if let Some(r) = absorb(&mut kept, out, job, limit) {
+                    return Ok(WaveOut::ends(kept, r));
+                }
+            }
+            return Ok(WaveOut::goes_on(kept));
+        }
+        let run = || {
+            jobs.par_iter()
+                .map(|job| self.run_chunk(ranges, job, predicate, limit, budget))
+                .collect::<Vec<_>>()
+        };
+        let outs = match &self.pool {
+            Some(pool) => pool.install(run),
+            None => run(),
+        };
+        // Every chunk was read, including work past the page's end.
+        stats.examined += outs
+            .iter()
+            .filter_map(|o| o.as_ref().ok())
+            .map(|o| o.examined)
+            .sum::<u64>();
+        for (out, job) in outs.into_iter().zip(jobs) {
+            if let Some(r) = absorb(&mut kept, out?, job, limit) {
+                return Ok(WaveOut::ends(kept, r));
+            }
+        }
+        Ok(WaveOut::goes_on(kept))
+    }
+
+    /// Scans one chunk, keeping at most `limit` matches; stops at the first source error.
+    fn run_chunk<'a>(
+        &'a self,
+        ranges: &'a [KeyRange],
+        job: &'a Job,
+        predicate: &CompiledPredicate,
+        limit: usize,
+        budget: &Budget,
+    ) -> Result<ChunkOut<S::Row<'a>>, S::Error> {
+        let range = &ranges[job.range];
+        if job.point {
+            let mut out = ChunkOut {
+                rows: Vec::new(),
+                examined: 0,
+                end: ChunkEnd::Exhausted,
+            };
+            if let Some((pk, rk)) = range.as_point()
+                && job.from.as_ref().is_none_or(|f| f.cmp_pair(pk, rk).is_le())
+                && let Some(row) = self.source.get(pk, rk)?
+            {
+                out.examined = 1;
+                if predicate.eval(&row) {
+                    out.rows.push(row);
+                }
+            }
+            return Ok(out);
+        }
+        let scan = Scan {
+            range,
+            from: job.from.as_ref(),
+            until: job.until.as_ref(),
+        };
+        let mut it = self.source.scan(scan);
+        let mut rows = Vec::new();
+        let mut examined = 0u64;
+        let end = if !budget.enabled() {
+            // The hot loop: no budget to account. (For an infallible source the error arm
+            // is unreachable and compiles away.)
+            loop {
+                let row = match it.next() {
+                    None => break ChunkEnd::Exhausted,
+                    Some(Ok(row)) => row,
+                    Some(Err(e)) => return Err(e),
+                };
+                examined += 1;
+                if predicate.eval(&row) {
+                    rows.push(row);
+                    if rows.len() >= limit {
+                        break next_key(&mut it)?;
+                    }
+                }
+            }
+        } else {
+            let mut since_tick = 0u64;
+            let end = loop {
+                if since_tick >= budget.interval {
+                    let stop = budget.tick(since_tick);
+                    since_tick = 0;
+                    if stop {
+                        break next_key(&mut it)?;
+                    }
+                }
+                let row = match it.next() {
+                    None => break ChunkEnd::Exhausted,
+                    Some(Ok(row)) => row,
+                    Some(Err(e)) => return Err(e),
+                };
+                examined += 1;
+                since_tick += 1;
+                if predicate.eval(&row) {
+                    rows.push(row);
+                    if rows.len() >= limit {
+                        break next_key(&mut it)?;
+                    }
+                }
+            };
+            if since_tick > 0 {
+                budget.tick(since_tick);
+            }
+            end
+        };
+        Ok(ChunkOut {
+            rows,
+            examined,
+            end,
+        })
+    }
+}
+
+/// How a chunk ends when it stops before its end: at the next row's key, if any (reading
+/// it may fail).
+fn next_key<R: SourceRow, E>(rows: &mut impl Iterator<Item = Result<R, E>>) -> Result<ChunkEnd, E> {
+    Ok(match rows.next().transpose()? {
+        None => ChunkEnd::Exhausted,
+        Some(r) => ChunkEnd::Stopped(key_of(&r)),
+    })
+}
+
+/// Appends a chunk's matches to the wave's rows; `Some` when the page ends in this chunk.
+fn absorb<R: SourceRow>(
+    kept: &mut Vec<R>,
+    out: ChunkOut<R>,
+    job: &Job,
+    limit: usize,
+) -> Option<Resume> {
+    let need = limit - kept.len();
+    let ChunkOut { mut rows, end, .. } = out;
+    if rows.len() > need {
+        let next = key_of(&rows[need]);
+        rows.truncate(need);
+        kept.extend(rows);
+        return Some(Resume::At(next));
+    }
+    let full = rows.len() == need;
+    kept.extend(rows);
+    match end {
+        ChunkEnd::Stopped(key) => Some(Resume::At(key)),
+        ChunkEnd::Exhausted if full => Some(match &job.until {
+            Some(until) if !job.point => Resume::Position {
+                range: job.range,
+                from: Some(until.clone()),
+            },
+            _ => Resume::Position {
+                range: job.range + 1,
+                from: job.from.clone(),
+            },
+        }),
+        ChunkEnd::Exhausted => None,
+    }
+}

@@ -1,0 +1,282 @@
+//! Sources that fail: the executor hands back the source's own error, typed
+//! (`ExecError::Source`), exactly when a sequential scan of the page would meet it, and never
+//! returns wrong rows. The faulty source wraps a `MemorySnapshot` and fails at one key: when
+//! a scan reaches it, when it is looked up, and (optionally) when a split covers it.
+
+use proptest::prelude::*;
+use tableq_exec::{
+    Chunk, EntitySource, ExecError, Executor, Key, MemoryRow, MemoryRows, MemorySnapshot,
+    MemorySource, PageOptions, ResultRow, Scan, SlotLookup, Tuning,
+};
+use tableq_model::{CmpOp, Entity, EntityView, Value};
+use tableq_planner::plan::{KeyInterval, KeyRange, KeySet, Plan};
+use tableq_planner::predicate::Predicate;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("injected fault at {0}")]
+struct Fault(Key);
+
+struct Faulty<'a> {
+    inner: &'a MemorySnapshot,
+    fault: Key,
+    fail_split: bool,
+}
+
+struct FaultyRows<'a> {
+    rows: MemoryRows<'a>,
+    fault: &'a Key,
+    failed: bool,
+}
+
+impl<'a> Iterator for FaultyRows<'a> {
+    type Item = Result<MemoryRow<'a>, Fault>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            // A well-behaved executor never asks again after an error.
+            panic!("row requested after an error");
+        }
+        let row = self.rows.next()?;
+        if self
+            .fault
+            .cmp_pair(row.partition_key(), row.row_key())
+            .is_eq()
+        {
+            self.failed = true;
+            return Some(Err(Fault(self.fault.clone())));
+        }
+        Some(Ok(row))
+    }
+}
+
+impl EntitySource for Faulty<'_> {
+    type Error = Fault;
+    type Row<'a>
+        = MemoryRow<'a>
+    where
+        Self: 'a;
+    type Rows<'a>
+        = FaultyRows<'a>
+    where
+        Self: 'a;
+
+    fn scan<'a>(&'a self, scan: Scan<'a>) -> FaultyRows<'a> {
+        FaultyRows {
+            rows: self.inner.scan(scan),
+            fault: &self.fault,
+            failed: false,
+        }
+    }
+
+    fn get<'a>(&'a self, pk: &str, rk: &str) -> Result<Option<MemoryRow<'a>>, Fault> {
+        if self.fault.cmp_pair(pk, rk).is_eq() {
+            return Err(Fault(self.fault.clone()));
+        }
+        Ok(self.inner.get(pk, rk))
+    }
+
+    fn split(&self, scan: Scan<'_>, rows: usize, max: usize) -> Result<Vec<Chunk>, Fault> {
+        let chunks = self.inner.split(scan, rows, max);
+        let covered = |c: &Chunk| {
+            let piece = Scan {
+                range: scan.range,
+                from: c.from.as_ref().or(scan.from),
+                until: c.until.as_ref(),
+            };
+            piece.contains(&self.fault.partition_key, &self.fault.row_key)
+        };
+        if self.fail_split && chunks.iter().any(covered) {
+            return Err(Fault(self.fault.clone()));
+        }
+        Ok(chunks)
+    }
+
+    fn property_slot(&self, name: &str) -> SlotLookup {
+        self.inner.property_slot(name)
+    }
+}
+
+fn keys(rows: &[ResultRow]) -> Vec<Key> {
+    rows.iter().map(ResultRow::key).collect()
+}
+
+/// All pages of `plan`, or the first error.
+fn run_all(
+    executor: &Executor<'_, Faulty<'_>>,
+    plan: &Plan,
+    options: &PageOptions,
+) -> Result<Vec<Key>, ExecError<Fault>> {
+    let mut got = Vec::new();
+    for page in executor.pages(plan, options.clone()) {
+        got.extend(keys(&page?.rows));
+    }
+    Ok(got)
+}
+
+fn arb_entity() -> impl Strategy<Value = Entity> {
+    ("[ab]{0,1}", "[abc]{0,2}", proptest::option::of(0i32..3)).prop_map(|(pk, rk, a)| {
+        let mut e = Entity::new(pk, rk);
+        if let Some(a) = a {
+            e.set("A", Value::Int32(a));
+        }
+        e
+    })
+}
+
+fn arb_keys() -> impl Strategy<Value = KeySet> {
+    let key = || prop::sample::select(vec!["", "a", "b", "ab", "c"]).prop_map(str::to_owned);
+    prop_oneof![
+        Just(KeySet::all()),
+        (key(), key()).prop_map(|(p, r)| KeySet::from(KeyRange::point(p, r))),
+        key().prop_map(|p| KeySet::from(KeyRange::partition(p))),
+        prop::collection::vec((key(), key()), 1..4).prop_map(|points| {
+            KeySet::new(points.into_iter().map(|(p, r)| KeyRange::point(p, r)))
+                .unwrap_or_else(|_| KeySet::none())
+        }),
+        key().prop_map(|p| KeySet::from(KeyRange::new(
+            KeyInterval::new(std::ops::Bound::Included(p), std::ops::Bound::Unbounded),
+            KeyInterval::full(),
+        ))),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn errors_are_typed_and_never_corrupt_results(
+        entities in prop::collection::vec(arb_entity(), 1..30),
+        fault_index in any::<prop::sample::Index>(),
+        fail_split in any::<bool>(),
+        ranges in arb_keys(),
+        residual in prop_oneof![
+            Just(Predicate::TRUE),
+            (0i32..3).prop_map(|a| Predicate::compare("A", CmpOp::Ge, Value::Int32(a))),
+        ],
+        page_size in 1usize..6,
+        threads in 1usize..3,
+        chunk_rows in 1usize..4,
+    ) {
+        let table = MemorySource::from_entities(entities).unwrap();
+        let snapshot = table.snapshot();
+        let all: Vec<Key> = snapshot.iter().map(|r| Key::new(r.partition_key(), r.row_key())).collect();
+        let fault = fault_index.get(&all).clone();
+        let plan = Plan { ranges, residual, select: None, top: None };
+        let expected: Vec<Key> = snapshot
+            .iter()
+            .filter(|r| plan.matches(r))
+            .map(|r| Key::new(r.partition_key(), r.row_key()))
+            .collect();
+        let source = Faulty { inner: &snapshot, fault: fault.clone(), fail_split };
+        let tuning = Tuning { initial_chunk_rows: chunk_rows, max_chunk_rows: 8, small_wave_rows: 0 };
+        let executor = Executor::new(&source).with_threads(threads).unwrap().with_tuning(tuning);
+        match run_all(&executor, &plan, &PageOptions::default().with_page_size(page_size)) {
+            Ok(got) => {
+                prop_assert_eq!(&got, &expected);
+                // A matching entity has to be read to be returned: its fault cannot be missed.
+                prop_assert!(!expected.contains(&fault), "the fault at {} went unnoticed", fault);
+            }
+            Err(ExecError::Source(Fault(at))) => prop_assert_eq!(at, fault),
+            Err(other) => prop_assert!(false, "unexpected error {}", other),
+        }
+    }
+}
+
+/// 10 000 entities of one partition, read in waves of eight 16-row chunks on two threads.
+fn one_partition() -> MemorySnapshot {
+    let table =
+        MemorySource::from_entities((0..10_000).map(|i| Entity::new("p", format!("r{i:05}"))))
+            .unwrap();
+    table.snapshot()
+}
+
+fn parallel<'s>(source: &'s Faulty<'s>) -> Executor<'s, Faulty<'s>> {
+    let tuning = Tuning {
+        initial_chunk_rows: 16,
+        max_chunk_rows: 16,
+        small_wave_rows: 0,
+    };
+    Executor::new(source)
+        .with_threads(2)
+        .unwrap()
+        .with_tuning(tuning)
+}
+
+#[test]
+fn a_fault_past_the_page_end_is_not_met() {
+    let snapshot = one_partition();
+    let source = Faulty {
+        inner: &snapshot,
+        fault: Key::new("p", "r00100"),
+        fail_split: false,
+    };
+    let executor = parallel(&source);
+    let plan = Plan {
+        ranges: KeySet::all(),
+        residual: Predicate::TRUE,
+        select: None,
+        top: None,
+    };
+    // The first wave's seventh chunk (rows 96..112) fails, but a page of 50 ends in the
+    // fourth: the page is exactly the sequential one.
+    let page = executor
+        .execute_page(&plan, None, &PageOptions::default().with_page_size(50))
+        .unwrap();
+    assert_eq!(page.rows.len(), 50);
+    assert_eq!(page.continuation, Some(Key::new("p", "r00050")));
+    // A page of 100 needs the key after its last row, r00100, for its continuation.
+    let err = executor
+        .execute_page(&plan, None, &PageOptions::default().with_page_size(100))
+        .unwrap_err();
+    assert!(matches!(err, ExecError::Source(Fault(k)) if k == Key::new("p", "r00100")));
+    // A page of 99 ends on r00099 with the continuation r00099 + 1 = r00100 read… and fails.
+    assert!(
+        executor
+            .execute_page(&plan, None, &PageOptions::default().with_page_size(99))
+            .is_err()
+    );
+    // Resuming after the fault skips it.
+    let after = Key::new("p", "r00101");
+    let page = executor
+        .execute_page(
+            &plan,
+            Some(&after),
+            &PageOptions::default().with_page_size(10),
+        )
+        .unwrap();
+    assert_eq!(page.rows[0].key(), after);
+}
+
+#[test]
+fn point_lookups_and_splits_fail_with_the_source_error() {
+    let snapshot = one_partition();
+    let fault = Key::new("p", "r05000");
+    let source = Faulty {
+        inner: &snapshot,
+        fault: fault.clone(),
+        fail_split: true,
+    };
+    let executor = parallel(&source);
+    let point = Plan {
+        ranges: KeySet::from(KeyRange::point("p", "r05000")),
+        residual: Predicate::TRUE,
+        select: None,
+        top: None,
+    };
+    let err = executor
+        .execute_page(&point, None, &PageOptions::default())
+        .unwrap_err();
+    assert_eq!(err.to_string(), "injected fault at (\"p\", \"r05000\")");
+    assert!(std::error::Error::source(&err).is_none());
+    let whole = Plan {
+        ranges: KeySet::from(KeyRange::partition("p")),
+        ..point
+    };
+    let mut visited = 0;
+    let err = executor
+        .execute_page_with(&whole, None, &PageOptions::unbounded(), |_| visited += 1)
+        .unwrap_err();
+    assert!(matches!(err, ExecError::Source(Fault(k)) if k == fault));
+    // Rows of waves before the failing split were handed over; the page then failed.
+    assert!(visited < 5000, "{visited}");
+}

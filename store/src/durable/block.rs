@@ -1,0 +1,847 @@
+//! The block layout: several consecutive rows of one partition in one redb value, in a byte
+//! layout that the executor reads in place (no `Entity` is built to evaluate a filter).
+//!
+//! ```text
+//! block   = format:u8  0:u8  pk_len:u16  rows:u32  pk  offsets:(rows + 1) × u32
+//!           hashes:rows × u16  row*
+//! row     = timestamp:i64  rk_len:u16  slots:u16  rk  slot*  data
+//! slot    = id_tag:u32  a:u32  b:u32
+//! ```
+//!
+//! All integers are little-endian. `offsets[i]` is where row `i` starts in the block and
+//! `offsets[rows]` is the block's length, so row `i` is `offsets[i]..offsets[i + 1]`. Rows
+//! are sorted by RowKey (UTF-16 order) and each RowKey appears once. `hashes[i]` is a
+//! 16-bit hash of row `i`'s RowKey ([`row_key_hash`]): a point lookup scans these 2 bytes
+//! per row (contiguous, so a few cache lines) and compares one RowKey, instead of a binary
+//! search whose every probe may miss the cache. A row is
+//! position-independent: the `a` of a string, binary or Guid slot is an offset from the
+//! row's first byte, so a write copies unchanged rows between blocks as bytes.
+//!
+//! A slot is one custom property: `id_tag` is the property's name number
+//! (`names.rs`) shifted left by 4, or'ed with the type tag; the slots of a row are sorted by
+//! number. Values: Int32 in `a`; Int64, Double (bit pattern), DateTime (ticks) in `b:a`
+//! (high:low); Boolean in `a` (0 or 1); String and Binary as (`a` offset, `b` length) into
+//! the row; Guid as (`a` offset, `b` = 16). The timestamp is the Timestamp's ticks,
+//! `i64::MIN` for none.
+//!
+//! Readers never trust the bytes: [`BlockView::parse`] checks the header and the row
+//! offsets ([`BlockView::parse_header`] only the header, for splits and point lookups),
+//! every [`RowRef`] accessor checks what it reads and reports damage as [`Corrupt`], and
+//! [`BlockView::check_rows`] checks everything (the writer runs it before rewriting a
+//! block). Nothing indexes without a bounds check, so damage never panics.
+//!
+//! ```text
+//! block of partition "p", rows "r1" (Age: Int32 7, name number 0) and "r2" (no
+//! properties), neither with a Timestamp:
+//! 01 00 0100 02000000 70 | 19000000 33000000 41000000 | h(r1) h(r2) | <row r1: ts, 0200, 0100, "r1", slot(0<<4|5, 7, 0)> | <row r2>
+//! ```
+
+use super::keys::compare_utf8;
+use super::names::{MAX_NAME_ID, Names};
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use tableq_model::{DateTime, Entity, Property, ValueRef};
+use uuid::Uuid;
+
+/// The layout version in every block's first byte.
+pub(crate) const BLOCK_FORMAT: u8 = 1;
+
+const TAG_BINARY: u32 = 0;
+const TAG_BOOLEAN: u32 = 1;
+const TAG_DATETIME: u32 = 2;
+const TAG_DOUBLE: u32 = 3;
+const TAG_GUID: u32 = 4;
+const TAG_INT32: u32 = 5;
+const TAG_INT64: u32 = 6;
+const TAG_STRING: u32 = 7;
+const TAG_BITS: u32 = 4;
+const TAG_MASK: u32 = (1 << TAG_BITS) - 1;
+
+/// Timestamp marking "no Timestamp".
+const NO_TIMESTAMP: i64 = i64::MIN;
+/// Bytes of a block header before the PartitionKey.
+const BLOCK_HEAD: usize = 8;
+/// Bytes of a row header before the RowKey.
+const ROW_HEAD: usize = 12;
+/// Bytes of a slot.
+const SLOT: usize = 12;
+
+/// Why stored bytes are not a valid block or row.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("corrupt block: {0}")]
+pub(crate) struct Corrupt(pub(crate) &'static str);
+
+/// Why a row or block cannot be encoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum EncodeError {
+    /// A key, value or block exceeds the layout's integer widths.
+    #[error("{0} too large for the block layout")]
+    TooLarge(&'static str),
+    /// The table has used up its property-name numbers.
+    #[error("the table has used {} distinct property names, the most it can hold", MAX_NAME_ID as u64 + 1)]
+    TooManyNames,
+}
+
+#[inline]
+fn u16_at(b: &[u8], o: usize) -> u16 {
+    b.get(o..o + 2)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u16::from_le_bytes)
+}
+
+#[inline]
+fn u32_at(b: &[u8], o: usize) -> u32 {
+    b.get(o..o + 4)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u32::from_le_bytes)
+}
+
+#[inline]
+fn i64_at(b: &[u8], o: usize) -> i64 {
+    b.get(o..o + 8)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, i64::from_le_bytes)
+}
+
+#[inline]
+fn wide(a: u32, b: u32) -> u64 {
+    u64::from(a) | (u64::from(b) << 32)
+}
+
+/// A parsed (header-checked) block borrowed from its bytes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BlockView<'b> {
+    bytes: &'b [u8],
+    pk: &'b str,
+    rows: usize,
+    /// Offset of the row-offset array.
+    dir: usize,
+}
+
+impl<'b> BlockView<'b> {
+    /// Checks the header and the row offsets (not the rows: see [`RowRef::check`]).
+    pub(crate) fn parse(bytes: &'b [u8]) -> Result<BlockView<'b>, Corrupt> {
+        let view = BlockView::parse_header(bytes)?;
+        let mut prev = view.rows_start();
+        for i in 0..=view.rows {
+            let at = view.offset(i);
+            let min = if i == 0 { prev } else { prev + ROW_HEAD };
+            if at < min || at > bytes.len() {
+                return Err(Corrupt("row offsets out of order"));
+            }
+            prev = at;
+        }
+        if prev != bytes.len() {
+            return Err(Corrupt("block length does not match its rows"));
+        }
+        Ok(view)
+    }
+
+    /// Checks the header only (format, PartitionKey, that the row offsets fit): what
+    /// splitting a scan needs, in constant time.
+    pub(crate) fn parse_header(bytes: &'b [u8]) -> Result<BlockView<'b>, Corrupt> {
+        if bytes.len() < BLOCK_HEAD || bytes[0] != BLOCK_FORMAT {
+            return Err(Corrupt("unknown block format"));
+        }
+        let pk_len = usize::from(u16_at(bytes, 2));
+        let rows = u32_at(bytes, 4) as usize;
+        let pk = bytes
+            .get(BLOCK_HEAD..BLOCK_HEAD + pk_len)
+            .ok_or(Corrupt("PartitionKey past the end"))?;
+        let pk = std::str::from_utf8(pk).map_err(|_| Corrupt("PartitionKey is not UTF-8"))?;
+        let dir = BLOCK_HEAD + pk_len;
+        rows.checked_mul(6)
+            .and_then(|n| n.checked_add(4 + dir))
+            .filter(|&end| end <= bytes.len())
+            .ok_or(Corrupt("row offsets past the end"))?;
+        if rows == 0 {
+            return Err(Corrupt("empty block"));
+        }
+        Ok(BlockView {
+            bytes,
+            pk,
+            rows,
+            dir,
+        })
+    }
+
+    /// A view of a block whose header [`parse`](BlockView::parse) accepted before, with the
+    /// PartitionKey and row count it returned (no check is repeated).
+    #[inline]
+    pub(crate) fn from_checked(bytes: &'b [u8], pk: &'b str, rows: usize) -> BlockView<'b> {
+        BlockView {
+            bytes,
+            pk,
+            rows,
+            dir: BLOCK_HEAD + pk.len(),
+        }
+    }
+
+    #[inline]
+    fn offset(&self, i: usize) -> usize {
+        u32_at(self.bytes, self.dir + 4 * i) as usize
+    }
+
+    /// Where the RowKey hashes start.
+    #[inline]
+    fn hashes_start(&self) -> usize {
+        self.dir + 4 * (self.rows + 1)
+    }
+
+    /// Where the first row starts.
+    #[inline]
+    fn rows_start(&self) -> usize {
+        self.hashes_start() + 2 * self.rows
+    }
+
+    /// The number of rows (at least 1).
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.rows
+    }
+
+    /// The PartitionKey of every row.
+    #[inline]
+    pub(crate) fn partition_key(&self) -> &'b str {
+        self.pk
+    }
+
+    /// Row `i` (`i < len()`), as the byte range it occupies and a view.
+    #[inline]
+    pub(crate) fn span(&self, i: usize) -> (u32, u32) {
+        (self.offset(i) as u32, self.offset(i + 1) as u32)
+    }
+
+    /// Row `i`.
+    #[inline]
+    pub(crate) fn row(&self, i: usize) -> RowRef<'b> {
+        let (start, end) = self.span(i);
+        RowRef(
+            self.bytes
+                .get(start as usize..end as usize)
+                .unwrap_or_default(),
+        )
+    }
+
+    /// The RowKey of row `i` as bytes (UTF-8 once the row is checked).
+    #[inline]
+    pub(crate) fn row_key_bytes(&self, i: usize) -> &'b [u8] {
+        self.row(i).row_key_bytes()
+    }
+
+    /// The first row whose RowKey is `>= rk` (or `> rk` when `after`).
+    pub(crate) fn lower_bound(&self, rk: &[u8], after: bool) -> usize {
+        let (mut lo, mut hi) = (0, self.rows);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let below = match compare_utf8(self.row_key_bytes(mid), rk) {
+                Ordering::Less => true,
+                Ordering::Equal => after,
+                Ordering::Greater => false,
+            };
+            if below {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// The row with exactly this RowKey: the rows whose RowKey hash matches are compared;
+    /// when none matches, a binary search confirms the absence (so a damaged hash cannot
+    /// hide a row).
+    pub(crate) fn find(&self, rk: &str) -> Option<usize> {
+        let wanted = row_key_hash(rk.as_bytes()).to_le_bytes();
+        let hashes = self
+            .bytes
+            .get(self.hashes_start()..self.rows_start())
+            .unwrap_or_default();
+        let by_hash = hashes
+            .chunks_exact(2)
+            .enumerate()
+            .filter(|(_, h)| **h == wanted)
+            .map(|(i, _)| i)
+            .find(|&i| self.row_key_bytes(i) == rk.as_bytes());
+        by_hash.or_else(|| {
+            let i = self.lower_bound(rk.as_bytes(), false);
+            (i < self.rows && self.row_key_bytes(i) == rk.as_bytes()).then_some(i)
+        })
+    }
+
+    /// Checks every row (see [`RowRef::check`]), that RowKeys strictly increase and that
+    /// their hashes are right.
+    pub(crate) fn check_rows(&self, names: usize) -> Result<(), Corrupt> {
+        let mut prev: Option<&[u8]> = None;
+        for i in 0..self.rows {
+            let row = self.row(i);
+            row.check(names)?;
+            let rk = row.row_key_bytes();
+            let stored = u16_at(self.bytes, self.hashes_start() + 2 * i);
+            if stored != row_key_hash(rk) {
+                return Err(Corrupt("RowKey hash does not match"));
+            }
+            if prev.is_some_and(|p| compare_utf8(p, rk) != Ordering::Less) {
+                return Err(Corrupt("RowKeys out of order"));
+            }
+            prev = Some(rk);
+        }
+        Ok(())
+    }
+}
+
+/// One row of a block (see the module docs), borrowed from the block's bytes.
+///
+/// The accessors check what they read and report damage as [`Corrupt`] (a slot table or
+/// value past the row's end, a string that is not UTF-8, an unknown tag, a DateTime out of
+/// range, name numbers out of order): a scan pays only for the values it reads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RowRef<'b>(pub(crate) &'b [u8]);
+
+impl<'b> RowRef<'b> {
+    /// The row's bytes (what a rewrite copies).
+    #[inline]
+    pub(crate) fn bytes(&self) -> &'b [u8] {
+        self.0
+    }
+
+    #[inline]
+    fn rk_len(&self) -> usize {
+        usize::from(u16_at(self.0, 8))
+    }
+
+    #[inline]
+    fn slot_count(&self) -> usize {
+        usize::from(u16_at(self.0, 10))
+    }
+
+    /// The RowKey's bytes, unchecked (empty if they lie past the row's end): for
+    /// comparisons, where damage can only misplace a row.
+    #[inline]
+    pub(crate) fn row_key_bytes(&self) -> &'b [u8] {
+        self.0
+            .get(ROW_HEAD..ROW_HEAD + self.rk_len())
+            .unwrap_or_default()
+    }
+
+    /// The RowKey.
+    #[inline]
+    pub(crate) fn row_key(&self) -> Result<&'b str, Corrupt> {
+        let bytes = self
+            .0
+            .get(ROW_HEAD..ROW_HEAD + self.rk_len())
+            .ok_or(Corrupt("RowKey past the row's end"))?;
+        std::str::from_utf8(bytes).map_err(|_| Corrupt("RowKey is not UTF-8"))
+    }
+
+    /// The Timestamp.
+    #[inline]
+    pub(crate) fn timestamp(&self) -> Result<Option<DateTime>, Corrupt> {
+        if self.0.len() < ROW_HEAD {
+            return Err(Corrupt("row shorter than its header"));
+        }
+        match i64_at(self.0, 0) {
+            NO_TIMESTAMP => Ok(None),
+            t => DateTime::from_ticks(t)
+                .map(Some)
+                .ok_or(Corrupt("Timestamp out of range")),
+        }
+    }
+
+    /// The slot table.
+    #[inline]
+    fn slots(&self) -> Result<&'b [u8], Corrupt> {
+        let start = ROW_HEAD + self.rk_len();
+        self.0
+            .get(start..start + SLOT * self.slot_count())
+            .ok_or(Corrupt("slot table past the row's end"))
+    }
+
+    #[inline]
+    fn decode(&self, id_tag: u32, a: u32, b: u32) -> Result<ValueRef<'b>, Corrupt> {
+        let range = a as usize..a as usize + b as usize;
+        let bytes = || {
+            self.0
+                .get(range.clone())
+                .ok_or(Corrupt("value past the row's end"))
+        };
+        Ok(match id_tag & TAG_MASK {
+            TAG_STRING => ValueRef::String(
+                std::str::from_utf8(bytes()?).map_err(|_| Corrupt("string is not UTF-8"))?,
+            ),
+            TAG_INT32 => ValueRef::Int32(a as i32),
+            TAG_INT64 => ValueRef::Int64(wide(a, b) as i64),
+            TAG_DOUBLE => ValueRef::Double(f64::from_bits(wide(a, b))),
+            TAG_BOOLEAN if a <= 1 => ValueRef::Boolean(a == 1),
+            TAG_DATETIME => ValueRef::DateTime(
+                DateTime::from_ticks(wide(a, b) as i64).ok_or(Corrupt("DateTime out of range"))?,
+            ),
+            TAG_GUID => ValueRef::Guid(Uuid::from_bytes(
+                <[u8; 16]>::try_from(bytes()?).map_err(|_| Corrupt("Guid is not 16 bytes"))?,
+            )),
+            TAG_BINARY => ValueRef::Binary(bytes()?),
+            _ => return Err(Corrupt("unknown value tag")),
+        })
+    }
+
+    /// The value of the property with name number `id`.
+    #[inline]
+    pub(crate) fn value(&self, id: u32) -> Result<Option<ValueRef<'b>>, Corrupt> {
+        for slot in self.slots()?.chunks_exact(SLOT) {
+            let id_tag = u32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
+            match (id_tag >> TAG_BITS).cmp(&id) {
+                Ordering::Less => {}
+                Ordering::Equal => {
+                    let a = u32::from_le_bytes([slot[4], slot[5], slot[6], slot[7]]);
+                    let b = u32::from_le_bytes([slot[8], slot[9], slot[10], slot[11]]);
+                    return self.decode(id_tag, a, b).map(Some);
+                }
+                Ordering::Greater => return Ok(None),
+            }
+        }
+        Ok(None)
+    }
+
+    /// Calls `f` with every property (name number, value), in number order.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(u32, ValueRef<'b>)) -> Result<(), Corrupt> {
+        let mut prev: Option<u32> = None;
+        for slot in self.slots()?.chunks_exact(SLOT) {
+            let id_tag = u32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
+            let a = u32::from_le_bytes([slot[4], slot[5], slot[6], slot[7]]);
+            let b = u32::from_le_bytes([slot[8], slot[9], slot[10], slot[11]]);
+            let id = id_tag >> TAG_BITS;
+            if prev.is_some_and(|p| p >= id) {
+                return Err(Corrupt("property numbers out of order"));
+            }
+            prev = Some(id);
+            f(id, self.decode(id_tag, a, b)?);
+        }
+        Ok(())
+    }
+
+    /// The properties as (name, value), ordered by name (byte order, as `Entity` keeps
+    /// them); every number must be one of `names`.
+    fn named(&self, names: &'b Names) -> Result<Vec<(&'b str, ValueRef<'b>)>, Corrupt> {
+        let mut props: Vec<(&str, ValueRef<'b>)> = Vec::with_capacity(self.slot_count());
+        let mut unknown = false;
+        self.for_each(|id, v| {
+            unknown |= id as usize >= names.len();
+            props.push((names.name(id), v));
+        })?;
+        if unknown {
+            return Err(Corrupt("unknown property number"));
+        }
+        if !props.is_sorted_by(|a, b| a.0 < b.0) {
+            props.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        }
+        Ok(props)
+    }
+
+    /// The row as an owned entity of partition `pk`.
+    pub(crate) fn to_entity(self, pk: &str, names: &Names) -> Result<Entity, Corrupt> {
+        let props = self.named(names)?.into_iter().map(|(name, v)| Property {
+            name: name.to_owned(),
+            value: v.to_owned(),
+        });
+        Ok(Entity::with_properties(
+            pk,
+            self.row_key()?,
+            self.timestamp()?,
+            props,
+        ))
+    }
+
+    /// Calls `f` with every property, ordered by name.
+    pub(crate) fn for_each_by_name(
+        &self,
+        names: &Names,
+        f: &mut dyn FnMut(&str, ValueRef<'_>),
+    ) -> Result<(), Corrupt> {
+        for (n, v) in self.named(names)? {
+            f(n, v);
+        }
+        Ok(())
+    }
+
+    /// Checks the whole row: everything the accessors check, with name numbers below
+    /// `names`.
+    pub(crate) fn check(&self, names: usize) -> Result<(), Corrupt> {
+        self.row_key()?;
+        self.timestamp()?;
+        let mut unknown = false;
+        self.for_each(|id, _| unknown |= id as usize >= names)?;
+        if unknown {
+            return Err(Corrupt("unknown property number"));
+        }
+        Ok(())
+    }
+}
+
+/// Encodes an entity as a row, numbering its property names with `intern` (which adds
+/// unknown names).
+pub(crate) fn encode_row(
+    entity: &Entity,
+    intern: &mut dyn FnMut(&str) -> Result<u32, EncodeError>,
+) -> Result<Vec<u8>, EncodeError> {
+    let rk = entity.row_key().as_bytes();
+    let rk_len = u16::try_from(rk.len()).map_err(|_| EncodeError::TooLarge("RowKey"))?;
+    let count = entity.properties().len();
+    let slot_count = u16::try_from(count).map_err(|_| EncodeError::TooLarge("property count"))?;
+    let mut props: Vec<(u32, ValueRef<'_>)> = Vec::with_capacity(count);
+    for p in entity.properties() {
+        props.push((intern(&p.name)?, p.value.as_ref()));
+    }
+    props.sort_unstable_by_key(|(id, _)| *id);
+    let data_start = ROW_HEAD + rk.len() + SLOT * count;
+    let mut out = Vec::with_capacity(data_start + 16 * count);
+    let ts = entity.timestamp().map_or(NO_TIMESTAMP, DateTime::ticks);
+    out.extend_from_slice(&ts.to_le_bytes());
+    out.extend_from_slice(&rk_len.to_le_bytes());
+    out.extend_from_slice(&slot_count.to_le_bytes());
+    out.extend_from_slice(rk);
+    out.resize(data_start, 0);
+    let split = |v: u64| (v as u32, (v >> 32) as u32);
+    for (k, (id, value)) in props.into_iter().enumerate() {
+        let mut data = |bytes: &[u8]| -> Result<(u32, u32), EncodeError> {
+            let at = u32::try_from(out.len()).map_err(|_| EncodeError::TooLarge("entity"))?;
+            let len = u32::try_from(bytes.len()).map_err(|_| EncodeError::TooLarge("value"))?;
+            out.extend_from_slice(bytes);
+            Ok((at, len))
+        };
+        let (tag, a, b) = match value {
+            ValueRef::String(s) => {
+                let (a, b) = data(s.as_bytes())?;
+                (TAG_STRING, a, b)
+            }
+            ValueRef::Binary(bytes) => {
+                let (a, b) = data(bytes)?;
+                (TAG_BINARY, a, b)
+            }
+            ValueRef::Guid(g) => {
+                let (a, b) = data(g.as_bytes())?;
+                (TAG_GUID, a, b)
+            }
+            ValueRef::Int32(i) => (TAG_INT32, i as u32, 0),
+            ValueRef::Int64(i) => {
+                let (a, b) = split(i as u64);
+                (TAG_INT64, a, b)
+            }
+            ValueRef::Double(d) => {
+                let (a, b) = split(d.to_bits());
+                (TAG_DOUBLE, a, b)
+            }
+            ValueRef::Boolean(v) => (TAG_BOOLEAN, u32::from(v), 0),
+            ValueRef::DateTime(t) => {
+                let (a, b) = split(t.ticks() as u64);
+                (TAG_DATETIME, a, b)
+            }
+        };
+        if id > MAX_NAME_ID {
+            return Err(EncodeError::TooManyNames);
+        }
+        let o = ROW_HEAD + rk.len() + SLOT * k;
+        out[o..o + 4].copy_from_slice(&((id << TAG_BITS) | tag).to_le_bytes());
+        out[o + 4..o + 8].copy_from_slice(&a.to_le_bytes());
+        out[o + 8..o + 12].copy_from_slice(&b.to_le_bytes());
+    }
+    u32::try_from(out.len()).map_err(|_| EncodeError::TooLarge("entity"))?;
+    Ok(out)
+}
+
+/// Builds a block of partition `pk` from rows sorted by RowKey.
+pub(crate) fn build_block(pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, EncodeError> {
+    let pk_len = u16::try_from(pk.len()).map_err(|_| EncodeError::TooLarge("PartitionKey"))?;
+    let count = u32::try_from(rows.len()).map_err(|_| EncodeError::TooLarge("block"))?;
+    let dir = BLOCK_HEAD + pk.len();
+    let first_row = dir + 4 * (rows.len() + 1) + 2 * rows.len();
+    let total = first_row + rows.iter().map(|r| r.len()).sum::<usize>();
+    u32::try_from(total).map_err(|_| EncodeError::TooLarge("block"))?;
+    let mut out = Vec::with_capacity(total);
+    out.extend_from_slice(&[BLOCK_FORMAT, 0]);
+    out.extend_from_slice(&pk_len.to_le_bytes());
+    out.extend_from_slice(&count.to_le_bytes());
+    out.extend_from_slice(pk.as_bytes());
+    let mut at = first_row;
+    for r in rows {
+        out.extend_from_slice(&(at as u32).to_le_bytes());
+        at += r.len();
+    }
+    out.extend_from_slice(&(at as u32).to_le_bytes());
+    for r in rows {
+        out.extend_from_slice(&row_key_hash(RowRef(r).row_key_bytes()).to_le_bytes());
+    }
+    for r in rows {
+        out.extend_from_slice(r);
+    }
+    Ok(out)
+}
+
+/// The 16-bit RowKey hash of the block layout (FNV-1a, folded): part of the file format.
+pub(crate) fn row_key_hash(rk: &[u8]) -> u16 {
+    let mut h: u32 = 0x811C_9DC5;
+    for &b in rk {
+        h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+    }
+    (h ^ (h >> 16)) as u16
+}
+
+/// The size of one row's share of a block (its bytes, offset and hash).
+pub(crate) fn row_share(row: &[u8]) -> usize {
+    row.len() + 6
+}
+
+/// The fixed bytes of a block of partition `pk` (header and end offset).
+pub(crate) fn block_overhead(pk: &str) -> usize {
+    BLOCK_HEAD + pk.len() + 4
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use tableq_model::Value;
+
+    /// Encodes entities with one shared name table.
+    fn encode_all(entities: &[Entity], names: &mut Names) -> Vec<Vec<u8>> {
+        entities
+            .iter()
+            .map(|e| {
+                encode_row(e, &mut |n| match names.id(n) {
+                    Some(id) => Ok(id),
+                    None => names.push(n).ok_or(EncodeError::TooManyNames),
+                })
+                .unwrap()
+            })
+            .collect()
+    }
+
+    fn block_of(pk: &str, entities: &[Entity], names: &mut Names) -> Vec<u8> {
+        let rows: Vec<Cow<'_, [u8]>> = encode_all(entities, names)
+            .into_iter()
+            .map(Cow::Owned)
+            .collect();
+        build_block(pk, &rows).unwrap()
+    }
+
+    fn all_types() -> Entity {
+        let mut e = Entity::new("p\u{1F600}", "r\u{E000}");
+        e.set_timestamp(DateTime::from_ticks(639_028_224_000_000_001));
+        e.set("Bin", Value::Binary(vec![0, 255, 7]));
+        e.set("BinEmpty", Value::Binary(vec![]));
+        e.set("BoolF", Value::Boolean(false));
+        e.set("BoolT", Value::Boolean(true));
+        e.set("DtMax", Value::DateTime(DateTime::MAX));
+        e.set("DtMin", Value::DateTime(DateTime::MIN));
+        e.set("DNaN", Value::Double(f64::from_bits(0x7FF8_0000_0000_0123)));
+        e.set("DNegZero", Value::Double(-0.0));
+        e.set("DInf", Value::Double(f64::NEG_INFINITY));
+        e.set(
+            "Guid",
+            Value::Guid(Uuid::from_u128(0x0123_4567_89ab_cdef_0011_2233_4455_6677)),
+        );
+        e.set("I32", Value::Int32(i32::MIN));
+        e.set("I64", Value::Int64(i64::MAX));
+        e.set("Str", Value::String("it's \u{1F600} \0 \"x\"".into()));
+        e.set("StrEmpty", Value::String(String::new()));
+        e
+    }
+
+    fn bits(e: &Entity) -> Vec<(String, String)> {
+        // Doubles by bit pattern (NaN payloads, -0.0), everything else by Debug.
+        e.properties()
+            .iter()
+            .map(|p| {
+                let v = match &p.value {
+                    Value::Double(d) => format!("{:#x}", d.to_bits()),
+                    v => format!("{v:?}"),
+                };
+                (p.name.clone(), v)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_edm_type_round_trips_bit_exactly() {
+        let mut names = Names::default();
+        let e = all_types();
+        let bytes = block_of(e.partition_key(), std::slice::from_ref(&e), &mut names);
+        let view = BlockView::parse(&bytes).unwrap();
+        view.check_rows(names.len()).unwrap();
+        assert_eq!((view.len(), view.partition_key()), (1, "p\u{1F600}"));
+        let back = view.row(0).to_entity(view.partition_key(), &names).unwrap();
+        // (`Entity`'s `==` says NaN != NaN: compare Doubles by bit pattern.)
+        assert_eq!(bits(&back), bits(&e));
+        assert_eq!(
+            (back.partition_key(), back.row_key()),
+            (e.partition_key(), e.row_key())
+        );
+        assert_eq!(back.timestamp(), e.timestamp());
+        // In-place reads agree with the owned entity.
+        let row = view.row(0);
+        for p in e.properties() {
+            let got = row.value(names.id(&p.name).unwrap()).unwrap().unwrap();
+            assert_eq!(
+                got.total_cmp(&p.value.as_ref()),
+                Ordering::Equal,
+                "{}",
+                p.name
+            );
+        }
+        assert!(row.value(names.len() as u32 + 5).unwrap().is_none());
+        let mut seen = Vec::new();
+        row.for_each_by_name(&names, &mut |n, _| seen.push(n.to_owned()))
+            .unwrap();
+        let expected: Vec<String> = e.properties().iter().map(|p| p.name.clone()).collect();
+        assert_eq!(seen, expected);
+    }
+
+    #[test]
+    fn keys_without_timestamp_empty_and_large_entities() {
+        let mut names = Names::default();
+        let empty = Entity::new("", "");
+        let mut big = Entity::new("p", "big");
+        for i in 0..16 {
+            big.set(format!("S{i:02}"), Value::String("é".repeat(16 * 1024)));
+        }
+        big.set("B", Value::Binary(vec![9; 64 * 1024]));
+        let bytes = block_of("", std::slice::from_ref(&empty), &mut names);
+        let view = BlockView::parse(&bytes).unwrap();
+        view.check_rows(names.len()).unwrap();
+        assert_eq!(view.row(0).to_entity("", &names).unwrap(), empty);
+        assert_eq!(view.row(0).timestamp().unwrap(), None);
+        let bytes = block_of("p", std::slice::from_ref(&big), &mut names);
+        assert!(bytes.len() > 570 * 1024);
+        let view = BlockView::parse(&bytes).unwrap();
+        view.check_rows(names.len()).unwrap();
+        assert_eq!(view.row(0).to_entity("p", &names).unwrap(), big);
+    }
+
+    #[test]
+    fn the_module_docs_example_is_the_layout() {
+        let mut names = Names::default();
+        let mut r1 = Entity::new("p", "r1");
+        r1.set("Age", Value::Int32(7));
+        let bytes = block_of("p", &[r1, Entity::new("p", "r2")], &mut names);
+        let mut head = vec![
+            1, 0, 1, 0, 2, 0, 0, 0, b'p', 0x19, 0, 0, 0, 0x33, 0, 0, 0, 0x41, 0, 0, 0,
+        ];
+        head.extend_from_slice(&row_key_hash(b"r1").to_le_bytes());
+        head.extend_from_slice(&row_key_hash(b"r2").to_le_bytes());
+        assert_eq!(&bytes[..head.len()], head.as_slice());
+        assert_eq!(bytes.len(), 0x41);
+        // Row r1: no Timestamp, RowKey of 2 bytes, 1 slot (name 0, Int32 7).
+        let r1 = &bytes[0x19..0x33];
+        assert_eq!(&r1[..8], i64::MIN.to_le_bytes().as_slice());
+        assert_eq!(&r1[8..14], [2, 0, 1, 0, b'r', b'1'].as_slice());
+        assert_eq!(&r1[14..], [5, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0].as_slice());
+    }
+
+    #[test]
+    fn lookups_follow_utf16_order() {
+        let mut names = Names::default();
+        let keys = ["", "a", "b\u{10000}", "b\u{E000}", "c"];
+        let entities: Vec<Entity> = keys.iter().map(|k| Entity::new("p", *k)).collect();
+        let bytes = block_of("p", &entities, &mut names);
+        let view = BlockView::parse(&bytes).unwrap();
+        view.check_rows(0).unwrap();
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(view.find(k), Some(i));
+            assert_eq!(view.lower_bound(k.as_bytes(), true), i + 1);
+        }
+        assert_eq!(view.find("b"), None);
+        assert_eq!(view.lower_bound(b"b", false), 2);
+        assert_eq!(view.lower_bound("\u{FFFF}".as_bytes(), false), 5);
+    }
+
+    #[test]
+    fn rows_out_of_order_are_rejected() {
+        let mut names = Names::default();
+        let entities = [Entity::new("p", "b"), Entity::new("p", "a")];
+        let bytes = block_of("p", &entities, &mut names);
+        let view = BlockView::parse(&bytes).unwrap();
+        assert!(view.check_rows(0).is_err());
+    }
+
+    #[test]
+    fn unknown_name_numbers_are_rejected() {
+        let mut names = Names::default();
+        let mut e = Entity::new("p", "r");
+        e.set("A", Value::Int32(1));
+        let bytes = block_of("p", &[e], &mut names);
+        let view = BlockView::parse(&bytes).unwrap();
+        assert!(view.check_rows(1).is_ok());
+        assert!(view.check_rows(0).is_err());
+        assert!(view.row(0).to_entity("p", &Names::default()).is_err());
+    }
+
+    #[test]
+    fn damaged_values_are_reported_where_read() {
+        let mut names = Names::default();
+        let mut e = Entity::new("p", "r");
+        e.set("A", Value::Int32(1));
+        e.set("S", Value::String("abc".into()));
+        let mut bytes = block_of("p", &[e], &mut names);
+        // The string's bytes are the last of the block: make them invalid UTF-8.
+        let at = bytes.len() - 2;
+        bytes[at] = 0xFF;
+        let view = BlockView::parse(&bytes).unwrap();
+        let row = view.row(0);
+        assert_eq!(
+            row.value(0).unwrap().map(|v| v.to_owned()),
+            Some(Value::Int32(1))
+        );
+        assert_eq!(row.value(1).unwrap_err(), Corrupt("string is not UTF-8"));
+        assert!(row.to_entity("p", &names).is_err());
+        assert!(view.check_rows(names.len()).is_err());
+    }
+
+    proptest! {
+        /// Garbage never panics: parsing and checking either fail or yield a readable block.
+        #[test]
+        fn garbage_is_rejected_or_readable(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            if let Ok(view) = BlockView::parse_header(&bytes) {
+                for i in 0..view.len() {
+                    let _ = (view.row(i).row_key(), view.row(i).value(1), view.find("a"));
+                }
+            }
+            if let Ok(view) = BlockView::parse(&bytes) {
+                let names = Names::default();
+                let _ = view.check_rows(8);
+                for i in 0..view.len() {
+                    let row = view.row(i);
+                    let _ = (row.row_key(), row.timestamp(), row.value(0), row.value(3));
+                    let _ = row.to_entity(view.partition_key(), &names);
+                    let _ = view.find("a");
+                }
+            }
+        }
+
+        /// Flipping any byte of a valid block is caught or harmless (never a panic).
+        #[test]
+        fn corruption_is_caught_or_harmless(at in any::<prop::sample::Index>(), to in any::<u8>()) {
+            let mut names = Names::default();
+            let mut bytes = block_of("p", &[all_types(), Entity::new("p", "zz")], &mut names);
+            let i = at.index(bytes.len());
+            bytes[i] = to;
+            if let Ok(view) = BlockView::parse(&bytes)
+                && view.check_rows(names.len()).is_ok()
+            {
+                for i in 0..view.len() {
+                    let _ = view.row(i).to_entity("p", &names);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_headers_are_reported() {
+        assert!(BlockView::parse(&[]).is_err());
+        assert!(BlockView::parse(&[2, 0, 0, 0, 0, 0, 0, 0]).is_err());
+        // Zero rows.
+        assert!(BlockView::parse(&[1, 0, 0, 0, 0, 0, 0, 0, 12, 0, 0, 0]).is_err());
+        let mut names = Names::default();
+        let mut bytes = block_of("p", &[Entity::new("p", "r")], &mut names);
+        bytes.push(0);
+        assert!(BlockView::parse(&bytes).is_err(), "length mismatch");
+    }
+}

@@ -1,0 +1,92 @@
+//! Interned property names: each table numbers the custom property names its entities use
+//! (0, 1, 2, … in order of first use), stores `(table id, number) → name` in redb, and
+//! keeps the whole list in memory. Rows store the number; compiled predicates resolve a
+//! name to its number once per query ([`tableq_exec::SlotLookup::Slot`]).
+//!
+//! Invariants: numbers are never reused or changed while the table exists (the list is
+//! append-only); a row only refers to numbers that were stored in the same or an earlier
+//! commit; readers see a list that contains every number of their snapshot (the writer
+//! publishes a longer list *before* the commit that first uses the new numbers, see
+//! `writer.rs`).
+//!
+//! ```text
+//! table 3: 0 → "Active", 1 → "Age", 2 → "Name"      row slots: (1, Int32 42), (2, String …)
+//! ```
+
+use std::collections::HashMap;
+
+/// Largest number a name can get: the block layout keeps 28 bits for it.
+pub(crate) const MAX_NAME_ID: u32 = (1 << 28) - 1;
+
+/// One table's property names, by number and by name.
+#[derive(Clone, Default)]
+pub(crate) struct Names {
+    ids: HashMap<Box<str>, u32>,
+    names: Vec<Box<str>>,
+}
+
+impl Names {
+    /// The number of `name`, if it was ever used in the table.
+    #[inline]
+    pub(crate) fn id(&self, name: &str) -> Option<u32> {
+        self.ids.get(name).copied()
+    }
+
+    /// The name with number `id` (`""` for a number never issued; blocks are checked
+    /// against [`Names::len`] when they are read, so this does not happen for stored rows).
+    #[inline]
+    pub(crate) fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or("", |n| n)
+    }
+
+    /// How many names the table has (the next number).
+    pub(crate) fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Adds a name that is not yet known and returns its number; `None` once the numbers
+    /// are exhausted.
+    pub(crate) fn push(&mut self, name: &str) -> Option<u32> {
+        let id = u32::try_from(self.names.len())
+            .ok()
+            .filter(|&id| id <= MAX_NAME_ID)?;
+        self.names.push(name.into());
+        self.ids.insert(name.into(), id);
+        Some(id)
+    }
+
+    /// Drops every name from number `len` on (undoing pushes of a failed commit).
+    pub(crate) fn truncate(&mut self, len: usize) {
+        for name in self.names.drain(len.min(self.names.len())..) {
+            self.ids.remove(&name);
+        }
+    }
+}
+
+// A table may have millions of names: print a summary.
+impl std::fmt::Debug for Names {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Names")
+            .field("count", &self.names.len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_dense_and_truncate_undoes_pushes() {
+        let mut names = Names::default();
+        assert_eq!(names.push("B"), Some(0));
+        assert_eq!(names.push("A"), Some(1));
+        assert_eq!(
+            (names.id("A"), names.name(0), names.len()),
+            (Some(1), "B", 2)
+        );
+        names.truncate(1);
+        assert_eq!((names.id("A"), names.len(), names.name(1)), (None, 1, ""));
+        assert_eq!(names.push("C"), Some(1));
+    }
+}

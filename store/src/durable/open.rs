@@ -1,0 +1,381 @@
+//! Opening a data directory: checks with a clear, typed error for every way it can be
+//! unusable ([`OpenError`]), creation of a new data file, the format check of an existing
+//! one, and loading what stays in memory (catalog, property names, the clock's floor).
+//!
+//! ```text
+//! ./tableq-data/            the data directory (created if missing)
+//!   tableq.redb             the redb file: meta, tables, names, rows (see `schema` in mod.rs)
+//! ```
+
+use super::names::Names;
+use super::schema::{META, META_CLOCK, META_FORMAT, META_NEXT_TABLE, NAMES, ROWS, TABLES};
+use super::{Catalog, DurableOptions, TableEntry};
+use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, StorageError, TableHandle};
+use std::collections::HashMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use tableq_model::DateTime;
+
+/// The directory `tableq serve` uses when no `--data DIR` is given.
+pub const DEFAULT_DATA_DIR: &str = "./tableq-data";
+/// The file in the data directory that holds everything.
+pub const DATA_FILE: &str = "tableq.redb";
+/// The version of tableq's layout inside the redb file (tables, keys, blocks). A file of
+/// another version is refused with [`OpenError::IncompatibleFormat`].
+pub const FORMAT_VERSION: u64 = 1;
+
+/// Why a data directory cannot be opened. Every variant names the path concerned and
+/// reads as a complete sentence for an operator.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The directory does not exist and cannot be created.
+    #[error("cannot create the data directory {}: {source}", path.display())]
+    CreateDirectory {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The path exists but is not a directory.
+    #[error("the data directory {} exists but is not a directory", path.display())]
+    NotADirectory {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The directory or its data file cannot be written (permissions, read-only file
+    /// system).
+    #[error("the data directory {} is not writable: {source}", path.display())]
+    NotWritable {
+        /// The file or directory that cannot be written.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// Another process (or another open backend in this one) has the data file open.
+    #[error(
+        "the data directory {} is in use: another tableq server (or another program) has \
+         {DATA_FILE} open",
+        path.display()
+    )]
+    Locked {
+        /// The data file.
+        path: PathBuf,
+    },
+    /// The data file exists but is not a tableq data file (not a redb database, or a redb
+    /// database of another program).
+    #[error("{} is not a tableq data file: {reason}", path.display())]
+    NotTableqData {
+        /// The data file.
+        path: PathBuf,
+        /// What was found instead.
+        reason: String,
+    },
+    /// The data file was written by an incompatible version of tableq (or of its storage
+    /// library).
+    #[error(
+        "{} was written in {what} format version {found}; this tableq reads version {supported}",
+        path.display()
+    )]
+    IncompatibleFormat {
+        /// The data file.
+        path: PathBuf,
+        /// Whose format: `tableq` or `redb`.
+        what: &'static str,
+        /// The version found.
+        found: u64,
+        /// The version this build reads.
+        supported: u64,
+    },
+    /// The data file is damaged.
+    #[error("the data file {} is corrupt: {detail}", path.display())]
+    Corrupt {
+        /// The data file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Another I/O failure.
+    #[error("cannot open {}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// Another failure of the storage library.
+    #[error("cannot open {}: {source}", path.display())]
+    Storage {
+        /// The data file.
+        path: PathBuf,
+        /// Why.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl OpenError {
+    /// The file or directory the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            OpenError::CreateDirectory { path, .. }
+            | OpenError::NotADirectory { path }
+            | OpenError::NotWritable { path, .. }
+            | OpenError::Locked { path }
+            | OpenError::NotTableqData { path, .. }
+            | OpenError::IncompatibleFormat { path, .. }
+            | OpenError::Corrupt { path, .. }
+            | OpenError::Io { path, .. }
+            | OpenError::Storage { path, .. } => path,
+        }
+    }
+}
+
+/// What opening loads.
+pub(crate) struct Opened {
+    pub(crate) db: Database,
+    pub(crate) catalog: Catalog,
+    /// Table id → property names (the writer's working copies).
+    pub(crate) names: HashMap<u64, Names>,
+    /// The largest Timestamp any commit stored.
+    pub(crate) max_timestamp: Option<DateTime>,
+}
+
+/// An I/O error on `path`, classified.
+fn io_error(path: &Path, source: io::Error) -> OpenError {
+    let path = path.to_path_buf();
+    match source.kind() {
+        io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
+            OpenError::NotWritable { path, source }
+        }
+        io::ErrorKind::InvalidData => OpenError::NotTableqData {
+            path,
+            reason: source.to_string(),
+        },
+        _ => OpenError::Io { path, source },
+    }
+}
+
+fn storage_error(path: &Path, e: StorageError) -> OpenError {
+    match e {
+        StorageError::Io(source) => io_error(path, source),
+        StorageError::Corrupted(detail) => OpenError::Corrupt {
+            path: path.to_path_buf(),
+            detail,
+        },
+        other => OpenError::Storage {
+            path: path.to_path_buf(),
+            source: Box::new(other),
+        },
+    }
+}
+
+fn database_error(path: &Path, e: DatabaseError) -> OpenError {
+    match e {
+        DatabaseError::DatabaseAlreadyOpen | DatabaseError::LockProtocolMismatch => {
+            OpenError::Locked {
+                path: path.to_path_buf(),
+            }
+        }
+        DatabaseError::UpgradeRequired(found) => OpenError::IncompatibleFormat {
+            path: path.to_path_buf(),
+            what: "redb",
+            found: u64::from(found),
+            supported: 3,
+        },
+        DatabaseError::RepairAborted => OpenError::Corrupt {
+            path: path.to_path_buf(),
+            detail: "the file needs a repair that could not be completed".into(),
+        },
+        DatabaseError::Storage(e) => storage_error(path, e),
+        other => OpenError::Storage {
+            path: path.to_path_buf(),
+            source: Box::new(other),
+        },
+    }
+}
+
+/// Any other redb error while reading the file's tables: the file is not what it should be.
+fn corrupt(path: &Path, e: impl std::fmt::Display) -> OpenError {
+    OpenError::Corrupt {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    }
+}
+
+/// Makes sure `dir` is a directory, creating it (and its parents) if missing.
+fn prepare_directory(dir: &Path) -> Result<(), OpenError> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => Err(OpenError::NotADirectory {
+            path: dir.to_path_buf(),
+        }),
+        // Missing (or a parent is not a directory, or cannot be searched): creating it
+        // either works or says why not.
+        Err(_) => std::fs::create_dir_all(dir).map_err(|source| OpenError::CreateDirectory {
+            path: dir.to_path_buf(),
+            source,
+        }),
+    }
+}
+
+/// Opens (or creates) the data file in `dir` and loads the catalog.
+pub(crate) fn open(dir: &Path, options: &DurableOptions) -> Result<Opened, OpenError> {
+    prepare_directory(dir)?;
+    let file = dir.join(DATA_FILE);
+    match std::fs::metadata(&file) {
+        Ok(m) if !m.is_file() => {
+            return Err(OpenError::NotTableqData {
+                path: file,
+                reason: "it is not a regular file".into(),
+            });
+        }
+        _ => {}
+    }
+    let mut builder = Database::builder();
+    builder
+        .set_cache_size(options.cache_bytes)
+        .set_check_integrity_on_open(options.verify_on_open);
+    let db = builder
+        .create(&file)
+        .map_err(|e| database_error(&file, e))?;
+    if is_new(&db, &file)? {
+        initialise(&db, &file)?;
+    }
+    load(db, &file)
+}
+
+/// Whether the file holds no table at all (just created, or created by a run that stopped
+/// before its first commit); checks the format of a file that has tables.
+fn is_new(db: &Database, file: &Path) -> Result<bool, OpenError> {
+    let txn = db.begin_read().map_err(|e| corrupt(file, e))?;
+    let tables: Vec<String> = txn
+        .list_tables()
+        .map_err(|e| storage_error(file, e))?
+        .map(|t| t.name().to_owned())
+        .collect();
+    if tables.is_empty() {
+        return Ok(true);
+    }
+    if !tables.iter().any(|t| t == META.name()) {
+        return Err(OpenError::NotTableqData {
+            path: file.to_path_buf(),
+            reason: format!(
+                "a redb database of another program (tables: {})",
+                tables.join(", ")
+            ),
+        });
+    }
+    let meta = txn.open_table(META).map_err(|e| corrupt(file, e))?;
+    let format = meta
+        .get(META_FORMAT)
+        .map_err(|e| storage_error(file, e))?
+        .map(|v| v.value());
+    match format {
+        Some(FORMAT_VERSION) => Ok(false),
+        Some(found) => Err(OpenError::IncompatibleFormat {
+            path: file.to_path_buf(),
+            what: "tableq",
+            found,
+            supported: FORMAT_VERSION,
+        }),
+        None => Err(OpenError::NotTableqData {
+            path: file.to_path_buf(),
+            reason: "its meta table has no format version".into(),
+        }),
+    }
+}
+
+/// Writes the empty tables and the format version, durably.
+fn initialise(db: &Database, file: &Path) -> Result<(), OpenError> {
+    let run = || -> Result<(), redb::Error> {
+        let txn = db.begin_write()?;
+        {
+            let mut meta = txn.open_table(META)?;
+            meta.insert(META_FORMAT, FORMAT_VERSION)?;
+            meta.insert(META_NEXT_TABLE, 1)?;
+            txn.open_table(TABLES)?;
+            txn.open_table(NAMES)?;
+            txn.open_table(ROWS)?;
+        }
+        txn.commit()?;
+        Ok(())
+    };
+    run().map_err(|e| match e {
+        redb::Error::Io(source) => io_error(file, source),
+        redb::Error::Corrupted(detail) => OpenError::Corrupt {
+            path: file.to_path_buf(),
+            detail,
+        },
+        other => OpenError::Storage {
+            path: file.to_path_buf(),
+            source: Box::new(other),
+        },
+    })
+}
+
+/// Reads the catalog, the property names and the clock's floor.
+fn load(db: Database, file: &Path) -> Result<Opened, OpenError> {
+    let bad = |detail: &str| OpenError::Corrupt {
+        path: file.to_path_buf(),
+        detail: detail.to_owned(),
+    };
+    let txn = db.begin_read().map_err(|e| corrupt(file, e))?;
+    let meta = txn.open_table(META).map_err(|e| corrupt(file, e))?;
+    let tables = txn.open_table(TABLES).map_err(|e| corrupt(file, e))?;
+    let names_table = txn.open_table(NAMES).map_err(|e| corrupt(file, e))?;
+    txn.open_table(ROWS).map_err(|e| corrupt(file, e))?;
+    let max_timestamp = match meta.get(META_CLOCK).map_err(|e| storage_error(file, e))? {
+        Some(ticks) => Some(
+            i64::try_from(ticks.value())
+                .ok()
+                .and_then(DateTime::from_ticks)
+                .ok_or_else(|| bad("the stored clock is out of range"))?,
+        ),
+        None => None,
+    };
+    let mut names: HashMap<u64, Names> = HashMap::new();
+    for item in names_table.iter().map_err(|e| storage_error(file, e))? {
+        let (key, name) = item.map_err(|e| storage_error(file, e))?;
+        let (table, number) = key.value();
+        let list = names.entry(table).or_default();
+        if list.len() != number as usize || list.push(name.value()).is_none() {
+            return Err(bad("property names are not numbered densely"));
+        }
+    }
+    let mut catalog = Catalog::new();
+    for item in tables.iter().map_err(|e| storage_error(file, e))? {
+        let (key, value) = item.map_err(|e| storage_error(file, e))?;
+        let (id, name) = decode_table(value.value()).ok_or_else(|| bad("bad table record"))?;
+        let table_names = names.entry(id).or_default().clone();
+        catalog.insert(
+            key.value().to_owned(),
+            Arc::new(TableEntry {
+                id,
+                name,
+                names: RwLock::new(Arc::new(table_names)),
+            }),
+        );
+    }
+    drop((meta, tables, names_table, txn));
+    Ok(Opened {
+        db,
+        catalog,
+        names,
+        max_timestamp,
+    })
+}
+
+/// A table record: id (8 bytes, little-endian) and name as created.
+pub(crate) fn encode_table(id: u64, name: &str) -> Vec<u8> {
+    let mut out = id.to_le_bytes().to_vec();
+    out.extend_from_slice(name.as_bytes());
+    out
+}
+
+/// Reverses [`encode_table`].
+pub(crate) fn decode_table(bytes: &[u8]) -> Option<(u64, String)> {
+    let id = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+    let name = std::str::from_utf8(bytes.get(8..)?).ok()?;
+    Some((id, name.to_owned()))
+}

@@ -1,0 +1,674 @@
+//! Reading: [`DurableSnapshot`] — one redb read transaction (an MVCC snapshot) of one
+//! table — and the [`EntitySource`] implementation the executor runs on: key-ordered scans
+//! over blocks ([`DurableRows`]), rows read in place ([`DurableRow`]), point gets, splits at
+//! block boundaries and property slots.
+//!
+//! A scan positions once (the block that contains its first key: the last block key `<=`
+//! it within the partition, found with one backward step of a redb range), then walks
+//! blocks forward up to an exclusive upper block key derived from the scan's bounds. In a
+//! block it binary-searches the first and last row inside the scan and yields the rows
+//! between, each holding a reference-counted handle on the block's bytes (redb's page
+//! guard: no copy). RowKey ranges that span many partitions skip, per partition, straight
+//! to the first block that can hold the range and past the rest of the partition.
+//!
+//! Storage failures and damaged blocks end the scan and are recorded in the snapshot;
+//! [`DurableBackend::query`](crate::Backend::query) reports them
+//! ([`DurableSnapshot::take_error`]) instead of returning a short page.
+//!
+//! ```
+//! use tableq_exec::{EntitySource, Executor, PageOptions};
+//! use tableq_model::Entity;
+//! use tableq_planner::{plan::{KeySet, Plan}, predicate::Predicate};
+//! use tableq_store::{Backend, DurableBackend, WriteOp};
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = DurableBackend::open(dir.path()).unwrap();
+//! store.create_table("t1x").unwrap();
+//! let ops = (0..300).map(|i| WriteOp::Insert { entity: Entity::new("p", format!("r{i:03}")) }).collect();
+//! store.write_batch("t1x", ops).unwrap();
+//! let snapshot = store.snapshot("t1x").unwrap();
+//! let plan = Plan { ranges: KeySet::all(), residual: Predicate::TRUE, select: None, top: None };
+//! let (rows, _) = Executor::new(&snapshot).execute_all(&plan, &PageOptions::default()).unwrap();
+//! assert_eq!(rows.len(), 300);
+//! assert!(snapshot.get("p", "r042").unwrap().is_some());
+//! ```
+
+use super::TableEntry;
+use super::block::{BlockView, Corrupt, RowRef};
+use super::keys::{entity_key, partition_end, partition_prefix, table_end, table_prefix};
+use super::names::Names;
+use super::schema::ROWS;
+use crate::error::StoreError;
+use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use tableq_exec::{Chunk, EntitySource, Key, PropertySlot, Scan, SlotLookup, SourceRow};
+use tableq_model::order::compare_str;
+use tableq_model::{DateTime, Entity, EntityView, ValueRef};
+
+type Rows = ReadOnlyTable<&'static [u8], &'static [u8]>;
+type Cursor = redb::Range<'static, &'static [u8], &'static [u8]>;
+type BlockGuard = AccessGuard<'static, &'static [u8]>;
+
+/// A consistent, read-only view of one table of a
+/// [`DurableBackend`](super::DurableBackend): the [`EntitySource`] of a query page (see the
+/// module docs).
+pub struct DurableSnapshot {
+    rows: Rows,
+    table: u64,
+    names: Arc<Names>,
+    /// The first storage failure a scan met (reported by `take_error`).
+    error: Mutex<Option<StoreError>>,
+    /// Every block a scan or get of this snapshot read: rows borrow from here (created on
+    /// first use: `Backend::get` needs none).
+    blocks: OnceLock<Arena>,
+}
+
+/// Slots in the first segment of an [`Arena`]; segment `k` has `ARENA_BASE << k`.
+const ARENA_BASE: usize = 16;
+/// Segments of an [`Arena`] (room for 16 · (2⁴⁰ − 1) blocks).
+const ARENA_SEGMENTS: usize = 40;
+
+/// An append-only store of the blocks a snapshot read, handing out references that live
+/// as long as the snapshot: rows borrow their block from here instead of counting
+/// references (an atomic increment and decrement per row). Segments double in size and are
+/// allocated on first use; each block gets a unique slot.
+struct Arena {
+    segments: [OnceLock<Box<[OnceLock<Loaded>]>>; ARENA_SEGMENTS],
+    next: AtomicUsize,
+}
+
+impl Arena {
+    fn new() -> Arena {
+        Arena {
+            segments: std::array::from_fn(|_| OnceLock::new()),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// Keeps `block` for the arena's lifetime.
+    fn keep(&self, block: Loaded) -> &Loaded {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        let q = i / ARENA_BASE + 1;
+        let k = (usize::BITS - 1 - q.leading_zeros()) as usize;
+        let first = ARENA_BASE * ((1 << k) - 1);
+        let segment = self.segments[k.min(ARENA_SEGMENTS - 1)]
+            .get_or_init(|| (0..ARENA_BASE << k).map(|_| OnceLock::new()).collect());
+        match segment.get(i - first) {
+            // The slot is this call's alone: `get_or_init` stores `block`.
+            Some(slot) => slot.get_or_init(|| block),
+            // Unreachable (2⁴⁴ blocks); keep the block alive somewhere rather than panic.
+            None => Box::leak(Box::new(block)),
+        }
+    }
+}
+
+impl std::fmt::Debug for DurableSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DurableSnapshot")
+            .field("table", &self.table)
+            .field("names", &self.names)
+            .field(
+                "blocks_read",
+                &self
+                    .blocks
+                    .get()
+                    .map_or(0, |a| a.next.load(Ordering::Relaxed)),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// A block loaded for reading: redb's guard on its bytes and its checked header.
+struct Loaded {
+    guard: BlockGuard,
+    pk: Box<str>,
+    rows: usize,
+}
+
+impl Loaded {
+    /// Parses the header of a block, and its row offsets when `offsets` (rows are checked
+    /// as they are read).
+    fn new(guard: BlockGuard, offsets: bool) -> Result<Loaded, Corrupt> {
+        let view = if offsets {
+            BlockView::parse(guard.value())?
+        } else {
+            BlockView::parse_header(guard.value())?
+        };
+        let (pk, rows) = (view.partition_key().into(), view.len());
+        Ok(Loaded { guard, pk, rows })
+    }
+
+    /// The block's view (its header was checked by `new`).
+    #[inline]
+    fn view(&self) -> BlockView<'_> {
+        BlockView::from_checked(self.guard.value(), &self.pk, self.rows)
+    }
+}
+
+impl DurableSnapshot {
+    /// A snapshot of `entry` in `txn` (which must have begun before the call, so that the
+    /// property names read here cover every row of the snapshot).
+    pub(crate) fn new(
+        entry: &TableEntry,
+        txn: &ReadTransaction,
+    ) -> Result<DurableSnapshot, StoreError> {
+        let rows = txn.open_table(ROWS).map_err(StoreError::storage)?;
+        let names = entry
+            .names
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        Ok(DurableSnapshot {
+            rows,
+            table: entry.id,
+            names,
+            error: Mutex::new(None),
+            blocks: OnceLock::new(),
+        })
+    }
+
+    /// The first storage failure any scan, get or split of this snapshot met, if any
+    /// (scans stop at a failure; a query page that met one must not be returned).
+    pub fn take_error(&self) -> Result<(), StoreError> {
+        match self
+            .error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn fail(&self, error: StoreError) {
+        let mut slot = self.error.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.get_or_insert(error);
+    }
+
+    /// The block that holds `(pk, rk)` if it exists, and the row's index.
+    fn lookup(&self, pk: &str, rk: &str) -> Result<Option<(Loaded, usize)>, StoreError> {
+        let key = entity_key(self.table, pk, rk);
+        let Some(item) = self
+            .rows
+            .range::<&[u8]>(..=key.as_slice())
+            .map_err(StoreError::storage)?
+            .next_back()
+        else {
+            return Ok(None);
+        };
+        let (block_key, guard) = item.map_err(StoreError::storage)?;
+        if !block_key
+            .value()
+            .starts_with(&partition_prefix(self.table, pk))
+        {
+            return Ok(None);
+        }
+        let loaded = Loaded::new(guard, false).map_err(StoreError::storage)?;
+        let found = loaded.view().find(rk);
+        Ok(found.map(|i| (loaded, i)))
+    }
+
+    /// The entity with these keys as an owned value (what `Backend::get` returns).
+    pub(crate) fn entity(&self, pk: &str, rk: &str) -> Result<Option<Entity>, StoreError> {
+        match self.lookup(pk, rk)? {
+            Some((block, i)) => block
+                .view()
+                .row(i)
+                .to_entity(pk, &self.names)
+                .map(Some)
+                .map_err(StoreError::storage),
+            None => Ok(None),
+        }
+    }
+
+    /// Where a scan starts (inclusive; a block key or a key between blocks) and where its
+    /// blocks end (exclusive).
+    fn bounds(&self, scan: &Scan<'_>) -> (Vec<u8>, Vec<u8>) {
+        let t = self.table;
+        // The largest of the scan's lower bounds, with the partition whose block may hold it.
+        let mut start: (Vec<u8>, Option<Vec<u8>>) = (table_prefix(t).to_vec(), None);
+        let mut raise = |key: Vec<u8>, partition: Option<Vec<u8>>| {
+            if key > start.0 {
+                start = (key, partition);
+            }
+        };
+        let pk = &scan.range.partition_key;
+        match &pk.lower {
+            Bound::Included(p) => raise(partition_prefix(t, p), None),
+            Bound::Excluded(p) => raise(partition_end(t, p), None),
+            Bound::Unbounded => {}
+        }
+        if let Some(p) = pk.as_point()
+            && let Bound::Included(r) | Bound::Excluded(r) = &scan.range.row_key.lower
+        {
+            raise(entity_key(t, p, r), Some(partition_prefix(t, p)));
+        }
+        if let Some(from) = scan.from {
+            raise(
+                entity_key(t, &from.partition_key, &from.row_key),
+                Some(partition_prefix(t, &from.partition_key)),
+            );
+        }
+        let mut end = table_end(t);
+        let mut lower = |key: Vec<u8>| {
+            if key < end {
+                end = key;
+            }
+        };
+        match &pk.upper {
+            Bound::Included(p) => lower(partition_end(t, p)),
+            Bound::Excluded(p) => lower(partition_prefix(t, p)),
+            Bound::Unbounded => {}
+        }
+        if let Some(until) = scan.until {
+            lower(entity_key(t, &until.partition_key, &until.row_key));
+        }
+        let (key, partition) = start;
+        (self.floor(key, partition.as_deref()), end)
+    }
+
+    /// The key of the block that holds `key` when that block is in `partition`, else `key`.
+    fn floor(&self, key: Vec<u8>, partition: Option<&[u8]>) -> Vec<u8> {
+        let Some(partition) = partition else {
+            return key;
+        };
+        let found = match self.rows.range::<&[u8]>(..=key.as_slice()) {
+            Ok(mut range) => match range.next_back() {
+                Some(Ok((k, _))) => Some(k.value().to_vec()),
+                Some(Err(e)) => {
+                    self.fail(StoreError::storage(e));
+                    None
+                }
+                None => None,
+            },
+            Err(e) => {
+                self.fail(StoreError::storage(e));
+                None
+            }
+        };
+        match found {
+            Some(k) if k.starts_with(partition) => k,
+            _ => key,
+        }
+    }
+
+    /// A forward cursor over the blocks with keys in `start..end`.
+    fn cursor(&self, start: &[u8], end: &[u8]) -> Option<Cursor> {
+        if start >= end {
+            return None;
+        }
+        match self.rows.range::<&[u8]>(start..end) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                self.fail(StoreError::storage(e));
+                None
+            }
+        }
+    }
+
+    /// The next block of a cursor (its row offsets checked when `offsets`); `None` at the
+    /// end or after a failure (recorded).
+    fn next_block(&self, cursor: &mut Option<Cursor>, offsets: bool) -> Option<Loaded> {
+        let item = cursor.as_mut()?.next();
+        let loaded = match item {
+            None => Err(None),
+            Some(Err(e)) => Err(Some(StoreError::storage(e))),
+            Some(Ok((_, guard))) => {
+                Loaded::new(guard, offsets).map_err(|e| Some(StoreError::storage(e)))
+            }
+        };
+        match loaded {
+            Ok(l) => Some(l),
+            Err(e) => {
+                if let Some(e) = e {
+                    self.fail(e);
+                }
+                *cursor = None;
+                None
+            }
+        }
+    }
+}
+
+/// The rows `lo..hi` of a block inside a scan, and whether the scan's RowKey interval ends
+/// inside the block (so later blocks of the partition hold nothing for it).
+fn row_bounds(view: &BlockView<'_>, scan: &Scan<'_>) -> (usize, usize, bool) {
+    let n = view.len();
+    let pk = view.partition_key();
+    let rk = &scan.range.row_key;
+    let mut lo = match &rk.lower {
+        Bound::Unbounded => 0,
+        Bound::Included(k) => view.lower_bound(k.as_bytes(), false),
+        Bound::Excluded(k) => view.lower_bound(k.as_bytes(), true),
+    };
+    let mut hi = match &rk.upper {
+        Bound::Unbounded => n,
+        Bound::Included(k) => view.lower_bound(k.as_bytes(), true),
+        Bound::Excluded(k) => view.lower_bound(k.as_bytes(), false),
+    };
+    let past_upper = hi < n;
+    if let Some(f) = scan.from {
+        match compare_str(pk, &f.partition_key) {
+            std::cmp::Ordering::Less => lo = n,
+            std::cmp::Ordering::Equal => {
+                lo = lo.max(view.lower_bound(f.row_key.as_bytes(), false));
+            }
+            std::cmp::Ordering::Greater => {}
+        }
+    }
+    if let Some(u) = scan.until {
+        match compare_str(pk, &u.partition_key) {
+            std::cmp::Ordering::Greater => hi = 0,
+            std::cmp::Ordering::Equal => {
+                hi = hi.min(view.lower_bound(u.row_key.as_bytes(), false));
+            }
+            std::cmp::Ordering::Less => {}
+        }
+    }
+    (lo, hi.max(lo), past_upper)
+}
+
+/// The iterator of [`DurableSnapshot`] scans.
+pub struct DurableRows<'a> {
+    snapshot: &'a DurableSnapshot,
+    scan: Scan<'a>,
+    cursor: Option<Cursor>,
+    /// Exclusive upper block key.
+    end: Vec<u8>,
+    block: Option<&'a Loaded>,
+    row: usize,
+    row_end: usize,
+    /// The PartitionKey of the last block read.
+    partition: Option<Box<str>>,
+    /// After the current block, skip the rest of its partition.
+    skip_partition: bool,
+}
+
+impl std::fmt::Debug for DurableRows<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DurableRows")
+            .field("partition", &self.partition)
+            .field("row", &self.row)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> DurableRows<'a> {
+    fn new(snapshot: &'a DurableSnapshot, scan: Scan<'a>) -> DurableRows<'a> {
+        let (start, end) = snapshot.bounds(&scan);
+        let cursor = snapshot.cursor(&start, &end);
+        DurableRows {
+            snapshot,
+            scan,
+            cursor,
+            end,
+            block: None,
+            row: 0,
+            row_end: 0,
+            partition: None,
+            skip_partition: false,
+        }
+    }
+
+    /// Restarts the cursor at `key` (at the block holding it, if in `partition`).
+    fn seek(&mut self, key: Vec<u8>, partition: Option<&[u8]>) {
+        let start = self.snapshot.floor(key, partition);
+        self.cursor = self.snapshot.cursor(&start, &self.end);
+    }
+
+    /// Moves to the next block with rows in the scan; `false` at the end.
+    fn advance(&mut self) -> bool {
+        let table = self.snapshot.table;
+        self.block = None;
+        if self.skip_partition {
+            self.skip_partition = false;
+            if let Some(pk) = self.partition.take() {
+                if self.scan.range.partition_key.as_point().is_some() {
+                    self.cursor = None;
+                    return false;
+                }
+                self.seek(partition_end(table, &pk), None);
+            }
+        }
+        loop {
+            let Some(loaded) = self.snapshot.next_block(&mut self.cursor, true) else {
+                return false;
+            };
+            let view = loaded.view();
+            let pk = view.partition_key();
+            if !self.scan.range.partition_key.contains(pk) {
+                continue;
+            }
+            let entering = self.partition.as_deref() != Some(pk);
+            if entering {
+                self.partition = Some(pk.into());
+            }
+            let (lo, hi, past_upper) = row_bounds(&view, &self.scan);
+            if lo >= hi {
+                if past_upper {
+                    self.skip_partition = true;
+                    return self.advance();
+                }
+                // Every row is below the RowKey interval: jump to the block that can hold
+                // its lower bound (once per partition).
+                if entering
+                    && lo == view.len()
+                    && let Bound::Included(r) | Bound::Excluded(r) = &self.scan.range.row_key.lower
+                {
+                    let key = entity_key(table, pk, r);
+                    let partition = partition_prefix(table, pk);
+                    self.seek(key, Some(&partition));
+                }
+                continue;
+            }
+            self.skip_partition = past_upper;
+            self.row = lo;
+            self.row_end = hi;
+            self.block = Some(self.snapshot.blocks.get_or_init(Arena::new).keep(loaded));
+            return true;
+        }
+    }
+}
+
+impl<'a> Iterator for DurableRows<'a> {
+    type Item = Result<DurableRow<'a>, StoreError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(block) = self.block
+                && self.row < self.row_end
+            {
+                let (start, end) = block.view().span(self.row);
+                self.row += 1;
+                return Some(Ok(DurableRow {
+                    block,
+                    start,
+                    end,
+                    snapshot: self.snapshot,
+                }));
+            }
+            if !self.advance() {
+                // A scan that stopped at a storage failure ends with it (once), so the
+                // executor fails the page instead of returning a short one.
+                return self.snapshot.take_error().err().map(Err);
+            }
+        }
+    }
+}
+
+/// One entity of a [`DurableSnapshot`], read in place from its block. A damaged value
+/// reads as absent (a damaged key as empty) and is recorded in the snapshot, which then
+/// fails the page ([`DurableSnapshot::take_error`]).
+#[derive(Clone, Copy)]
+pub struct DurableRow<'a> {
+    block: &'a Loaded,
+    start: u32,
+    end: u32,
+    snapshot: &'a DurableSnapshot,
+}
+
+impl DurableRow<'_> {
+    #[inline]
+    fn row(&self) -> RowRef<'_> {
+        RowRef(
+            self.block
+                .guard
+                .value()
+                .get(self.start as usize..self.end as usize)
+                .unwrap_or_default(),
+        )
+    }
+
+    /// `value`, or `fallback` after recording the damage.
+    #[inline]
+    fn or_fail<T>(&self, value: Result<T, Corrupt>, fallback: T) -> T {
+        match value {
+            Ok(v) => v,
+            Err(e) => {
+                self.snapshot.fail(StoreError::storage(e));
+                fallback
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for DurableRow<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DurableRow")
+            .field("partition_key", &self.partition_key())
+            .field("row_key", &self.row().row_key())
+            .finish_non_exhaustive()
+    }
+}
+
+impl EntityView for DurableRow<'_> {
+    #[inline]
+    fn partition_key(&self) -> &str {
+        &self.block.pk
+    }
+    #[inline]
+    fn row_key(&self) -> &str {
+        self.or_fail(self.row().row_key(), "")
+    }
+    #[inline]
+    fn timestamp(&self) -> Option<DateTime> {
+        self.or_fail(self.row().timestamp(), None)
+    }
+    fn custom(&self, name: &str) -> Option<ValueRef<'_>> {
+        let id = self.snapshot.names.id(name)?;
+        self.or_fail(self.row().value(id), None)
+    }
+}
+
+impl SourceRow for DurableRow<'_> {
+    fn to_entity(&self) -> Entity {
+        let entity = self.row().to_entity(&self.block.pk, &self.snapshot.names);
+        self.or_fail(entity, Entity::new(&*self.block.pk, ""))
+    }
+
+    #[inline]
+    fn custom_by_slot(&self, slot: PropertySlot) -> Option<ValueRef<'_>> {
+        self.or_fail(self.row().value(slot.0), None)
+    }
+
+    fn for_each_property(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
+        let done = self.row().for_each_by_name(&self.snapshot.names, f);
+        self.or_fail(done, ());
+    }
+}
+
+impl EntitySource for DurableSnapshot {
+    type Error = StoreError;
+    type Row<'a> = DurableRow<'a>;
+    type Rows<'a> = DurableRows<'a>;
+
+    fn scan<'a>(&'a self, scan: Scan<'a>) -> DurableRows<'a> {
+        DurableRows::new(self, scan)
+    }
+
+    fn get<'a>(
+        &'a self,
+        partition_key: &str,
+        row_key: &str,
+    ) -> Result<Option<DurableRow<'a>>, StoreError> {
+        Ok(self.lookup(partition_key, row_key)?.map(|(block, i)| {
+            let (start, end) = block.view().span(i);
+            DurableRow {
+                block: self.blocks.get_or_init(Arena::new).keep(block),
+                start,
+                end,
+                snapshot: self,
+            }
+        }))
+    }
+
+    fn split(
+        &self,
+        scan: Scan<'_>,
+        chunk_rows: usize,
+        max_chunks: usize,
+    ) -> Result<Vec<Chunk>, StoreError> {
+        let chunk_rows = chunk_rows.max(1);
+        let (start, end) = self.bounds(&scan);
+        let mut cursor = self.cursor(&start, &end);
+        let mut chunks: Vec<Chunk> = Vec::new();
+        let mut current = Chunk {
+            from: scan.from.cloned(),
+            until: None,
+            rows: Some(0),
+        };
+        let mut in_current = 0usize;
+        while let Some(loaded) = self.next_block(&mut cursor, false) {
+            let view = loaded.view();
+            if !scan.range.partition_key.contains(view.partition_key()) {
+                continue;
+            }
+            let (lo, hi, _) = row_bounds(&view, &scan);
+            if lo >= hi {
+                continue;
+            }
+            if in_current >= chunk_rows {
+                // Cut before this block's first row inside the scan.
+                let Ok(rk) = std::str::from_utf8(view.row_key_bytes(lo)) else {
+                    return Err(StoreError::storage(Corrupt("RowKey is not UTF-8")));
+                };
+                let boundary = Key::new(view.partition_key(), rk);
+                current.rows = Some(in_current);
+                current.until = Some(boundary.clone());
+                chunks.push(std::mem::replace(
+                    &mut current,
+                    Chunk {
+                        from: Some(boundary),
+                        until: None,
+                        rows: Some(0),
+                    },
+                ));
+                in_current = 0;
+                if chunks.len() >= max_chunks.max(1) {
+                    return Ok(chunks);
+                }
+            }
+            in_current += hi - lo;
+        }
+        if in_current > 0 {
+            current.rows = Some(in_current);
+            current.until = scan.until.cloned();
+            chunks.push(current);
+        } else if let Some(last) = chunks.last_mut() {
+            last.until = scan.until.cloned();
+        }
+        // A block that failed to load ends the walk; report it rather than short chunks.
+        self.take_error()?;
+        Ok(chunks)
+    }
+
+    fn property_slot(&self, name: &str) -> SlotLookup {
+        match self.names.id(name) {
+            Some(id) => SlotLookup::Slot(PropertySlot(id)),
+            None => SlotLookup::Absent,
+        }
+    }
+}
