@@ -3,7 +3,7 @@
 //! (`tests/conformance.rs`).
 //!
 //! Every set is loaded into its own table of an in-process `tableq-server` (one server per
-//! comparison limit the cases use), once over the in-memory store and once over the
+//! comparison limit the cases use), over the in-memory store, the durable store and the
 //! PostgreSQL store (skipped, with a `SKIPPED` message, where PostgreSQL is not installed), with `PUT` (insert or replace: a later line with the
 //! same keys wins, as in `tableq eval`). Each case is a `GET /{table}()` with its
 //! `$filter`/`$select`/`$top`, following continuation headers like the executor test does;
@@ -30,7 +30,7 @@ use std::sync::Arc;
 use tableq::parser::FilterOptions;
 use tableq_server::{Server, ServerConfig};
 use tableq_store::postgres::PostgresBackend;
-use tableq_store::{Backend, MemoryBackend};
+use tableq_store::{Backend, DurableBackend, MemoryBackend};
 
 /// Cases that name `Timestamp` in a filter or select of a data case (see the module docs).
 const TIMESTAMP_CASES: usize = 10;
@@ -423,4 +423,23 @@ async fn http_server_on_postgres_conforms() {
         Arc::new(backend) as Arc<dyn Backend>
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_server_on_the_durable_store_conforms() {
+    let root = std::env::temp_dir().join(format!("tableq-conformance-http-{}", std::process::id()));
+    let mut n = 0;
+    conforms("HTTP server (durable store)", || {
+        n += 1;
+        let dir = root.join(n.to_string());
+        async move {
+            let backend = tokio::task::spawn_blocking(move || DurableBackend::open(&dir))
+                .await
+                .unwrap()
+                .expect("open the durable store");
+            Arc::new(backend) as Arc<dyn Backend>
+        }
+    })
+    .await;
+    let _ = std::fs::remove_dir_all(&root);
 }

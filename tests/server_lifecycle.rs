@@ -315,3 +315,105 @@ fn cli_serve_on_postgres() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(stderr.contains("the store is closed"), "{stderr}");
 }
+
+/// Starts `tableq serve` with `args`; returns the child and its port.
+fn spawn_serve(args: &[&str]) -> (std::process::Child, u16) {
+    let mut child = tableq()
+        .arg("serve")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let port = first
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {first:?}"));
+    (child, port)
+}
+
+fn stop(mut child: std::process::Child) -> String {
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    stderr
+}
+
+#[test]
+fn cli_serve_data_survives_a_restart_and_a_second_server_is_refused() {
+    let dir = std::env::temp_dir().join(format!("tableq-serve-data-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.to_str().unwrap();
+    let (child, port) = spawn_serve(&["--port", "0", "--data", data]);
+    for (method, path, body) in [
+        (
+            "POST",
+            "/devstoreaccount1/Tables",
+            r#"{"TableName":"kept"}"#,
+        ),
+        (
+            "POST",
+            "/devstoreaccount1/kept",
+            r#"{"PartitionKey":"p","RowKey":"r","V":7}"#,
+        ),
+    ] {
+        let response = http(
+            port,
+            &format!(
+                "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        );
+        assert!(response.starts_with("HTTP/1.1 201"), "{response}");
+    }
+    // The directory is locked while the first server runs.
+    let second = tableq()
+        .args(["serve", "--port", "0", "--data", data])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("error: --data: ") && stderr.contains("in use"),
+        "{stderr}"
+    );
+    stop(child);
+
+    let (child, port) = spawn_serve(&["--port", "0", "--data", data]);
+    let response = http(
+        port,
+        "GET /devstoreaccount1/kept(PartitionKey='p',RowKey='r') HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+         Accept: application/json;odata=nometadata\r\nConnection: close\r\n\r\n",
+    );
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains(r#""V":7"#), "{response}");
+    stop(child);
+
+    // A path that is not a directory.
+    let file = dir.join("file");
+    std::fs::write(&file, b"x").unwrap();
+    let out = tableq()
+        .args(["serve", "--port", "0", "--data", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a directory"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

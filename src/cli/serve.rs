@@ -4,14 +4,16 @@
 //! tableq serve [--host 127.0.0.1] [--port 10002] [--data DIR | --in-memory | --store URL]
 //! ```
 //!
-//! Wires the flags to `tableq-store` (the engine: in memory, or PostgreSQL with
-//! `--store postgres://…`) and `tableq-server` (HTTP): prints the
+//! Wires the flags to `tableq-store` (the engine: durable in `--data DIR`, default
+//! `./tableq-data`; in memory; or PostgreSQL with `--store postgres://…`) and
+//! `tableq-server` (HTTP): prints the
 //! endpoint, the connection string and the storage location on start-up, logs one line
 //! per request on stderr (tracing; `RUST_LOG` is honoured, default `info`), and stops
 //! cleanly on Ctrl-C or SIGTERM (in-flight requests finish, the store is closed).
 //!
 //! Exit codes: 0 after a clean shutdown; 2 when the server cannot start (the address
-//! cannot be bound — e.g. the port is taken —, the storage cannot be opened); 1 when
+//! cannot be bound — e.g. the port is taken —, the storage cannot be opened — e.g. the data
+//! directory is unusable or locked by another server); 1 when
 //! serving or closing the store failed.
 
 use clap::Args as ClapArgs;
@@ -21,7 +23,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use tableq_server::{DEFAULT_PORT, Server, ServerConfig};
 use tableq_store::postgres::PostgresBackend;
-use tableq_store::{Backend, MemoryBackend};
+use tableq_store::{Backend, DurableBackend, MemoryBackend};
 
 /// Arguments of `tableq serve`.
 #[derive(Debug, Clone, ClapArgs)]
@@ -99,11 +101,8 @@ fn open_store(args: &Args) -> Result<Arc<dyn Backend>, String> {
     if args.in_memory {
         return Ok(Arc::new(MemoryBackend::new()));
     }
-    Err(format!(
-        "the durable store (--data {}) is not part of this build yet; run with --in-memory \
-         for a throwaway store",
-        args.data.display()
-    ))
+    let backend = DurableBackend::open(&args.data).map_err(|e| format!("--data: {e}"))?;
+    Ok(Arc::new(backend))
 }
 
 async fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
