@@ -101,9 +101,14 @@ fn http(port: u16, request: &str) -> String {
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
+    let line = request.lines().next().unwrap_or("").to_owned();
+    stream
+        .write_all(request.as_bytes())
+        .unwrap_or_else(|e| panic!("{line}: {e}"));
     let mut out = String::new();
-    stream.read_to_string(&mut out).unwrap();
+    stream
+        .read_to_string(&mut out)
+        .unwrap_or_else(|e| panic!("{line}: {e} after {out:?}"));
     out
 }
 
@@ -316,7 +321,8 @@ fn cli_serve_on_postgres() {
     assert!(stderr.contains("the store is closed"), "{stderr}");
 }
 
-/// Starts `tableq serve` with `args`; returns the child and its port.
+/// Starts `tableq serve` with `args`; returns the child and its port. Its stdout is left
+/// to the child (closing it early must not matter, see `cli_serve_survives_a_closed_stdout`).
 fn spawn_serve(args: &[&str]) -> (std::process::Child, u16) {
     let mut child = tableq()
         .arg("serve")
@@ -416,4 +422,20 @@ fn cli_serve_data_survives_a_restart_and_a_second_server_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("not a directory"), "{stderr}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cli_serve_survives_a_closed_stdout() {
+    // Read the first banner line, then close stdout before the rest is written (or after):
+    // the server must keep serving either way.
+    for _ in 0..5 {
+        let (child, port) = spawn_serve(&["--port", "0", "--in-memory"]);
+        let response = http(
+            port,
+            "GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        );
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        let stderr = stop(child);
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
 }

@@ -184,26 +184,41 @@ impl Server {
     }
 }
 
-/// Completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
+/// A future that completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM.
+///
+/// The signal handlers are installed when this function is called (it must be called
+/// inside a tokio runtime), not when the future is first polled: a signal that arrives
+/// after the call, even before serving starts, is never the default "terminate now".
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut i), Ok(mut t)) => {
+                    tokio::select! {
+                        _ = i.recv() => {}
+                        _ = t.recv() => {}
+                    }
+                }
+                (Ok(mut i), Err(_)) => {
+                    i.recv().await;
+                }
+                (Err(_), Ok(mut t)) => {
+                    t.recv().await;
+                }
+                (Err(_), Err(_)) => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
+    {
+        async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
     }
 }

@@ -153,14 +153,23 @@ async fn run_server(addr: SocketAddr, store: Arc<dyn Backend>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    println!(
-        "tableq serve: Table service emulator on {}",
-        server.table_endpoint()
+    // Signal handlers first, so that a SIGTERM right after the banner stops cleanly.
+    let shutdown = tableq_server::shutdown_signal();
+    // The banner goes to stdout; a closed stdout (`tableq serve | head -1`) must not stop
+    // the server, so write errors are ignored (println! would panic).
+    let banner = format!(
+        "tableq serve: Table service emulator on {}\nstorage: {}\nconnection string: {}\n\
+         (UseDevelopmentStorage=true works on the default port; stop with Ctrl-C)\n",
+        server.table_endpoint(),
+        server.store_description(),
+        server.connection_string()
     );
-    println!("storage: {}", server.store_description());
-    println!("connection string: {}", server.connection_string());
-    println!("(UseDevelopmentStorage=true works on the default port; stop with Ctrl-C)");
-    match server.run_until(tableq_server::shutdown_signal()).await {
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
+    }
+    match server.run_until(shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
