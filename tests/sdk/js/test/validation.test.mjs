@@ -8,8 +8,6 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { all, expectRestError, freshTable } from "./helpers.mjs";
 
-const MiB = 1024 * 1024;
-
 async function rejected(table, entity, code, write = (e) => table.createEntity(e)) {
   await expectRestError(write(entity), 400, code);
   assert.deepEqual(await all(table.listEntities()), [], "nothing was stored");
@@ -86,24 +84,23 @@ test("a String over 32 K units or a Binary over 64 KiB is 400 PropertyValueTooLa
 
 test("an entity over 1 MiB is 400 EntityTooLarge", async (t) => {
   const table = await freshTable(t);
-  // Size by the data-model formula: 4 + 2 + 2 for keys "p"/"r", then per String property
-  // 8 + 2·len(name) + 2·len(value) + 4. Sixteen properties s00..s15 of 32,000 characters
-  // are 16 · (8 + 6 + 64,004) = 1,088,288 bytes: over the limit.
+  // Size by the data-model formula: 4 + 2 + 2 for the keys "p"/"r", then per String
+  // property 8 + 2·len(name) + (2·len(value) + 4). Properties s00, s01, … of 32,000
+  // characters are 64,018 bytes each: 17 of them make 1,088,314 bytes, over the limit.
   const entity = { partitionKey: "p", rowKey: "r" };
-  for (let i = 0; i < 16; i++) entity[`s${String(i).padStart(2, "0")}`] = "x".repeat(32000);
+  for (let i = 0; i < 17; i++) entity[`s${String(i).padStart(2, "0")}`] = "x".repeat(32000);
   await rejected(table, entity, "EntityTooLarge");
-  // Fifteen of them (1,020,278 bytes) fit.
-  delete entity.s15;
+  // 16 of them (1,024,296 bytes) fit.
+  delete entity.s16;
   await table.createEntity(entity);
-  assert.ok((await table.getEntity("p", "r")).s14.length === 32000);
-  // Growing it past 1 MiB by a merge is refused too: + 8 + 6 + (2·15,000 + 4) = 30,018.
-  await expectRestError(
-    table.updateEntity({ partitionKey: "p", rowKey: "r", z00: "z".repeat(15000) }, "Merge"),
-    400,
-    "EntityTooLarge",
-  );
+  assert.equal((await table.getEntity("p", "r")).s15.length, 32000);
+  // A merge that grows it past 1 MiB is refused: z00 of 15,000 characters adds 30,018.
+  const grow = (n) => table.updateEntity({ partitionKey: "p", rowKey: "r", z00: "z".repeat(n) }, "Merge");
+  await expectRestError(grow(15000), 400, "EntityTooLarge");
   assert.equal((await table.getEntity("p", "r")).z00, undefined);
-  assert.ok(MiB > 1020278);
+  // 12,000 characters add 24,018: 1,048,314 bytes, within 1 MiB (1,048,576).
+  await grow(12000);
+  assert.equal((await table.getEntity("p", "r")).z00.length, 12000);
 });
 
 test("a DateTime outside 1601..9999 is 400 OutOfRangeInput", async (t) => {
