@@ -30,3 +30,4 @@ def test_use_development_storage_true(tableq_bin, tmp_path):
             service.delete_table(name)
     finally:
         server.terminate()
+        print(server.log_tail())  # pytest shows it when the test failed

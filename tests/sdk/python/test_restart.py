@@ -38,6 +38,8 @@ def durable(tableq_bin, tmp_path):
     yield start
     for server in servers:
         server.kill()
+    if servers:
+        print(servers[-1].log_tail())  # pytest shows it when the test failed
 
 
 def snapshot(client):
