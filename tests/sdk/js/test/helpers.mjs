@@ -116,6 +116,25 @@ export function etagTimestamp(etag) {
   return match[1].replaceAll("%3A", ":");
 }
 
+/**
+ * The exact Timestamp of an entity the SDK returned, as text (7 fraction digits at most).
+ *
+ * The spec (rest.md, "Payloads") has minimal metadata annotate the Timestamp
+ * (`Timestamp@odata.type: Edm.DateTime`), so the SDK converts it to a `Date` (millisecond
+ * precision) unless type conversion is disabled; the exact value is the one in the ETag.
+ * This checks that both agree and returns the exact text.
+ */
+export function entityTimestamp(entity) {
+  const exact = etagTimestamp(entity.etag);
+  const ts = entity.timestamp;
+  if (ts instanceof Date) {
+    assert.equal(ts.getTime(), new Date(exact).getTime(), `timestamp ${ts.toISOString()} vs ETag ${exact}`);
+  } else {
+    assert.equal(ts, exact);
+  }
+  return exact;
+}
+
 /** The custom properties of an entity as the SDK returns it (keys and metadata dropped). */
 export function customProps(entity) {
   const { partitionKey, rowKey, etag, timestamp, "odata.metadata": _, ...rest } = entity;

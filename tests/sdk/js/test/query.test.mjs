@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { odata } from "@azure/data-tables";
-import { all, customProps, expectRestError, freshTable, pages } from "./helpers.mjs";
+import { all, customProps, entityTimestamp, expectRestError, freshTable, pages } from "./helpers.mjs";
 
 async function people(t) {
   const table = await freshTable(t);
@@ -116,7 +116,7 @@ test("$top outside 1..1000 is 400 InvalidInput", async (t) => {
 test("Timestamp is queryable", async (t) => {
   const table = await freshTable(t);
   await table.createEntity({ partitionKey: "p", rowKey: "old" });
-  const { timestamp } = await table.getEntity("p", "old");
+  const timestamp = entityTimestamp(await table.getEntity("p", "old"));
   await table.upsertEntity({ partitionKey: "p", rowKey: "new" }, "Replace");
   const newer = await query(table, `Timestamp gt datetime'${timestamp}'`);
   assert.deepEqual(rowKeys(newer), ["new"]);
