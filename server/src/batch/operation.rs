@@ -176,6 +176,14 @@ mod tests {
             one("--c\n\nDELETE /a/t(PartitionKey='p',RowKey='r') HTTP/1.1\nIf-Match: *\n\n--c--")
                 .unwrap();
         assert!(op.body.is_empty());
+        // A head that runs to the end of the part (its empty line taken as the delimiter's
+        // line break) is a request without a body.
+        let op = one(
+            "--c\r\n\r\nDELETE /a/t(PartitionKey='p',RowKey='r') HTTP/1.1\r\nIf-Match: *\r\n--c--",
+        )
+        .unwrap();
+        assert_eq!((op.method, op.body.len()), (Method::DELETE, 0));
+        assert_eq!(op.headers.get("if-match").unwrap(), "*");
     }
 
     #[test]
