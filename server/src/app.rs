@@ -11,8 +11,9 @@
 //!    and the response's **metadata level** (`$format` / `Accept`);
 //! 5. **method dispatch** per resource kind (`X-HTTP-Method` overrides `POST`); a method
 //!    the resource does not support → 405 `MethodNotAllowed` with `Allow`;
-//! 6. the handler ([`crate::tables`], [`crate::entities`]); `$batch` is routed to its own
-//!    arm, not served yet (501 `NotImplemented`).
+//! 6. the handler ([`crate::tables`], [`crate::entities`], [`crate::batch`]). Entity writes
+//!    are recognised once ([`WriteTarget::of`]) for single requests and batch operations
+//!    alike.
 //!
 //! Every failure becomes an [`ApiError`] response carrying the request id.
 //!
@@ -27,16 +28,17 @@
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, Method, header, request::Parts};
+use axum::http::{HeaderMap, HeaderValue, Method, header, request::Parts};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::auth;
+use crate::batch;
 use crate::context::{AppState, Ctx};
 use crate::encode::Links;
-use crate::entities::{self, Update};
+use crate::entities::{self, WriteTarget};
 use crate::error::ApiError;
 use crate::negotiate;
 use crate::query::QueryParams;
@@ -152,23 +154,41 @@ async fn handle(state: &Arc<AppState>, request: Request) -> Result<Response, Api
     let (parts, body) = request.into_parts();
     let path = parse_path(parts.uri.path())?;
     auth::authorize(&state.config, &parts, &path.account)?;
-    negotiate::check_versions(&parts.headers)?;
-    let query = QueryParams::parse(parts.uri.query())?;
-    let level =
-        negotiate::response_level(parts.headers.get(header::ACCEPT), query.format.as_deref())?;
-    let method = negotiate::effective_method(&parts.method, &parts.headers)?;
-    let ctx = Ctx {
-        links: Links {
-            base: base_url(&parts, &path.account),
-            account: path.account.clone(),
-        },
-        level,
-        query,
-        headers: parts.headers,
+    let request_id = parts
+        .extensions
+        .get::<RequestId>()
+        .map(|r| r.0.clone())
+        .unwrap_or_default();
+    let links = Links {
+        base: base_url(&parts, &path.account),
+        account: path.account.clone(),
     };
+    let ctx = request_context(links, parts.uri.query(), parts.headers, request_id)?;
+    let method = negotiate::effective_method(&parts.method, &ctx.headers)?;
     route(state, &ctx, method, path.resource, body).await
 }
 
+/// Step 4 for one request (a single request, or one operation of a `$batch`): protocol
+/// headers, the query string and the response's metadata level.
+pub(crate) fn request_context(
+    links: Links,
+    query: Option<&str>,
+    headers: HeaderMap,
+    request_id: String,
+) -> Result<Ctx, ApiError> {
+    negotiate::check_versions(&headers)?;
+    let query = QueryParams::parse(query)?;
+    let level = negotiate::response_level(headers.get(header::ACCEPT), query.format.as_deref())?;
+    Ok(Ctx {
+        links,
+        level,
+        query,
+        headers,
+        request_id,
+    })
+}
+
+/// Step 5: method dispatch.
 async fn route(
     state: &Arc<AppState>,
     ctx: &Ctx,
@@ -183,6 +203,9 @@ async fn route(
             allow,
         ))
     };
+    if let Some(target) = WriteTarget::of(&method, &resource) {
+        return entities::write(state, ctx, target, body).await;
+    }
     match &resource {
         Resource::Tables { .. } => match method {
             Method::GET => tables::query(state, ctx).await,
@@ -195,35 +218,28 @@ async fn route(
             _ => not_allowed(&resource, ALLOW_TABLE),
         },
         Resource::Batch { .. } => match method {
-            Method::POST => Err(ApiError::not_implemented(
-                "entity group transactions ($batch) are not served by this version of tableq",
-            )),
+            Method::POST => batch::execute(state, ctx, body).await,
             _ => not_allowed(&resource, ALLOW_BATCH),
         },
+        // Writes were dispatched above.
         Resource::Entities { table } => match method {
             Method::GET => entities::query(state, ctx, table.name.clone()).await,
-            Method::POST => entities::insert(state, ctx, table.name.clone(), body).await,
             _ => not_allowed(&resource, ALLOW_ENTITIES),
         },
         Resource::Entity {
             table,
             partition_key,
             row_key,
-        } => {
-            let (table, pk, rk) = (
-                table.name.clone(),
-                partition_key.value.clone(),
-                row_key.value.clone(),
-            );
-            match method.as_str() {
-                "GET" => entities::get(state, ctx, table, pk, rk).await,
-                "PUT" => entities::update(state, ctx, table, pk, rk, Update::Replace, body).await,
-                "MERGE" | "PATCH" => {
-                    entities::update(state, ctx, table, pk, rk, Update::Merge, body).await
-                }
-                "DELETE" => entities::delete(state, ctx, table, pk, rk).await,
-                _ => not_allowed(&resource, ALLOW_ENTITY),
+        } => match method {
+            Method::GET => {
+                let (table, pk, rk) = (
+                    table.name.clone(),
+                    partition_key.value.clone(),
+                    row_key.value.clone(),
+                );
+                entities::get(state, ctx, table, pk, rk).await
             }
-        }
+            _ => not_allowed(&resource, ALLOW_ENTITY),
+        },
     }
 }

@@ -14,7 +14,7 @@
 //! set_header(&mut response, "etag", &written.etag())?;
 //! ```
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
@@ -38,6 +38,7 @@ pub(crate) struct AppState {
 }
 
 /// One request's context.
+#[derive(Clone)]
 pub(crate) struct Ctx {
     /// The links of this request's account.
     pub links: Links,
@@ -47,6 +48,8 @@ pub(crate) struct Ctx {
     pub query: QueryParams,
     /// The request headers.
     pub headers: HeaderMap,
+    /// The request id (`x-ms-request-id`), repeated in error messages.
+    pub request_id: String,
 }
 
 /// Runs blocking work (store calls, query execution) on tokio's blocking pool.
@@ -69,6 +72,16 @@ pub(crate) async fn read_body(
     limit: usize,
 ) -> Result<String, ApiError> {
     negotiate::check_body_content_type(headers)?;
+    body_text(read_bytes(body, headers, limit).await?.to_vec())
+}
+
+/// Reads a request body of at most `limit` bytes (else 413 `RequestBodyTooLarge`, without
+/// reading the rest: a `Content-Length` over the limit is refused before any byte is read).
+pub(crate) async fn read_bytes(
+    body: Body,
+    headers: &HeaderMap,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
     let too_large = || {
         ApiError::new(
             ErrorCode::RequestBodyTooLarge,
@@ -90,17 +103,19 @@ pub(crate) async fn read_body(
             return Err(too_large());
         }
     }
-    let bytes = match Limited::new(body, limit).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<LengthLimitError>() => return Err(too_large()),
-        Err(e) => {
-            return Err(ApiError::new(
-                ErrorCode::InvalidInput,
-                format!("the request body could not be read: {e}"),
-            ));
-        }
-    };
-    String::from_utf8(bytes.to_vec()).map_err(|e| {
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<LengthLimitError>() => Err(too_large()),
+        Err(e) => Err(ApiError::new(
+            ErrorCode::InvalidInput,
+            format!("the request body could not be read: {e}"),
+        )),
+    }
+}
+
+/// A request body as text: 400 `InvalidInput` naming the first byte that is not UTF-8.
+pub(crate) fn body_text(bytes: Vec<u8>) -> Result<String, ApiError> {
+    String::from_utf8(bytes).map_err(|e| {
         ApiError::new(
             ErrorCode::InvalidInput,
             format!(

@@ -174,10 +174,18 @@ impl ApiError {
 
     /// The JSON body `{"odata.error":{"code":…,"message":{"lang":"en-US","value":…}}}`.
     pub fn body(&self, request_id: &str, time: &str) -> String {
+        self.prefixed_body("", request_id, time)
+    }
+
+    /// [`ApiError::body`] with `prefix` before the message.
+    fn prefixed_body(&self, prefix: &str, request_id: &str, time: &str) -> String {
         serde_json::json!({
             "odata.error": {
                 "code": self.code,
-                "message": {"lang": "en-US", "value": self.message_value(request_id, time)},
+                "message": {
+                    "lang": "en-US",
+                    "value": format!("{prefix}{}", self.message_value(request_id, time)),
+                },
             }
         })
         .to_string()
@@ -185,8 +193,19 @@ impl ApiError {
 
     /// The complete response: status, `x-ms-error-code`, `Allow` for 405, JSON body.
     pub fn into_response_for(self, request_id: &str) -> Response {
+        self.response("", request_id)
+    }
+
+    /// The response of the failed operation `index` (0-based) of a `$batch` changeset: as
+    /// [`ApiError::into_response_for`], with the message prefixed `<index>:` as the service
+    /// does (the SDKs read the failing operation's index from it).
+    pub(crate) fn into_operation_response_for(self, index: usize, request_id: &str) -> Response {
+        self.response(&format!("{index}:"), request_id)
+    }
+
+    fn response(self, prefix: &str, request_id: &str) -> Response {
         let time = service_time(chrono::Utc::now());
-        let body = self.body(request_id, &time);
+        let body = self.prefixed_body(prefix, request_id, &time);
         let mut response = (self.status, body).into_response();
         let headers = response.headers_mut();
         headers.insert(

@@ -11,6 +11,8 @@
 //!   work budget, filter limits);
 //! * the pipeline every request takes (module `app`): path → account authorization →
 //!   protocol headers → query string → metadata level → method dispatch → handler;
+//!   `$batch` (module `batch`) runs each operation of a changeset through the same steps
+//!   and applies the changeset in one atomic store write;
 //! * [`resource`] — request paths (`Tables('t')`, `t()`, `t(PartitionKey='p',RowKey='r')`)
 //!   and response links; [`query`] — the query string; [`negotiate`] — `$format`/`Accept`,
 //!   `Content-Type`, `Prefer`, versions, `X-HTTP-Method`; [`continuation`] — paging tokens;
@@ -41,6 +43,7 @@
 
 mod app;
 mod auth;
+mod batch;
 pub mod config;
 mod context;
 pub mod continuation;
