@@ -136,7 +136,9 @@ fn start_server(dir: &std::path::Path, log: &str) -> Result<(Child, String), Str
         Some((_, url)) if url.starts_with("http://") => Ok((child, url.trim().to_owned())),
         _ => {
             stop_server(child);
-            Err(format!("tableq serve did not start (its first line: {first:?})"))
+            Err(format!(
+                "tableq serve did not start (its first line: {first:?})"
+            ))
         }
     }
 }
@@ -305,17 +307,23 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
     for clients in [1, 8] {
         let (e, t) = (endpoint.clone(), table.to_owned());
         all.push(
-            scenario("single insert (durable)", clients, seconds, None, move |i| {
-                let body = format!(
-                    "{{\"PartitionKey\":\"insert-{nonce}\",\"RowKey\":\"c{clients}-{i:09}\",\
+            scenario(
+                "single insert (durable)",
+                clients,
+                seconds,
+                None,
+                move |i| {
+                    let body = format!(
+                        "{{\"PartitionKey\":\"insert-{nonce}\",\"RowKey\":\"c{clients}-{i:09}\",\
                      \"Age\":{},\"Name\":\"bench\"}}",
-                    i % 100
-                );
-                e.request(Method::POST, &t)
-                    .header("Content-Type", "application/json")
-                    .header("Prefer", "return-no-content")
-                    .body(body)
-            })
+                        i % 100
+                    );
+                    e.request(Method::POST, &t)
+                        .header("Content-Type", "application/json")
+                        .header("Prefer", "return-no-content")
+                        .body(body)
+                },
+            )
             .await?,
         );
     }
@@ -536,7 +544,10 @@ async fn full_scan(
             next = header("x-ms-continuation-nextpartitionkey")
                 .map(|pk| (pk, header("x-ms-continuation-nextrowkey")));
             let status = response.status();
-            let body = response.bytes().await.map_err(|e| format!("full scan: {e}"))?;
+            let body = response
+                .bytes()
+                .await
+                .map_err(|e| format!("full scan: {e}"))?;
             if !status.is_success() {
                 return Err(format!(
                     "full scan: {status}: {}",

@@ -147,7 +147,11 @@ async fn classify(response: reqwest::Response) -> Result<Answer, String> {
     let body = response.text().await.unwrap_or_default();
     let message = serde_json::from_str::<serde_json::Value>(&body)
         .ok()
-        .and_then(|v| v["odata.error"]["message"]["value"].as_str().map(str::to_owned))
+        .and_then(|v| {
+            v["odata.error"]["message"]["value"]
+                .as_str()
+                .map(str::to_owned)
+        })
         .unwrap_or(body);
     let message = message.lines().next().unwrap_or("").to_owned();
     match code {
