@@ -155,6 +155,9 @@ fn stop_server(mut child: Child) {
     let _ = child.wait();
 }
 
+/// The `$filter` of request `i` of a scenario.
+type FilterOf = Box<dyn Fn(u64) -> String>;
+
 /// One scenario's figures.
 struct Figures {
     name: String,
@@ -223,7 +226,7 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
             .await?,
         );
     }
-    let filter_scenarios: Vec<(&str, Option<usize>, Box<dyn Fn(u64) -> String>)> = vec![
+    let filter_scenarios: Vec<(&str, Option<usize>, FilterOf)> = vec![
         (
             "point as $filter",
             Some(1),
