@@ -1,6 +1,7 @@
 //! The `tableq` command-line tool: validate entities, inspect every stage of the query
 //! pipeline (`debug tokens|ast|plan`, `explain`), evaluate filters over JSON-lines files
-//! (`eval`), generate benchmark data (`gen`) and run the Table service emulator (`serve`).
+//! (`eval`), generate benchmark data (`gen`), run the Table service emulator (`serve`),
+//! bulk-load entities into it (`import`) and measure it over HTTP (`bench-http`).
 #![forbid(unsafe_code)]
 
 mod cli;
