@@ -1,6 +1,7 @@
 //! The `tableq` command-line tool: validate entities, inspect every stage of the query
 //! pipeline (`debug tokens|ast|plan`, `explain`), evaluate filters over JSON-lines files
-//! (`eval`), generate benchmark data (`gen`) and run the Table service emulator (`serve`).
+//! (`eval`), generate benchmark data (`gen`), run the Table service emulator (`serve`),
+//! bulk-load entities into it (`import`) and measure it over HTTP (`bench-http`).
 #![forbid(unsafe_code)]
 
 mod cli;
@@ -41,6 +42,12 @@ enum Command {
     Gen(cli::generate::Args),
     /// Run the Table service emulator (the REST protocol over HTTP) for the official SDKs.
     Serve(cli::serve::Args),
+    /// Bulk-load entities (JSON lines) into a table: into a data directory or through a
+    /// running server.
+    Import(cli::import::Args),
+    /// HTTP load benchmark of the emulator (loads a data set, then measures latency and
+    /// throughput of key queries, scans and inserts).
+    BenchHttp(cli::bench_http::Args),
     /// Print one stage of the query pipeline.
     #[command(subcommand)]
     Debug(DebugCommand),
@@ -68,6 +75,8 @@ fn main() -> ExitCode {
         Command::Explain(args) => cli::explain::run(args),
         Command::Gen(args) => cli::generate::run(args),
         Command::Serve(args) => cli::serve::run(args),
+        Command::Import(args) => cli::import::run(args),
+        Command::BenchHttp(args) => cli::bench_http::run(args),
         Command::Debug(DebugCommand::Tokens(args)) => cli::debug::run_tokens(args),
         Command::Debug(DebugCommand::Ast(args)) => cli::debug::run_ast(args),
         Command::Debug(DebugCommand::Plan(args)) => cli::explain::run(args),

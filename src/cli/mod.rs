@@ -7,12 +7,14 @@
 //! input (unreadable file, invalid query) or a usage error.
 
 pub mod args;
+pub mod bench_http;
 pub mod debug;
 pub mod diagnostic;
 pub mod eval;
 pub mod explain;
 pub mod generate;
 pub mod help;
+pub mod import;
 pub mod input;
 pub mod serve;
 pub mod validate;

@@ -1,0 +1,656 @@
+//! `tableq bench-http`: an HTTP load benchmark of the emulator with a real client
+//! (reqwest over hyper, one client thread).
+//!
+//! ```text
+//! tableq bench-http --data DIR [--entities N]        # starts `tableq serve --data DIR` itself
+//! tableq bench-http --endpoint URL [--server-pid PID] [--entities N]
+//! ```
+//!
+//! 1. **Load**: unless the table (`--table`, default `bench`) already holds the data set,
+//!    creates it and inserts `N` entities of `tableq gen` (seed 0, `N / 1000` partitions, so
+//!    that every partition holds 1 000 entities) with `--load-clients` concurrent
+//!    requests, and reports the load rate.
+//! 2. **Scenarios**, each run for `--seconds` after a short warm-up, with `C` concurrent
+//!    clients on one client thread; every request is checked (status, and the row count of
+//!    the first answer of each query scenario):
+//!    point get; the same point as `$filter`; a partition query (1 000 rows, one page); a
+//!    RowKey range (100 rows); a full-scan selective filter (`Age eq 7 and Score lt 10.0`,
+//!    all pages); an OR of 5 points; single inserts with 1 and 8 clients.
+//! 3. **Server memory**: `VmHWM` (peak) and `VmRSS` of the server from
+//!    `/proc/<pid>/status` (Linux; `--server-pid` with `--endpoint`).
+//!
+//! Latencies are client-side (request sent → body read), p50/p99 over every request of the
+//! scenario; req/s is requests over the scenario's wall time. The output is a Markdown table.
+//! A server started by the benchmark logs at `warn` (`--server-log` to change it) and is
+//! stopped with SIGTERM at the end.
+
+use super::import::Mode;
+use super::import::http::{Answer, Endpoint};
+use reqwest::Method;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+use tableq::datagen::{GenOptions, Generator};
+use tableq::model::json::{EntityWriter, EnvelopeRef, MetadataLevel};
+use tableq_server::resource::entity_link;
+
+/// Arguments of `tableq bench-http`.
+#[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("server").required(true).args(["data", "endpoint"])))]
+pub struct Args {
+    /// Start `tableq serve --data DIR --port 0` (this binary) and benchmark it.
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
+    /// Benchmark a running server: its table endpoint.
+    #[arg(long, value_name = "URL")]
+    endpoint: Option<String>,
+    /// The running server's process id, for its memory figures (with --endpoint).
+    #[arg(long, value_name = "PID", requires = "endpoint")]
+    server_pid: Option<u32>,
+    /// Entities in the data set.
+    #[arg(long, value_name = "N", default_value_t = 100_000,
+          value_parser = clap::value_parser!(u64).range(1000..))]
+    entities: u64,
+    /// The table.
+    #[arg(long, default_value = "bench")]
+    table: String,
+    /// Seconds each scenario runs.
+    #[arg(long, value_name = "S", default_value_t = 3.0)]
+    seconds: f64,
+    /// Concurrent requests while loading.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    load_clients: usize,
+    /// Concurrent clients of the throughput runs of the read scenarios.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    clients: usize,
+    /// `RUST_LOG` of a server started by the benchmark.
+    #[arg(long, value_name = "FILTER", default_value = "warn")]
+    server_log: String,
+}
+
+/// Runs the benchmark.
+pub fn run(args: Args) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut spawned = None;
+    let (url, pid) = match (&args.data, &args.endpoint) {
+        (Some(dir), _) => match start_server(dir, &args.server_log) {
+            Ok((child, url)) => {
+                let pid = child.id();
+                spawned = Some(child);
+                (url, Some(pid))
+            }
+            Err(why) => {
+                eprintln!("error: {why}");
+                return ExitCode::from(2);
+            }
+        },
+        (None, Some(url)) => (url.clone(), args.server_pid),
+        (None, None) => {
+            eprintln!("error: give --data DIR or --endpoint URL");
+            return ExitCode::from(2);
+        }
+    };
+    let result = runtime.block_on(bench(&args, &url, pid));
+    if let Some(child) = spawned {
+        stop_server(child);
+    }
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => {
+            eprintln!("error: {why}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Starts `tableq serve --data DIR --port 0`; returns it and its table endpoint.
+fn start_server(dir: &std::path::Path, log: &str) -> Result<(Child, String), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let mut child = Command::new(exe)
+        .args(["serve", "--port", "0", "--data"])
+        .arg(dir)
+        .env("RUST_LOG", log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start tableq serve: {e}"))?;
+    let Some(stdout) = child.stdout.take() else {
+        return Err("tableq serve has no stdout".into());
+    };
+    let mut lines = BufReader::new(stdout).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    // Keep reading the rest of the banner on a thread so that the pipe never fills.
+    std::thread::spawn(move || lines.for_each(drop));
+    match first.split_once(" on ") {
+        Some((_, url)) if url.starts_with("http://") => Ok((child, url.trim().to_owned())),
+        _ => {
+            stop_server(child);
+            Err(format!(
+                "tableq serve did not start (its first line: {first:?})"
+            ))
+        }
+    }
+}
+
+/// SIGTERM (a clean shutdown: the store is closed), then wait.
+fn stop_server(mut child: Child) {
+    let terminated = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !terminated {
+        let _ = child.kill();
+    }
+    let _ = child.wait();
+}
+
+/// The `$filter` of request `i` of a scenario.
+type FilterOf = Box<dyn Fn(u64) -> String>;
+
+/// One scenario's figures.
+struct Figures {
+    name: String,
+    clients: usize,
+    requests: usize,
+    rate: f64,
+    p50: Duration,
+    p99: Duration,
+    /// Rows per request (queries), for the table.
+    rows: Option<usize>,
+}
+
+async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
+    let endpoint = Endpoint::new(url)?;
+    let partitions = (args.entities / 1000).max(1);
+    let generator = Generator::new(GenOptions {
+        entities: args.entities,
+        partitions: partitions as u32,
+        ..Default::default()
+    });
+    let table = args.table.as_str();
+    println!(
+        "# tableq bench-http: {} entities in {partitions} partitions, table {table}, {url}\n",
+        args.entities
+    );
+    println!("load average before: {}", load_average());
+    load(&endpoint, table, &generator, args.load_clients).await?;
+    if let Some(pid) = pid {
+        println!("server memory after the load: {}", memory(pid));
+    }
+    println!("load average: {}\n", load_average());
+
+    let seconds = Duration::from_secs_f64(args.seconds.max(0.1));
+    let n = generator.total();
+    // Positions visited in a scattered but repeatable order.
+    let position = move |i: u64| (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 11) % n;
+    let key = {
+        let g = generator.clone();
+        move |i: u64| {
+            let p = position(i);
+            g.entity_at(p)
+                .map(|e| (e.partition_key().to_owned(), e.row_key().to_owned()))
+                .unwrap_or_default()
+        }
+    };
+    let key = Rc::new(key);
+    let pk = {
+        let g = generator.clone();
+        Rc::new(move |i: u64| g.partition_key(position(i) % partitions))
+    };
+    let rk = {
+        let g = generator.clone();
+        Rc::new(move |r: u64| g.row_key(r))
+    };
+
+    let mut all = Vec::new();
+    for clients in [1, args.clients] {
+        let k = key.clone();
+        let e = endpoint.clone();
+        let t = table.to_owned();
+        all.push(
+            scenario("point get", clients, seconds, None, move |i| {
+                let (p, r) = k(i);
+                e.request(Method::GET, &entity_link(&t, &p, &r))
+            })
+            .await?,
+        );
+    }
+    let filter_scenarios: Vec<(&str, Option<usize>, FilterOf)> = vec![
+        (
+            "point as $filter",
+            Some(1),
+            Box::new({
+                let k = key.clone();
+                move |i| {
+                    let (p, r) = k(i);
+                    format!("PartitionKey eq '{p}' and RowKey eq '{r}'")
+                }
+            }),
+        ),
+        (
+            "partition query (1 000 rows)",
+            Some(1000),
+            Box::new({
+                let pk = pk.clone();
+                move |i| format!("PartitionKey eq '{}'", pk(i))
+            }),
+        ),
+        (
+            "RowKey range (100 rows)",
+            Some(100),
+            Box::new({
+                let (pk, rk) = (pk.clone(), rk.clone());
+                move |i| {
+                    let from = (i * 37) % 900;
+                    format!(
+                        "PartitionKey eq '{}' and RowKey ge '{}' and RowKey lt '{}'",
+                        pk(i),
+                        rk(from),
+                        rk(from + 100)
+                    )
+                }
+            }),
+        ),
+        (
+            "OR of 5 points",
+            Some(5),
+            Box::new({
+                let k = key.clone();
+                move |i| {
+                    (0..5)
+                        .map(|j| {
+                            let (p, r) = k(i * 5 + j);
+                            format!("(PartitionKey eq '{p}' and RowKey eq '{r}')")
+                        })
+                        .collect::<Vec<_>>()
+                        .join(" or ")
+                }
+            }),
+        ),
+    ];
+    for (name, rows, filter) in filter_scenarios {
+        let filter = Rc::new(filter);
+        for clients in [1, args.clients] {
+            let (e, t, f) = (endpoint.clone(), table.to_owned(), filter.clone());
+            all.push(
+                scenario(name, clients, seconds, rows, move |i| {
+                    e.request(Method::GET, &format!("{t}()"))
+                        .query(&[("$filter", f(i))])
+                })
+                .await?,
+            );
+        }
+    }
+    {
+        let (e, t) = (endpoint.clone(), table.to_owned());
+        all.push(
+            full_scan(&e, &t, "Age eq 7 and Score lt 10.0", seconds)
+                .await
+                .map(|mut f| {
+                    f.name = "full scan, selective filter".into();
+                    f
+                })?,
+        );
+    }
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    for clients in [1, 8] {
+        let (e, t) = (endpoint.clone(), table.to_owned());
+        all.push(
+            scenario(
+                "single insert (durable)",
+                clients,
+                seconds,
+                None,
+                move |i| {
+                    let body = format!(
+                        "{{\"PartitionKey\":\"insert-{nonce}\",\"RowKey\":\"c{clients}-{i:09}\",\
+                     \"Age\":{},\"Name\":\"bench\"}}",
+                        i % 100
+                    );
+                    e.request(Method::POST, &t)
+                        .header("Content-Type", "application/json")
+                        .header("Prefer", "return-no-content")
+                        .body(body)
+                },
+            )
+            .await?,
+        );
+    }
+    print_table(&all);
+    if let Some(pid) = pid {
+        println!("\nserver memory at the end: {}", memory(pid));
+    }
+    println!("load average after: {}", load_average());
+    Ok(())
+}
+
+/// Inserts the data set unless its last entity is there already.
+async fn load(
+    endpoint: &Endpoint,
+    table: &str,
+    generator: &Generator,
+    clients: usize,
+) -> Result<(), String> {
+    let total = generator.total();
+    if let Some(last) = generator.entity_at(total - 1) {
+        let path = entity_link(table, last.partition_key(), last.row_key());
+        let found = endpoint
+            .request(Method::GET, &path)
+            .send()
+            .await
+            .map_err(|e| endpoint.unreachable(e))?;
+        if found.status().is_success() {
+            println!("table {table} already holds the data set: not loaded again");
+            return Ok(());
+        }
+    }
+    endpoint.create_table(table).await?;
+    let started = Instant::now();
+    let next = Rc::new(std::cell::Cell::new(0u64));
+    let writer = EntityWriter::new(MetadataLevel::MinimalMetadata);
+    let tasks = (0..clients.max(1)).map(|_| {
+        let next = next.clone();
+        let generator = generator.clone();
+        let writer = &writer;
+        async move {
+            let mut buf = Vec::with_capacity(512);
+            let mut existing = 0u64;
+            loop {
+                let position = next.get();
+                if position >= total {
+                    return Ok::<u64, String>(existing);
+                }
+                next.set(position + 1);
+                let Some(entity) = generator.entity_at(position) else {
+                    return Ok(existing);
+                };
+                buf.clear();
+                writer.write(&mut buf, &entity, EnvelopeRef::default());
+                let body = String::from_utf8_lossy(&buf).into_owned();
+                let keys = (entity.partition_key(), entity.row_key());
+                match endpoint.write(table, Mode::Insert, keys, body).await? {
+                    Answer::Written => {}
+                    Answer::Rejected(tableq::model::ErrorCode::EntityAlreadyExists, _) => {
+                        existing += 1
+                    }
+                    Answer::Rejected(code, message) => {
+                        return Err(format!("loading failed: {code}: {message}"));
+                    }
+                }
+            }
+        }
+    });
+    let results = futures_join_all(tasks).await;
+    let mut existing = 0;
+    for r in results {
+        existing += r?;
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "loaded {} entities with single inserts ({clients} concurrent) in {:.1} s: {:.0} \
+         entities/s{}",
+        total - existing,
+        elapsed.as_secs_f64(),
+        (total - existing) as f64 / elapsed.as_secs_f64(),
+        if existing > 0 {
+            format!(" ({existing} were there already)")
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}
+
+/// Runs futures concurrently on this thread and returns their outputs in order (a tiny
+/// `join_all`: every future is polled on each wake-up, fine for a few dozen).
+async fn futures_join_all<F: std::future::Future>(
+    futures: impl Iterator<Item = F>,
+) -> Vec<F::Output> {
+    let mut pending: Vec<_> = futures.map(|f| Some(Box::pin(f))).collect();
+    let mut results: Vec<Option<F::Output>> = (0..pending.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut all_done = true;
+        for (slot, result) in pending.iter_mut().zip(results.iter_mut()) {
+            if let Some(f) = slot {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => {
+                        *result = Some(v);
+                        *slot = None;
+                    }
+                    std::task::Poll::Pending => all_done = false,
+                }
+            }
+        }
+        if all_done {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    results.into_iter().flatten().collect()
+}
+
+/// Runs `make`'s requests with `clients` concurrent clients for `duration` (after a
+/// warm-up), checking every answer.
+async fn scenario(
+    name: &str,
+    clients: usize,
+    duration: Duration,
+    rows: Option<usize>,
+    make: impl Fn(u64) -> reqwest::RequestBuilder,
+) -> Result<Figures, String> {
+    let counter = std::cell::Cell::new(0u64);
+    let run = |until: Instant, check_rows: bool| {
+        let make = &make;
+        let counter = &counter;
+        let tasks = (0..clients).map(move |c| async move {
+            let mut latencies = Vec::new();
+            let mut checked = !check_rows || c > 0;
+            while Instant::now() < until {
+                let i = counter.get();
+                counter.set(i + 1);
+                let request = make(i);
+                let started = Instant::now();
+                let response = request.send().await.map_err(|e| format!("{name}: {e}"))?;
+                let status = response.status();
+                let body = response.bytes().await.map_err(|e| format!("{name}: {e}"))?;
+                latencies.push(started.elapsed());
+                if !status.is_success() {
+                    return Err(format!(
+                        "{name}: the server answered {status}: {}",
+                        String::from_utf8_lossy(&body)
+                    ));
+                }
+                if !checked {
+                    checked = true;
+                    if let Some(want) = rows {
+                        let got = count_rows(&body);
+                        if got != Some(want) {
+                            return Err(format!("{name}: {got:?} rows, expected {want}"));
+                        }
+                    }
+                }
+            }
+            Ok::<_, String>(latencies)
+        });
+        futures_join_all(tasks)
+    };
+    let warm = Instant::now() + duration.min(Duration::from_millis(500));
+    for r in run(warm, true).await {
+        r?;
+    }
+    let started = Instant::now();
+    let mut latencies = Vec::new();
+    for r in run(started + duration, false).await {
+        latencies.extend(r?);
+    }
+    let wall = started.elapsed();
+    let figures = summarize(name, clients, rows, latencies, wall);
+    eprintln!(
+        "{name}, {clients} clients: {:.0} req/s, p50 {}",
+        figures.rate,
+        micros(figures.p50)
+    );
+    Ok(figures)
+}
+
+/// A whole query (every page), repeatedly, one client.
+async fn full_scan(
+    endpoint: &Endpoint,
+    table: &str,
+    filter: &str,
+    duration: Duration,
+) -> Result<Figures, String> {
+    let started = Instant::now();
+    let mut latencies = Vec::new();
+    let mut rows = 0;
+    while latencies.is_empty() || started.elapsed() < duration {
+        let one = Instant::now();
+        let mut next: Option<(String, Option<String>)> = None;
+        rows = 0;
+        loop {
+            let mut query = vec![("$filter".to_owned(), filter.to_owned())];
+            if let Some((pk, rk)) = &next {
+                query.push(("NextPartitionKey".into(), pk.clone()));
+                if let Some(rk) = rk {
+                    query.push(("NextRowKey".into(), rk.clone()));
+                }
+            }
+            let response = endpoint
+                .request(Method::GET, &format!("{table}()"))
+                .query(&query)
+                .send()
+                .await
+                .map_err(|e| format!("full scan: {e}"))?;
+            let header = |name: &str| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            next = header("x-ms-continuation-nextpartitionkey")
+                .map(|pk| (pk, header("x-ms-continuation-nextrowkey")));
+            let status = response.status();
+            let body = response
+                .bytes()
+                .await
+                .map_err(|e| format!("full scan: {e}"))?;
+            if !status.is_success() {
+                return Err(format!(
+                    "full scan: {status}: {}",
+                    String::from_utf8_lossy(&body)
+                ));
+            }
+            rows += count_rows(&body).unwrap_or(0);
+            if next.is_none() {
+                break;
+            }
+        }
+        latencies.push(one.elapsed());
+    }
+    let wall = started.elapsed();
+    Ok(summarize("full scan", 1, Some(rows), latencies, wall))
+}
+
+/// Rows in a query answer's `value`.
+fn count_rows(body: &[u8]) -> Option<usize> {
+    let json: serde_json::Value = serde_json::from_slice(body).ok()?;
+    match json.get("value") {
+        Some(serde_json::Value::Array(rows)) => Some(rows.len()),
+        // A single entity (point get).
+        _ => json.get("RowKey").map(|_| 1),
+    }
+}
+
+fn summarize(
+    name: &str,
+    clients: usize,
+    rows: Option<usize>,
+    mut latencies: Vec<Duration>,
+    wall: Duration,
+) -> Figures {
+    latencies.sort_unstable();
+    let at = |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
+    };
+    Figures {
+        name: name.to_owned(),
+        clients,
+        requests: latencies.len(),
+        rate: latencies.len() as f64 / wall.as_secs_f64().max(1e-9),
+        p50: at(0.50),
+        p99: at(0.99),
+        rows,
+    }
+}
+
+fn micros(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us >= 10_000.0 {
+        format!("{:.1} ms", us / 1000.0)
+    } else {
+        format!("{us:.0} µs")
+    }
+}
+
+fn print_table(all: &[Figures]) {
+    println!("\n| scenario | rows | clients | requests | req/s | p50 | p99 |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for f in all {
+        println!(
+            "| {} | {} | {} | {} | {:.0} | {} | {} |",
+            f.name,
+            f.rows.map_or("–".to_owned(), |r| r.to_string()),
+            f.clients,
+            f.requests,
+            f.rate,
+            micros(f.p50),
+            micros(f.p99)
+        );
+    }
+}
+
+/// `VmHWM` and `VmRSS` of a process (Linux).
+fn memory(pid: u32) -> String {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return format!("unknown (no /proc/{pid}/status)");
+    };
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_owned())
+            .unwrap_or_else(|| "?".into())
+    };
+    format!(
+        "peak RSS (VmHWM) {}, RSS (VmRSS) {}",
+        field("VmHWM:"),
+        field("VmRSS:")
+    )
+}
+
+/// `/proc/loadavg`'s first three fields.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}

@@ -1,0 +1,363 @@
+//! `tableq import` end to end, running the built binary: valid and invalid lines, standard
+//! input, `--data` (the durable store, read back after the run; a locked directory),
+//! `--endpoint` against an in-process server, duplicate keys (`EntityAlreadyExists`, or
+//! replaced with `--upsert`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use tableq::model::{Entity, Value};
+use tableq_server::{Server, ServerConfig};
+use tableq_store::{Backend, DurableBackend, MemoryBackend};
+
+/// A directory removed at the end of the test.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let path = std::env::temp_dir().join(format!(
+            "tableq-import-{name}-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+
+    fn file(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs `tableq import …` with `stdin`.
+fn import(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tableq"))
+        .arg("import")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The lines of stderr that start with `rejected: `.
+fn rejections(out: &Output) -> Vec<String> {
+    stderr(out)
+        .lines()
+        .filter(|l| l.starts_with("rejected: "))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn dir_arg(dir: &Path) -> String {
+    dir.join("data").display().to_string()
+}
+
+/// One valid line per (partition, row), with `X` = `value`.
+fn lines(partitions: u32, rows: u32, value: i32) -> String {
+    let mut text = String::new();
+    for p in 0..partitions {
+        for r in 0..rows {
+            text.push_str(&format!(
+                "{{\"PartitionKey\":\"p{p}\",\"RowKey\":\"r{r:04}\",\"X\":{value}}}\n"
+            ));
+        }
+    }
+    text
+}
+
+/// Valid lines, invalid ones, a duplicate, a payload Timestamp and annotations.
+const MIXED: &str = concat!(
+    "{\"PartitionKey\":\"a\",\"RowKey\":\"1\",\"X\":1}\n",
+    "not json\n",
+    "\n",
+    "{\"PartitionKey\":\"a\",\"RowKey\":\"1\",\"X\":2}\n",
+    "{\"PartitionKey\":\"a\",\"RowKey\":\"2\",\"Timestamp\":\"not a date\",\"odata.etag\":\"x\"}\n",
+    "{\"RowKey\":\"x\"}\n",
+    "{\"PartitionKey\":\"b\",\"RowKey\":\"1\",\"Big\":\"12\",\"Big@odata.type\":\"Edm.Int64\"}\n",
+    "{\"PartitionKey\":\"b\",\"RowKey\":\"2\",\"bad name\":1}\n",
+);
+
+const MIXED_REJECTIONS: [&str; 4] = [
+    "rejected: line 2: InvalidInput: ",
+    "rejected: line 4: EntityAlreadyExists: ",
+    "rejected: line 6: PropertiesNeedValue: ",
+    "rejected: line 8: PropertyNameInvalid: ",
+];
+
+fn assert_rejections(out: &Output, expected: &[&str]) {
+    let got = rejections(out);
+    assert_eq!(got.len(), expected.len(), "{}", stderr(out));
+    for (line, prefix) in got.iter().zip(expected) {
+        assert!(
+            line.starts_with(prefix),
+            "{line:?} should start with {prefix:?}"
+        );
+    }
+}
+
+/// The mixed file's survivors, wherever they were loaded.
+fn check_mixed(store: &dyn Backend, table: &str) {
+    let a1 = store.get(table, "a", "1").unwrap().expect("a/1 loaded");
+    assert_eq!(
+        a1.get("X").map(|v| v.to_owned()),
+        Some(Value::Int32(1)),
+        "the first line wins"
+    );
+    let a2 = store.get(table, "a", "2").unwrap().expect("a/2 loaded");
+    assert!(a2.timestamp().is_some(), "the store set a Timestamp");
+    assert!(a2.get("odata.etag").is_none());
+    let b1 = store.get(table, "b", "1").unwrap().expect("b/1 loaded");
+    assert_eq!(b1.get("Big").map(|v| v.to_owned()), Some(Value::Int64(12)));
+    assert!(store.get(table, "b", "2").unwrap().is_none());
+}
+
+#[test]
+fn data_mode_loads_the_valid_lines_and_reports_the_others() {
+    let tmp = TempDir::new("mixed");
+    let file = tmp.file("mixed.jsonl", MIXED);
+    let data = dir_arg(&tmp.0);
+    let out = import(
+        &["--table", "people", file.to_str().unwrap(), "--data", &data],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.starts_with("created table people\n"), "{err}");
+    assert_rejections(&out, &MIXED_REJECTIONS);
+    assert!(
+        err.contains("mixed.jsonl: 3 loaded, 4 rejected in "),
+        "{err}"
+    );
+    let store = DurableBackend::open(&data).unwrap();
+    check_mixed(&store, "people");
+    store.close().unwrap();
+}
+
+#[test]
+fn stdin_then_existing_keys_are_rejected_or_replaced_with_upsert() {
+    let tmp = TempDir::new("stdin");
+    let data = dir_arg(&tmp.0);
+    // 3 partitions × 250 rows: several batches per partition.
+    let out = import(
+        &["--table", "Numbers", "-", "--data", &data],
+        &lines(3, 250, 1),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("<stdin>: 750 loaded, 0 rejected in "));
+
+    // Again: every line exists (the table is found case-insensitively, not created).
+    let out = import(&["--table", "numbers", "--data", &data], &lines(3, 250, 2));
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(!err.contains("created table"), "{err}");
+    assert_eq!(rejections(&out).len(), 21, "20 shown and a count: {err}");
+    assert!(
+        err.contains("rejected: 730 more lines not shown (by code: EntityAlreadyExists 750)"),
+        "{err}"
+    );
+    assert!(err.contains("<stdin>: 0 loaded, 750 rejected in "), "{err}");
+
+    // --upsert: the later lines win.
+    let out = import(
+        &["--table", "numbers", "--data", &data, "--upsert"],
+        &lines(3, 250, 3),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let store = DurableBackend::open(&data).unwrap();
+    for (p, r) in [("p0", "r0000"), ("p2", "r0249")] {
+        let e: Entity = store.get("numbers", p, r).unwrap().unwrap();
+        assert_eq!(e.get("X").map(|v| v.to_owned()), Some(Value::Int32(3)));
+    }
+    store.close().unwrap();
+}
+
+#[test]
+fn a_data_directory_held_by_a_server_is_refused() {
+    let tmp = TempDir::new("locked");
+    let data = dir_arg(&tmp.0);
+    let held = DurableBackend::open(&data).unwrap();
+    let out = import(&["--table", "people", "--data", &data], &lines(1, 1, 1));
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("is in use"), "{err}");
+    assert!(err.contains("--endpoint URL"), "{err}");
+    held.close().unwrap();
+}
+
+#[test]
+fn usage_errors() {
+    let out = import(&["--table", "people"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--data"), "{}", stderr(&out));
+
+    let tmp = TempDir::new("usage");
+    let data = dir_arg(&tmp.0);
+    let out = import(&["--table", "x", "--data", &data], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("OutOfRangeInput"), "{}", stderr(&out));
+
+    let out = import(
+        &[
+            "--table",
+            "people",
+            "--endpoint",
+            "https://example.invalid/a",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("expected http://"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A server over a fresh in-memory store, on a free port, in a runtime of its own.
+struct InProcess {
+    endpoint: String,
+    backend: Arc<MemoryBackend>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl InProcess {
+    fn start() -> InProcess {
+        let backend = Arc::new(MemoryBackend::new());
+        let store: Arc<dyn Backend> = backend.clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (ready, endpoint) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            runtime.block_on(async move {
+                let server = Server::bind(
+                    "127.0.0.1:0".parse().unwrap(),
+                    store,
+                    ServerConfig::default(),
+                )
+                .await
+                .unwrap();
+                ready.send(server.table_endpoint()).unwrap();
+                server
+                    .run_until(async move {
+                        let _ = stopped.await;
+                    })
+                    .await
+                    .unwrap();
+            });
+        });
+        InProcess {
+            endpoint: endpoint.recv().unwrap(),
+            backend,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[test]
+fn endpoint_mode_sends_to_a_running_server() {
+    let server = InProcess::start();
+    let tmp = TempDir::new("endpoint");
+    let file = tmp.file("mixed.jsonl", MIXED);
+    let out = import(
+        &[
+            "--table",
+            "people",
+            file.to_str().unwrap(),
+            "--endpoint",
+            &server.endpoint,
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).starts_with("created table people\n"));
+    assert_rejections(&out, &MIXED_REJECTIONS);
+    check_mixed(server.backend.as_ref(), "people");
+
+    // Many entities over several connections, then --upsert over them.
+    let out = import(
+        &[
+            "--table",
+            "people",
+            "--endpoint",
+            &server.endpoint,
+            "--connections",
+            "3",
+        ],
+        &lines(4, 50, 1),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("created table"));
+    assert!(stderr(&out).contains("<stdin>: 200 loaded, 0 rejected"));
+    let out = import(
+        &[
+            "--table",
+            "people",
+            "--endpoint",
+            &server.endpoint,
+            "--upsert",
+        ],
+        &lines(4, 50, 7),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let e = server
+        .backend
+        .get("people", "p3", "r0049")
+        .unwrap()
+        .unwrap();
+    assert_eq!(e.get("X").map(|v| v.to_owned()), Some(Value::Int32(7)));
+}
+
+#[test]
+fn endpoint_mode_stops_when_the_server_is_unreachable() {
+    // A port that was free a moment ago: nobody listens.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = format!("http://127.0.0.1:{port}/devstoreaccount1");
+    let out = import(
+        &["--table", "people", "--endpoint", &endpoint],
+        &lines(1, 3, 1),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot reach"), "{}", stderr(&out));
+}
