@@ -6,7 +6,8 @@
 //!    `x-ms-client-request-id`, and one `info` log line (method, path, status, duration,
 //!    request id);
 //! 2. **path** → account + [`Resource`] ([`crate::resource::parse_path`]);
-//! 3. **authorization** of the account ([`crate::auth`]) — before any handler runs;
+//! 3. **authorization** ([`crate::auth`]): the account's store, the signature or SAS token —
+//!    before any handler runs; once the method is known, what a SAS token allows;
 //! 4. **protocol headers** (`x-ms-version`, `DataServiceVersion`, …), the **query string**,
 //!    and the response's **metadata level** (`$format` / `Accept`);
 //! 5. **method dispatch** per resource kind (`X-HTTP-Method` overrides `POST`); a method
@@ -33,7 +34,7 @@ use axum::response::Response;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::auth;
+use crate::auth::{self, Hosted};
 use crate::context::{AppState, Ctx};
 use crate::encode::Links;
 use crate::entities::{self, Update};
@@ -48,7 +49,7 @@ use crate::tables;
 struct RequestId(String);
 
 /// The router of a server.
-pub(crate) fn router(state: Arc<AppState>) -> Router {
+pub(crate) fn router(state: Arc<Hosted>) -> Router {
     Router::new()
         .fallback(dispatch)
         .layer(middleware::from_fn(common))
@@ -103,7 +104,7 @@ async fn common(mut request: Request, next: Next) -> Response {
 }
 
 /// Steps 2–6, on their own task.
-async fn dispatch(State(state): State<Arc<AppState>>, request: Request) -> Response {
+async fn dispatch(State(state): State<Arc<Hosted>>, request: Request) -> Response {
     let request_id = request
         .extensions()
         .get::<RequestId>()
@@ -148,15 +149,26 @@ const ALLOW_BATCH: &str = "POST";
 const ALLOW_ENTITIES: &str = "GET, POST";
 const ALLOW_ENTITY: &str = "GET, PUT, MERGE, PATCH, DELETE";
 
-async fn handle(state: &Arc<AppState>, request: Request) -> Result<Response, ApiError> {
+async fn handle(hosted: &Hosted, request: Request) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
     let path = parse_path(parts.uri.path())?;
-    auth::authorize(&state.config, &parts, &path.account)?;
+    let (state, grant) = auth::authorize(hosted, &parts, &path.account)?;
+    let state = &state;
     negotiate::check_versions(&parts.headers)?;
-    let query = QueryParams::parse(parts.uri.query())?;
+    let mut query = QueryParams::parse(parts.uri.query())?;
     let level =
         negotiate::response_level(parts.headers.get(header::ACCEPT), query.format.as_deref())?;
     let method = negotiate::effective_method(&parts.method, &parts.headers)?;
+    let body = auth::admit(
+        &grant,
+        &method,
+        &path.resource,
+        &parts.headers,
+        &mut query,
+        body,
+        state.config.max_body_bytes,
+    )
+    .await?;
     let ctx = Ctx {
         links: Links {
             base: base_url(&parts, &path.account),
