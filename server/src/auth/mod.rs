@@ -4,16 +4,16 @@
 //! * [`sign`] (public) — account keys, SharedKey / SharedKeyLite strings to sign and
 //!   signers, SAS builders: what the server verifies with, and what tests and tools sign
 //!   with;
-//! * [`authorize`] — the path's account must be hosted; then (unless [`AuthMode::Off`]) the
+//! * `authorize` — the path's account must be hosted; then (unless [`AuthMode::Off`]) the
 //!   request must carry either an `Authorization: SharedKey|SharedKeyLite {account}:{sig}`
 //!   header whose signature matches, with an `x-ms-date` (or `Date`) within 15 minutes of
 //!   now, or a SAS token (`sig=` in the query) that verifies (module `sas`);
-//! * [`admit`] — once the operation is known (method, resource, `If-Match`): what a SAS
+//! * `admit` — once the operation is known (method, resource, `If-Match`): what a SAS
 //!   token allows — permissions, its table, its key range. A key-ranged token limits
 //!   queries by adding the range to `$filter`, and inserts by the keys in the body.
 //!
 //! Every failure is 403 `AuthenticationFailed`, before any handler runs, so nothing is
-//! written. Each account has its own store ([`Hosted`]): the store and configuration a
+//! written. Each account has its own store (`Hosted`): the store and configuration a
 //! request works with are chosen here, by its account.
 //!
 //! ```text

@@ -211,8 +211,8 @@ pub(crate) fn verify(
             now.to_rfc3339()
         ));
     }
-    if fields.start_rk.is_some() && fields.start_pk.is_none()
-        || fields.end_rk.is_some() && fields.end_pk.is_none()
+    if (fields.start_rk.is_some() && fields.start_pk.is_none())
+        || (fields.end_rk.is_some() && fields.end_pk.is_none())
     {
         return Err("the SAS has a row key bound (srk/erk) without its partition key".into());
     }
