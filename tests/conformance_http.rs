@@ -22,7 +22,6 @@
 mod corpus;
 #[path = "server_support/pg.rs"]
 mod pg;
-#[allow(dead_code)]
 mod server_support;
 
 use corpus::{Case, Expect, Limit};
