@@ -709,14 +709,22 @@ fn create_table_request(account: &str, table: &str) -> String {
 fn cli_no_auth_says_so_loudly_and_accepts_unsigned_requests() {
     let (child, port, banner) = serve(&["--in-memory", "--no-auth"]);
     assert!(banner.contains("WARNING: --no-auth"), "{banner}");
-    let reply = raw(port, &create_table_request("devstoreaccount1", "open"), None);
+    let reply = raw(
+        port,
+        &create_table_request("devstoreaccount1", "open"),
+        None,
+    );
     assert!(reply.starts_with("HTTP/1.1 201"), "{reply}");
     let stderr = stop(child);
     assert!(stderr.contains("WARNING: --no-auth"), "{stderr}");
 
     let (child, port, banner) = serve(&["--in-memory"]);
     assert!(banner.contains("authorization: on"), "{banner}");
-    let reply = raw(port, &create_table_request("devstoreaccount1", "closed"), None);
+    let reply = raw(
+        port,
+        &create_table_request("devstoreaccount1", "closed"),
+        None,
+    );
     assert!(reply.starts_with("HTTP/1.1 403"), "{reply}");
     assert!(reply.contains("AuthenticationFailed"), "{reply}");
     stop(child);
@@ -728,9 +736,15 @@ fn cli_accounts_have_their_own_data_directories() {
     let _ = std::fs::remove_dir_all(&dir);
     let data = dir.to_str().unwrap();
     let account = format!("other1:{OTHER_KEY}");
-    let other = SharedKeySigner::new(AccountKey::new("other1", OTHER_KEY).unwrap(), Scheme::SharedKeyLite);
+    let other = SharedKeySigner::new(
+        AccountKey::new("other1", OTHER_KEY).unwrap(),
+        Scheme::SharedKeyLite,
+    );
     let (child, port, banner) = serve(&["--data", data, "--account", &account]);
-    assert!(banner.contains("accounts: devstoreaccount1, other1"), "{banner}");
+    assert!(
+        banner.contains("accounts: devstoreaccount1, other1"),
+        "{banner}"
+    );
     let reply = raw(port, &create_table_request("other1", "mine"), Some(&other));
     assert!(reply.starts_with("HTTP/1.1 201"), "{reply}");
     // The development key does not open the other account.
@@ -753,9 +767,15 @@ fn cli_accounts_have_their_own_data_directories() {
         )
     };
     let reply = list("other1", &other);
-    assert!(reply.starts_with("HTTP/1.1 200") && reply.contains(r#""TableName":"mine""#), "{reply}");
+    assert!(
+        reply.starts_with("HTTP/1.1 200") && reply.contains(r#""TableName":"mine""#),
+        "{reply}"
+    );
     let reply = list("devstoreaccount1", &server_support::dev_signer());
-    assert!(reply.starts_with("HTTP/1.1 200") && !reply.contains("mine"), "{reply}");
+    assert!(
+        reply.starts_with("HTTP/1.1 200") && !reply.contains("mine"),
+        "{reply}"
+    );
     stop(child);
     let _ = std::fs::remove_dir_all(&dir);
 }
