@@ -1,5 +1,6 @@
-//! One partition of a [`MemorySource`](super::MemorySource): an immutable, compact block of
-//! rows sorted by RowKey, with a hash index for point lookups.
+//! One partition of a [`MemorySnapshot`](super::MemorySnapshot): an immutable, compact
+//! block of rows sorted by RowKey, with a hash index for point lookups. The write overlay
+//! (`overlay.rs`) uses the same layout, unindexed, for the rows of one write.
 //!
 //! Layout (all offsets are `u32` into per-partition arenas, so a partition holds at most
 //! 4 GiB of text, 4 GiB of bytes and 2³² property slots):
@@ -438,9 +439,52 @@ impl PartitionBuilder {
         Ok(())
     }
 
+    /// Appends copies of rows `lo..hi` of `from` (same name table).
+    pub(crate) fn push_rows(
+        &mut self,
+        from: &Partition,
+        lo: usize,
+        hi: usize,
+    ) -> Result<(), MemoryError> {
+        for row in lo..hi {
+            self.push_row(from, row)?;
+        }
+        Ok(())
+    }
+
+    /// Appends a row that holds only a RowKey (the key of a removal in the overlay).
+    pub(crate) fn push_key(&mut self, row_key: &str) -> Result<(), MemoryError> {
+        self.note_order(row_key);
+        let (key_start, key_len) = self.push_text(row_key)?;
+        let slot_start = to_u32(self.slots.len(), "slots")?;
+        self.rows.push(RowHead {
+            timestamp: NO_TIMESTAMP,
+            key_start,
+            key_len,
+            slot_start,
+            slot_len: 0,
+        });
+        Ok(())
+    }
+
     /// Whether no row was pushed.
     pub(crate) fn is_empty(&self) -> bool {
         self.rows.is_empty()
+    }
+
+    /// The rows as pushed (they must be in strictly ascending RowKey order), without a
+    /// hash index: a block of the write overlay, which is only read by row number.
+    /// [`Partition::find`] never finds anything in it.
+    pub(crate) fn finish_block(self) -> Partition {
+        debug_assert!(self.sorted, "overlay blocks are built in key order");
+        Partition {
+            key: self.key,
+            rows: self.rows,
+            slots: self.slots,
+            text: self.text,
+            bytes: self.bytes,
+            index: Index::default(),
+        }
     }
 
     /// Sorts (if needed), drops all but the last row of each RowKey, builds the index.
