@@ -207,19 +207,19 @@ impl NameTable for std::borrow::Cow<'_, Names> {
 struct Base {
     partitions: Vec<Arc<Partition>>,
     /// PartitionKey → position in `partitions` (shared between bases with the same keys).
-    by_key: Arc<HashMap<Box<str>, u32>>,
+    by_key: Arc<HashMap<Arc<str>, u32>>,
     /// Rows in all partitions.
     len: usize,
 }
 
 impl Base {
-    fn new(partitions: Vec<Arc<Partition>>, by_key: Option<Arc<HashMap<Box<str>, u32>>>) -> Base {
+    fn new(partitions: Vec<Arc<Partition>>, by_key: Option<Arc<HashMap<Arc<str>, u32>>>) -> Base {
         let by_key = by_key.unwrap_or_else(|| {
             Arc::new(
                 partitions
                     .iter()
                     .enumerate()
-                    .map(|(i, p)| (Box::from(p.key()), i as u32))
+                    .map(|(i, p)| (p.shared_key().clone(), i as u32))
                     .collect(),
             )
         });
@@ -237,7 +237,7 @@ impl Base {
 
     /// This base with the partitions in `replaced` (sorted by key; `None` = now empty)
     /// in place of those with the same keys. `O(partitions)`.
-    fn replace(&self, replaced: Vec<(Box<str>, Option<Arc<Partition>>)>) -> Base {
+    fn replace(&self, replaced: Vec<(Arc<str>, Option<Arc<Partition>>)>) -> Base {
         let mut partitions: Vec<Arc<Partition>> =
             Vec::with_capacity(self.partitions.len() + replaced.len());
         let mut old = self.partitions.iter().peekable();

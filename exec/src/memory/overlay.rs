@@ -59,12 +59,12 @@ impl TreeEntry for PartitionOverlay {
 /// Rebuilds partition `key` from its base rows and its overlay rows: `None` when no row
 /// remains.
 fn merge_partition(
-    key: &str,
+    key: &Arc<str>,
     base: Option<&Partition>,
     rows: &Tree<RowEntry>,
     hasher: &RandomState,
 ) -> Result<Option<Arc<Partition>>, MemoryError> {
-    let mut b = PartitionBuilder::new(key);
+    let mut b = PartitionBuilder::with_key(key.clone());
     let mut next = 0;
     let base_len = base.map_or(0, Partition::len);
     for e in rows.iter() {
@@ -78,7 +78,8 @@ fn merge_partition(
             }
         }
         if !e.removed {
-            b.push_row(&e.block, e.row as usize)?;
+            let row = e.row as usize;
+            b.push_rows(&e.block, row, row + 1)?;
         }
     }
     if let Some(base) = base {
@@ -133,7 +134,7 @@ impl MemorySnapshot {
         let mut overlay_rows = state.overlay_rows;
         let mut len = state.len;
         let mut partitions = state.partitions;
-        let mut merged: Vec<(Box<str>, Option<Arc<Partition>>)> = Vec::new();
+        let mut merged: Vec<(Arc<str>, Option<Arc<Partition>>)> = Vec::new();
         let mut rest: &[RowChange] = &changes;
         while let Some(first) = rest.first() {
             let key = first.keys().0;
@@ -144,16 +145,19 @@ impl MemorySnapshot {
             let mut po = match overlay.get(key) {
                 Some(po) => po.clone(),
                 None => PartitionOverlay {
-                    key: Arc::from(key),
+                    key: base.map_or_else(|| Arc::from(key), |b| b.shared_key().clone()),
                     rows: Tree::default(),
                     live: base.map_or(0, Partition::len),
                 },
             };
             let (live_before, rows_before) = (po.live, po.rows.len());
-            let mut b = PartitionBuilder::new(key);
+            let mut b = PartitionBuilder::with_key(po.key.clone());
             for c in group {
                 match c {
-                    RowChange::Put(e) => b.push_entity(e, &mut names)?,
+                    RowChange::Put(e) => {
+                        b.reserve_entity(e);
+                        b.push_entity(e, &mut names)?
+                    }
                     RowChange::Remove { row_key, .. } => b.push_key(row_key)?,
                 }
             }
@@ -190,8 +194,8 @@ impl MemorySnapshot {
             let rebuild = base.map_or(0, Partition::len) + state.base.partitions.len();
             if po.rows.len() > limits.allowance(rebuild) {
                 merged.push((
-                    Box::from(key),
-                    merge_partition(key, base, &po.rows, &state.hasher)?,
+                    po.key.clone(),
+                    merge_partition(&po.key, base, &po.rows, &state.hasher)?,
                 ));
                 overlay_rows -= po.rows.len();
                 po.rows = Tree::default();
@@ -255,14 +259,14 @@ fn key_order(a: &RowChange, b: &RowChange) -> std::cmp::Ordering {
 
 /// `state` with every partition that has overlay rows rebuilt, and no overlay.
 fn merge_all(mut state: TableState) -> Result<TableState, MemoryError> {
-    let mut merged: Vec<(Box<str>, Option<Arc<Partition>>)> = Vec::new();
+    let mut merged: Vec<(Arc<str>, Option<Arc<Partition>>)> = Vec::new();
     for po in state.overlay.iter() {
         if po.rows.is_empty() {
             continue;
         }
         let base = state.base.partition(&po.key).map(|p| &**p);
         merged.push((
-            Box::from(&*po.key),
+            po.key.clone(),
             merge_partition(&po.key, base, &po.rows, &state.hasher)?,
         ));
     }

@@ -17,6 +17,7 @@ use crate::memory::{MemoryError, NameTable, Names};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
+use std::sync::Arc;
 use tableq_model::{DateTime, Entity, Property, ValueRef, order::compare_str};
 use uuid::Uuid;
 
@@ -86,8 +87,14 @@ impl Hasher for SpreadHasher {
 type Index = HashMap<u32, u32, BuildHasherDefault<SpreadHasher>>;
 
 /// An immutable partition.
+///
+/// Layout invariant (kept by [`PartitionBuilder`], which appends rows in order and re-lays
+/// unsorted input out in order): the arenas hold the rows in row order — row `i`'s RowKey,
+/// then its strings, lie in `text` before row `i + 1`'s; its slots and bytes likewise. A
+/// run of rows is thus one contiguous range of each arena ([`PartitionBuilder::push_rows`]
+/// copies it as such).
 pub(crate) struct Partition {
-    key: Box<str>,
+    key: Arc<str>,
     rows: Vec<RowHead>,
     slots: Vec<Slot>,
     text: String,
@@ -107,6 +114,11 @@ fn row_hash(hasher: &RandomState, row_key: &str) -> u32 {
 impl Partition {
     /// The PartitionKey.
     pub(crate) fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The PartitionKey, shared.
+    pub(crate) fn shared_key(&self) -> &Arc<str> {
         &self.key
     }
 
@@ -246,7 +258,7 @@ impl Partition {
     /// A row as an owned entity.
     pub(crate) fn entity(&self, head: &RowHead, names: &Names) -> Entity {
         Entity::with_properties(
-            self.key.as_ref(),
+            &*self.key,
             self.row_key_of(head),
             Partition::timestamp_of(head),
             self.properties_of(head, names),
@@ -300,7 +312,7 @@ impl std::fmt::Debug for Partition {
 /// [`finish`]: PartitionBuilder::finish
 #[derive(Debug)]
 pub(crate) struct PartitionBuilder {
-    key: Box<str>,
+    key: Arc<str>,
     rows: Vec<RowHead>,
     slots: Vec<Slot>,
     text: String,
@@ -310,8 +322,13 @@ pub(crate) struct PartitionBuilder {
 
 impl PartitionBuilder {
     pub(crate) fn new(key: &str) -> PartitionBuilder {
+        PartitionBuilder::with_key(Arc::from(key))
+    }
+
+    /// A builder for partition `key` (shared with whoever else holds it).
+    pub(crate) fn with_key(key: Arc<str>) -> PartitionBuilder {
         PartitionBuilder {
-            key: key.into(),
+            key,
             rows: Vec::new(),
             slots: Vec::new(),
             text: String::new(),
@@ -439,16 +456,86 @@ impl PartitionBuilder {
         Ok(())
     }
 
-    /// Appends copies of rows `lo..hi` of `from` (same name table).
+    /// Makes room for `entity` (so that pushing it allocates exactly once per arena).
+    pub(crate) fn reserve_entity(&mut self, entity: &Entity) {
+        let (mut text, mut bytes) = (entity.row_key().len(), 0);
+        for p in entity.properties() {
+            match p.value.as_ref() {
+                ValueRef::String(s) => text += s.len(),
+                ValueRef::Binary(b) => bytes += b.len(),
+                ValueRef::Guid(_) => bytes += 16,
+                _ => {}
+            }
+        }
+        self.rows.reserve(1);
+        self.slots.reserve(entity.properties().len());
+        self.text.reserve(text);
+        self.bytes.reserve(bytes);
+    }
+
+    /// Appends copies of rows `lo..hi` of `from` (same name table): the run's ranges of
+    /// the arenas are copied whole and their offsets shifted (see the layout invariant
+    /// of [`Partition`]), rather than row by row.
     pub(crate) fn push_rows(
         &mut self,
         from: &Partition,
         lo: usize,
         hi: usize,
     ) -> Result<(), MemoryError> {
-        for row in lo..hi {
-            self.push_row(from, row)?;
+        let heads = from.heads(lo, hi);
+        let (Some(first), Some(last)) = (heads.first(), heads.last()) else {
+            return Ok(());
+        };
+        self.note_order(from.row_key_of(first));
+        // The run's slots, text and bytes.
+        let slots_lo = first.slot_start as usize;
+        let slots_hi = (last.slot_start + last.slot_len) as usize;
+        let text_lo = first.key_start as usize;
+        let text_hi = from
+            .rows
+            .get(hi)
+            .map_or(from.text.len(), |next| next.key_start as usize);
+        let slots = from.slots.get(slots_lo..slots_hi).unwrap_or(&[]);
+        let mut bytes_range: Option<(usize, usize)> = None;
+        for s in slots {
+            if matches!(s.id_tag & ((1 << TAG_BITS) - 1), TAG_GUID | TAG_BINARY) {
+                let (b_lo, b_hi) = (s.lo as usize, (s.lo + s.hi) as usize);
+                bytes_range = Some(match bytes_range {
+                    Some((l, h)) => (l.min(b_lo), h.max(b_hi)),
+                    None => (b_lo, b_hi),
+                });
+            }
         }
+        let (bytes_lo, bytes_hi) = bytes_range.unwrap_or((0, 0));
+        // Shifts (as wrapping u32 arithmetic: every shifted offset fits, checked below).
+        let text_base = to_u32(self.text.len(), "text")?;
+        let bytes_base = to_u32(self.bytes.len(), "bytes")?;
+        let slot_base = to_u32(self.slots.len(), "slots")?;
+        to_u32(self.text.len() + (text_hi - text_lo), "text")?;
+        to_u32(self.bytes.len() + (bytes_hi - bytes_lo), "bytes")?;
+        to_u32(self.slots.len() + slots.len(), "slots")?;
+        let text_shift = text_base.wrapping_sub(text_lo as u32);
+        let bytes_shift = bytes_base.wrapping_sub(bytes_lo as u32);
+        let slot_shift = slot_base.wrapping_sub(slots_lo as u32);
+        self.text
+            .push_str(from.text.get(text_lo..text_hi).unwrap_or(""));
+        self.bytes
+            .extend_from_slice(from.bytes.get(bytes_lo..bytes_hi).unwrap_or(&[]));
+        self.slots.extend(slots.iter().map(|s| {
+            let lo = match s.id_tag & ((1 << TAG_BITS) - 1) {
+                TAG_STRING => s.lo.wrapping_add(text_shift),
+                TAG_GUID | TAG_BINARY => s.lo.wrapping_add(bytes_shift),
+                _ => s.lo,
+            };
+            Slot { lo, ..*s }
+        }));
+        self.rows.extend(heads.iter().map(|h| RowHead {
+            key_start: h.key_start.wrapping_add(text_shift),
+            slot_start: h.slot_start.wrapping_add(slot_shift),
+            ..*h
+        }));
+        // The run itself is in order (a partition's rows are): only its first row needed
+        // comparing with the rows before it.
         Ok(())
     }
 
@@ -512,7 +599,7 @@ impl PartitionBuilder {
                 index: Index::default(),
             };
             drop(keys);
-            let mut sorted = PartitionBuilder::new(&self.key);
+            let mut sorted = PartitionBuilder::with_key(self.key.clone());
             for i in order {
                 sorted.push_row(&unsorted, i)?;
             }

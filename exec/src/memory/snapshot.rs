@@ -49,7 +49,7 @@ impl MemorySnapshot {
             .map(|p| p.heap_bytes() + size_of::<Partition>() + 16)
             .sum();
         let dir = s.base.partitions.capacity() * 8
-            + s.base.by_key.capacity() * (size_of::<(Box<str>, u32)>() + 1);
+            + s.base.by_key.capacity() * (size_of::<(std::sync::Arc<str>, u32)>() + 1);
         let names: usize = s.names.names.iter().map(|n| 2 * n.len() + 48).sum();
         // Overlay: each block once, tree nodes at about 2/3 occupancy.
         let mut blocks = std::collections::HashSet::new();

@@ -9,10 +9,30 @@ use tableq_model::order::OrdinalString;
 use tableq_model::{DateTime, EntityView, Value};
 use tableq_planner::plan::{KeyInterval, KeyRange};
 
+/// An entity whose shape varies with `n`: strings, and (for some `n`) Binary values of
+/// varying length (empty included) and Guids, so that copies of runs of rows (merges)
+/// must shift offsets into both arenas correctly.
 fn entity(pk: &str, rk: &str, n: i32) -> Entity {
     let mut e = Entity::new(pk, rk);
     e.set("N", Value::Int32(n));
     e.set("S", Value::String(format!("s{n}")));
+    if n % 3 != 0 {
+        let len = n.unsigned_abs() as usize % 5;
+        e.set(
+            "B",
+            Value::Binary((0..len).map(|i| (n as u8) ^ i as u8).collect()),
+        );
+    }
+    if n % 2 == 0 {
+        e.set(
+            "G",
+            Value::Guid(uuid::Uuid::from_u128(n as u128 * 0x1_0001)),
+        );
+        e.set(
+            "T",
+            Value::String("é".repeat(n.unsigned_abs() as usize % 4)),
+        );
+    }
     e
 }
 
