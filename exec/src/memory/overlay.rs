@@ -65,12 +65,22 @@ fn merge_partition(
     hasher: &RandomState,
 ) -> Result<Option<Arc<Partition>>, MemoryError> {
     let mut b = PartitionBuilder::with_key(key.clone());
+    // Room for the base and (about, by the first block's shape) the overlay rows.
+    if let Some(base) = base {
+        b.reserve(base.arena_lens());
+    }
+    if let Some(first) = rows.iter().next() {
+        let (n, slots, text, bytes) = first.block.arena_lens();
+        let per_row = |x: usize| x.div_ceil(n.max(1)) * rows.len();
+        b.reserve((rows.len(), per_row(slots), per_row(text), per_row(bytes)));
+    }
     let mut next = 0;
     let base_len = base.map_or(0, Partition::len);
     for e in rows.iter() {
         if let Some(base) = base {
             let row_key = e.key();
-            let stop = base.lower_bound(row_key, false).max(next);
+            // Overlay keys ascend: the base is walked forward, never searched whole.
+            let stop = base.lower_bound_from(next, row_key);
             b.push_rows(base, next, stop)?;
             next = stop;
             if next < base_len && base.row_key(next) == row_key {

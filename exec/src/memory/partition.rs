@@ -281,6 +281,44 @@ impl Partition {
             })
     }
 
+    /// [`lower_bound`](Partition::lower_bound)`(row_key, false)`, knowing that it is at
+    /// least `from`: an exponential search forward from `from`, `O(log d)` for a result
+    /// `d` rows further (a merge walks the base this way, overlay key after overlay key).
+    pub(crate) fn lower_bound_from(&self, from: usize, row_key: &str) -> usize {
+        let below = |i: usize| compare_str(self.row_key(i), row_key) == Ordering::Less;
+        let len = self.rows.len();
+        if from >= len || !below(from) {
+            return from.min(len);
+        }
+        // rows[lo] < row_key; find hi with rows[hi] >= row_key (or the end).
+        let (mut lo, mut step) = (from, 1usize);
+        let hi = loop {
+            let probe = lo.saturating_add(step);
+            if probe >= len {
+                break len;
+            }
+            if !below(probe) {
+                break probe;
+            }
+            lo = probe;
+            step = step.saturating_mul(2);
+        };
+        lo + 1
+            + self
+                .heads(lo + 1, hi)
+                .partition_point(|h| compare_str(self.row_key_of(h), row_key) == Ordering::Less)
+    }
+
+    /// The sizes of the arenas (rows, slots, text, bytes), to reserve room for a copy.
+    pub(crate) fn arena_lens(&self) -> (usize, usize, usize, usize) {
+        (
+            self.rows.len(),
+            self.slots.len(),
+            self.text.len(),
+            self.bytes.len(),
+        )
+    }
+
     /// The row with exactly this RowKey.
     pub(crate) fn find(&self, hasher: &RandomState, row_key: &str) -> Option<usize> {
         match self.index.get(&row_hash(hasher, row_key)) {
@@ -454,6 +492,15 @@ impl PartitionBuilder {
             ..head
         });
         Ok(())
+    }
+
+    /// Makes room for `rows` more rows, `slots` more slots, `text` more bytes of text and
+    /// `bytes` more bytes.
+    pub(crate) fn reserve(&mut self, (rows, slots, text, bytes): (usize, usize, usize, usize)) {
+        self.rows.reserve(rows);
+        self.slots.reserve(slots);
+        self.text.reserve(text);
+        self.bytes.reserve(bytes);
     }
 
     /// Makes room for `entity` (so that pushing it allocates exactly once per arena).

@@ -185,6 +185,28 @@ fn single_writes_keep_the_overlay_bounded() {
 }
 
 #[test]
+fn forward_lower_bounds_equal_binary_searches() {
+    let hasher = std::hash::RandomState::new();
+    let mut b = partition::PartitionBuilder::new("p");
+    for i in (0..200).step_by(3) {
+        b.push_entity(&entity("p", &format!("{i:03}"), i), &mut Names::default())
+            .unwrap();
+    }
+    let part = b.finish(&hasher).unwrap();
+    for from in 0..=part.len() + 1 {
+        for k in 0..205 {
+            let key = format!("{k:03}");
+            let want = part.lower_bound(&key, false).max(from).min(part.len());
+            assert_eq!(
+                part.lower_bound_from(from, &key),
+                want,
+                "from {from}, key {key}"
+            );
+        }
+    }
+}
+
+#[test]
 fn hash_collisions_fall_back_to_search() {
     // Many rows in one partition: 32-bit hash collisions become likely enough to exercise
     // the fallback occasionally; every key must still be found.
