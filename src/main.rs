@@ -1,6 +1,6 @@
 //! The `tableq` command-line tool: validate entities, inspect every stage of the query
 //! pipeline (`debug tokens|ast|plan`, `explain`), evaluate filters over JSON-lines files
-//! (`eval`) and generate benchmark data (`gen`).
+//! (`eval`), generate benchmark data (`gen`) and run the Table service emulator (`serve`).
 #![forbid(unsafe_code)]
 
 mod cli;
@@ -39,6 +39,8 @@ enum Command {
     /// Generate deterministic synthetic entities as JSON lines.
     #[command(after_long_help = cli::help::GEN)]
     Gen(cli::generate::Args),
+    /// Run the Table service emulator (the REST protocol over HTTP) for the official SDKs.
+    Serve(cli::serve::Args),
     /// Print one stage of the query pipeline.
     #[command(subcommand)]
     Debug(DebugCommand),
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => cli::eval::run(args),
         Command::Explain(args) => cli::explain::run(args),
         Command::Gen(args) => cli::generate::run(args),
+        Command::Serve(args) => cli::serve::run(args),
         Command::Debug(DebugCommand::Tokens(args)) => cli::debug::run_tokens(args),
         Command::Debug(DebugCommand::Ast(args)) => cli::debug::run_ast(args),
         Command::Debug(DebugCommand::Plan(args)) => cli::explain::run(args),

@@ -14,4 +14,5 @@ pub mod explain;
 pub mod generate;
 pub mod help;
 pub mod input;
+pub mod serve;
 pub mod validate;

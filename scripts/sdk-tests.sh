@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# Runs the real-client suites against `tableq serve`:
+#   tests/sdk/python  azure-data-tables (PyPI), pytest, in tests/sdk/python/.venv
+#   tests/sdk/js      @azure/data-tables (npm), node --test, in tests/sdk/js/node_modules
+# Both environments are installed here from pinned files (requirements.txt, package-lock.json)
+# and reused while those files (and the interpreter versions) are unchanged.
+#
+# The script starts `tableq serve --in-memory` on a free loopback port, waits until it
+# answers, runs the suites against it, and stops it by the pid it started. The restart and
+# UseDevelopmentStorage=true tests start their own servers from TABLEQ_BIN.
+#
+# Usage: scripts/sdk-tests.sh [--suite all|python|js] [--endpoint URL] [--install-only]
+#   --endpoint URL   use an already running server, e.g. http://127.0.0.1:10002/devstoreaccount1
+#                    (nothing is started; the restart tests need TABLEQ_BIN, else they skip)
+#   --suite S        run only one suite (default: all)
+#   --install-only   install the two client environments and stop
+# Environment:
+#   TABLEQ_BIN       the tableq binary (default: `cargo build --bin tableq`, target/debug/tableq)
+#   PYTEST_ADDOPTS   extra pytest options, e.g. "-k paging -x"
+# Exit status: 0 all suites passed, 1 a suite failed, 2 usage or setup error.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+py_dir="$repo/tests/sdk/python"
+js_dir="$repo/tests/sdk/js"
+venv="$py_dir/.venv"
+helper="$py_dir/tableq_server.py"
+
+suite=all
+endpoint=""
+install_only=false
+
+say() { printf 'sdk-tests: %s\n' "$*" >&2; }
+die() { say "error: $*"; exit 2; }
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; }
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --endpoint) [ $# -ge 2 ] || die "--endpoint needs a URL"; endpoint=${2%/}; shift 2 ;;
+        --endpoint=*) endpoint=${1#--endpoint=}; endpoint=${endpoint%/}; shift ;;
+        --suite) [ $# -ge 2 ] || die "--suite needs all, python or js"; suite=$2; shift 2 ;;
+        --suite=*) suite=${1#--suite=}; shift ;;
+        --install-only) install_only=true; shift ;;
+        -h | --help) usage; exit 0 ;;
+        *) usage; die "unknown argument: $1" ;;
+    esac
+done
+case "$suite" in all | python | js) ;; *) die "--suite must be all, python or js, not '$suite'" ;; esac
+want_py=false; want_js=false
+[ "$suite" = js ] || want_py=true
+[ "$suite" = python ] || want_js=true
+
+# --- the interpreters (CI has them; nothing else is preinstalled) ---------------------
+command -v python3 >/dev/null || die "python3 not found: the Python SDK suite needs CPython >= 3.8 with venv"
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 8))' ||
+    die "python3 is $(python3 --version 2>&1); azure-data-tables 12.7.0 needs >= 3.8"
+if $want_py; then
+    python3 -c 'import venv, ensurepip' 2>/dev/null ||
+        die "python3 has no working venv module (on Debian/Ubuntu: apt-get install python3-venv)"
+fi
+if $want_js; then
+    command -v node >/dev/null || die "node not found: the JS SDK suite needs Node.js >= 20"
+    command -v npm >/dev/null || die "npm not found: the JS SDK suite installs @azure/data-tables with npm ci"
+    node -e 'process.exit(Number(process.versions.node.split(".")[0]) < 20 ? 1 : 0)' ||
+        die "node is $(node --version); @azure/data-tables 13.3.2 and node --test need >= 20"
+fi
+
+# --- client environments ------------------------------------------------------------
+fingerprint() { sha256sum | cut -d' ' -f1; }
+
+install_python() {
+    local want
+    want=$( { cat "$py_dir/requirements.txt"; python3 --version; } | fingerprint)
+    if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.tableq-stamp" 2>/dev/null)" = "$want" ]; then
+        return
+    fi
+    say "installing the Python client into tests/sdk/python/.venv (requirements.txt)"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+        -r "$py_dir/requirements.txt" || die "pip could not install tests/sdk/python/requirements.txt"
+    printf '%s\n' "$want" >"$venv/.tableq-stamp"
+}
+
+install_js() {
+    local want
+    want=$( { cat "$js_dir/package-lock.json"; node --version; } | fingerprint)
+    if [ "$(cat "$js_dir/node_modules/.tableq-stamp" 2>/dev/null)" = "$want" ]; then
+        return
+    fi
+    say "installing the JS client into tests/sdk/js/node_modules (npm ci, package-lock.json)"
+    (cd "$js_dir" && npm ci --no-audit --no-fund --loglevel=error) ||
+        die "npm ci failed in tests/sdk/js"
+    printf '%s\n' "$want" >"$js_dir/node_modules/.tableq-stamp"
+}
+
+$want_py && install_python
+$want_js && install_js
+$install_only && { say "client environments are installed"; exit 0; }
+
+# --- the server -----------------------------------------------------------------------
+bin=${TABLEQ_BIN:-}
+if [ -z "$bin" ] && [ -z "$endpoint" ]; then
+    say "building tableq (cargo build --bin tableq)"
+    (cd "$repo" && cargo build --quiet --bin tableq) || die "cargo build failed"
+    bin="${CARGO_TARGET_DIR:-$repo/target}/debug/tableq"
+fi
+if [ -n "$bin" ]; then
+    [ -x "$bin" ] || die "TABLEQ_BIN=$bin is not an executable file"
+    bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/tableq-sdk-tests.XXXXXX")
+server_pid=""
+
+stop_server() {
+    [ -n "$server_pid" ] || return 0
+    if kill -0 "$server_pid" 2>/dev/null; then
+        kill -TERM "$server_pid" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$server_pid" 2>/dev/null; then
+            say "the server (pid $server_pid) ignored SIGTERM for 5 s: SIGKILL"
+            kill -KILL "$server_pid" 2>/dev/null || true
+        fi
+    fi
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+}
+cleanup() { stop_server; rm -rf "$work"; }
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+server_log_tail() {
+    say "server log ($work/server.log), last lines:"
+    tail -n 40 "$work/server.log" >&2 || true
+}
+
+if [ -z "$endpoint" ]; then
+    port=$(python3 "$helper" free-port)
+    "$bin" serve --host 127.0.0.1 --port "$port" --in-memory >"$work/server.log" 2>&1 &
+    server_pid=$!
+    if ! python3 "$helper" wait "$port" "$server_pid" 30; then
+        server_log_tail
+        die "'$bin serve --host 127.0.0.1 --port $port --in-memory' did not start"
+    fi
+    endpoint="http://127.0.0.1:$port/devstoreaccount1"
+    say "tableq serve --in-memory is running on $endpoint (pid $server_pid)"
+else
+    say "using the server at $endpoint"
+fi
+
+export TABLEQ_SDK_ENDPOINT="$endpoint"
+if [ -n "$bin" ]; then export TABLEQ_BIN="$bin"; else unset TABLEQ_BIN; fi
+export PYTHONDONTWRITEBYTECODE=1
+
+# --- the suites -----------------------------------------------------------------------
+failed=()
+summary=()
+
+if $want_py; then
+    say "running the Python suite (azure-data-tables 12.7.0, pytest)"
+    if (cd "$py_dir" && COLUMNS=${COLUMNS:-200} "$venv/bin/python" -m pytest --basetemp="$work/pytest" .); then
+        summary+=("python suite (azure-data-tables): passed")
+    else
+        status=$?
+        summary+=("python suite (azure-data-tables): FAILED (pytest exit status $status)")
+        failed+=(python)
+    fi
+fi
+
+if $want_js; then
+    say "running the JS suite (@azure/data-tables 13.3.2, node --test)"
+    if (cd "$js_dir" && node --test --test-reporter=spec --test-timeout=120000 test/*.test.mjs); then
+        summary+=("js suite (@azure/data-tables): passed")
+    else
+        status=$?
+        summary+=("js suite (@azure/data-tables): FAILED (node --test exit status $status)")
+        failed+=(js)
+    fi
+fi
+
+if [ -n "$server_pid" ] && ! kill -0 "$server_pid" 2>/dev/null; then
+    summary+=("the server (pid $server_pid) exited during the tests")
+    failed+=(server)
+    server_log_tail
+elif [ ${#failed[@]} -gt 0 ] && [ -n "$server_pid" ]; then
+    server_log_tail
+fi
+stop_server
+
+for line in "${summary[@]}"; do say "$line"; done
+if [ ${#failed[@]} -gt 0 ]; then
+    say "FAILED: ${failed[*]}"
+    exit 1
+fi
+say "all suites passed"

@@ -1,0 +1,229 @@
+//! The request pipeline: one axum fallback route, so that every request — whatever its
+//! path — goes through the same steps, in this order:
+//!
+//! 1. **common headers and the request log** (middleware [`common`]): a request id, then on
+//!    the way out `x-ms-request-id`, `x-ms-version`, `Date`, the echoed
+//!    `x-ms-client-request-id`, and one `info` log line (method, path, status, duration,
+//!    request id);
+//! 2. **path** → account + [`Resource`] ([`crate::resource::parse_path`]);
+//! 3. **authorization** of the account ([`crate::auth`]) — before any handler runs;
+//! 4. **protocol headers** (`x-ms-version`, `DataServiceVersion`, …), the **query string**,
+//!    and the response's **metadata level** (`$format` / `Accept`);
+//! 5. **method dispatch** per resource kind (`X-HTTP-Method` overrides `POST`); a method
+//!    the resource does not support → 405 `MethodNotAllowed` with `Allow`;
+//! 6. the handler ([`crate::tables`], [`crate::entities`]); `$batch` is routed to its own
+//!    arm, not served yet (501 `NotImplemented`).
+//!
+//! Every failure becomes an [`ApiError`] response carrying the request id.
+//!
+//! ```text
+//! PUT /devstoreaccount1/t(PartitionKey='p',RowKey='r')   If-Match: *
+//!   → path: account `devstoreaccount1`, Resource::Entity { t, p, r }
+//!   → account authorized; headers, query and `Accept` checked
+//!   → PUT on an entity with If-Match: entities::update(Replace)
+//!   → 204, ETag, x-ms-request-id, x-ms-version, Date        (one log line)
+//! ```
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, header, request::Parts};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::auth;
+use crate::context::{AppState, Ctx};
+use crate::encode::Links;
+use crate::entities::{self, Update};
+use crate::error::ApiError;
+use crate::negotiate;
+use crate::query::QueryParams;
+use crate::resource::{Resource, describe, parse_path};
+use crate::tables;
+
+/// The request id of a request, set by [`common`].
+#[derive(Debug, Clone)]
+struct RequestId(String);
+
+/// The router of a server.
+pub(crate) fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .fallback(dispatch)
+        .layer(middleware::from_fn(common))
+        .with_state(state)
+}
+
+/// The `Date` header's form (RFC 7231 IMF-fixdate).
+fn http_date() -> String {
+    chrono::Utc::now()
+        .format("%a, %d %b %Y %H:%M:%S GMT")
+        .to_string()
+}
+
+/// Step 1: request id, common response headers, the request log line.
+async fn common(mut request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let request_id = uuid::Uuid::new_v4().to_string();
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let client_request_id = request.headers().get("x-ms-client-request-id").cloned();
+    let version = negotiate::response_version(request.headers());
+    request
+        .extensions_mut()
+        .insert(RequestId(request_id.clone()));
+
+    let mut response = next.run(request).await;
+
+    let headers = response.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(&request_id) {
+        headers.insert("x-ms-request-id", v);
+    }
+    headers.insert("x-ms-version", version);
+    if let Ok(v) = HeaderValue::from_str(&http_date()) {
+        headers.insert(header::DATE, v);
+    }
+    if let Some(v) = client_request_id {
+        headers.insert("x-ms-client-request-id", v);
+    }
+    let status = response.status().as_u16();
+    let error_code = response
+        .headers()
+        .get(crate::error::ERROR_CODE_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    tracing::info!(
+        target: "tableq_server::request",
+        "{method} {path} {status}{}{error_code} {:.1}ms request_id={request_id}",
+        if error_code.is_empty() { "" } else { " " },
+        started.elapsed().as_secs_f64() * 1000.0,
+    );
+    response
+}
+
+/// Steps 2–6, on their own task.
+async fn dispatch(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let request_id = request
+        .extensions()
+        .get::<RequestId>()
+        .map(|r| r.0.clone())
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    // The handler runs as its own task so that a panic (a bug, never expected) becomes a
+    // 500 for this request instead of a dropped connection.
+    let outcome = tokio::spawn(async move { handle(&state, request).await })
+        .await
+        .unwrap_or_else(|e| {
+            Err(ApiError::internal(format!(
+                "the request handler failed: {e}"
+            )))
+        });
+    match outcome {
+        Ok(response) => response,
+        Err(error) => {
+            if error.status().is_server_error() {
+                tracing::error!(target: "tableq_server::request", "request {request_id}: {error}");
+            }
+            error.into_response_for(&request_id)
+        }
+    }
+}
+
+/// `http://<Host>/<account>`: the base of `odata.metadata` and `odata.id`.
+fn base_url(parts: &Parts, account: &str) -> String {
+    let host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty() && h.is_ascii())
+        .map(str::to_owned)
+        .or_else(|| parts.uri.authority().map(|a| a.to_string()))
+        .unwrap_or_else(|| "localhost".into());
+    format!("http://{host}/{account}")
+}
+
+const ALLOW_TABLES: &str = "GET, POST";
+const ALLOW_TABLE: &str = "GET, DELETE";
+const ALLOW_BATCH: &str = "POST";
+const ALLOW_ENTITIES: &str = "GET, POST";
+const ALLOW_ENTITY: &str = "GET, PUT, MERGE, PATCH, DELETE";
+
+async fn handle(state: &Arc<AppState>, request: Request) -> Result<Response, ApiError> {
+    let (parts, body) = request.into_parts();
+    let path = parse_path(parts.uri.path())?;
+    auth::authorize(&state.config, &parts, &path.account)?;
+    negotiate::check_versions(&parts.headers)?;
+    let query = QueryParams::parse(parts.uri.query())?;
+    let level =
+        negotiate::response_level(parts.headers.get(header::ACCEPT), query.format.as_deref())?;
+    let method = negotiate::effective_method(&parts.method, &parts.headers)?;
+    let ctx = Ctx {
+        links: Links {
+            base: base_url(&parts, &path.account),
+            account: path.account.clone(),
+        },
+        level,
+        query,
+        headers: parts.headers,
+    };
+    route(state, &ctx, method, path.resource, body).await
+}
+
+async fn route(
+    state: &Arc<AppState>,
+    ctx: &Ctx,
+    method: Method,
+    resource: Resource,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let not_allowed = |resource: &Resource, allow| {
+        Err(ApiError::method_not_allowed(
+            method.as_str(),
+            &describe(resource),
+            allow,
+        ))
+    };
+    match &resource {
+        Resource::Tables { .. } => match method {
+            Method::GET => tables::query(state, ctx).await,
+            Method::POST => tables::create(state, ctx, body).await,
+            _ => not_allowed(&resource, ALLOW_TABLES),
+        },
+        Resource::Table { table } => match method {
+            Method::GET => tables::get(state, ctx, table.name.clone()).await,
+            Method::DELETE => tables::delete(state, table.name.clone()).await,
+            _ => not_allowed(&resource, ALLOW_TABLE),
+        },
+        Resource::Batch { .. } => match method {
+            Method::POST => Err(ApiError::not_implemented(
+                "entity group transactions ($batch) are not served by this version of tableq",
+            )),
+            _ => not_allowed(&resource, ALLOW_BATCH),
+        },
+        Resource::Entities { table } => match method {
+            Method::GET => entities::query(state, ctx, table.name.clone()).await,
+            Method::POST => entities::insert(state, ctx, table.name.clone(), body).await,
+            _ => not_allowed(&resource, ALLOW_ENTITIES),
+        },
+        Resource::Entity {
+            table,
+            partition_key,
+            row_key,
+        } => {
+            let (table, pk, rk) = (
+                table.name.clone(),
+                partition_key.value.clone(),
+                row_key.value.clone(),
+            );
+            match method.as_str() {
+                "GET" => entities::get(state, ctx, table, pk, rk).await,
+                "PUT" => entities::update(state, ctx, table, pk, rk, Update::Replace, body).await,
+                "MERGE" | "PATCH" => {
+                    entities::update(state, ctx, table, pk, rk, Update::Merge, body).await
+                }
+                "DELETE" => entities::delete(state, ctx, table, pk, rk).await,
+                _ => not_allowed(&resource, ALLOW_ENTITY),
+            }
+        }
+    }
+}

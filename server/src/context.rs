@@ -1,0 +1,140 @@
+//! What every handler works with: the shared state, the per-request context (request id,
+//! links, metadata level, query parameters, headers), the request body under its size
+//! limit, response builders, and the bridge that runs blocking work off the async workers.
+//!
+//! Handlers follow one shape: check what the request names, read the body (if any) with
+//! [`read_body`], do every store call and every CPU-heavy step inside [`blocking`], then
+//! build the response:
+//!
+//! ```text
+//! let text = read_body(body, &ctx.headers, state.config.max_body_bytes).await?;
+//! let backend = state.backend.clone();
+//! let written = blocking(move || { decode …; backend.write(…).map_err(ApiError::store) }).await?;
+//! let mut response = empty_response(StatusCode::NO_CONTENT);
+//! set_header(&mut response, "etag", &written.etag())?;
+//! ```
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use std::sync::Arc;
+use tableq_model::ErrorCode;
+use tableq_model::json::MetadataLevel;
+use tableq_store::Backend;
+
+use crate::config::ServerConfig;
+use crate::encode::Links;
+use crate::error::ApiError;
+use crate::negotiate;
+use crate::query::QueryParams;
+
+/// State shared by every request.
+pub(crate) struct AppState {
+    /// The store.
+    pub backend: Arc<dyn Backend>,
+    /// The configuration.
+    pub config: ServerConfig,
+}
+
+/// One request's context.
+pub(crate) struct Ctx {
+    /// The links of this request's account.
+    pub links: Links,
+    /// The response's metadata level.
+    pub level: MetadataLevel,
+    /// The query parameters.
+    pub query: QueryParams,
+    /// The request headers.
+    pub headers: HeaderMap,
+}
+
+/// Runs blocking work (store calls, query execution) on tokio's blocking pool.
+pub(crate) async fn blocking<T, F>(work: F) -> Result<T, ApiError>
+where
+    F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+    T: Send + 'static,
+{
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ApiError::internal(format!("a worker task failed: {e}")))?
+}
+
+/// Reads a JSON request body as text: its `Content-Type` must be JSON (or absent), its size
+/// at most `limit` bytes (else 413 `RequestBodyTooLarge`, without reading the rest), its
+/// bytes UTF-8.
+pub(crate) async fn read_body(
+    body: Body,
+    headers: &HeaderMap,
+    limit: usize,
+) -> Result<String, ApiError> {
+    negotiate::check_body_content_type(headers)?;
+    let too_large = || {
+        ApiError::new(
+            ErrorCode::RequestBodyTooLarge,
+            format!("the request body is larger than {limit} bytes"),
+        )
+    };
+    if let Some(len) = headers.get(header::CONTENT_LENGTH) {
+        let len: u64 = len
+            .to_str()
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::InvalidHeaderValue,
+                    "Content-Length is not a number",
+                )
+            })?;
+        if len > limit as u64 {
+            return Err(too_large());
+        }
+    }
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<LengthLimitError>() => return Err(too_large()),
+        Err(e) => {
+            return Err(ApiError::new(
+                ErrorCode::InvalidInput,
+                format!("the request body could not be read: {e}"),
+            ));
+        }
+    };
+    String::from_utf8(bytes.to_vec()).map_err(|e| {
+        ApiError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "the request body is not UTF-8 (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+/// A JSON response at a metadata level.
+pub(crate) fn json_response(status: StatusCode, level: MetadataLevel, body: Vec<u8>) -> Response {
+    let mut response = (status, body).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, negotiate::content_type(level));
+    response
+}
+
+/// A response without a body.
+pub(crate) fn empty_response(status: StatusCode) -> Response {
+    status.into_response()
+}
+
+/// Sets a header from text (which must be a valid header value: the server only sends
+/// ASCII it built itself).
+pub(crate) fn set_header(
+    response: &mut Response,
+    name: &'static str,
+    value: &str,
+) -> Result<(), ApiError> {
+    let bad = || ApiError::internal(format!("cannot send header {name}: {value:?}"));
+    let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
+    let value = HeaderValue::from_str(value).map_err(|_| bad())?;
+    response.headers_mut().insert(name, value);
+    Ok(())
+}

@@ -1,0 +1,288 @@
+//! [`ApiError`]: every failure of a request, as the Table service reports it — an HTTP
+//! status, an error code (also sent as `x-ms-error-code`) and an `odata.error` JSON body.
+//!
+//! The message (`odata.error.message.value`) is built in this order:
+//!
+//! ```text
+//! <the service's sentence for the code>
+//! <tableq's diagnostic: what exactly was wrong, where, and how to fix it>   (when known)
+//! RequestId:<uuid>
+//! Time:<UTC, 7 fraction digits>
+//! ```
+//!
+//! The first line is exactly the service's sentence, so SDKs that match on it (the Python
+//! SDK turns the two table-name sentences into a `ValueError`) keep working; the diagnostic
+//! follows on its own lines. Query errors (`$filter`, `$select`, `$top`) carry the parser's
+//! one-line summary and its caret rendering.
+//!
+//! ```
+//! use tableq_model::ErrorCode;
+//! use tableq_server::ApiError;
+//! let e = ApiError::new(ErrorCode::TableNotFound, "table `t` does not exist");
+//! assert_eq!((e.status().as_u16(), e.code()), (404, "TableNotFound"));
+//! let text = e.message_value("0f7e…", "2024-01-01T00:00:00.0000000Z");
+//! assert_eq!(
+//!     text,
+//!     "The table specified does not exist.\ntable `t` does not exist\nRequestId:0f7e…\nTime:2024-01-01T00:00:00.0000000Z"
+//! );
+//! ```
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use tableq_model::{ErrorCode, ModelError};
+use tableq_parser::ParseError;
+use tableq_store::StoreError;
+
+use crate::negotiate;
+
+/// The response header that repeats the error code.
+pub const ERROR_CODE_HEADER: &str = "x-ms-error-code";
+
+/// A request's failure (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    sentence: &'static str,
+    detail: Option<String>,
+    allow: Option<&'static str>,
+}
+
+impl ApiError {
+    /// An error with the code's status and sentence, and tableq's diagnostic.
+    pub fn new(code: ErrorCode, detail: impl Into<String>) -> ApiError {
+        ApiError {
+            detail: Some(detail.into()),
+            ..ApiError::bare(code)
+        }
+    }
+
+    /// An error with only the service's sentence.
+    pub fn bare(code: ErrorCode) -> ApiError {
+        ApiError {
+            status: StatusCode::from_u16(code.http_status())
+                .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            code: code.as_str(),
+            sentence: code.service_message(),
+            detail: None,
+            allow: None,
+        }
+    }
+
+    /// A data-model violation: its code, and its message as the diagnostic.
+    pub fn model(error: ModelError) -> ApiError {
+        ApiError::new(error.code, error.message)
+    }
+
+    /// A table-name violation. Like [`ApiError::model`], but a bad length
+    /// (`OutOfRangeInput`) gets the service's own sentence for names
+    /// ([`ErrorCode::TABLE_NAME_LENGTH_MESSAGE`]), which SDKs recognise.
+    pub fn table_name(error: ModelError) -> ApiError {
+        let mut e = ApiError::model(error);
+        if e.code == ErrorCode::OutOfRangeInput.as_str() {
+            e.sentence = ErrorCode::TABLE_NAME_LENGTH_MESSAGE;
+        }
+        e
+    }
+
+    /// A store failure: the store's code, and its message as the diagnostic.
+    pub fn store(error: StoreError) -> ApiError {
+        match error {
+            StoreError::Invalid(e) => ApiError::model(e),
+            other => ApiError::new(other.code(), other.to_string()),
+        }
+    }
+
+    /// An invalid query option (`$filter`, `$select`, `$top`, …): `InvalidInput` with the
+    /// parser's one-line summary and its caret rendering.
+    pub fn query(option: &str, error: &ParseError) -> ApiError {
+        ApiError::parse(ErrorCode::InvalidInput, option, error)
+    }
+
+    /// A parse error as `code`, the diagnostic being `<what>: <summary>` followed by the
+    /// caret rendering.
+    pub fn parse(code: ErrorCode, what: &str, error: &ParseError) -> ApiError {
+        let rendered = error.to_string();
+        // The first line of the rendering repeats the headline that the summary carries.
+        let carets = rendered
+            .split_once('\n')
+            .map_or("", |(_, rest)| rest)
+            .trim_end();
+        let mut detail = format!("{what}: {}", error.summary());
+        if !carets.is_empty() {
+            detail.push('\n');
+            detail.push_str(carets);
+        }
+        ApiError::new(code, detail)
+    }
+
+    /// 405 `MethodNotAllowed`, with the methods the resource supports (sent as `Allow`).
+    pub fn method_not_allowed(method: &str, resource: &str, allow: &'static str) -> ApiError {
+        ApiError {
+            allow: Some(allow),
+            ..ApiError::new(
+                ErrorCode::MethodNotAllowed,
+                format!("{method} is not supported on {resource}; use {allow}"),
+            )
+        }
+    }
+
+    /// 501 `NotImplemented`: a resource of the protocol this server does not serve yet.
+    pub fn not_implemented(detail: impl Into<String>) -> ApiError {
+        ApiError {
+            status: StatusCode::NOT_IMPLEMENTED,
+            code: "NotImplemented",
+            sentence: "The requested operation is not implemented on the specified resource.",
+            detail: Some(detail.into()),
+            allow: None,
+        }
+    }
+
+    /// 500 `InternalError` for a failure inside the server.
+    pub fn internal(detail: impl Into<String>) -> ApiError {
+        ApiError::new(ErrorCode::InternalError, detail)
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The error code, e.g. `"TableNotFound"`.
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    /// tableq's diagnostic, if any.
+    pub fn detail(&self) -> Option<&str> {
+        self.detail.as_deref()
+    }
+
+    /// The text of `odata.error.message.value` (see the module docs).
+    pub fn message_value(&self, request_id: &str, time: &str) -> String {
+        let mut text = String::from(self.sentence);
+        if let Some(d) = &self.detail {
+            text.push('\n');
+            text.push_str(d);
+        }
+        text.push_str("\nRequestId:");
+        text.push_str(request_id);
+        text.push_str("\nTime:");
+        text.push_str(time);
+        text
+    }
+
+    /// The JSON body `{"odata.error":{"code":…,"message":{"lang":"en-US","value":…}}}`.
+    pub fn body(&self, request_id: &str, time: &str) -> String {
+        serde_json::json!({
+            "odata.error": {
+                "code": self.code,
+                "message": {"lang": "en-US", "value": self.message_value(request_id, time)},
+            }
+        })
+        .to_string()
+    }
+
+    /// The complete response: status, `x-ms-error-code`, `Allow` for 405, JSON body.
+    pub fn into_response_for(self, request_id: &str) -> Response {
+        let time = service_time(chrono::Utc::now());
+        let body = self.body(request_id, &time);
+        let mut response = (self.status, body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            negotiate::content_type(tableq_model::json::MetadataLevel::MinimalMetadata),
+        );
+        headers.insert(ERROR_CODE_HEADER, HeaderValue::from_static(self.code));
+        if let Some(allow) = self.allow {
+            headers.insert(header::ALLOW, HeaderValue::from_static(allow));
+        }
+        response
+    }
+}
+
+/// A time as error messages carry it: `2024-01-02T03:04:05.1234567Z` (7 fraction digits).
+fn service_time(t: chrono::DateTime<chrono::Utc>) -> String {
+    use chrono::Timelike;
+    format!(
+        "{}.{:07}Z",
+        t.format("%Y-%m-%dT%H:%M:%S"),
+        t.nanosecond() % 1_000_000_000 / 100
+    )
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}): {}",
+            self.code,
+            self.status.as_u16(),
+            self.sentence
+        )?;
+        if let Some(d) = &self.detail {
+            write!(f, " {d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tableq_parser::{FilterOptions, parse_filter};
+
+    #[test]
+    fn table_name_length_gets_the_services_sentence() {
+        let e = tableq_model::validate::table_name("ab").unwrap_err();
+        let api = ApiError::table_name(e);
+        assert_eq!(api.code(), "OutOfRangeInput");
+        assert!(api.message_value("r", "t").starts_with(
+            "The specified resource name length is not within the permissible limits.\n"
+        ));
+        let e = tableq_model::validate::table_name("a_b").unwrap_err();
+        let api = ApiError::table_name(e);
+        assert!(
+            api.message_value("r", "t")
+                .starts_with("The specified resource name contains invalid characters.\n")
+        );
+    }
+
+    #[test]
+    fn query_errors_carry_summary_and_carets() {
+        let err = parse_filter("PartitionKey EQ 'a'", &FilterOptions::default()).unwrap_err();
+        let api = ApiError::query("$filter", &err);
+        let text = api.message_value("id", "now");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "One of the request inputs is not valid.");
+        assert!(lines[1].starts_with("$filter: unknown operator `EQ` at byte 13 (column 14)"));
+        assert!(text.contains("^^ keywords are lowercase: did you mean `eq`?"));
+        assert_eq!(lines[lines.len() - 2], "RequestId:id");
+        assert_eq!(lines[lines.len() - 1], "Time:now");
+    }
+
+    #[test]
+    fn time_has_seven_fraction_digits() {
+        let t = chrono::DateTime::parse_from_rfc3339("2024-01-02T03:04:05.123456789Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        assert_eq!(service_time(t), "2024-01-02T03:04:05.1234567Z");
+        let response = ApiError::bare(ErrorCode::InvalidInput).into_response_for("id");
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn body_is_the_odata_error_shape() {
+        let e = ApiError::bare(ErrorCode::EntityAlreadyExists);
+        let body: serde_json::Value = serde_json::from_str(&e.body("r", "t")).unwrap();
+        assert_eq!(body["odata.error"]["code"], "EntityAlreadyExists");
+        assert_eq!(body["odata.error"]["message"]["lang"], "en-US");
+        assert_eq!(
+            body["odata.error"]["message"]["value"],
+            "The specified entity already exists.\nRequestId:r\nTime:t"
+        );
+        assert_eq!(e.status(), StatusCode::CONFLICT);
+    }
+}

@@ -1,0 +1,58 @@
+//! # tableq-server — the Table service REST protocol over HTTP
+//!
+//! The emulator behind `tableq serve`: the Azure Table service's REST protocol (JSON only)
+//! on tokio + axum, so that the official SDKs work unchanged with
+//! `UseDevelopmentStorage=true`. It serves any [`tableq_store::Backend`] and never names a
+//! storage engine.
+//!
+//! * [`Server`] — bind an address (port 0 = any free port), serve until a shutdown future
+//!   completes, then finish in-flight requests and close the store;
+//! * [`ServerConfig`] / [`Account`] — the account served and the limits (body size, page
+//!   work budget, filter limits);
+//! * the pipeline every request takes (module `app`): path → account authorization →
+//!   protocol headers → query string → metadata level → method dispatch → handler;
+//! * [`resource`] — request paths (`Tables('t')`, `t()`, `t(PartitionKey='p',RowKey='r')`)
+//!   and response links; [`query`] — the query string; [`negotiate`] — `$format`/`Accept`,
+//!   `Content-Type`, `Prefer`, versions, `X-HTTP-Method`; [`continuation`] — paging tokens;
+//!   [`ApiError`] — error responses with the service's codes and sentences.
+//!
+//! Store calls and query work run on tokio's blocking pool (the executor itself fans out on
+//! rayon), never on the async workers.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tableq_server::{Server, ServerConfig};
+//! use tableq_store::MemoryBackend;
+//!
+//! let runtime = tokio::runtime::Runtime::new().unwrap();
+//! runtime.block_on(async {
+//!     let server = Server::bind("127.0.0.1:0".parse().unwrap(),
+//!                               Arc::new(MemoryBackend::new()), ServerConfig::default())
+//!         .await
+//!         .unwrap();
+//!     assert!(server.connection_string().starts_with(
+//!         "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey="));
+//!     // Serve until the future completes (here: at once), then close the store.
+//!     server.run_until(async {}).await.unwrap();
+//! });
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod app;
+mod auth;
+pub mod config;
+mod context;
+pub mod continuation;
+mod encode;
+mod entities;
+pub mod error;
+pub mod negotiate;
+pub mod query;
+pub mod resource;
+mod server;
+mod tables;
+
+pub use config::{Account, DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY, ServerConfig};
+pub use error::ApiError;
+pub use server::{Server, ServerError, shutdown_signal};

@@ -1,0 +1,224 @@
+//! [`Server`]: binding, serving and graceful shutdown.
+//!
+//! [`Server::bind`] claims the address (port 0 picks a free port; a taken port is a
+//! [`ServerError::Bind`] naming the address, never a panic); [`Server::run_until`] serves
+//! until the given future completes, then stops accepting connections, lets in-flight
+//! requests finish (for at most [`ServerConfig::shutdown_grace`]) and closes the store, so
+//! that every acknowledged write is durable when it returns. [`shutdown_signal`] is the
+//! future for Ctrl-C / SIGTERM.
+
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use tableq_store::{Backend, StoreError};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::app;
+use crate::config::ServerConfig;
+use crate::context::AppState;
+
+/// Why a server could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// The address could not be bound (port taken, no permission, bad address).
+    #[error("cannot listen on {addr}: {source}{}", bind_hint(source))]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Serving failed (the listener broke).
+    #[error("the server stopped with an error: {0}")]
+    Serve(#[source] std::io::Error),
+    /// The store could not be closed cleanly.
+    #[error("the store did not close cleanly: {0}")]
+    Close(#[source] StoreError),
+}
+
+fn bind_hint(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        std::io::ErrorKind::AddrInUse => {
+            " (another process — perhaps another tableq or Azurite — uses this port; stop it \
+             or choose another port)"
+        }
+        std::io::ErrorKind::PermissionDenied => " (ports below 1024 need privileges)",
+        _ => "",
+    }
+}
+
+/// A bound server, ready to [`run_until`](Server::run_until).
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), tableq_server::ServerError> {
+/// use std::sync::Arc;
+/// use tableq_server::{Server, ServerConfig};
+/// use tableq_store::MemoryBackend;
+/// let server = Server::bind("127.0.0.1:0".parse().unwrap(), Arc::new(MemoryBackend::new()),
+///                           ServerConfig::default()).await?;
+/// println!("{}", server.connection_string());
+/// server.run_until(tableq_server::shutdown_signal()).await
+/// # }
+/// ```
+pub struct Server {
+    listener: TcpListener,
+    local_addr: SocketAddr,
+    state: Arc<AppState>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("local_addr", &self.local_addr)
+            .field("store", &self.state.backend.describe())
+            .finish()
+    }
+}
+
+impl Server {
+    /// Binds `addr` and prepares to serve `backend` (port 0: any free port; see
+    /// [`Server::local_addr`]).
+    pub async fn bind(
+        addr: SocketAddr,
+        backend: Arc<dyn Backend>,
+        config: ServerConfig,
+    ) -> Result<Server, ServerError> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServerError::Bind { addr, source })?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| ServerError::Bind { addr, source })?;
+        Ok(Server {
+            listener,
+            local_addr,
+            state: Arc::new(AppState { backend, config }),
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The table endpoint clients use: `http://<addr>/<account>` (a wildcard bind address
+    /// is shown as 127.0.0.1).
+    pub fn table_endpoint(&self) -> String {
+        let mut addr = self.local_addr;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
+        }
+        format!("http://{addr}/{}", self.state.config.account.name)
+    }
+
+    /// The connection string for this server:
+    /// `DefaultEndpointsProtocol=http;AccountName=…;AccountKey=…;TableEndpoint=…;`.
+    pub fn connection_string(&self) -> String {
+        let account = &self.state.config.account;
+        format!(
+            "DefaultEndpointsProtocol=http;AccountName={};AccountKey={};TableEndpoint={};",
+            account.name,
+            account.key,
+            self.table_endpoint()
+        )
+    }
+
+    /// A one-line description of the store (e.g. for a start-up banner).
+    pub fn store_description(&self) -> String {
+        self.state.backend.describe()
+    }
+
+    /// Serves until `shutdown` completes; then finishes in-flight requests (waiting at most
+    /// the configured grace period) and closes the store.
+    pub async fn run_until<F>(self, shutdown: F) -> Result<(), ServerError>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let Server {
+            listener, state, ..
+        } = self;
+        let router = app::router(state.clone());
+        let (fired_tx, mut fired_rx) = watch::channel(false);
+        let signal = async move {
+            shutdown.await;
+            tracing::info!(target: "tableq_server", "shutting down: finishing in-flight requests");
+            let _ = fired_tx.send(true);
+        };
+        let serve = axum::serve(listener, router).with_graceful_shutdown(signal);
+        let grace = state.config.shutdown_grace;
+        let deadline = async move {
+            while !*fired_rx.borrow() {
+                if fired_rx.changed().await.is_err() {
+                    // The signal future was dropped without firing: serve forever.
+                    std::future::pending::<()>().await;
+                }
+            }
+            tokio::time::sleep(grace).await;
+        };
+        let served = tokio::select! {
+            r = serve => r.map_err(ServerError::Serve),
+            () = deadline => {
+                tracing::warn!(
+                    target: "tableq_server",
+                    "requests still running after {grace:?}; stopping without them"
+                );
+                Ok(())
+            }
+        };
+        // Closed, and released, on the blocking pool: an engine may block while closing or
+        // own resources that must not be dropped on an async worker.
+        let closed = tokio::task::spawn_blocking(move || {
+            let closed = state.backend.close();
+            drop(state);
+            closed
+        })
+        .await
+        .map_err(|e| ServerError::Close(StoreError::storage(e.to_string())))?;
+        served?;
+        closed.map_err(ServerError::Close)?;
+        tracing::info!(target: "tableq_server", "stopped; the store is closed");
+        Ok(())
+    }
+}
+
+/// A future that completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM.
+///
+/// The signal handlers are installed when this function is called (it must be called
+/// inside a tokio runtime), not when the future is first polled: a signal that arrives
+/// after the call, even before serving starts, is never the default "terminate now".
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, terminate) {
+                (Ok(mut i), Ok(mut t)) => {
+                    tokio::select! {
+                        _ = i.recv() => {}
+                        _ = t.recv() => {}
+                    }
+                }
+                (Ok(mut i), Err(_)) => {
+                    i.recv().await;
+                }
+                (Err(_), Ok(mut t)) => {
+                    t.recv().await;
+                }
+                (Err(_), Err(_)) => std::future::pending::<()>().await,
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+}

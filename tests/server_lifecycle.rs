@@ -1,0 +1,441 @@
+//! Starting and stopping: a taken port is a clear error (library and `tableq serve`),
+//! graceful shutdown lets in-flight requests finish and closes the store, and the CLI
+//! prints its endpoint and connection string, logs one line per request, and exits 0 on
+//! SIGTERM.
+
+#[path = "server_support/pg.rs"]
+mod pg;
+mod server_support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+use tableq_server::{Server, ServerConfig, ServerError};
+use tableq_store::{Backend, MemoryBackend, StoreError};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+#[tokio::test]
+async fn a_taken_port_is_a_bind_error() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap();
+    let err = Server::bind(
+        addr,
+        Arc::new(MemoryBackend::new()),
+        ServerConfig::default(),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, ServerError::Bind { .. }), "{err:?}");
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!("cannot listen on {addr}: ")),
+        "{text}"
+    );
+    assert!(text.contains("another process"), "{text}");
+}
+
+#[tokio::test]
+async fn graceful_shutdown_finishes_in_flight_requests_and_closes_the_store() {
+    let backend = Arc::new(MemoryBackend::new());
+    backend.create_table("life").unwrap();
+    let dyn_backend: Arc<dyn Backend> = backend.clone();
+    let server = Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        dyn_backend,
+        ServerConfig::default(),
+    )
+    .await
+    .unwrap();
+    let addr = server.local_addr();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.run_until(async move {
+        let _ = stopped.await;
+    }));
+
+    // A request whose body is still arriving when the shutdown begins.
+    let body = r#"{"PartitionKey":"p","RowKey":"r","V":1}"#;
+    let (head, tail) = body.split_at(10);
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "POST /devstoreaccount1/life HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{head}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.send(()).unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // No new connections are served once shutdown has begun.
+    let refused = tokio::net::TcpStream::connect(addr).await;
+    if let Ok(mut late) = refused {
+        let _ = late
+            .write_all(b"GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await;
+        let mut buf = Vec::new();
+        let n = tokio::time::timeout(Duration::from_secs(2), late.read_to_end(&mut buf)).await;
+        assert!(
+            matches!(n, Ok(Ok(0)) | Ok(Err(_)) | Err(_)),
+            "a late connection was served: {}",
+            String::from_utf8_lossy(&buf)
+        );
+    }
+    stream.write_all(tail.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let response = String::from_utf8_lossy(&response);
+    assert!(response.starts_with("HTTP/1.1 201"), "{response}");
+
+    task.await.unwrap().expect("clean shutdown");
+    // The write landed, and the store was closed.
+    assert!(matches!(backend.tables(), Err(StoreError::Closed)));
+}
+
+fn tableq() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tableq"))
+}
+
+/// A blocking HTTP/1.1 exchange (the CLI tests run without an async runtime).
+fn http(port: u16, request: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let line = request.lines().next().unwrap_or("").to_owned();
+    stream
+        .write_all(request.as_bytes())
+        .unwrap_or_else(|e| panic!("{line}: {e}"));
+    let mut out = String::new();
+    stream
+        .read_to_string(&mut out)
+        .unwrap_or_else(|e| panic!("{line}: {e} after {out:?}"));
+    out
+}
+
+#[test]
+fn cli_serve_prints_the_connection_string_logs_requests_and_stops_on_sigterm() {
+    let mut child = tableq()
+        .args(["serve", "--in-memory", "--port", "0"])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut banner = String::new();
+    for _ in 0..3 {
+        stdout.read_line(&mut banner).unwrap();
+    }
+    assert!(banner.contains("storage: in-memory"), "{banner}");
+    let endpoint = banner
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .expect("endpoint")
+        .to_owned();
+    assert!(endpoint.ends_with("/devstoreaccount1"), "{endpoint}");
+    let port: u16 = endpoint["http://127.0.0.1:".len()..]
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(banner.contains(&format!(
+        "connection string: DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;\
+         AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;\
+         TableEndpoint={endpoint};"
+    )), "{banner}");
+
+    let body = r#"{"TableName":"cli"}"#;
+    let response = http(
+        port,
+        &format!(
+            "POST /devstoreaccount1/Tables HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    assert!(response.starts_with("HTTP/1.1 201"), "{response}");
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("POST /devstoreaccount1/Tables 201"),
+        "one log line per request: {stderr}"
+    );
+    assert!(stderr.contains("request_id="), "{stderr}");
+    assert!(stderr.contains("the store is closed"), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "no colour codes when not a terminal: {stderr:?}"
+    );
+}
+
+#[test]
+fn cli_serve_honours_rust_log() {
+    let mut child = tableq()
+        .args(["serve", "--in-memory", "--port", "0"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let port: u16 = first
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {first:?}"));
+    let response = http(
+        port,
+        "GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("GET /devstoreaccount1/Tables"), "{stderr}");
+}
+
+#[test]
+fn cli_serve_on_a_taken_port_fails_clearly() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let out = tableq()
+        .args(["serve", "--in-memory", "--port", &port.to_string()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("error: cannot listen on 127.0.0.1:{port}: ")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(out.stdout.is_empty());
+}
+
+#[tokio::test]
+async fn idle_keep_alive_connections_do_not_delay_shutdown() {
+    let s = server_support::TestServer::start().await;
+    // A pooled keep-alive connection stays open after this request.
+    assert_eq!(s.get("Tables").await.status, 200);
+    let started = std::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(10), s.stop())
+        .await
+        .expect("shutdown does not wait for idle connections")
+        .expect("clean shutdown");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn cli_serve_on_postgres() {
+    // Errors first: no server needed.
+    for (url, needle) in [
+        ("mysql://x/y", "only PostgreSQL URLs"),
+        (
+            "postgres://postgres@127.0.0.1:1/x?connect_timeout=2",
+            "cannot connect",
+        ),
+    ] {
+        let out = tableq()
+            .args(["serve", "--port", "0", "--store", url])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {stderr}");
+        assert!(
+            stderr.starts_with("error: --store") && stderr.contains(needle),
+            "{stderr}"
+        );
+    }
+    let Some(url) = pg::server_url("cli_serve_on_postgres") else {
+        return;
+    };
+    let mut child = tableq()
+        .args(["serve", "--port", "0", "--store", &url])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut banner = String::new();
+    for _ in 0..2 {
+        stdout.read_line(&mut banner).unwrap();
+    }
+    assert!(banner.contains("storage: PostgreSQL at"), "{banner}");
+    let port: u16 = banner
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {banner:?}"));
+    let body = r#"{"TableName":"pgcli"}"#;
+    let response = http(
+        port,
+        &format!(
+            "POST /devstoreaccount1/Tables HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    assert!(response.starts_with("HTTP/1.1 201"), "{response}");
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("the store is closed"), "{stderr}");
+}
+
+/// Starts `tableq serve` with `args`; returns the child and its port. Its stdout is left
+/// to the child (closing it early must not matter, see `cli_serve_survives_a_closed_stdout`).
+fn spawn_serve(args: &[&str]) -> (std::process::Child, u16) {
+    let mut child = tableq()
+        .arg("serve")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let port = first
+        .split("127.0.0.1:")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no port in {first:?}"));
+    (child, port)
+}
+
+fn stop(mut child: std::process::Child) -> String {
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = child.wait().unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    stderr
+}
+
+#[test]
+fn cli_serve_data_survives_a_restart_and_a_second_server_is_refused() {
+    let dir = std::env::temp_dir().join(format!("tableq-serve-data-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.to_str().unwrap();
+    let (child, port) = spawn_serve(&["--port", "0", "--data", data]);
+    for (method, path, body) in [
+        (
+            "POST",
+            "/devstoreaccount1/Tables",
+            r#"{"TableName":"kept"}"#,
+        ),
+        (
+            "POST",
+            "/devstoreaccount1/kept",
+            r#"{"PartitionKey":"p","RowKey":"r","V":7}"#,
+        ),
+    ] {
+        let response = http(
+            port,
+            &format!(
+                "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        );
+        assert!(response.starts_with("HTTP/1.1 201"), "{response}");
+    }
+    // The directory is locked while the first server runs.
+    let second = tableq()
+        .args(["serve", "--port", "0", "--data", data])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("error: --data: ") && stderr.contains("in use"),
+        "{stderr}"
+    );
+    stop(child);
+
+    let (child, port) = spawn_serve(&["--port", "0", "--data", data]);
+    let response = http(
+        port,
+        "GET /devstoreaccount1/kept(PartitionKey='p',RowKey='r') HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+         Accept: application/json;odata=nometadata\r\nConnection: close\r\n\r\n",
+    );
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains(r#""V":7"#), "{response}");
+    stop(child);
+
+    // A path that is not a directory.
+    let file = dir.join("file");
+    std::fs::write(&file, b"x").unwrap();
+    let out = tableq()
+        .args(["serve", "--port", "0", "--data", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not a directory"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cli_serve_survives_a_closed_stdout() {
+    // Read the first banner line, then close stdout before the rest is written (or after):
+    // the server must keep serving either way.
+    for _ in 0..5 {
+        let (child, port) = spawn_serve(&["--port", "0", "--in-memory"]);
+        let response = http(
+            port,
+            "GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        );
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        let stderr = stop(child);
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
