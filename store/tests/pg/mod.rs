@@ -12,13 +12,13 @@
 //! * Every test works in its own schema (`?schema=…`), so tests run in parallel on one
 //!   server without seeing each other's tables.
 //! * Without PostgreSQL binaries (`pg-cluster.sh bindir` finds no `PG_BINDIR`, no
-//!   `pg_config`, no `/usr/lib/postgresql/*/bin/initdb`) every test prints `SKIPPED: …` on stderr and
-//!   returns; with binaries present, a server that does not start fails the tests.
+//!   `pg_config`, no `/usr/lib/postgresql/*/bin/initdb`) every test prints `SKIPPED: …` on
+//!   stderr and returns; with binaries present, a server that does not start fails the tests.
 #![allow(dead_code)]
 
 mod cluster;
 
-pub use cluster::{Cluster, binaries_available};
+pub use cluster::Cluster;
 use cluster::{skipped, start};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
