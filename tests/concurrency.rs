@@ -15,7 +15,7 @@ use robust_support::{
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use tableq_server::ServerConfig;
 use tableq_store::{Backend, DurableBackend, MemoryBackend};
 
@@ -276,11 +276,13 @@ fn paging_while_others_write_sees_every_lasting_entity_once_in_order() {
         assert_eq!(r.status, 201, "{}", r.text());
     }
     let stop = Arc::new(AtomicBool::new(false));
+    let write_count = Arc::new(AtomicUsize::new(0));
     let (_, seed) = Rng::from_env("TABLEQ_PAGING_SEED");
     let writers: Vec<_> = (0..3u64)
         .map(|w| {
             let client = client.clone();
             let stop = stop.clone();
+            let write_count = write_count.clone();
             let mut rng = Rng::new(seed ^ (w + 11));
             std::thread::spawn(move || {
                 let mut live: Vec<String> = Vec::new();
@@ -324,6 +326,7 @@ fn paging_while_others_write_sees_every_lasting_entity_once_in_order() {
                         }
                     }
                     writes += 1;
+                    write_count.fetch_add(1, Ordering::Relaxed);
                 }
                 writes
             })
@@ -338,9 +341,16 @@ fn paging_while_others_write_sees_every_lasting_entity_once_in_order() {
     .into_iter()
     .map(|(filter, top)| {
         let client = client.clone();
+        let write_count = write_count.clone();
         std::thread::spawn(move || {
             let mut pagings = 0;
-            for _ in 0..4 {
+            let began = std::time::Instant::now();
+            // At least 4 pagings, and on until the writers have done 300 writes (at most
+            // 20 s on a slow machine).
+            while pagings < 4
+                || (write_count.load(Ordering::Relaxed) < 300
+                    && began.elapsed() < std::time::Duration::from_secs(20))
+            {
                 let rows = client.query_all("paging", filter, top);
                 let keys: Vec<(String, String)> = rows
                     .iter()

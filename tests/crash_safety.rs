@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How many times the server is killed.
-const KILLS: usize = 22;
+const KILLS: usize = 25;
 /// Batch size.
 const BATCH: usize = 10;
 /// Registers per replacer.
