@@ -39,7 +39,7 @@ enum Command {
     /// Generate deterministic synthetic entities as JSON lines.
     #[command(after_long_help = cli::help::GEN)]
     Gen(cli::generate::Args),
-    /// Serve the Table service REST protocol (JSON) over HTTP, for the official SDKs.
+    /// Run the Table service emulator (the REST protocol over HTTP) for the official SDKs.
     Serve(cli::serve::Args),
     /// Print one stage of the query pipeline.
     #[command(subcommand)]
