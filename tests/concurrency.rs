@@ -21,7 +21,8 @@ use tableq_store::{Backend, DurableBackend, MemoryBackend};
 
 /// Reads an entity: (its JSON, its ETag).
 fn read(client: &Client, table: &str, pk: &str, rk: &str) -> (Value, String) {
-    let r = client.call(Request::new("GET", entity_target(table, pk, rk)).header("Accept", MINIMAL));
+    let r =
+        client.call(Request::new("GET", entity_target(table, pk, rk)).header("Accept", MINIMAL));
     assert_eq!(r.status, 200, "GET {pk}/{rk}: {}", r.text());
     (r.json().expect("entity JSON"), r.etag())
 }
@@ -120,7 +121,11 @@ fn counters_lose_no_update(backend: Arc<dyn Backend>, label: &str) {
             .iter()
             .find(|a| a.acked_etag.is_some() && a.from == final_count - 1);
         if let Some(last) = last {
-            assert_eq!(last.acked_etag.as_deref(), Some(final_etag.as_str()), "{label}");
+            assert_eq!(
+                last.acked_etag.as_deref(),
+                Some(final_etag.as_str()),
+                "{label}"
+            );
         }
         for a in &mine {
             match &a.acked_etag {
@@ -168,7 +173,9 @@ fn batch_served(client: &Client, origin: &str) -> bool {
     let r = client.call(batch_request(
         origin,
         "probe",
-        &[BatchOp::Insert(json!({"PartitionKey":"p","RowKey":"probe"}))],
+        &[BatchOp::Insert(
+            json!({"PartitionKey":"p","RowKey":"probe"}),
+        )],
     ));
     match r.status {
         202 => true,
@@ -196,10 +203,10 @@ fn concurrent_batches_apply_whole_or_not_at_all() {
     }
     client.create_table("bc");
     for i in 0..COUNTERS {
-        let r = client.call(
-            Request::new("POST", Client::target("bc"))
-                .json(&json!({"PartitionKey":"g","RowKey":format!("{i:02}"),"Count":0}).to_string()),
-        );
+        let r =
+            client.call(Request::new("POST", Client::target("bc")).json(
+                &json!({"PartitionKey":"g","RowKey":format!("{i:02}"),"Count":0}).to_string(),
+            ));
         assert_eq!(r.status, 201, "{}", r.text());
     }
     let results: Vec<(usize, usize)> = (0..THREADS)
@@ -250,8 +257,10 @@ fn concurrent_batches_apply_whole_or_not_at_all() {
         );
     }
     // One shared Timestamp per batch: all ten entities carry the same ETag.
-    let etags: std::collections::BTreeSet<&str> =
-        finals.iter().filter_map(|e| e["odata.etag"].as_str()).collect();
+    let etags: std::collections::BTreeSet<&str> = finals
+        .iter()
+        .filter_map(|e| e["odata.etag"].as_str())
+        .collect();
     if acked > 0 {
         assert_eq!(etags.len(), 1, "{etags:?}");
     }
@@ -269,10 +278,12 @@ fn paging_while_others_write_sees_every_lasting_entity_once_in_order() {
     let client = server.client();
     client.create_table("paging");
     for i in 0..STABLE {
-        let r = client.call(Request::new("POST", Client::target("paging")).json(
-            &json!({"PartitionKey":"pg","RowKey":format!("s{i:03}"),"Kind":"stable","V":0})
-                .to_string(),
-        ));
+        let r = client.call(
+            Request::new("POST", Client::target("paging")).json(
+                &json!({"PartitionKey":"pg","RowKey":format!("s{i:03}"),"Kind":"stable","V":0})
+                    .to_string(),
+            ),
+        );
         assert_eq!(r.status, 201, "{}", r.text());
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -295,10 +306,12 @@ fn paging_while_others_write_sees_every_lasting_entity_once_in_order() {
                             n += 1;
                             let pk = if rng.chance(80) { "pg" } else { "ph" };
                             let rk = format!("s{:03}w{w}n{n}", rng.below(STABLE as u64));
-                            let r = client.call(Request::new("POST", Client::target("paging")).json(
-                                &json!({"PartitionKey":pk,"RowKey":rk,"Kind":"transient"})
-                                    .to_string(),
-                            ));
+                            let r = client.call(
+                                Request::new("POST", Client::target("paging")).json(
+                                    &json!({"PartitionKey":pk,"RowKey":rk,"Kind":"transient"})
+                                        .to_string(),
+                                ),
+                            );
                             assert_eq!(r.status, 201, "{}", r.text());
                             if pk == "pg" {
                                 live.push(rk);

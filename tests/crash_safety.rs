@@ -150,8 +150,7 @@ fn replacer(run: &Run, t: usize, seed: u64) -> BTreeMap<String, Vec<Event>> {
         match state {
             None => {
                 let Some(outcome) = run.send(&|| {
-                    Request::new("GET", target.clone())
-                        .header("Accept", robust_support::MINIMAL)
+                    Request::new("GET", target.clone()).header("Accept", robust_support::MINIMAL)
                 }) else {
                     break;
                 };
@@ -191,8 +190,11 @@ fn replacer(run: &Run, t: usize, seed: u64) -> BTreeMap<String, Vec<Event>> {
                                 events.push(Event::Acked(0, etag.clone()));
                                 known.insert(key, Some((0, etag)));
                             }
-                            Outcome::Reply(r) => run
-                                .problem(format!("create register {key}: {} {}", r.status, r.text())),
+                            Outcome::Reply(r) => run.problem(format!(
+                                "create register {key}: {} {}",
+                                r.status,
+                                r.text()
+                            )),
                             _ => events.push(Event::Unknown(0)),
                         }
                     }
@@ -263,9 +265,9 @@ fn batcher(run: &Run, t: usize) -> BatchLedger {
             })
             .collect();
         let port_origin = |port: u16| format!("http://127.0.0.1:{port}");
-        let Some(outcome) = run.send(&|| {
-            batch_request(&port_origin(run.port.load(Ordering::SeqCst)), "load", &ops)
-        }) else {
+        let Some(outcome) = run
+            .send(&|| batch_request(&port_origin(run.port.load(Ordering::SeqCst)), "load", &ops))
+        else {
             break;
         };
         match outcome {
@@ -318,7 +320,9 @@ fn acknowledged_writes_survive_repeated_sigkill() {
     let probe = client.call(batch_request(
         &format!("http://127.0.0.1:{}", server.port),
         "probe",
-        &[BatchOp::Insert(json!({"PartitionKey":"p","RowKey":"probe"}))],
+        &[BatchOp::Insert(
+            json!({"PartitionKey":"p","RowKey":"probe"}),
+        )],
     ));
     let batches = match probe.status {
         202 => true,
@@ -425,7 +429,10 @@ fn acknowledged_writes_survive_repeated_sigkill() {
                 problems.push(format!("register {key} has no version V"));
             }
             (None, Some((Some(v), _))) => {
-                if !events.iter().any(|e| matches!(e, Event::Unknown(u) if *u == v)) {
+                if !events
+                    .iter()
+                    .any(|e| matches!(e, Event::Unknown(u) if *u == v))
+                {
                     problems.push(format!("register {key} holds version {v} never written"));
                 }
             }
@@ -519,7 +526,10 @@ fn acknowledged_writes_survive_repeated_sigkill() {
         problems.join("\n")
     );
     assert_eq!(code, Some(0), "the last server stops cleanly: {stderr}");
-    assert!(acked_inserts > 0 && acked_replaces > 0, "the load made progress");
+    assert!(
+        acked_inserts > 0 && acked_replaces > 0,
+        "the load made progress"
+    );
     if batches {
         assert!(acked_batches > 0, "the batch load made progress");
     }

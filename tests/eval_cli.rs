@@ -874,7 +874,10 @@ fn help_lists_every_command_with_examples_output_and_exit_status() {
     let main = tableq(&["--help"]);
     let text = stdout(&main);
     for command in ["validate", "eval", "explain", "gen", "serve"] {
-        assert!(text.contains(command), "top-level help misses `{command}`: {text}");
+        assert!(
+            text.contains(command),
+            "top-level help misses `{command}`: {text}"
+        );
     }
     for command in ["validate", "eval", "explain", "gen"] {
         let out = tableq(&[command, "--help"]);

@@ -321,7 +321,10 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
     let n = 100_000;
     for (label, text) in [
         ("deep [", "[".repeat(n)),
-        ("deep [] closed", format!("{}{}", "[".repeat(n), "]".repeat(n))),
+        (
+            "deep [] closed",
+            format!("{}{}", "[".repeat(n), "]".repeat(n)),
+        ),
         ("deep {", "{\"a\":".repeat(n)),
         ("deep value [", with(&format!("\"A\":{}", "[".repeat(n)))),
         (
@@ -351,7 +354,10 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
             b.extend_from_slice(b"\"\xC3\x28\":1}");
             b
         }),
-        ("latin-1 body", b"{\"PartitionKey\":\"\xe9\",\"RowKey\":\"r\"}".to_vec()),
+        (
+            "latin-1 body",
+            b"{\"PartitionKey\":\"\xe9\",\"RowKey\":\"r\"}".to_vec(),
+        ),
         ("UTF-16 body", {
             let text = r#"{"PartitionKey":"hostile","RowKey":"u16"}"#;
             let mut b = vec![0xFF, 0xFE];
@@ -374,26 +380,62 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
         ("string", "\"entity\"".into()),
         ("null", "null".into()),
         ("true", "true".into()),
-        ("two objects", format!("{}{}", with(r#""A":1"#), with(r#""B":1"#))),
+        (
+            "two objects",
+            format!("{}{}", with(r#""A":1"#), with(r#""B":1"#)),
+        ),
         ("trailing garbage", format!("{}x", with(r#""A":1"#))),
         ("trailing comma", with(r#""A":1,"#)),
-        ("single quotes", "{'PartitionKey':'hostile','RowKey':'x'}".into()),
+        (
+            "single quotes",
+            "{'PartitionKey':'hostile','RowKey':'x'}".into(),
+        ),
         ("comment", format!("/*c*/{}", with(r#""A":1"#))),
         ("no keys", r#"{"A":1}"#.into()),
         ("only PartitionKey", r#"{"PartitionKey":"hostile"}"#.into()),
         ("only RowKey", r#"{"RowKey":"x"}"#.into()),
-        ("PartitionKey number", r#"{"PartitionKey":1,"RowKey":"x"}"#.into()),
-        ("RowKey null", r#"{"PartitionKey":"hostile","RowKey":null}"#.into()),
-        ("RowKey object", r#"{"PartitionKey":"hostile","RowKey":{}}"#.into()),
-        ("key with slash", r#"{"PartitionKey":"a/b","RowKey":"x"}"#.into()),
-        ("key with hash", r#"{"PartitionKey":"hostile","RowKey":"a#b"}"#.into()),
-        ("key with ?", r#"{"PartitionKey":"hostile","RowKey":"a?b"}"#.into()),
-        ("key with backslash", r#"{"PartitionKey":"hostile","RowKey":"a\\b"}"#.into()),
-        ("key with control", r#"{"PartitionKey":"hostile","RowKey":"a\u0001b"}"#.into()),
-        ("key lone surrogate", r#"{"PartitionKey":"hostile","RowKey":"\ud800"}"#.into()),
+        (
+            "PartitionKey number",
+            r#"{"PartitionKey":1,"RowKey":"x"}"#.into(),
+        ),
+        (
+            "RowKey null",
+            r#"{"PartitionKey":"hostile","RowKey":null}"#.into(),
+        ),
+        (
+            "RowKey object",
+            r#"{"PartitionKey":"hostile","RowKey":{}}"#.into(),
+        ),
+        (
+            "key with slash",
+            r#"{"PartitionKey":"a/b","RowKey":"x"}"#.into(),
+        ),
+        (
+            "key with hash",
+            r#"{"PartitionKey":"hostile","RowKey":"a#b"}"#.into(),
+        ),
+        (
+            "key with ?",
+            r#"{"PartitionKey":"hostile","RowKey":"a?b"}"#.into(),
+        ),
+        (
+            "key with backslash",
+            r#"{"PartitionKey":"hostile","RowKey":"a\\b"}"#.into(),
+        ),
+        (
+            "key with control",
+            r#"{"PartitionKey":"hostile","RowKey":"a\u0001b"}"#.into(),
+        ),
+        (
+            "key lone surrogate",
+            r#"{"PartitionKey":"hostile","RowKey":"\ud800"}"#.into(),
+        ),
         (
             "key too long",
-            format!(r#"{{"PartitionKey":"hostile","RowKey":"{}"}}"#, "k".repeat(1025)),
+            format!(
+                r#"{{"PartitionKey":"hostile","RowKey":"{}"}}"#,
+                "k".repeat(1025)
+            ),
         ),
         ("object value", with(r#""A":{"b":1}"#)),
         ("array value", with(r#""A":[1,2]"#)),
@@ -403,34 +445,94 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
         ("bad property name", with(r#""1abc":1"#)),
         ("property name with space", with(r#""a b":1"#)),
         ("empty property name", with(r#""":1"#)),
-        ("long property name", with(&format!(r#""{}":1"#, "a".repeat(256)))),
+        (
+            "long property name",
+            with(&format!(r#""{}":1"#, "a".repeat(256))),
+        ),
         ("unknown Edm", with(r#""A@odata.type":"Edm.Foo","A":"1""#)),
         ("annotation number", with(r#""A@odata.type":5,"A":"1""#)),
         ("annotation null", with(r#""A@odata.type":null,"A":"1""#)),
-        ("Int32 overflow", with(r#""A@odata.type":"Edm.Int32","A":2147483648"#)),
-        ("Int32 string", with(r#""A@odata.type":"Edm.Int32","A":"x""#)),
-        ("Int32 fraction", with(r#""A@odata.type":"Edm.Int32","A":1.5"#)),
-        ("Int64 overflow", with(r#""A@odata.type":"Edm.Int64","A":"9223372036854775808""#)),
-        ("Int64 words", with(r#""A@odata.type":"Edm.Int64","A":"twelve""#)),
-        ("Double words", with(r#""A@odata.type":"Edm.Double","A":"pi""#)),
+        (
+            "Int32 overflow",
+            with(r#""A@odata.type":"Edm.Int32","A":2147483648"#),
+        ),
+        (
+            "Int32 string",
+            with(r#""A@odata.type":"Edm.Int32","A":"x""#),
+        ),
+        (
+            "Int32 fraction",
+            with(r#""A@odata.type":"Edm.Int32","A":1.5"#),
+        ),
+        (
+            "Int64 overflow",
+            with(r#""A@odata.type":"Edm.Int64","A":"9223372036854775808""#),
+        ),
+        (
+            "Int64 words",
+            with(r#""A@odata.type":"Edm.Int64","A":"twelve""#),
+        ),
+        (
+            "Double words",
+            with(r#""A@odata.type":"Edm.Double","A":"pi""#),
+        ),
         ("Double overflow", with(r#""A":1e309"#)),
-        ("Double object", with(r#""A@odata.type":"Edm.Double","A":{}"#)),
-        ("Guid short", with(r#""A@odata.type":"Edm.Guid","A":"c9da6455""#)),
-        ("Guid braces", with(r#""A@odata.type":"Edm.Guid","A":"{c9da6455-213d-42c9-9a79-3e9149a57833}x""#)),
+        (
+            "Double object",
+            with(r#""A@odata.type":"Edm.Double","A":{}"#),
+        ),
+        (
+            "Guid short",
+            with(r#""A@odata.type":"Edm.Guid","A":"c9da6455""#),
+        ),
+        (
+            "Guid braces",
+            with(r#""A@odata.type":"Edm.Guid","A":"{c9da6455-213d-42c9-9a79-3e9149a57833}x""#),
+        ),
         ("Guid number", with(r#""A@odata.type":"Edm.Guid","A":5"#)),
-        ("DateTime month 13", with(r#""A@odata.type":"Edm.DateTime","A":"2020-13-01T00:00:00Z""#)),
-        ("DateTime words", with(r#""A@odata.type":"Edm.DateTime","A":"yesterday""#)),
-        ("DateTime year 0", with(r#""A@odata.type":"Edm.DateTime","A":"0000-01-01T00:00:00Z""#)),
-        ("DateTime before 1601", with(r#""A@odata.type":"Edm.DateTime","A":"1600-12-31T23:59:59Z""#)),
-        ("DateTime number", with(r#""A@odata.type":"Edm.DateTime","A":0"#)),
-        ("Binary bad base64", with(r#""A@odata.type":"Edm.Binary","A":"!!!""#)),
-        ("Binary number", with(r#""A@odata.type":"Edm.Binary","A":1"#)),
-        ("Boolean string", with(r#""A@odata.type":"Edm.Boolean","A":"yes""#)),
-        ("Boolean number", with(r#""A@odata.type":"Edm.Boolean","A":1"#)),
+        (
+            "DateTime month 13",
+            with(r#""A@odata.type":"Edm.DateTime","A":"2020-13-01T00:00:00Z""#),
+        ),
+        (
+            "DateTime words",
+            with(r#""A@odata.type":"Edm.DateTime","A":"yesterday""#),
+        ),
+        (
+            "DateTime year 0",
+            with(r#""A@odata.type":"Edm.DateTime","A":"0000-01-01T00:00:00Z""#),
+        ),
+        (
+            "DateTime before 1601",
+            with(r#""A@odata.type":"Edm.DateTime","A":"1600-12-31T23:59:59Z""#),
+        ),
+        (
+            "DateTime number",
+            with(r#""A@odata.type":"Edm.DateTime","A":0"#),
+        ),
+        (
+            "Binary bad base64",
+            with(r#""A@odata.type":"Edm.Binary","A":"!!!""#),
+        ),
+        (
+            "Binary number",
+            with(r#""A@odata.type":"Edm.Binary","A":1"#),
+        ),
+        (
+            "Boolean string",
+            with(r#""A@odata.type":"Edm.Boolean","A":"yes""#),
+        ),
+        (
+            "Boolean number",
+            with(r#""A@odata.type":"Edm.Boolean","A":1"#),
+        ),
         ("lone surrogate value", with(r#""A":"\udc00""#)),
         ("bad escape", with(r#""A":"\q""#)),
         ("raw control in string", with("\"A\":\"a\u{1}b\"")),
-        ("huge number", with(&format!(r#""A":{}"#, "9".repeat(100_000)))),
+        (
+            "huge number",
+            with(&format!(r#""A":{}"#, "9".repeat(100_000))),
+        ),
         (
             "253 properties",
             with(
@@ -440,7 +542,10 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
                     .join(","),
             ),
         ),
-        ("string over 64 KiB", with(&format!(r#""A":"{}""#, "s".repeat(40_000)))),
+        (
+            "string over 64 KiB",
+            with(&format!(r#""A":"{}""#, "s".repeat(40_000))),
+        ),
         (
             "binary over 64 KiB",
             with(&format!(
@@ -500,10 +605,7 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
     }
     c.service(
         "create table with a 64-character name",
-        json_post(
-            "Tables",
-            format!(r#"{{"TableName":"{}"}}"#, "a".repeat(64)),
-        ),
+        json_post("Tables", format!(r#"{{"TableName":"{}"}}"#, "a".repeat(64))),
     );
 
     // --- Oversized bodies.
@@ -513,10 +615,7 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
     );
     let big = with(&format!(r#""A":"{}""#, "x".repeat((4 << 20) + 10)));
     c.service("body over 4 MiB", json_post("kept", big.clone()));
-    c.service(
-        "table body over 4 MiB",
-        json_post("Tables", big.clone()),
-    );
+    c.service("table body over 4 MiB", json_post("Tables", big.clone()));
     c.service(
         "replace body over 4 MiB",
         json_put(&kept_entity, big.clone()),
@@ -524,8 +623,7 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
 
     // --- Nonsense headers on otherwise valid requests.
     let valid_get = || Request::new("GET", entity_target("kept", "p", "r"));
-    let valid_insert =
-        || json_post("kept", r#"{"PartitionKey":"hostile","RowKey":"hdr","A":1}"#);
+    let valid_insert = || json_post("kept", r#"{"PartitionKey":"hostile","RowKey":"hdr","A":1}"#);
     for (name, value) in [
         ("Accept", "text/html"),
         ("Accept", "application/atom+xml"),
@@ -545,8 +643,13 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
         get.headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
         c.service(format!("GET with {name}: {value}"), get.header(name, value));
         let mut insert = valid_insert();
-        insert.headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
-        c.service(format!("insert with {name}: {value}"), insert.header(name, value));
+        insert
+            .headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+        c.service(
+            format!("insert with {name}: {value}"),
+            insert.header(name, value),
+        );
     }
     for (name, value) in [
         ("Content-Type", "text/plain"),
@@ -560,9 +663,19 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
     ] {
         let mut r = valid_insert();
         r.headers.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
-        c.service(format!("insert with {name}: {value}"), r.header(name, value));
+        c.service(
+            format!("insert with {name}: {value}"),
+            r.header(name, value),
+        );
     }
-    for value in ["garbage", "\"", "W/\"bad\"", "W/\"datetime'nope'\"", "**", ""] {
+    for value in [
+        "garbage",
+        "\"",
+        "W/\"bad\"",
+        "W/\"datetime'nope'\"",
+        "**",
+        "",
+    ] {
         let mut put = json_put(&kept_entity, r#"{"A":1}"#);
         put.headers.retain(|(k, _)| k != "If-Match");
         c.service(
@@ -582,8 +695,10 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
     stale.headers.retain(|(k, _)| k != "If-Match");
     c.service(
         "replace with a stale ETag",
-        stale
-            .header("If-Match", "W/\"datetime'2001-01-01T00%3A00%3A00.0000000Z'\""),
+        stale.header(
+            "If-Match",
+            "W/\"datetime'2001-01-01T00%3A00%3A00.0000000Z'\"",
+        ),
     );
     // Header values with bytes outside ASCII (obs-text).
     for name in [
@@ -595,7 +710,11 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
         "X-HTTP-Method",
     ] {
         // PUT without If-Match would replace the entity: X-HTTP-Method needs a POST.
-        let method = if name == "X-HTTP-Method" { "POST" } else { "PUT" };
+        let method = if name == "X-HTTP-Method" {
+            "POST"
+        } else {
+            "PUT"
+        };
         let mut bytes = format!(
             "{method} {kept_entity} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: 7\r\n{name}: \u{ff}\u{fe}\r\n\r\n{{\"A\":1}}"
         )
@@ -617,30 +736,112 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
     for (label, bytes) in [
         ("garbage line", "garbage\r\n\r\n".to_owned()),
         ("no version", "GET /devstoreaccount1/Tables\r\n\r\n".into()),
-        ("HTTP/9.9", format!("GET /devstoreaccount1/Tables HTTP/9.9\r\nHost: {h}\r\n\r\n")),
-        ("space in target", format!("GET /devstoreaccount1/kept() x HTTP/1.1\r\nHost: {h}\r\n\r\n")),
-        ("header without colon", format!("GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: {h}\r\nnonsense\r\n\r\n")),
-        ("bad header name", format!("GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: {h}\r\nBad Name: x\r\n\r\n")),
-        ("Content-Length letters", format!("POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nContent-Length: ab\r\n\r\n{{}}")),
-        ("Content-Length negative", format!("POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nContent-Length: -5\r\n\r\n")),
-        ("Content-Length huge", format!("POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nContent-Length: 99999999999999999999\r\n\r\n")),
-        ("Content-Length twice", format!("POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{{}}x")),
-        ("bad chunk size", format!("POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\nConnection: close\r\n\r\nzz\r\n{{}}\r\n0\r\n\r\n")),
-        ("chunk longer than said", format!("POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n2\r\n{{\"PartitionKey\"\r\n0\r\n\r\n")),
-        ("chunked and length", format!("POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\nConnection: close\r\n\r\n0\r\n\r\n")),
-        ("unknown transfer coding", format!("POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nTransfer-Encoding: gzip\r\nConnection: close\r\n\r\n{{}}")),
-        ("NUL in target", format!("GET /devstoreaccount1/ke\0pt() HTTP/1.1\r\nHost: {h}\r\n\r\n")),
-        ("long key in the URL", format!("GET /devstoreaccount1/kept(PartitionKey='p',RowKey='{}') HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n", "%41".repeat(200_000))),
-        ("many headers", format!("GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: {h}\r\n{}Connection: close\r\n\r\n", (0..500).map(|i| format!("X-H{i}: v\r\n")).collect::<String>())),
-        ("long URL", format!("GET /devstoreaccount1/kept()?$filter={} HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n", "a".repeat(500_000))),
+        (
+            "HTTP/9.9",
+            format!("GET /devstoreaccount1/Tables HTTP/9.9\r\nHost: {h}\r\n\r\n"),
+        ),
+        (
+            "space in target",
+            format!("GET /devstoreaccount1/kept() x HTTP/1.1\r\nHost: {h}\r\n\r\n"),
+        ),
+        (
+            "header without colon",
+            format!("GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: {h}\r\nnonsense\r\n\r\n"),
+        ),
+        (
+            "bad header name",
+            format!("GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: {h}\r\nBad Name: x\r\n\r\n"),
+        ),
+        (
+            "Content-Length letters",
+            format!(
+                "POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nContent-Length: ab\r\n\r\n{{}}"
+            ),
+        ),
+        (
+            "Content-Length negative",
+            format!(
+                "POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nContent-Length: -5\r\n\r\n"
+            ),
+        ),
+        (
+            "Content-Length huge",
+            format!(
+                "POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nContent-Length: 99999999999999999999\r\n\r\n"
+            ),
+        ),
+        (
+            "Content-Length twice",
+            format!(
+                "POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{{}}x"
+            ),
+        ),
+        (
+            "bad chunk size",
+            format!(
+                "POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\nConnection: close\r\n\r\nzz\r\n{{}}\r\n0\r\n\r\n"
+            ),
+        ),
+        (
+            "chunk longer than said",
+            format!(
+                "POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n2\r\n{{\"PartitionKey\"\r\n0\r\n\r\n"
+            ),
+        ),
+        (
+            "chunked and length",
+            format!(
+                "POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\nConnection: close\r\n\r\n0\r\n\r\n"
+            ),
+        ),
+        (
+            "unknown transfer coding",
+            format!(
+                "POST /devstoreaccount1/kept HTTP/1.1\r\nHost: {h}\r\nTransfer-Encoding: gzip\r\nConnection: close\r\n\r\n{{}}"
+            ),
+        ),
+        (
+            "NUL in target",
+            format!("GET /devstoreaccount1/ke\0pt() HTTP/1.1\r\nHost: {h}\r\n\r\n"),
+        ),
+        (
+            "long key in the URL",
+            format!(
+                "GET /devstoreaccount1/kept(PartitionKey='p',RowKey='{}') HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n",
+                "%41".repeat(200_000)
+            ),
+        ),
+        (
+            "many headers",
+            format!(
+                "GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: {h}\r\n{}Connection: close\r\n\r\n",
+                (0..500)
+                    .map(|i| format!("X-H{i}: v\r\n"))
+                    .collect::<String>()
+            ),
+        ),
+        (
+            "long URL",
+            format!(
+                "GET /devstoreaccount1/kept()?$filter={} HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n",
+                "a".repeat(500_000)
+            ),
+        ),
         ("only CRLFs", "\r\n\r\n\r\n\r\n".into()),
-        ("TLS hello", "\u{16}\u{3}\u{1}\u{0}\u{a5}\u{1}\u{0}\u{0}".into()),
+        (
+            "TLS hello",
+            "\u{16}\u{3}\u{1}\u{0}\u{a5}\u{1}\u{0}\u{0}".into(),
+        ),
         ("HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".into()),
-        ("asterisk form", format!("OPTIONS * HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n")),
+        (
+            "asterisk form",
+            format!("OPTIONS * HTTP/1.1\r\nHost: {h}\r\nConnection: close\r\n\r\n"),
+        ),
     ] {
         c.framing(label, bytes.into_bytes());
     }
-    let mut raw = format!("GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: {h}\r\nX-Bin: ").into_bytes();
+    let mut raw =
+        format!("GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: {h}\r\nX-Bin: ").into_bytes();
     raw.extend_from_slice(b"a\x00b\x7f\r\nConnection: close\r\n\r\n");
     c.framing("control bytes in a header value", raw);
     let mut raw = b"GET /devstoreaccount1/k\xffept() HTTP/1.1\r\n".to_vec();
@@ -697,9 +898,32 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
 fn mutate(seed: &[u8], rng: &mut Rng) -> Vec<u8> {
     let mut out = seed.to_vec();
     let interesting: &[&[u8]] = &[
-        b"'", b"''", b"(", b")", b"%", b"%FF", b"%00", b"\"", b"{", b"}", b"[", b"\\", b"\xff",
-        b"\r\n", b"\0", b",", b":", b"@odata.type", b"Edm.Int64", b"9999999999999999999999",
-        b"-", b" ", b"&", b"=", b"$top", b"?",
+        b"'",
+        b"''",
+        b"(",
+        b")",
+        b"%",
+        b"%FF",
+        b"%00",
+        b"\"",
+        b"{",
+        b"}",
+        b"[",
+        b"\\",
+        b"\xff",
+        b"\r\n",
+        b"\0",
+        b",",
+        b":",
+        b"@odata.type",
+        b"Edm.Int64",
+        b"9999999999999999999999",
+        b"-",
+        b" ",
+        b"&",
+        b"=",
+        b"$top",
+        b"?",
     ];
     for _ in 0..rng.range(1, 4) {
         if out.is_empty() {
@@ -760,7 +984,9 @@ fn well_framed(bytes: &[u8]) -> bool {
         };
         let (k, v) = (&l[..colon], &l[colon + 1..]);
         if k.is_empty()
-            || !k.iter().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(b))
+            || !k
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(b))
             || !v
                 .iter()
                 .all(|&b| b == b'\t' || (0x20..0x7f).contains(&b) || b >= 0x80)
@@ -849,8 +1075,16 @@ fn seed_data(client: &Client) {
     for (pk, rk, extra) in [
         ("p", "r", r#""Name":"kept","Age":7"#),
         ("p", "r2", r#""Big@odata.type":"Edm.Int64","Big":"123""#),
-        ("hostile", "r1", r#""Note":"the truncated bodies name this key""#),
-        ("q", "'quoted'", r#""When@odata.type":"Edm.DateTime","When":"2024-01-01T00:00:00Z""#),
+        (
+            "hostile",
+            "r1",
+            r#""Note":"the truncated bodies name this key""#,
+        ),
+        (
+            "q",
+            "'quoted'",
+            r#""When@odata.type":"Edm.DateTime","When":"2024-01-01T00:00:00Z""#,
+        ),
     ] {
         let body = format!(
             r#"{{"PartitionKey":"{pk}","RowKey":"{}",{extra}}}"#,
@@ -934,7 +1168,11 @@ fn thousands_of_malformed_requests_get_4xx_errors_and_change_nothing() {
     assert_eq!(before.0, after.0, "table `kept` changed");
     // Mutants may have created tables; the kept ones are still listed.
     for name in ["kept", "scratch"] {
-        assert!(after.1.contains(&format!("\"TableName\":\"{name}\"")), "{}", after.1);
+        assert!(
+            after.1.contains(&format!("\"TableName\":\"{name}\"")),
+            "{}",
+            after.1
+        );
     }
     server.stop();
 }
@@ -957,7 +1195,8 @@ fn well_framed_requests_are_recognised() {
 /// The kept fuzz findings of the request path, replayed through the in-process oracle.
 #[test]
 fn request_fuzz_regressions_replay() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/robust_support/regressions");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/robust_support/regressions");
     let mut count = 0;
     for entry in std::fs::read_dir(&dir).expect("regressions directory") {
         let path = entry.expect("entry").path();
@@ -978,7 +1217,9 @@ fn request_fuzz_regressions_replay() {
 #[test]
 fn request_path_random_inputs_through_the_oracle() {
     let (mut rng, _) = Rng::from_env("TABLEQ_REQUEST_SEED");
-    let methods = ["GET", "POST", "PUT", "MERGE", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+    let methods = [
+        "GET", "POST", "PUT", "MERGE", "PATCH", "DELETE", "HEAD", "OPTIONS",
+    ];
     let targets = [
         "Tables",
         "Tables('tbl')",
@@ -1037,10 +1278,7 @@ fn request_path_random_inputs_through_the_oracle() {
         match request_oracle::run(&data) {
             Ok(Some(_)) => answered += 1,
             Ok(None) => {}
-            Err(problem) => panic!(
-                "{problem}\ninput: {:?}",
-                String::from_utf8_lossy(&data)
-            ),
+            Err(problem) => panic!("{problem}\ninput: {:?}", String::from_utf8_lossy(&data)),
         }
     }
     assert!(answered > 2000, "only {answered} inputs reached the router");

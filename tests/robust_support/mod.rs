@@ -135,7 +135,9 @@ impl Request {
     }
 
     fn has(&self, name: &str) -> bool {
-        self.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name))
+        self.headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(name))
     }
 
     /// The bytes on the wire.
@@ -214,7 +216,10 @@ impl Reply {
                 "x-ms-error-code {:?} differs from the body's code {code:?}",
                 self.header("x-ms-error-code")
             )),
-            _ => Some(format!("not an odata.error body: {:?}", excerpt(&self.text()))),
+            _ => Some(format!(
+                "not an odata.error body: {:?}",
+                excerpt(&self.text())
+            )),
         }
     }
 
@@ -398,9 +403,8 @@ impl Client {
                     encode(rk)
                 ));
             }
-            let r = self.call(
-                Request::new("GET", Client::target(&target)).header("Accept", MINIMAL),
-            );
+            let r =
+                self.call(Request::new("GET", Client::target(&target)).header("Accept", MINIMAL));
             assert_eq!(r.status, 200, "query {table}: {}", r.text());
             let json = r.json().expect("JSON page");
             out.extend(json["value"].as_array().cloned().unwrap_or_default());
@@ -471,7 +475,12 @@ pub fn parse_reply(raw: &[u8]) -> Option<Reply> {
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
         .collect();
     let rest = &raw[end + 4..];
-    let get = |n: &str| headers.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+    let get = |n: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == n)
+            .map(|(_, v)| v.as_str())
+    };
     let body = if get("transfer-encoding").is_some_and(|v| v.contains("chunked")) {
         dechunk(rest)?
     } else if let Some(len) = get("content-length") {
@@ -555,9 +564,8 @@ pub enum BatchOp {
 pub fn batch_request(origin: &str, table: &str, ops: &[BatchOp]) -> Request {
     let batch = format!("batch_{}", uuid_like(ops.len() as u64));
     let changeset = format!("changeset_{}", uuid_like(ops.len() as u64 + 7));
-    let mut body = format!(
-        "--{batch}\r\nContent-Type: multipart/mixed; boundary={changeset}\r\n\r\n"
-    );
+    let mut body =
+        format!("--{batch}\r\nContent-Type: multipart/mixed; boundary={changeset}\r\n\r\n");
     for (i, op) in ops.iter().enumerate() {
         let (line, if_match, json) = match op {
             BatchOp::Insert(entity) => (
@@ -590,10 +598,7 @@ pub fn batch_request(origin: &str, table: &str, ops: &[BatchOp]) -> Request {
     }
     body.push_str(&format!("--{changeset}--\r\n\r\n--{batch}--\r\n"));
     Request::new("POST", Client::target("$batch"))
-        .header(
-            "Content-Type",
-            format!("multipart/mixed; boundary={batch}"),
-        )
+        .header("Content-Type", format!("multipart/mixed; boundary={batch}"))
         .header("Accept", "application/json")
         .header("DataServiceVersion", "3.0")
         .header("MaxDataServiceVersion", "3.0;NetFx")
@@ -811,10 +816,8 @@ impl TempDir {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or(0);
-        let dir = std::env::temp_dir().join(format!(
-            "tableq-{name}-{}-{nanos}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("tableq-{name}-{}-{nanos}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         TempDir(dir)
     }

@@ -174,15 +174,13 @@ pub fn run(data: &[u8]) -> Result<Option<Answer>, String> {
                 .get("x-ms-error-code")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
-            let body = tokio::time::timeout(
-                Duration::from_secs(10),
-                response.into_body().collect(),
-            )
-            .await
-            .map_err(|_| "the body did not end within 10 s".to_owned())?
-            .map_err(|e| format!("the body failed: {e}"))?
-            .to_bytes()
-            .to_vec();
+            let body =
+                tokio::time::timeout(Duration::from_secs(10), response.into_body().collect())
+                    .await
+                    .map_err(|_| "the body did not end within 10 s".to_owned())?
+                    .map_err(|e| format!("the body failed: {e}"))?
+                    .to_bytes()
+                    .to_vec();
             Ok::<_, String>(Answer {
                 status,
                 error_code,
@@ -204,7 +202,10 @@ pub fn run(data: &[u8]) -> Result<Option<Answer>, String> {
         if head {
             // A reply to HEAD has no body (HTTP): the code is in the header.
             if answer.error_code.is_none() {
-                return Err(format!("HEAD: status {} without x-ms-error-code", answer.status));
+                return Err(format!(
+                    "HEAD: status {} without x-ms-error-code",
+                    answer.status
+                ));
             }
         } else {
             check_error_body(&answer)?;
