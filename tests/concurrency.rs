@@ -50,7 +50,7 @@ fn counters_lose_no_update(backend: Arc<dyn Backend>, label: &str) {
         );
         assert_eq!(r.status, 201, "{}", r.text());
     }
-    let (rng, seed) = Rng::from_env("TABLEQ_CONCURRENCY_SEED");
+    let (_, seed) = Rng::from_env("TABLEQ_CONCURRENCY_SEED");
     let attempts: Vec<Attempt> = (0..THREADS)
         .map(|t| {
             let client = client.clone();
@@ -95,7 +95,6 @@ fn counters_lose_no_update(backend: Arc<dyn Backend>, label: &str) {
         .into_iter()
         .flat_map(|h| h.join().expect("client thread"))
         .collect();
-    drop(rng);
 
     let mut total_acked = 0;
     let mut total_412 = 0;

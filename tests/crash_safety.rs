@@ -471,7 +471,7 @@ fn acknowledged_writes_survive_repeated_sigkill() {
                 .take_while(|((p, _), _)| p == pk)
                 .map(|(_, v)| v)
                 .collect();
-            if rows.len() != 0 && rows.len() != BATCH {
+            if !rows.is_empty() && rows.len() != BATCH {
                 problems.push(format!(
                     "batch {pk} is half applied: {} of {BATCH} entities",
                     rows.len()
