@@ -952,14 +952,23 @@ fn mutate(seed: &[u8], rng: &mut Rng) -> Vec<u8> {
 
 /// Whether bytes look like a well-framed request (so an error must be an `odata.error`):
 /// the request line and headers parse with the rules the HTTP layer applies.
+fn split_crlf(mut head: &[u8]) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    while let Some(at) = head.windows(2).position(|w| w == b"\r\n") {
+        out.push(&head[..at]);
+        head = &head[at + 2..];
+    }
+    out.push(head);
+    out
+}
+
 fn well_framed(bytes: &[u8]) -> bool {
     let Some(end) = bytes.windows(4).position(|w| w == b"\r\n\r\n") else {
         return false;
     };
     let head = &bytes[..end];
-    let mut lines = head
-        .split(|&b| b == b'\n')
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l));
+    // Lines end with CRLF exactly; a lone CR or LF left in a line is not well framed.
+    let mut lines = split_crlf(head).into_iter();
     let Some(line) = lines.next().and_then(|l| std::str::from_utf8(l).ok()) else {
         return false;
     };
@@ -1000,9 +1009,12 @@ fn well_framed(bytes: &[u8]) -> bool {
             if length.is_some() {
                 return false;
             }
+            // Digits only (no sign), as the HTTP layer reads it.
             match std::str::from_utf8(v)
                 .ok()
-                .and_then(|v| v.trim().parse::<usize>().ok())
+                .map(str::trim)
+                .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|v| v.parse::<usize>().ok())
             {
                 Some(n) => length = Some(n),
                 None => return false,
@@ -1192,6 +1204,10 @@ fn well_framed_requests_are_recognised() {
     assert!(!well_framed(b"GET /x HTTP/1.0\r\n\r\n"));
     assert!(!well_framed(b"GET x HTTP/1.1\r\n\r\n"));
     assert!(!well_framed(b"GET /x HTTP/1.1\r\nBad Name: v\r\n\r\n"));
+    assert!(!well_framed(b"GET /x HTTP/1.1\r\nA: v\r\r\n\r\n"));
+    assert!(!well_framed(
+        b"POST /x HTTP/1.1\r\nContent-Length: +1\r\n\r\nx"
+    ));
 }
 
 /// The kept fuzz findings of the request path, replayed through the in-process oracle.
