@@ -63,21 +63,26 @@ pub use config::{Account, AuthMode, DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY, 
 pub use error::ApiError;
 pub use server::{Server, ServerError, shutdown_signal};
 
-/// The whole request pipeline as an axum [`Router`](axum::Router) serving `backend` with
-/// `config`, without a listener: for driving requests in-process (the request-path fuzz
-/// target and its replay test call it with `tower::ServiceExt::oneshot`). Unlike
-/// [`Server::run_until`] it never closes the store.
+/// The whole request pipeline as an axum [`Router`](axum::Router) serving `config`'s account
+/// from `backend` (authorization as configured), without a listener: for driving requests
+/// in-process (the request-path fuzz target and its replay test call it with
+/// `tower::ServiceExt::oneshot`). Unlike [`Server::run_until`] it never closes the store.
+/// An account name or key that cannot be used is a [`ServerError::Account`].
 ///
 /// ```
 /// use std::sync::Arc;
 /// use tableq_server::{ServerConfig, router};
 /// use tableq_store::MemoryBackend;
-/// let app: axum::Router = router(Arc::new(MemoryBackend::new()), ServerConfig::default());
+/// let app: axum::Router = router(Arc::new(MemoryBackend::new()), ServerConfig::default())?;
 /// # drop(app);
+/// # Ok::<(), tableq_server::ServerError>(())
 /// ```
 pub fn router(
     backend: std::sync::Arc<dyn tableq_store::Backend>,
     config: ServerConfig,
-) -> axum::Router {
-    app::router(std::sync::Arc::new(context::AppState { backend, config }))
+) -> Result<axum::Router, ServerError> {
+    let name = config.account.name.clone();
+    let hosted = auth::Hosted::new(backend, config)
+        .map_err(|reason| ServerError::Account { name, reason })?;
+    Ok(app::router(std::sync::Arc::new(hosted)))
 }

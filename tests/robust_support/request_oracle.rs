@@ -160,7 +160,8 @@ pub fn run(data: &[u8]) -> Result<Option<Answer>, String> {
     let backend = store();
     let before = snapshot(&backend);
     let dyn_backend: Arc<dyn Backend> = backend.clone();
-    let app = tableq_server::router(dyn_backend, tableq_server::ServerConfig::default());
+    let app = tableq_server::router(dyn_backend, tableq_server::ServerConfig::default())
+        .map_err(|e| format!("the router cannot be built: {e}"))?;
     let answer = RUNTIME.with(|rt| {
         rt.block_on(async move {
             let response =
