@@ -429,15 +429,6 @@ async fn table_sas_permissions_time_window_and_table() {
         &s.send_unsigned("POST", &with_token("sas", &foreign), &json, Some(entity))
             .await,
     );
-    let batch = SasBuilder::table("sas")
-        .permissions("raud")
-        .window_from_now(None, 3600)
-        .sign(&key);
-    denied(
-        &s.send_unsigned("POST", &with_token("$batch", &batch), &[], Some(""))
-            .await,
-    );
-
     assert_eq!(stored(&s, "sas").await.len(), 5, "nothing was written");
 
     // With the permissions, the same requests work.
@@ -796,4 +787,101 @@ fn cli_rejects_unusable_accounts() {
         assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
         assert!(stderr.contains(expected), "{flag}: {stderr}");
     }
+}
+
+/// A `$batch` body of one changeset: each operation is (method, URL, body).
+fn changeset_body(ops: &[(&str, String, Option<&str>)]) -> (String, String) {
+    let mut cs = String::new();
+    for (method, url, body) in ops {
+        cs.push_str("--changeset_c\r\nContent-Type: application/http\r\n");
+        cs.push_str("Content-Transfer-Encoding: binary\r\n\r\n");
+        cs.push_str(&format!("{method} {url} HTTP/1.1\r\n"));
+        cs.push_str("Accept: application/json;odata=minimalmetadata\r\n");
+        if method == &"DELETE" || method == &"PUT" {
+            cs.push_str("If-Match: *\r\n");
+        }
+        match body {
+            Some(b) => cs.push_str(&format!("Content-Type: application/json\r\n\r\n{b}\r\n")),
+            None => cs.push_str("\r\n"),
+        }
+    }
+    cs.push_str("--changeset_c--\r\n");
+    let body = format!(
+        "--batch_b\r\nContent-Type: multipart/mixed; boundary=changeset_c\r\n\r\n{cs}--batch_b--\r\n"
+    );
+    ("multipart/mixed; boundary=batch_b".to_owned(), body)
+}
+
+#[tokio::test]
+async fn a_batch_under_a_sas_is_checked_operation_by_operation() {
+    let s = TestServer::start().await;
+    seed(&s).await;
+    let key = AccountKey::development();
+    let insert = |rk: &str| {
+        (
+            "POST",
+            s.url("sas"),
+            Some(if rk == "9" {
+                r#"{"PartitionKey":"b","RowKey":"9"}"#
+            } else {
+                r#"{"PartitionKey":"b","RowKey":"7"}"#
+            }),
+        )
+    };
+    let delete = ("DELETE", s.url(&entity_path("sas", "b", "1")), None);
+    let send = |token: String, ops: Vec<(&'static str, String, Option<&'static str>)>| {
+        let (content_type, body) = changeset_body(&ops);
+        let s = &s;
+        async move {
+            s.send_unsigned(
+                "POST",
+                &with_token("$batch", &token),
+                &[("Content-Type", content_type.as_str())],
+                Some(&body),
+            )
+            .await
+        }
+    };
+
+    // Insert-only token: the insert passes its check, the delete (operation 1) fails it —
+    // 403 for that operation, nothing written.
+    let add_only = SasBuilder::table("sas")
+        .permissions("a")
+        .window_from_now(None, 3600)
+        .sign(&key);
+    let r = send(add_only.clone(), vec![insert("7"), delete.clone()]).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert!(r.body.contains("HTTP/1.1 403"), "{}", r.body);
+    assert!(r.body.contains("AuthenticationFailed"), "{}", r.body);
+    assert!(r.body.contains("1:"), "{}", r.body);
+    assert_eq!(stored(&s, "sas").await.len(), 5, "nothing was written");
+
+    // A key range: an insert whose body keys fall outside it is refused.
+    let ranged = SasBuilder::table("sas")
+        .permissions("raud")
+        .window_from_now(None, 3600)
+        .start_key("b", Some("0"))
+        .end_key("b", Some("8"))
+        .sign(&key);
+    let r = send(ranged.clone(), vec![insert("7"), insert("9")]).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert!(r.body.contains("HTTP/1.1 403"), "{}", r.body);
+    assert!(r.body.contains("outside the SAS"), "{}", r.body);
+    assert_eq!(stored(&s, "sas").await.len(), 5, "nothing was written");
+
+    // Another table's token is refused for every operation.
+    let other = SasBuilder::table("other")
+        .permissions("raud")
+        .window_from_now(None, 3600)
+        .sign(&key);
+    let r = send(other, vec![insert("7")]).await;
+    assert!(r.body.contains("HTTP/1.1 403"), "{}", r.body);
+
+    // Within its permissions and range the batch is applied.
+    let r = send(ranged, vec![insert("7"), delete]).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert!(!r.body.contains("HTTP/1.1 403"), "{}", r.body);
+    let rows = stored(&s, "sas").await;
+    assert!(rows.contains(&("b".into(), "7".into())), "{rows:?}");
+    assert!(!rows.contains(&("b".into(), "1".into())), "{rows:?}");
 }

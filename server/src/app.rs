@@ -177,6 +177,7 @@ async fn handle(hosted: &Hosted, request: Request) -> Result<Response, ApiError>
         state.config.max_body_bytes,
     )
     .await?;
+    ctx.sas = grant.sas();
     route(state, &ctx, method, path.resource, body).await
 }
 
@@ -197,6 +198,7 @@ pub(crate) fn request_context(
         query,
         headers,
         request_id,
+        sas: None,
     })
 }
 

@@ -23,6 +23,7 @@ use tableq_model::ErrorCode;
 use tableq_model::json::MetadataLevel;
 use tableq_store::Backend;
 
+use crate::auth::SasGrant;
 use crate::config::ServerConfig;
 use crate::encode::Links;
 use crate::error::ApiError;
@@ -50,6 +51,9 @@ pub(crate) struct Ctx {
     pub headers: HeaderMap,
     /// The request id (`x-ms-request-id`), repeated in error messages.
     pub request_id: String,
+    /// The SAS token the request was authorized with, if any: `$batch` checks each of its
+    /// operations against it (the outer request only says "a batch").
+    pub sas: Option<Arc<SasGrant>>,
 }
 
 /// Runs blocking work (store calls, query execution) on tokio's blocking pool.

@@ -38,7 +38,8 @@ use crate::context::AppState;
 use crate::error::ApiError;
 use crate::query::QueryParams;
 use crate::resource::Resource;
-use sas::{EntityOp, Operation, SasGrant};
+pub(crate) use sas::SasGrant;
+use sas::{EntityOp, Operation};
 use sign::{AccountKey, Scheme, SignedParts, string_to_sign};
 
 /// How far `x-ms-date` / `Date` may be from the server's clock (the service's 15 minutes).
@@ -123,7 +124,52 @@ pub(crate) enum Grant {
     /// Anything in its account (a valid account-key signature, or authorization off).
     Full,
     /// What a verified SAS token allows.
-    Sas(Box<SasGrant>),
+    Sas(Arc<SasGrant>),
+}
+
+impl Grant {
+    /// The SAS token behind the grant, if any.
+    pub(crate) fn sas(&self) -> Option<Arc<SasGrant>> {
+        match self {
+            Grant::Full => None,
+            Grant::Sas(sas) => Some(Arc::clone(sas)),
+        }
+    }
+}
+
+/// Checks one operation of a `$batch` against the SAS token the batch was sent with: its
+/// permissions and table as [`admit`] checks a single request, and the key range on the
+/// operation's keys (`keys`: the URL's, or an insert's body's once decoded). A range read
+/// is limited to the range as a single query is.
+pub(crate) fn admit_operation(
+    sas: &SasGrant,
+    method: &Method,
+    resource: &Resource,
+    headers: &HeaderMap,
+    query: &mut QueryParams,
+    keys: Option<(&str, &str)>,
+) -> Result<(), ApiError> {
+    let op = operation(method, resource, headers);
+    sas.allows(&op).map_err(denied)?;
+    if !sas.has_key_range() {
+        return Ok(());
+    }
+    if let Some((pk, rk)) = keys
+        && !sas.covers(pk, rk)
+    {
+        return Err(denied(format!(
+            "the entity (PartitionKey '{pk}', RowKey '{rk}') is outside the SAS's key range"
+        )));
+    }
+    if let Operation::Entity {
+        kind: EntityOp::Read,
+        keys: None,
+        ..
+    } = op
+    {
+        query.filter = Some(restrict_filter(query.filter.as_deref(), sas));
+    }
+    Ok(())
 }
 
 fn denied(detail: impl Into<String>) -> ApiError {
@@ -171,7 +217,7 @@ pub(crate) fn authorize(
     match sas::read_token(parts.uri.query()).map_err(denied)? {
         Some((fields, signature)) => {
             let grant = sas::verify(key, fields, &signature, chrono::Utc::now()).map_err(denied)?;
-            Ok((state, Grant::Sas(Box::new(grant))))
+            Ok((state, Grant::Sas(Arc::new(grant))))
         }
         None => Err(denied(format!(
             "the request is not signed: send `Authorization: SharedKey {account}:<signature>` \

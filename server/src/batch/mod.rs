@@ -80,6 +80,7 @@ use tableq_model::ErrorCode;
 use tableq_store::{BatchError, WriteOp};
 
 use crate::app::request_context;
+use crate::auth;
 use crate::context::{AppState, Ctx, blocking, body_text, read_bytes};
 use crate::entities::{self, WriteReply, WriteRequest, WriteTarget};
 use crate::error::ApiError;
@@ -220,7 +221,10 @@ struct Prepared {
 
 /// Checks and decodes operation `op` of a changeset.
 fn prepare(outer: &Ctx, op: Operation) -> Result<Prepared, ApiError> {
-    let (resource, ctx, method) = operation_context(outer, &op)?;
+    let (resource, mut ctx, method) = operation_context(outer, &op)?;
+    if let Some(sas) = &outer.sas {
+        auth::admit_operation(sas, &method, &resource, &ctx.headers, &mut ctx.query, None)?;
+    }
     let Some(target) = WriteTarget::of(&method, &resource) else {
         return Err(ApiError::new(
             ErrorCode::InvalidInput,
@@ -239,6 +243,18 @@ fn prepare(outer: &Ctx, op: Operation) -> Result<Prepared, ApiError> {
         String::new()
     };
     let (write, reply) = request.decode(&text)?;
+    if let Some(sas) = &outer.sas {
+        // The key range, on the keys the operation writes (an insert's come from its body).
+        let keys = write.keys();
+        auth::admit_operation(
+            sas,
+            &method,
+            &resource,
+            &ctx.headers,
+            &mut ctx.query,
+            Some(keys),
+        )?;
+    }
     Ok(Prepared {
         table,
         op: write,
@@ -347,7 +363,13 @@ async fn changeset(
 /// Runs a query operation as the same request alone; its failure is its answer.
 async fn query(state: &Arc<AppState>, outer: &Ctx, op: Operation) -> Answer {
     let content_id = op.content_id.clone();
-    let response = match operation_context(outer, &op) {
+    let admitted = operation_context(outer, &op).and_then(|(resource, mut ctx, method)| {
+        if let Some(sas) = &outer.sas {
+            auth::admit_operation(sas, &method, &resource, &ctx.headers, &mut ctx.query, None)?;
+        }
+        Ok((resource, ctx, method))
+    });
+    let response = match admitted {
         // `parse` let only GETs through. (Not via `app::route`: it leads here.)
         Ok((
             Resource::Entity {

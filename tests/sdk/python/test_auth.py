@@ -166,3 +166,36 @@ def test_account_sas(endpoint, service, table):
     with TableServiceClient(endpoint, credential=AzureSasCredential(expired), **helpers.CLIENT_KWARGS) as sas_service:
         with pytest.raises(ClientAuthenticationError):
             list(sas_service.list_tables())
+
+
+def test_table_sas_transactions_are_checked_operation_by_operation(endpoint, table):
+    """`submit_transaction` with a table SAS: each operation of the changeset is held to the
+    token's permissions and key range; a refused one fails the transaction (403 at its
+    index) and nothing is written."""
+    from azure.data.tables import TableTransactionError
+
+    seed(table)
+    token = generate_table_sas(dev_credential(), table.table_name, permission="raud", expiry=soon(),
+                               start_pk="b", start_rk="0", end_pk="b", end_rk="8")
+    ranged = sas_table(endpoint, table.table_name, token)
+    ranged.submit_transaction([
+        ("create", {"PartitionKey": "b", "RowKey": "7"}),
+        ("delete", {"PartitionKey": "b", "RowKey": "1"}),
+    ])
+    with pytest.raises(TableTransactionError) as info:
+        ranged.submit_transaction([
+            ("create", {"PartitionKey": "b", "RowKey": "6"}),
+            ("create", {"PartitionKey": "b", "RowKey": "9"}),
+        ])
+    assert info.value.status_code == 403
+    assert info.value.index == 1
+    add_only = sas_table(endpoint, table.table_name, generate_table_sas(
+        dev_credential(), table.table_name, permission="a", expiry=soon()))
+    with pytest.raises(TableTransactionError) as info:
+        add_only.submit_transaction([
+            ("create", {"PartitionKey": "b", "RowKey": "2"}),
+            ("delete", {"PartitionKey": "b", "RowKey": "5"}),
+        ])
+    assert info.value.status_code == 403
+    assert info.value.index == 1
+    assert keys(table.list_entities()) == [("a", "1"), ("b", "5"), ("b", "7"), ("c", "1"), ("d", "1")]
