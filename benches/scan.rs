@@ -1,4 +1,4 @@
-//! Criterion benchmark `scan`: the executor over a `MemorySource` of synthetic entities
+//! Criterion benchmark `scan`: the executor over a `MemorySnapshot` of synthetic entities
 //! (`tableq::datagen`, 100 partitions): point lookups at 10 k / 1 M / 10 M entities, partition
 //! scan, RowKey range, PartitionKey range, a full scan with a selective 3-comparison
 //! residual (compiled vs naive `Predicate::eval` vs a hand-written closure, 1 and 2 threads),
@@ -13,9 +13,7 @@ use std::hint::black_box;
 use std::sync::OnceLock;
 use std::time::Instant;
 use tableq::datagen::{GenOptions, Generator};
-use tableq::exec::{
-    EntitySource, Executor, MemorySnapshot, MemorySource, PageOptions, ResultRow, Scan,
-};
+use tableq::exec::{EntitySource, Executor, MemorySnapshot, PageOptions, ResultRow, Scan};
 use tableq::model::{EntityView, ValueRef};
 use tableq::parser::{FilterOptions, parse_filter, parse_top};
 use tableq::planner::plan::{KeyRange, Plan};
@@ -28,8 +26,8 @@ fn table(entities: u64) -> MemorySnapshot {
         seed: 7,
         timestamps: true,
     });
-    let source = MemorySource::from_entities(generator).expect("synthetic entities fit the layout");
-    let snapshot = source.snapshot();
+    let snapshot =
+        MemorySnapshot::from_entities(generator).expect("synthetic entities fit the layout");
     eprintln!(
         "table of {} entities built in {:.1} s: {} heap bytes, {:.1} bytes/entity",
         snapshot.len(),

@@ -18,6 +18,8 @@
 #   scripts/pg-cluster.sh env  DIR   prints the same assignments for a running cluster
 #   scripts/pg-cluster.sh down DIR   stops the servers by their recorded pids, removes DIR
 #   scripts/pg-cluster.sh reap       tears down clusters whose --owner-pid has exited
+#   scripts/pg-cluster.sh bindir     prints the directory of the server binaries it would use,
+#                                    or fails (exit 1) when they are not installed
 #
 # PostgreSQL refuses to run as root. Run as root (as CI does), the script runs initdb,
 # pg_ctl and psql as the unprivileged `postgres` system user (via runuser) and says so on
@@ -40,7 +42,11 @@ die() { echo "pg-cluster: $*" >&2; exit 1; }
 note() { echo "pg-cluster: $*" >&2; }
 
 find_bindir() {
-    if [[ -n "${PG_BINDIR:-}" ]]; then echo "$PG_BINDIR"; return; fi
+    if [[ -n "${PG_BINDIR:-}" ]]; then
+        [[ -x "$PG_BINDIR/initdb" && -x "$PG_BINDIR/pg_ctl" ]] || return 1
+        echo "$PG_BINDIR"
+        return
+    fi
     if command -v pg_config >/dev/null 2>&1; then
         local d
         d=$(pg_config --bindir 2>/dev/null || true)
@@ -242,5 +248,6 @@ case ${1:-} in
     down) shift; cmd_down "$@" ;;
     env) shift; print_env "${1:?usage: env DIR}" ;;
     reap) cmd_reap_quiet ;;
+    bindir) find_bindir || die "PostgreSQL binaries not found (install postgresql-15, or set PG_BINDIR)" ;;
     *) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

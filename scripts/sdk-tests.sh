@@ -9,10 +9,21 @@
 # answers, runs the suites against it, and stops it by the pid it started. The restart and
 # UseDevelopmentStorage=true tests start their own servers from TABLEQ_BIN.
 #
-# Usage: scripts/sdk-tests.sh [--suite all|python|js] [--endpoint URL] [--install-only]
+# With --store pg or pg-sharded the server is `tableq serve --store postgres://…` instead, on
+# PostgreSQL servers that scripts/pg-cluster.sh starts for this run (one server, or a
+# coordinator hash-partitioned over 3 shards through postgres_fdw; fsync off) with
+# `--owner-pid` of this script, and stops (`down`, by their recorded pids) at the end. The
+# tests that start their own `tableq serve` (restart, UseDevelopmentStorage=true) do not use
+# the store under test: the Python suite skips them there, with that reason (conftest.py).
+#
+# Usage: scripts/sdk-tests.sh [--suite all|python|js] [--store memory|pg|pg-sharded]
+#                             [--endpoint URL] [--install-only]
 #   --endpoint URL   use an already running server, e.g. http://127.0.0.1:10002/devstoreaccount1
 #                    (nothing is started; the restart tests need TABLEQ_BIN, else they skip)
 #   --suite S        run only one suite (default: all)
+#   --store S        the store behind the started server (default: memory, i.e. --in-memory);
+#                    pg: one PostgreSQL server; pg-sharded: a coordinator and 3 shards
+#                    (needs PostgreSQL 15 server binaries, see scripts/pg-cluster.sh)
 #   --install-only   install the two client environments and stop
 # Environment:
 #   TABLEQ_BIN       the tableq binary (default: `cargo build --bin tableq`, target/debug/tableq)
@@ -27,6 +38,7 @@ venv="$py_dir/.venv"
 helper="$py_dir/tableq_server.py"
 
 suite=all
+store=memory
 endpoint=""
 install_only=false
 
@@ -40,12 +52,16 @@ while [ $# -gt 0 ]; do
         --endpoint=*) endpoint=${1#--endpoint=}; endpoint=${endpoint%/}; shift ;;
         --suite) [ $# -ge 2 ] || die "--suite needs all, python or js"; suite=$2; shift 2 ;;
         --suite=*) suite=${1#--suite=}; shift ;;
+        --store) [ $# -ge 2 ] || die "--store needs memory, pg or pg-sharded"; store=$2; shift 2 ;;
+        --store=*) store=${1#--store=}; shift ;;
         --install-only) install_only=true; shift ;;
         -h | --help) usage; exit 0 ;;
         *) usage; die "unknown argument: $1" ;;
     esac
 done
 case "$suite" in all | python | js) ;; *) die "--suite must be all, python or js, not '$suite'" ;; esac
+case "$store" in memory | pg | pg-sharded) ;; *) die "--store must be memory, pg or pg-sharded, not '$store'" ;; esac
+[ "$store" = memory ] || [ -z "$endpoint" ] || die "--store $store starts its own server: it cannot be combined with --endpoint"
 want_py=false; want_js=false
 [ "$suite" = js ] || want_py=true
 [ "$suite" = python ] || want_js=true
@@ -94,8 +110,13 @@ install_js() {
     printf '%s\n' "$want" >"$js_dir/node_modules/.tableq-stamp"
 }
 
+# Concurrent runs (cargo test runs the memory and PostgreSQL suites in parallel) install
+# one at a time; the later ones find the stamp and reuse the environment.
+exec 9>"${TMPDIR:-/tmp}/tableq-sdk-tests.install.lock"
+flock 9 || die "cannot lock ${TMPDIR:-/tmp}/tableq-sdk-tests.install.lock"
 $want_py && install_python
 $want_js && install_js
+flock -u 9
 $install_only && { say "client environments are installed"; exit 0; }
 
 # --- the server -----------------------------------------------------------------------
@@ -112,6 +133,7 @@ fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tableq-sdk-tests.XXXXXX")
 server_pid=""
+pg_dir=""
 
 stop_server() {
     [ -n "$server_pid" ] || return 0
@@ -126,7 +148,12 @@ stop_server() {
     wait "$server_pid" 2>/dev/null || true
     server_pid=""
 }
-cleanup() { stop_server; rm -rf "$work"; }
+stop_pg() {
+    [ -n "$pg_dir" ] || return 0
+    bash "$repo/scripts/pg-cluster.sh" down "$pg_dir" || say "pg-cluster.sh down $pg_dir failed"
+    pg_dir=""
+}
+cleanup() { stop_server; stop_pg; rm -rf "$work"; }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -136,21 +163,37 @@ server_log_tail() {
     tail -n 40 "$work/server.log" >&2 || true
 }
 
+store_args=(--in-memory)
+if [ -z "$endpoint" ] && [ "$store" != memory ]; then
+    shards=0
+    [ "$store" = pg-sharded ] && shards=3
+    started=$SECONDS
+    # The cluster's watcher tears it down if this script dies without reaching `down`.
+    pg_env=$(bash "$repo/scripts/pg-cluster.sh" up --no-fsync --shards "$shards" --owner-pid $$) ||
+        die "scripts/pg-cluster.sh up --shards $shards failed (its messages are above)"
+    pg_dir=$(printf '%s\n' "$pg_env" | sed -n 's/^TABLEQ_PG_DIR=//p')
+    pg_url=$(printf '%s\n' "$pg_env" | sed -n 's/^TABLEQ_PG_URL=//p')
+    [ -n "$pg_dir" ] && [ -n "$pg_url" ] || die "scripts/pg-cluster.sh up printed no TABLEQ_PG_DIR/TABLEQ_PG_URL"
+    say "PostgreSQL is up in $((SECONDS - started)) s ($shards shard(s), $pg_dir): $pg_url"
+    store_args=(--store "$pg_url")
+fi
+
 if [ -z "$endpoint" ]; then
     port=$(python3 "$helper" free-port)
-    "$bin" serve --host 127.0.0.1 --port "$port" --in-memory >"$work/server.log" 2>&1 &
+    "$bin" serve --host 127.0.0.1 --port "$port" "${store_args[@]}" >"$work/server.log" 2>&1 &
     server_pid=$!
-    if ! python3 "$helper" wait "$port" "$server_pid" 30; then
+    if ! python3 "$helper" wait "$port" "$server_pid" 60; then
         server_log_tail
-        die "'$bin serve --host 127.0.0.1 --port $port --in-memory' did not start"
+        die "'$bin serve --host 127.0.0.1 --port $port ${store_args[*]}' did not start"
     fi
     endpoint="http://127.0.0.1:$port/devstoreaccount1"
-    say "tableq serve --in-memory is running on $endpoint (pid $server_pid)"
+    say "tableq serve ${store_args[*]} is running on $endpoint (pid $server_pid)"
 else
     say "using the server at $endpoint"
 fi
 
 export TABLEQ_SDK_ENDPOINT="$endpoint"
+export TABLEQ_SDK_STORE="$store"
 if [ -n "$bin" ]; then export TABLEQ_BIN="$bin"; else unset TABLEQ_BIN; fi
 export PYTHONDONTWRITEBYTECODE=1
 
@@ -161,10 +204,10 @@ summary=()
 if $want_py; then
     say "running the Python suite (azure-data-tables 12.7.0, pytest)"
     if (cd "$py_dir" && COLUMNS=${COLUMNS:-200} "$venv/bin/python" -m pytest --basetemp="$work/pytest" .); then
-        summary+=("python suite (azure-data-tables): passed")
+        summary+=("python suite (azure-data-tables, store $store): passed")
     else
         status=$?
-        summary+=("python suite (azure-data-tables): FAILED (pytest exit status $status)")
+        summary+=("python suite (azure-data-tables, store $store): FAILED (pytest exit status $status)")
         failed+=(python)
     fi
 fi
@@ -172,10 +215,10 @@ fi
 if $want_js; then
     say "running the JS suite (@azure/data-tables 13.3.2, node --test)"
     if (cd "$js_dir" && node --test --test-reporter=spec --test-timeout=120000 test/*.test.mjs); then
-        summary+=("js suite (@azure/data-tables): passed")
+        summary+=("js suite (@azure/data-tables, store $store): passed")
     else
         status=$?
-        summary+=("js suite (@azure/data-tables): FAILED (node --test exit status $status)")
+        summary+=("js suite (@azure/data-tables, store $store): FAILED (node --test exit status $status)")
         failed+=(js)
     fi
 fi
@@ -188,6 +231,7 @@ elif [ ${#failed[@]} -gt 0 ] && [ -n "$server_pid" ]; then
     server_log_tail
 fi
 stop_server
+stop_pg
 
 for line in "${summary[@]}"; do say "$line"; done
 if [ ${#failed[@]} -gt 0 ]; then

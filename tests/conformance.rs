@@ -1,6 +1,6 @@
 //! The conformance corpus (`tests/conformance/`, format in its README) run against every
 //! engine: the parser (error cases), the naive reference evaluator, the planner + parallel
-//! executor over a `MemorySource`, and the `tableq eval` binary with each of its engines
+//! executor over a `MemorySnapshot`, and the `tableq eval` binary with each of its engines
 //! (`stream`: one pass over the file; `table`: an indexed table and the executor).
 //!
 //! Each test runs every case and reports *all* failures at once, each with the case's file,
@@ -12,7 +12,7 @@ mod corpus;
 use corpus::{Case, Expect, Limit};
 use std::collections::BTreeMap;
 use std::process::Command;
-use tableq::exec::{Executor, Key, MemorySource, PageOptions, ResultRow};
+use tableq::exec::{Executor, Key, MemorySnapshot, PageOptions, ResultRow};
 use tableq::model::json::{DecodeOptions, EntityWriter, MetadataLevel, decode_entity};
 use tableq::model::{Entity, order::compare_str};
 use tableq::parser::ast::{Filter, Select, Top};
@@ -257,10 +257,10 @@ fn projected_json(row: &ResultRow) -> serde_json::Value {
 #[test]
 fn executor_conforms() {
     let sets = entity_sets();
-    let sources: BTreeMap<&String, MemorySource> = sets
+    let sources: BTreeMap<&String, MemorySnapshot> = sets
         .iter()
         .map(|(name, entities)| {
-            let source = MemorySource::from_entities(entities.iter().cloned())
+            let source = MemorySnapshot::from_entities(entities.iter().cloned())
                 .unwrap_or_else(|e| panic!("set {name}: {e}"));
             (name, source)
         })
@@ -274,7 +274,7 @@ fn executor_conforms() {
             Err((part, e)) => return Some(format!("{part:?} rejected: {}", e.summary())),
         };
         let plan = tableq::planner::plan(&query.filter, query.select.as_ref(), query.top.as_ref());
-        let snapshot = sources[&case.set].snapshot();
+        let snapshot = sources[&case.set].clone();
         let mut problems = Vec::new();
         // Two threads and single-entity pages (continuations after every match), then one
         // thread with the default page size: both must give the same answer.

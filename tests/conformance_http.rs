@@ -22,9 +22,11 @@
 mod corpus;
 #[path = "server_support/pg.rs"]
 mod pg;
+mod server_support;
 
 use corpus::{Case, Expect, Limit};
 use serde_json::Value;
+use server_support::SendSigned;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tableq::parser::FilterOptions;
@@ -104,7 +106,7 @@ impl Engine {
                 .post(format!("{}/Tables", engine.base))
                 .header("Content-Type", "application/json")
                 .body(format!(r#"{{"TableName":"{table}"}}"#))
-                .send()
+                .send_signed()
                 .await
                 .unwrap();
             assert_eq!(r.status(), 201, "create {table}");
@@ -123,7 +125,7 @@ impl Engine {
                     .put(url)
                     .header("Content-Type", "application/json")
                     .body(line.clone())
-                    .send()
+                    .send_signed()
                     .await
                     .unwrap();
                 let status = r.status();
@@ -176,7 +178,7 @@ impl Engine {
             .client
             .get(url)
             .header("Accept", "application/json;odata=minimalmetadata")
-            .send()
+            .send_signed()
             .await
             .unwrap();
         let status = r.status().as_u16();

@@ -9,10 +9,17 @@
 //! the first run; later runs reuse `tests/sdk/python/.venv` and `tests/sdk/js/node_modules`.
 //! On failure the panic lists the failing Python and JS tests; the full output is printed
 //! above it.
+//!
+//! The Python suite runs twice more against `tableq serve --store postgres://…`: on one
+//! PostgreSQL server and on a coordinator hash-partitioned over 3 shards (postgres_fdw),
+//! both started by `scripts/sdk-tests.sh --store pg|pg-sharded` through
+//! `scripts/pg-cluster.sh` and stopped by their pids at the end. Those two tests print
+//! `SKIPPED: …` and pass only when PostgreSQL's server binaries are not installed.
 
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::Instant;
 
 /// Whether `program --version` runs.
 fn available(program: &str) -> bool {
@@ -63,10 +70,24 @@ fn notable_lines(output: &str) -> Vec<&str> {
         .collect()
 }
 
-#[test]
-fn python_and_js_sdk_suites_pass_against_tableq_serve() {
-    let missing: Vec<&str> = ["python3", "node", "npm"]
-        .into_iter()
+/// Whether PostgreSQL's server binaries are installed where `scripts/pg-cluster.sh` looks
+/// (`pg-cluster.sh bindir` answers with their directory, or fails).
+fn postgres_available(root: &Path) -> bool {
+    Command::new("bash")
+        .arg(root.join("scripts/pg-cluster.sh"))
+        .arg("bindir")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// Runs `scripts/sdk-tests.sh ARGS` with this test's `tableq` binary; panics with the failing
+/// tests when it fails, and prints the skipped tests and summaries when it passes.
+fn run_sdk_tests(args: &[&str], programs: &[&str]) {
+    let missing: Vec<&str> = programs
+        .iter()
+        .copied()
         .filter(|program| !available(program))
         .collect();
     assert!(
@@ -78,11 +99,14 @@ fn python_and_js_sdk_suites_pass_against_tableq_serve() {
     );
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let started = Instant::now();
     let output = Command::new("bash")
         .arg(root.join("scripts/sdk-tests.sh"))
+        .args(args)
         .current_dir(root)
         .env("TABLEQ_BIN", env!("CARGO_BIN_EXE_tableq"))
         .env_remove("TABLEQ_SDK_ENDPOINT")
+        .env_remove("TABLEQ_SDK_STORE")
         .env("NO_COLOR", "1")
         .env("FORCE_COLOR", "0")
         .stdin(Stdio::null())
@@ -106,7 +130,8 @@ fn python_and_js_sdk_suites_pass_against_tableq_serve() {
             summary = lines[lines.len().saturating_sub(30)..].to_vec();
         }
         panic!(
-            "scripts/sdk-tests.sh failed ({}); failing tests and summary:\n{}",
+            "scripts/sdk-tests.sh {} failed ({}); failing tests and summary:\n{}",
+            args.join(" "),
             output.status,
             summary.join("\n")
         );
@@ -118,6 +143,47 @@ fn python_and_js_sdk_suites_pass_against_tableq_serve() {
     for line in notable_lines(&text) {
         let _ = writeln!(stderr, "sdk_clients: {}", line.trim());
     }
+    let _ = writeln!(
+        stderr,
+        "sdk_clients: scripts/sdk-tests.sh {} took {:.0} s",
+        args.join(" "),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn python_and_js_sdk_suites_pass_against_tableq_serve() {
+    run_sdk_tests(&[], &["python3", "node", "npm"]);
+}
+
+/// The Python suite against `tableq serve --store postgres://…` on `store` (`pg` or
+/// `pg-sharded`); skipped, with a printed reason, only when PostgreSQL is not installed.
+fn python_sdk_suite_on(store: &str, test: &str) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if !postgres_available(root) {
+        eprintln!(
+            "SKIPPED: {test}: PostgreSQL server binaries not found (install Debian's \
+             postgresql-15, or set PG_BINDIR to the directory holding initdb and pg_ctl)"
+        );
+        return;
+    }
+    run_sdk_tests(&["--suite", "python", "--store", store], &["python3"]);
+}
+
+#[test]
+fn python_sdk_suite_passes_against_tableq_serve_on_postgres() {
+    python_sdk_suite_on(
+        "pg",
+        "python_sdk_suite_passes_against_tableq_serve_on_postgres",
+    );
+}
+
+#[test]
+fn python_sdk_suite_passes_against_tableq_serve_on_postgres_with_3_shards() {
+    python_sdk_suite_on(
+        "pg-sharded",
+        "python_sdk_suite_passes_against_tableq_serve_on_postgres_with_3_shards",
+    );
 }
 
 #[test]

@@ -669,11 +669,11 @@ async fn request_bodies_over_the_limit_are_413() {
         .await
         .unwrap();
     let chunk = "x".repeat(4096);
-    let request = format!(
+    let request = server_support::sign_raw(&format!(
         "POST /devstoreaccount1/tbl HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
          Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
         chunk.len()
-    );
+    ));
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).await.unwrap();

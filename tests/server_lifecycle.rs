@@ -62,6 +62,7 @@ async fn graceful_shutdown_finishes_in_flight_requests_and_closes_the_store() {
          Content-Length: {}\r\n\r\n{head}",
         body.len()
     );
+    let request = server_support::sign_raw(&request);
     stream.write_all(request.as_bytes()).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     stop.send(()).unwrap();
@@ -97,6 +98,7 @@ fn tableq() -> Command {
 
 /// A blocking HTTP/1.1 exchange (the CLI tests run without an async runtime).
 fn http(port: u16, request: &str) -> String {
+    let request = &server_support::sign_raw(request);
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))

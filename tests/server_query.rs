@@ -4,7 +4,7 @@
 mod server_support;
 
 use serde_json::{Value, json};
-use server_support::{NOMETA, TestServer, query_path};
+use server_support::{NOMETA, SendSigned, TestServer, query_path};
 use std::time::Duration;
 use tableq::model::{Entity, Value as EdmValue};
 use tableq_server::ServerConfig;
@@ -226,7 +226,7 @@ async fn paging_is_stable_under_concurrent_writes() {
                 .post(format!("{origin}churn"))
                 .header("Content-Type", "application/json")
                 .body(body)
-                .send()
+                .send_signed()
                 .await
                 .unwrap();
             assert_eq!(r.status(), 201);
@@ -234,7 +234,7 @@ async fn paging_is_stable_under_concurrent_writes() {
                 let r = client
                     .delete(format!("{origin}churn(PartitionKey='s',RowKey='{rk}')"))
                     .header("If-Match", "*")
-                    .send()
+                    .send_signed()
                     .await
                     .unwrap();
                 assert_eq!(r.status(), 204);

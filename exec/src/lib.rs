@@ -7,8 +7,9 @@
 //!   optional property-slot hook. Reads may fail with the source's own error type
 //!   ([`EntitySource::Error`]; [`OkRows`] and `Infallible` for sources that cannot). No I/O
 //!   and no async here: stores live with their users.
-//! * [`MemorySource`] / [`MemorySnapshot`] — a compact in-memory table with consistent
-//!   snapshots under concurrent writes and sub-microsecond point lookups.
+//! * [`MemorySnapshot`] — an immutable version of a compact in-memory table:
+//!   sub-microsecond point lookups, bulk loading, and cheap derivation of the next version
+//!   ([`MemorySnapshot::with_changes`], the primitive under `tableq-store`'s memory engine).
 //! * [`CompiledPredicate`] — the plan's residual compiled per source (names resolved once,
 //!   operators as outcome masks), agreeing with [`tableq_model::compare`].
 //! * [`Executor`] — runs a [`Plan`](tableq_planner::plan::Plan) in parallel (rayon), in key
@@ -26,16 +27,16 @@
 //! ([`tableq_model::order::compare_str`]).
 //!
 //! ```
-//! use tableq_exec::{Executor, Key, MemorySource, PageOptions};
+//! use tableq_exec::{Executor, Key, MemorySnapshot, PageOptions};
 //! use tableq_model::{Entity, Value};
 //! use tableq_planner::{plan::{KeyRange, KeySet, Plan}, predicate::Predicate};
 //!
-//! let table = MemorySource::new();
-//! for i in 0..5 {
+//! let snapshot = MemorySnapshot::from_entities((0..5).map(|i| {
 //!     let mut e = Entity::new("p", format!("r{i}"));
 //!     e.set("N", Value::Int32(i));
-//!     table.upsert(e).unwrap();
-//! }
+//!     e
+//! }))
+//! .unwrap();
 //! // PartitionKey eq 'p', two per page.
 //! let plan = Plan {
 //!     ranges: KeySet::from(KeyRange::partition("p")),
@@ -43,7 +44,6 @@
 //!     select: None,
 //!     top: Some(2),
 //! };
-//! let snapshot = table.snapshot();
 //! let executor = Executor::new(&snapshot);
 //! let first = executor.execute_page(&plan, None, &PageOptions::default()).unwrap();
 //! assert_eq!(first.rows.len(), 2);
@@ -64,6 +64,6 @@ pub mod source;
 pub use compile::CompiledPredicate;
 pub use executor::{DEFAULT_PAGE_SIZE, ExecError, Executor, PageOptions, Pages, Tuning};
 pub use key::{Chunk, Key, Scan, compare_keys};
-pub use memory::{MemoryError, MemoryRow, MemoryRows, MemorySnapshot, MemorySource, Write};
+pub use memory::{MemoryError, MemoryRow, MemoryRows, MemorySnapshot, OverlayLimits, RowChange};
 pub use result::{ExecStats, Page, ResultRow, RowView};
 pub use source::{EntityRef, EntitySource, OkRows, PropertySlot, SlotLookup, SourceRow};

@@ -6,7 +6,9 @@
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 use std::ops::Bound;
-use tableq_exec::{Executor, Key, MemorySource, PageOptions, ResultRow, Tuning, compare_keys};
+use tableq_exec::{
+    Executor, Key, MemorySnapshot, PageOptions, ResultRow, RowChange, Tuning, compare_keys,
+};
 use tableq_model::{CmpOp, Entity, EntityView, Value};
 use tableq_planner::plan::{KeyInterval, KeyRange, KeySet, Plan};
 use tableq_planner::predicate::Predicate;
@@ -151,9 +153,18 @@ proptest! {
         threads in 1usize..4,
         chunk_rows in 1usize..5,
         small_wave in prop_oneof![Just(0usize), Just(2048)],
+        bulk in 0usize..41,
+        min_rows in prop_oneof![Just(1usize), Just(3), Just(64)],
     ) {
-        let table = MemorySource::from_entities(entities.clone()).unwrap();
-        let snapshot = table.snapshot();
+        // The first `bulk` entities bulk-loaded, the rest written one by one (overlay rows,
+        // merged at small thresholds).
+        let (first, rest) = entities.split_at(bulk.min(entities.len()));
+        let mut snapshot = MemorySnapshot::from_entities(first.to_vec())
+            .unwrap()
+            .with_overlay_limits(tableq_exec::OverlayLimits { min_rows, divisor: 2 });
+        for e in rest {
+            snapshot = snapshot.with_changes([RowChange::Put(e.clone())]).unwrap();
+        }
         let plan = Plan { ranges, residual, select: None, top };
         let tuning = Tuning { initial_chunk_rows: chunk_rows, max_chunk_rows: 8, small_wave_rows: small_wave };
         let executor = Executor::new(&snapshot).with_threads(threads).unwrap().with_tuning(tuning);
@@ -188,18 +199,18 @@ proptest! {
         deletes in proptest::collection::vec(0usize..40, 0..10),
         page_size in 1usize..5,
     ) {
-        let table = MemorySource::from_entities(initial.clone()).unwrap();
+        let mut table = MemorySnapshot::from_entities(initial.clone()).unwrap();
         let residual = Predicate::compare("A", CmpOp::Ge, Value::Int32(1));
         let plan = Plan { ranges: KeySet::all(), residual: residual.clone(), select: None, top: None };
         let options = PageOptions::default().with_page_size(page_size);
-        let start: BTreeSet<Key> = table.snapshot().iter().map(|r| Key::new(r.partition_key(), r.row_key())).collect();
+        let start: BTreeSet<Key> = table.iter().map(|r| Key::new(r.partition_key(), r.row_key())).collect();
         let mut deleted: BTreeSet<Key> = BTreeSet::new();
         let mut got: Vec<Key> = Vec::new();
         let mut continuation: Option<Key> = None;
         let (mut ins, mut del) = (inserts.iter(), deletes.iter());
         loop {
             // A fresh snapshot per page, as a server would take.
-            let snapshot = table.snapshot();
+            let snapshot = table.clone();
             let page = Executor::new(&snapshot).execute_page(&plan, continuation.as_ref(), &options).unwrap();
             got.extend(keys(&page.rows));
             continuation = page.continuation;
@@ -210,12 +221,12 @@ proptest! {
             if let Some(e) = ins.next() {
                 // Replacing an entity could change whether it matches: count it as deleted.
                 deleted.insert(Key::new(e.partition_key(), e.row_key()));
-                table.upsert(e.clone()).unwrap();
+                table = table.with_changes([RowChange::Put(e.clone())]).unwrap();
             }
             if let Some(&i) = del.next() {
-                let all: Vec<Key> = table.snapshot().iter().map(|r| Key::new(r.partition_key(), r.row_key())).collect();
+                let all: Vec<Key> = table.iter().map(|r| Key::new(r.partition_key(), r.row_key())).collect();
                 if let Some(k) = all.get(i % all.len().max(1)) {
-                    table.delete(&k.partition_key, &k.row_key);
+                    table = table.with_changes([RowChange::remove(k.partition_key.as_str(), k.row_key.as_str())]).unwrap();
                     deleted.insert(k.clone());
                 }
             }
@@ -225,8 +236,7 @@ proptest! {
             prop_assert!(w[0] < w[1]);
         }
         // Every entity present and matching throughout was returned.
-        let initial_table = MemorySource::from_entities(initial).unwrap();
-        let snap = initial_table.snapshot();
+        let snap = MemorySnapshot::from_entities(initial).unwrap();
         for k in start.difference(&deleted) {
             let Ok(Some(e)) = tableq_exec::EntitySource::get(&snap, &k.partition_key, &k.row_key) else {
                 panic!("{k} is in the snapshot");
@@ -243,8 +253,7 @@ fn select_projects_and_reports_nulls() {
     let mut e = Entity::new("p", "r");
     e.set("A", Value::Int32(1));
     e.set("B", Value::from("x"));
-    let table = MemorySource::from_entities([e]).unwrap();
-    let snapshot = table.snapshot();
+    let snapshot = MemorySnapshot::from_entities([e]).unwrap();
     let plan = Plan {
         ranges: KeySet::all(),
         residual: Predicate::TRUE,
@@ -264,13 +273,12 @@ fn select_projects_and_reports_nulls() {
 
 #[test]
 fn top_stops_early_and_budget_pages_can_be_empty() {
-    let table = MemorySource::from_entities((0..200_000).map(|i| {
+    let snapshot = MemorySnapshot::from_entities((0..200_000).map(|i| {
         let mut e = Entity::new(format!("p{:02}", i % 10), format!("r{i:07}"));
         e.set("A", Value::Int32(i % 10));
         e
     }))
     .unwrap();
-    let snapshot = table.snapshot();
     let executor = Executor::new(&snapshot).with_threads(2).unwrap();
     let matches_a0 = Predicate::compare("A", CmpOp::Eq, Value::Int32(0));
     // A full scan whose matches all lie in partition p00: the first page reads little.
@@ -311,9 +319,9 @@ fn top_stops_early_and_budget_pages_can_be_empty() {
 
 #[test]
 fn point_lookup_and_empty_plans() {
-    let table = MemorySource::from_entities((0..100).map(|i| Entity::new("p", format!("r{i:03}"))))
-        .unwrap();
-    let snapshot = table.snapshot();
+    let snapshot =
+        MemorySnapshot::from_entities((0..100).map(|i| Entity::new("p", format!("r{i:03}"))))
+            .unwrap();
     let executor = Executor::new(&snapshot);
     let plan = Plan {
         ranges: KeySet::from(KeyRange::point("p", "r042")),
@@ -345,10 +353,9 @@ fn point_lookup_and_empty_plans() {
 
 #[test]
 fn deadline_in_the_past_still_progresses() {
-    let table =
-        MemorySource::from_entities((0..20_000).map(|i| Entity::new("p", format!("r{i:05}"))))
+    let snapshot =
+        MemorySnapshot::from_entities((0..20_000).map(|i| Entity::new("p", format!("r{i:05}"))))
             .unwrap();
-    let snapshot = table.snapshot();
     let executor = Executor::new(&snapshot).with_threads(2).unwrap();
     let plan = Plan {
         ranges: KeySet::all(),
@@ -375,33 +382,39 @@ fn deadline_in_the_past_still_progresses() {
 
 #[test]
 fn snapshots_stay_consistent_under_concurrent_writes() {
-    let table = MemorySource::from_entities((0..2_000).map(|i| {
-        let mut e = Entity::new(format!("p{}", i % 7), format!("r{i:05}"));
-        e.set("V", Value::Int32(0));
-        e
-    }))
-    .unwrap();
+    // The current version behind a lock, as a store keeps it: one writer derives and
+    // publishes versions, readers take the current one and scan it.
+    let table = std::sync::RwLock::new(
+        MemorySnapshot::from_entities((0..2_000).map(|i| {
+            let mut e = Entity::new(format!("p{}", i % 7), format!("r{i:05}"));
+            e.set("V", Value::Int32(0));
+            e
+        }))
+        .unwrap(),
+    );
+    let current = || table.read().unwrap().clone();
     std::thread::scope(|s| {
         s.spawn(|| {
             // Each batch bumps every entity of one partition to the same new version.
             for version in 1..40 {
-                let snapshot = table.snapshot();
+                let snapshot = current();
                 let batch: Vec<_> = snapshot
                     .iter()
                     .filter(|r| r.partition_key() == format!("p{}", version % 7))
                     .map(|r| {
                         let mut e = tableq_exec::SourceRow::to_entity(&r);
                         e.set("V", Value::Int32(version));
-                        tableq_exec::Write::Upsert(e)
+                        RowChange::Put(e)
                     })
                     .collect();
-                table.apply(batch).unwrap();
+                let next = snapshot.with_changes(batch).unwrap();
+                *table.write().unwrap() = next;
             }
         });
         for _ in 0..2 {
             s.spawn(|| {
                 for _ in 0..40 {
-                    let snapshot = table.snapshot();
+                    let snapshot = current();
                     let rows: Vec<_> = snapshot.iter().collect();
                     assert_eq!(rows.len(), 2_000);
                     for w in rows.windows(2) {
@@ -446,8 +459,7 @@ proptest! {
         select in proptest::option::of(proptest::sample::subsequence(vec!["A", "B", "Nope", "RowKey", "Timestamp"], 0..4)),
         page_size in 1usize..5,
     ) {
-        let table = MemorySource::from_entities(entities).unwrap();
-        let snapshot = table.snapshot();
+        let snapshot = MemorySnapshot::from_entities(entities).unwrap();
         let select = select.map(|s| s.into_iter().map(String::from).collect::<Vec<_>>());
         let plan = Plan { ranges: KeySet::all(), residual, select, top: None };
         let executor = Executor::new(&snapshot);

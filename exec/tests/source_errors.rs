@@ -6,7 +6,7 @@
 use proptest::prelude::*;
 use tableq_exec::{
     Chunk, EntitySource, ExecError, Executor, Key, MemoryRow, MemoryRows, MemorySnapshot,
-    MemorySource, PageOptions, ResultRow, Scan, SlotLookup, Tuning,
+    PageOptions, ResultRow, Scan, SlotLookup, Tuning,
 };
 use tableq_model::{CmpOp, Entity, EntityView, Value};
 use tableq_planner::plan::{KeyInterval, KeyRange, KeySet, Plan};
@@ -157,8 +157,7 @@ proptest! {
         threads in 1usize..3,
         chunk_rows in 1usize..4,
     ) {
-        let table = MemorySource::from_entities(entities).unwrap();
-        let snapshot = table.snapshot();
+        let snapshot = MemorySnapshot::from_entities(entities).unwrap();
         let all: Vec<Key> = snapshot.iter().map(|r| Key::new(r.partition_key(), r.row_key())).collect();
         let fault = fault_index.get(&all).clone();
         let plan = Plan { ranges, residual, select: None, top: None };
@@ -184,10 +183,8 @@ proptest! {
 
 /// 10 000 entities of one partition, read in waves of eight 16-row chunks on two threads.
 fn one_partition() -> MemorySnapshot {
-    let table =
-        MemorySource::from_entities((0..10_000).map(|i| Entity::new("p", format!("r{i:05}"))))
-            .unwrap();
-    table.snapshot()
+    MemorySnapshot::from_entities((0..10_000).map(|i| Entity::new("p", format!("r{i:05}"))))
+        .unwrap()
 }
 
 fn parallel<'s>(source: &'s Faulty<'s>) -> Executor<'s, Faulty<'s>> {

@@ -6,7 +6,8 @@
 //!    `x-ms-client-request-id`, and one `info` log line (method, path, status, duration,
 //!    request id);
 //! 2. **path** → account + [`Resource`] ([`crate::resource::parse_path`]);
-//! 3. **authorization** of the account ([`crate::auth`]) — before any handler runs;
+//! 3. **authorization** ([`crate::auth`]): the account's store, the signature or SAS token —
+//!    before any handler runs; once the method is known, what a SAS token allows;
 //! 4. **protocol headers** (`x-ms-version`, `DataServiceVersion`, …), the **query string**,
 //!    and the response's **metadata level** (`$format` / `Accept`);
 //! 5. **method dispatch** per resource kind (`X-HTTP-Method` overrides `POST`); a method
@@ -34,7 +35,7 @@ use axum::response::Response;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::auth;
+use crate::auth::{self, Hosted};
 use crate::batch;
 use crate::context::{AppState, Ctx};
 use crate::encode::Links;
@@ -50,7 +51,7 @@ use crate::tables;
 struct RequestId(String);
 
 /// The router of a server.
-pub(crate) fn router(state: Arc<AppState>) -> Router {
+pub(crate) fn router(state: Arc<Hosted>) -> Router {
     Router::new()
         .fallback(dispatch)
         .layer(middleware::from_fn(common))
@@ -105,7 +106,7 @@ async fn common(mut request: Request, next: Next) -> Response {
 }
 
 /// Steps 2–6, on their own task.
-async fn dispatch(State(state): State<Arc<AppState>>, request: Request) -> Response {
+async fn dispatch(State(state): State<Arc<Hosted>>, request: Request) -> Response {
     let request_id = request
         .extensions()
         .get::<RequestId>()
@@ -150,10 +151,11 @@ const ALLOW_BATCH: &str = "POST";
 const ALLOW_ENTITIES: &str = "GET, POST";
 const ALLOW_ENTITY: &str = "GET, PUT, MERGE, PATCH, DELETE";
 
-async fn handle(state: &Arc<AppState>, request: Request) -> Result<Response, ApiError> {
+async fn handle(hosted: &Hosted, request: Request) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
     let path = parse_path(parts.uri.path())?;
-    auth::authorize(&state.config, &parts, &path.account)?;
+    let (state, grant) = auth::authorize(hosted, &parts, &path.account)?;
+    let state = &state;
     let request_id = parts
         .extensions
         .get::<RequestId>()
@@ -163,8 +165,18 @@ async fn handle(state: &Arc<AppState>, request: Request) -> Result<Response, Api
         base: base_url(&parts, &path.account),
         account: path.account.clone(),
     };
-    let ctx = request_context(links, parts.uri.query(), parts.headers, request_id)?;
+    let mut ctx = request_context(links, parts.uri.query(), parts.headers, request_id)?;
     let method = negotiate::effective_method(&parts.method, &ctx.headers)?;
+    let body = auth::admit(
+        &grant,
+        &method,
+        &path.resource,
+        &ctx.headers,
+        &mut ctx.query,
+        body,
+        state.config.max_body_bytes,
+    )
+    .await?;
     route(state, &ctx, method, path.resource, body).await
 }
 

@@ -1,9 +1,12 @@
-//! [`ServerConfig`]: what a server serves (its account) and its limits.
+//! [`ServerConfig`]: what a server serves (its first account), whether requests must be
+//! signed ([`AuthMode`]), and its limits. Further accounts, each with its own store, are
+//! added with [`Server::add_account`](crate::Server::add_account).
 //!
 //! ```
-//! use tableq_server::{ServerConfig, DEV_ACCOUNT};
+//! use tableq_server::{AuthMode, ServerConfig, DEV_ACCOUNT};
 //! let config = ServerConfig::default();
 //! assert_eq!(config.account.name, DEV_ACCOUNT);
+//! assert_eq!(config.auth, AuthMode::Required);
 //! assert_eq!(config.max_body_bytes, 4 * 1024 * 1024);
 //! ```
 
@@ -18,8 +21,8 @@ pub const DEV_ACCOUNT_KEY: &str =
 /// The development storage table port.
 pub const DEFAULT_PORT: u16 = 10002;
 
-/// A storage account: the first path segment of every URL, and (for the authorization that
-/// comes with the next protocol issue) its key.
+/// A storage account: the first path segment of every URL, and the key its requests are
+/// signed with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Account {
     /// The account name, e.g. `devstoreaccount1`.
@@ -38,11 +41,25 @@ impl Default for Account {
     }
 }
 
+/// Whether requests must be signed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum AuthMode {
+    /// Every request must carry a valid SharedKey / SharedKeyLite signature or SAS token of
+    /// its account, else 403 `AuthenticationFailed` (the service's behaviour; the default).
+    #[default]
+    Required,
+    /// Nothing is checked but the account name (`tableq serve --no-auth`, for experiments).
+    Off,
+}
+
 /// How a server behaves (every field has the service's default).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConfig {
-    /// The account served (one account per store).
+    /// The first account served, with the store given to
+    /// [`Server::bind`](crate::Server::bind) (default: the development account).
     pub account: Account,
+    /// Whether requests must be signed (default [`AuthMode::Required`]).
+    pub auth: AuthMode,
     /// The largest request body accepted (default 4 MiB, the service's); larger → 413
     /// `RequestBodyTooLarge` without reading the rest.
     pub max_body_bytes: usize,
@@ -59,6 +76,7 @@ impl Default for ServerConfig {
     fn default() -> ServerConfig {
         ServerConfig {
             account: Account::default(),
+            auth: AuthMode::Required,
             max_body_bytes: 4 * 1024 * 1024,
             page_budget: Duration::from_secs(5),
             filter_options: FilterOptions::default(),

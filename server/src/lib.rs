@@ -7,8 +7,11 @@
 //!
 //! * [`Server`] — bind an address (port 0 = any free port), serve until a shutdown future
 //!   completes, then finish in-flight requests and close the store;
-//! * [`ServerConfig`] / [`Account`] — the account served and the limits (body size, page
-//!   work budget, filter limits);
+//! * [`ServerConfig`] / [`Account`] / [`AuthMode`] — the first account served, whether
+//!   requests must be signed, and the limits (body size, page work budget, filter limits);
+//!   [`Server::add_account`] hosts further accounts, each with its own store;
+//! * [`auth`] — SharedKey / SharedKeyLite and SAS checks; [`auth::sign`] signs requests
+//!   (for tests and tools);
 //! * the pipeline every request takes (module `app`): path → account authorization →
 //!   protocol headers → query string → metadata level → method dispatch → handler;
 //!   `$batch` (module `batch`) runs each operation of a changeset through the same steps
@@ -42,7 +45,7 @@
 #![deny(missing_docs)]
 
 mod app;
-mod auth;
+pub mod auth;
 mod batch;
 pub mod config;
 mod context;
@@ -56,6 +59,30 @@ pub mod resource;
 mod server;
 mod tables;
 
-pub use config::{Account, DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY, ServerConfig};
+pub use config::{Account, AuthMode, DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY, ServerConfig};
 pub use error::ApiError;
 pub use server::{Server, ServerError, shutdown_signal};
+
+/// The whole request pipeline as an axum [`Router`](axum::Router) serving `config`'s account
+/// from `backend` (authorization as configured), without a listener: for driving requests
+/// in-process (the request-path fuzz target and its replay test call it with
+/// `tower::ServiceExt::oneshot`). Unlike [`Server::run_until`] it never closes the store.
+/// An account name or key that cannot be used is a [`ServerError::Account`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use tableq_server::{ServerConfig, router};
+/// use tableq_store::MemoryBackend;
+/// let app: axum::Router = router(Arc::new(MemoryBackend::new()), ServerConfig::default())?;
+/// # drop(app);
+/// # Ok::<(), tableq_server::ServerError>(())
+/// ```
+pub fn router(
+    backend: std::sync::Arc<dyn tableq_store::Backend>,
+    config: ServerConfig,
+) -> Result<axum::Router, ServerError> {
+    let name = config.account.name.clone();
+    let hosted = auth::Hosted::new(backend, config)
+        .map_err(|reason| ServerError::Account { name, reason })?;
+    Ok(app::router(std::sync::Arc::new(hosted)))
+}

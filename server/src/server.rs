@@ -15,8 +15,8 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::app;
-use crate::config::ServerConfig;
-use crate::context::AppState;
+use crate::auth::Hosted;
+use crate::config::{Account, ServerConfig};
 
 /// Why a server could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +37,14 @@ pub enum ServerError {
     /// The store could not be closed cleanly.
     #[error("the store did not close cleanly: {0}")]
     Close(#[source] StoreError),
+    /// An account cannot be hosted (bad name or key, or hosted twice).
+    #[error("cannot host account {name:?}: {reason}")]
+    Account {
+        /// The account name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 fn bind_hint(e: &std::io::Error) -> &'static str {
@@ -66,26 +74,30 @@ fn bind_hint(e: &std::io::Error) -> &'static str {
 pub struct Server {
     listener: TcpListener,
     local_addr: SocketAddr,
-    state: Arc<AppState>,
+    hosted: Hosted,
 }
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server")
             .field("local_addr", &self.local_addr)
-            .field("store", &self.state.backend.describe())
+            .field("store", &self.hosted.primary().backend.describe())
             .finish()
     }
 }
 
 impl Server {
-    /// Binds `addr` and prepares to serve `backend` (port 0: any free port; see
-    /// [`Server::local_addr`]).
+    /// Binds `addr` and prepares to serve the configuration's account from `backend` (port
+    /// 0: any free port; see [`Server::local_addr`]). An account name or key that cannot
+    /// be used is a [`ServerError::Account`].
     pub async fn bind(
         addr: SocketAddr,
         backend: Arc<dyn Backend>,
         config: ServerConfig,
     ) -> Result<Server, ServerError> {
+        let name = config.account.name.clone();
+        let hosted =
+            Hosted::new(backend, config).map_err(|reason| ServerError::Account { name, reason })?;
         let listener = TcpListener::bind(addr)
             .await
             .map_err(|source| ServerError::Bind { addr, source })?;
@@ -95,8 +107,23 @@ impl Server {
         Ok(Server {
             listener,
             local_addr,
-            state: Arc::new(AppState { backend, config }),
+            hosted,
         })
+    }
+
+    /// Hosts one more account, with its own store (its tables and entities are separate
+    /// from every other account's); limits and [`AuthMode`](crate::AuthMode) are the
+    /// configuration's. A bad name or key, or a name already hosted, is a
+    /// [`ServerError::Account`].
+    pub fn add_account(
+        &mut self,
+        account: Account,
+        backend: Arc<dyn Backend>,
+    ) -> Result<(), ServerError> {
+        let name = account.name.clone();
+        self.hosted
+            .add(account, backend)
+            .map_err(|reason| ServerError::Account { name, reason })
     }
 
     /// The bound address.
@@ -111,13 +138,16 @@ impl Server {
         if addr.ip().is_unspecified() {
             addr.set_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
         }
-        format!("http://{addr}/{}", self.state.config.account.name)
+        format!(
+            "http://{addr}/{}",
+            self.hosted.primary().config.account.name
+        )
     }
 
     /// The connection string for this server:
     /// `DefaultEndpointsProtocol=http;AccountName=…;AccountKey=…;TableEndpoint=…;`.
     pub fn connection_string(&self) -> String {
-        let account = &self.state.config.account;
+        let account = &self.hosted.primary().config.account;
         format!(
             "DefaultEndpointsProtocol=http;AccountName={};AccountKey={};TableEndpoint={};",
             account.name,
@@ -128,7 +158,7 @@ impl Server {
 
     /// A one-line description of the store (e.g. for a start-up banner).
     pub fn store_description(&self) -> String {
-        self.state.backend.describe()
+        self.hosted.primary().backend.describe()
     }
 
     /// Serves until `shutdown` completes; then finishes in-flight requests (waiting at most
@@ -138,9 +168,11 @@ impl Server {
         F: Future<Output = ()> + Send + 'static,
     {
         let Server {
-            listener, state, ..
+            listener, hosted, ..
         } = self;
-        let router = app::router(state.clone());
+        let grace = hosted.primary().config.shutdown_grace;
+        let hosted = Arc::new(hosted);
+        let router = app::router(hosted.clone());
         let (fired_tx, mut fired_rx) = watch::channel(false);
         let signal = async move {
             shutdown.await;
@@ -148,7 +180,6 @@ impl Server {
             let _ = fired_tx.send(true);
         };
         let serve = axum::serve(listener, router).with_graceful_shutdown(signal);
-        let grace = state.config.shutdown_grace;
         let deadline = async move {
             while !*fired_rx.borrow() {
                 if fired_rx.changed().await.is_err() {
@@ -171,8 +202,14 @@ impl Server {
         // Closed, and released, on the blocking pool: an engine may block while closing or
         // own resources that must not be dropped on an async worker.
         let closed = tokio::task::spawn_blocking(move || {
-            let closed = state.backend.close();
-            drop(state);
+            let mut closed = Ok(());
+            for state in hosted.states() {
+                let result = state.backend.close();
+                if closed.is_ok() {
+                    closed = result;
+                }
+            }
+            drop(hosted);
             closed
         })
         .await

@@ -2,7 +2,16 @@
 //!
 //! ```text
 //! tableq serve [--host 127.0.0.1] [--port 10002] [--data DIR | --in-memory | --store URL]
+//!              [--account NAME:BASE64KEY]... [--no-auth]
 //! ```
+//!
+//! Requests must be signed (SharedKey, SharedKeyLite or SAS) with the key of the account in
+//! their URL: the development account `devstoreaccount1` with its well-known key, and every
+//! `--account NAME:KEY`. Each account has its own store: in memory, a fresh one each; with
+//! `--data DIR`, the development account in `DIR` itself and account NAME in
+//! `DIR/accounts/NAME`; on PostgreSQL, the development account in the URL's schema
+//! (default `tableq`) and account NAME in schema `<schema>_NAME`. `--no-auth` turns
+//! signature checking off (the banner says so loudly).
 //!
 //! Wires the flags to `tableq-store` (the engine: durable in `--data DIR`, default
 //! `./tableq-data`; in memory; or PostgreSQL with `--store postgres://…`) and
@@ -21,8 +30,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use tableq_server::{DEFAULT_PORT, Server, ServerConfig};
-use tableq_store::postgres::PostgresBackend;
+use tableq_server::auth::sign::AccountKey;
+use tableq_server::{Account, AuthMode, DEFAULT_PORT, Server, ServerConfig};
+use tableq_store::postgres::{PostgresBackend, PostgresConfig};
 use tableq_store::{Backend, DurableBackend, MemoryBackend};
 
 /// Arguments of `tableq serve`.
@@ -49,6 +59,43 @@ pub struct Args {
     /// libpq-style parameters and tableq's `schema=NAME`, `pool_size=N` (README, "Scaling out").
     #[arg(long, value_name = "URL", conflicts_with_all = ["in_memory", "data"])]
     store: Option<String>,
+    /// Host one more account, NAME (3–24 lower-case letters and digits) with its base64 key;
+    /// repeatable. The development account is always hosted.
+    #[arg(long = "account", value_name = "NAME:BASE64KEY")]
+    accounts: Vec<String>,
+    /// Do not check signatures (for experiments only: anyone who can reach the port can read
+    /// and write everything).
+    #[arg(long)]
+    no_auth: bool,
+}
+
+/// `NAME:BASE64KEY` → an account (name and key checked).
+fn parse_account(text: &str) -> Result<Account, String> {
+    let (name, key) = text
+        .split_once(':')
+        .ok_or_else(|| format!("--account {text}: want NAME:BASE64KEY"))?;
+    AccountKey::new(name, key).map_err(|e| format!("--account: {e}"))?;
+    Ok(Account {
+        name: name.to_owned(),
+        key: key.to_owned(),
+    })
+}
+
+/// The accounts asked for: the development account first, then every `--account`.
+fn accounts(args: &Args) -> Result<Vec<Account>, String> {
+    let mut out = vec![Account::default()];
+    for text in &args.accounts {
+        let account = parse_account(text)?;
+        if out.iter().any(|a| a.name == account.name) {
+            return Err(format!(
+                "--account {}: account {:?} is given twice (the development account \
+                 devstoreaccount1 is always hosted)",
+                account.name, account.name
+            ));
+        }
+        out.push(account);
+    }
+    Ok(out)
 }
 
 /// Runs the server until Ctrl-C / SIGTERM.
@@ -86,8 +133,9 @@ fn init_logging() {
         .try_init();
 }
 
-/// The store the flags ask for (blocking: connects to a database server, opens files).
-fn open_store(args: &Args) -> Result<Arc<dyn Backend>, String> {
+/// The store of one account the flags ask for (blocking: connects to a database server,
+/// opens files). `first` is the development account, which keeps the plain layout.
+fn open_store(args: &Args, account: &str, first: bool) -> Result<Arc<dyn Backend>, String> {
     if let Some(url) = &args.store {
         if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
             return Err(format!(
@@ -95,14 +143,35 @@ fn open_store(args: &Args) -> Result<Arc<dyn Backend>, String> {
                  supported"
             ));
         }
-        let backend = PostgresBackend::open(url).map_err(|e| format!("--store: {e}"))?;
+        let mut config = PostgresConfig::from_url(url).map_err(|e| format!("--store: {e}"))?;
+        if !first {
+            let schema = format!("{}_{account}", config.schema_name());
+            config = config
+                .with_schema(schema)
+                .map_err(|e| format!("--store, account {account}: {e}"))?;
+        }
+        let backend = PostgresBackend::open_with(config).map_err(|e| format!("--store: {e}"))?;
         return Ok(Arc::new(backend));
     }
     if args.in_memory {
         return Ok(Arc::new(MemoryBackend::new()));
     }
-    let backend = DurableBackend::open(&args.data).map_err(|e| format!("--data: {e}"))?;
+    let dir = if first {
+        args.data.clone()
+    } else {
+        args.data.join("accounts").join(account)
+    };
+    let backend = DurableBackend::open(&dir).map_err(|e| format!("--data: {e}"))?;
     Ok(Arc::new(backend))
+}
+
+/// Every account's store, in the order of `accounts`.
+fn open_stores(args: &Args, accounts: &[Account]) -> Result<Vec<Arc<dyn Backend>>, String> {
+    let mut stores = Vec::with_capacity(accounts.len());
+    for (i, account) in accounts.iter().enumerate() {
+        stores.push(open_store(args, &account.name, i == 0)?);
+    }
+    Ok(stores)
 }
 
 async fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
@@ -122,11 +191,18 @@ async fn serve(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let opened = {
-        let args = args.clone();
-        tokio::task::spawn_blocking(move || open_store(&args)).await
+    let accounts = match accounts(&args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
     };
-    let store = match opened {
+    let opened = {
+        let (args, accounts) = (args.clone(), accounts.clone());
+        tokio::task::spawn_blocking(move || open_stores(&args, &accounts)).await
+    };
+    let stores = match opened {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             eprintln!("error: {e}");
@@ -137,32 +213,74 @@ async fn serve(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let auth = if args.no_auth {
+        AuthMode::Off
+    } else {
+        AuthMode::Required
+    };
     // Engines may own blocking resources (a database client's runtime) that must not be
-    // dropped on an async worker: the last reference is released on the blocking pool.
-    let keep = store.clone();
-    let code = run_server(addr, store).await;
+    // dropped on an async worker: the last references are released on the blocking pool.
+    let keep = stores.clone();
+    let code = run_server(addr, accounts, stores, auth).await;
     let _ = tokio::task::spawn_blocking(move || drop(keep)).await;
     code
 }
 
-async fn run_server(addr: SocketAddr, store: Arc<dyn Backend>) -> ExitCode {
-    let server = match Server::bind(addr, store, ServerConfig::default()).await {
+async fn run_server(
+    addr: SocketAddr,
+    accounts: Vec<Account>,
+    stores: Vec<Arc<dyn Backend>>,
+    auth: AuthMode,
+) -> ExitCode {
+    let mut pairs = accounts.into_iter().zip(stores);
+    let Some((first, first_store)) = pairs.next() else {
+        eprintln!("error: no account to serve");
+        return ExitCode::from(2);
+    };
+    let config = ServerConfig {
+        account: first,
+        auth,
+        ..ServerConfig::default()
+    };
+    let mut server = match Server::bind(addr, first_store, config).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
+    let mut names = vec![tableq_server::DEV_ACCOUNT.to_owned()];
+    for (account, store) in pairs {
+        names.push(account.name.clone());
+        if let Err(e) = server.add_account(account, store) {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    }
     // Signal handlers first, so that a SIGTERM right after the banner stops cleanly.
     let shutdown = tableq_server::shutdown_signal();
     // The banner goes to stdout; a closed stdout (`tableq serve | head -1`) must not stop
     // the server, so write errors are ignored (println! would panic).
+    let auth_line = match auth {
+        AuthMode::Required => {
+            "authorization: on (SharedKey, SharedKeyLite or SAS with the account's key)\n"
+                .to_owned()
+        }
+        AuthMode::Off => {
+            let warning = "!!! WARNING: --no-auth: requests are NOT authenticated; anyone who \
+                           can reach this port can read and write every account !!!";
+            eprintln!("{warning}");
+            format!("{warning}\n")
+        }
+    };
     let banner = format!(
         "tableq serve: Table service emulator on {}\nstorage: {}\nconnection string: {}\n\
-         (UseDevelopmentStorage=true works on the default port; stop with Ctrl-C)\n",
+         (UseDevelopmentStorage=true works on the default port; stop with Ctrl-C)\n\
+         accounts: {}\n{auth_line}",
         server.table_endpoint(),
         server.store_description(),
-        server.connection_string()
+        server.connection_string(),
+        names.join(", "),
     );
     {
         use std::io::Write;

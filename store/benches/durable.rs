@@ -1,5 +1,5 @@
 //! Criterion benchmark `durable`: the durable engine (`DurableBackend`) next to the
-//! in-memory `MemorySource` on the same synthetic entities (100 partitions, 9 typed
+//! in-memory `MemorySnapshot` on the same synthetic entities (100 partitions, 9 typed
 //! properties, like `tableq::datagen`):
 //!
 //! * `full_scan_residual/{durable,memory}/{10k,1M}` — `Age eq 42 and Score gt 900.0 and
@@ -21,7 +21,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tableq_exec::{EntitySource, Executor, MemorySource, PageOptions};
+use tableq_exec::{EntitySource, Executor, MemorySnapshot, PageOptions};
 use tableq_model::{DateTime, Entity, EntityView, Property, Value};
 use tableq_parser::{FilterOptions, parse_filter};
 use tableq_planner::plan::Plan;
@@ -111,7 +111,7 @@ fn bench_root() -> std::path::PathBuf {
 /// A durable table of `n` entities (loaded partition by partition in batches of 10 000).
 struct Loaded {
     store: DurableBackend,
-    memory: MemorySource,
+    memory: MemorySnapshot,
     n: u64,
     _dir: tempfile::TempDir,
 }
@@ -159,7 +159,7 @@ fn load(n: u64) -> Loaded {
         .expect("read back");
     assert_eq!(rows.len() as u64, n, "every entity was stored");
     let memory =
-        MemorySource::from_entities(rows.into_iter().map(|r| r.entity)).expect("memory copy");
+        MemorySnapshot::from_entities(rows.into_iter().map(|r| r.entity)).expect("memory copy");
     drop(snapshot);
     Loaded {
         store,
@@ -228,7 +228,7 @@ fn scans_and_gets(c: &mut Criterion) {
                     black_box(n)
                 })
             });
-            let memory = data.memory.snapshot();
+            let memory = &data.memory;
             let Some(mage) = memory.slot("Age") else {
                 panic!()
             };
@@ -249,8 +249,8 @@ fn scans_and_gets(c: &mut Criterion) {
                 })
             });
         }
-        let memory = data.memory.snapshot();
-        let executor = Executor::new(&memory).with_threads(2).expect("thread pool");
+        let memory = &data.memory;
+        let executor = Executor::new(memory).with_threads(2).expect("thread pool");
         group.bench_function(BenchmarkId::new("memory", label), |b| {
             b.iter(|| {
                 let (rows, _) = executor

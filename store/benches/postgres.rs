@@ -1,5 +1,6 @@
 //! Criterion benchmark `postgres`: the PostgreSQL engine on one server and on a coordinator
-//! with 3 shards (postgres_fdw), next to the embedded in-memory engine, on the same table of
+//! with 3 shards (postgres_fdw), next to the embedded engines (in memory, and the durable
+//! one on disk, `DurableBackend` with default options), on the same table of
 //! 1 M entities (1000 partitions × 1000 rows): a point get, a partition query (one page of
 //! 1000 rows, the middle partition), and a selective full scan (100 matches spread over the table) with the
 //! residual pushed down and without (every row fetched, the executor filters) — rows
@@ -10,6 +11,10 @@
 //! * Servers: `TABLEQ_BENCH_PG_URL` / `TABLEQ_BENCH_PG_SHARDED_URL` name running ones (e.g.
 //!   from `scripts/pg-cluster.sh up`; the table, once loaded, is reused by later runs);
 //!   otherwise the bench starts both through the script and they stop when it exits.
+//! * `TABLEQ_BENCH_DURABLE_DIR=DIR` keeps the durable engine's files in DIR (created if
+//!   missing; a loaded table is reused, and `tableq serve --data DIR` serves it — that is how
+//!   `benches/README.md` measures a point get through the server); otherwise a temporary
+//!   directory under `TABLEQ_BENCH_DIR` (default: the system's), removed at the end.
 //! * `TABLEQ_BENCH_ENTITIES=N` changes the table size (default 1 000 000; N/1000 partitions).
 //!
 //! Results and the reference machine: `benches/README.md` (section `postgres`).
@@ -25,7 +30,7 @@ use tableq_model::{Entity, Value};
 use tableq_parser::{FilterOptions, parse_filter, parse_top};
 use tableq_planner::plan::Plan;
 use tableq_store::postgres::{PostgresBackend, PostgresConfig};
-use tableq_store::{Backend, MemoryBackend, WriteOp};
+use tableq_store::{Backend, DurableBackend, MemoryBackend, WriteOp};
 
 const TABLE: &str = "bench";
 const ROWS_PER_PARTITION: u64 = 1000;
@@ -96,6 +101,9 @@ fn load(b: &dyn Backend, n: u64) {
 
 struct Engines {
     memory: MemoryBackend,
+    durable: DurableBackend,
+    /// Keeps a temporary durable directory alive (removed when the bench exits normally).
+    _durable_dir: Option<tempfile::TempDir>,
     single: PostgresBackend,
     sharded: PostgresBackend,
     single_url: String,
@@ -129,13 +137,27 @@ fn engines() -> &'static Engines {
         let sharded_url =
             std::env::var("TABLEQ_BENCH_PG_SHARDED_URL").unwrap_or_else(|_| start_cluster(3));
         let memory = MemoryBackend::new();
+        let (durable_path, durable_dir) = match std::env::var_os("TABLEQ_BENCH_DURABLE_DIR") {
+            Some(dir) => (std::path::PathBuf::from(dir), None),
+            None => {
+                let root = std::env::var_os("TABLEQ_BENCH_DIR")
+                    .map(Into::into)
+                    .unwrap_or_else(std::env::temp_dir);
+                let dir = tempfile::tempdir_in(root).expect("temporary directory");
+                (dir.path().to_owned(), Some(dir))
+            }
+        };
+        std::fs::create_dir_all(&durable_path).expect("TABLEQ_BENCH_DURABLE_DIR");
+        let durable = DurableBackend::open(&durable_path).expect("open durable");
         let single = PostgresBackend::open(&single_url).expect("open single");
         let sharded = PostgresBackend::open(&sharded_url).expect("open sharded");
-        for b in [&memory as &dyn Backend, &single, &sharded] {
+        for b in [&memory as &dyn Backend, &durable, &single, &sharded] {
             load(b, n);
         }
         Engines {
             memory,
+            durable,
+            _durable_dir: durable_dir,
             single,
             sharded,
             single_url,
@@ -174,9 +196,10 @@ fn run(b: &dyn Backend, plan: &Plan) -> usize {
     }
 }
 
-fn named(e: &Engines) -> [(&'static str, &dyn Backend); 3] {
+fn named(e: &Engines) -> [(&'static str, &dyn Backend); 4] {
     [
         ("memory", &e.memory as &dyn Backend),
+        ("durable", &e.durable),
         ("postgres_single", &e.single),
         ("postgres_3_shards", &e.sharded),
     ]

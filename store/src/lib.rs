@@ -12,7 +12,8 @@
 //!   merge, validation, one strictly increasing Timestamp per write), once for every
 //!   engine;
 //! * [`Clock`] — Timestamps that strictly increase per entity;
-//! * [`MemoryBackend`] — the in-memory engine;
+//! * [`MemoryBackend`] — the in-memory engine, its tables [`MemoryTable`]s (versions of
+//!   `tableq-exec`'s `MemorySnapshot`, writers serialised, atomic batches);
 //! * [`PostgresBackend`] — the PostgreSQL engine (one server or a partitioned cluster);
 //! * [`DurableBackend`] — the durable engine (redb, group commit; [`durable`]);
 //! * [`StoreError`] / [`BatchError`] — failures with the service's error codes.
@@ -36,6 +37,6 @@ pub use backend::{Backend, QueryPage, ScanExplain, TableInfo};
 pub use clock::Clock;
 pub use durable::{DurableBackend, DurableOptions, DurableSnapshot, OpenError};
 pub use error::{BatchError, StoreError};
-pub use memory::MemoryBackend;
+pub use memory::{MemoryBackend, MemoryTable, MemoryWriter};
 pub use op::{IfMatch, WriteOp, Written};
 pub use resolve::{Change, Resolved, StateReader, resolve};

@@ -1,5 +1,5 @@
 //! The backend suite run against the simplest correct backend: a `BTreeMap` per table
-//! behind one mutex, queries executed on a fresh `MemorySource` copy. It is not an engine
+//! behind one mutex, queries executed on a fresh `MemorySnapshot` copy. It is not an engine
 //! anyone should use (every query copies the table); it exists to check the suite itself,
 //! so that a failing case in a real engine points at the engine, not at the test.
 
@@ -7,7 +7,7 @@ mod suite;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use tableq_exec::{Executor, Key, MemorySource, PageOptions, RowView};
+use tableq_exec::{Executor, Key, MemorySnapshot, PageOptions, RowView};
 use tableq_model::order::OrdinalString;
 use tableq_model::{Entity, validate};
 use tableq_planner::plan::Plan;
@@ -103,10 +103,9 @@ impl Backend for Reference {
         options: &PageOptions,
         visit: &mut dyn FnMut(RowView<'_>),
     ) -> Result<QueryPage, StoreError> {
-        let copy = self.with_rows(table, |rows| {
-            MemorySource::from_entities(rows.values().cloned()).map_err(StoreError::storage)
+        let snapshot = self.with_rows(table, |rows| {
+            MemorySnapshot::from_entities(rows.values().cloned()).map_err(StoreError::storage)
         })?;
-        let snapshot = copy.snapshot();
         let (continuation, stats) = Executor::new(&snapshot)
             .execute_page_with(plan, continuation, options, visit)
             .map_err(StoreError::storage)?;

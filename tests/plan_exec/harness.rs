@@ -17,7 +17,7 @@
 //!   [`KEYS`]² entities is used, so a one-line input (just a filter) is a useful test.
 
 use std::sync::{Arc, OnceLock};
-use tableq_exec::{Executor, Key, MemorySnapshot, MemorySource, PageOptions, Tuning};
+use tableq_exec::{Executor, Key, MemorySnapshot, PageOptions, Tuning};
 use tableq_model::{Entity, EntityView, Value};
 use tableq_parser::{FilterOptions, parse_filter, parse_top};
 
@@ -146,8 +146,7 @@ pub fn check(data: &[u8]) -> Result<Option<usize>, String> {
         Some(t) => Some(parse_top(t).map_err(|e| format!("$top {t}: {e}"))?),
         None => None,
     };
-    let table = MemorySource::from_entities(entities).map_err(|e| format!("table: {e}"))?;
-    let snapshot = table.snapshot();
+    let snapshot = MemorySnapshot::from_entities(entities).map_err(|e| format!("table: {e}"))?;
     let plan = tableq_planner::plan(&filter, None, top.as_ref());
     let context = || format!("filter: {text}\nplan:\n{plan}");
 

@@ -1,12 +1,19 @@
 //! Helpers for the HTTP integration tests: a server started in-process on a free port, and
 //! a small client that returns status, headers and body.
+//!
+//! Every request the client sends is signed with the development account's key
+//! (SharedKey, as the Python SDK signs; [`TestServer::send_unsigned`] sends one as given),
+//! so the tests run with authorization on, as the server runs by default. [`sign`] signs a
+//! `reqwest` request and [`sign_raw`] a raw HTTP/1.1 request text, for tests with their own
+//! clients.
 #![allow(dead_code)]
 
 use reqwest::Method;
-use reqwest::header::HeaderMap;
+use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
 use std::sync::Arc;
-use tableq_server::{Server, ServerConfig, ServerError};
+use tableq_server::auth::sign::{AccountKey, Scheme, SharedKeySigner};
+use tableq_server::{Account, Server, ServerConfig, ServerError};
 use tableq_store::{Backend, MemoryBackend};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -90,11 +97,22 @@ impl TestServer {
 
     /// A server with this configuration over a fresh in-memory store.
     pub async fn start_with(config: ServerConfig) -> TestServer {
+        TestServer::start_accounts(config, Vec::new()).await
+    }
+
+    /// A server with this configuration and these further accounts, each over a fresh
+    /// in-memory store (`backend` is the first account's).
+    pub async fn start_accounts(config: ServerConfig, accounts: Vec<Account>) -> TestServer {
         let backend = Arc::new(MemoryBackend::new());
         let dyn_backend: Arc<dyn Backend> = backend.clone();
-        let server = Server::bind("127.0.0.1:0".parse().unwrap(), dyn_backend, config)
+        let mut server = Server::bind("127.0.0.1:0".parse().unwrap(), dyn_backend, config)
             .await
             .expect("bind a free port");
+        for account in accounts {
+            server
+                .add_account(account, Arc::new(MemoryBackend::new()))
+                .expect("add an account");
+        }
         let port = server.local_addr().port();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(server.run_until(async move {
@@ -126,13 +144,38 @@ impl TestServer {
         self.send_url(method, &self.url(path), headers, body).await
     }
 
-    /// Sends a request to an absolute URL.
+    /// Sends a request to an absolute URL, signed with the development account's key.
     pub async fn send_url(
         &self,
         method: &str,
         url: &str,
         headers: &[(&str, &str)],
         body: Option<&str>,
+    ) -> Reply {
+        self.exchange(method, url, headers, body, Some(&dev_signer()))
+            .await
+    }
+
+    /// Sends a request to `/{account}/{path}` exactly as given: not signed.
+    pub async fn send_unsigned(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Reply {
+        self.exchange(method, &self.url(path), headers, body, None)
+            .await
+    }
+
+    /// Sends a request to an absolute URL, signed by `signer` (or not signed).
+    pub async fn exchange(
+        &self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+        signer: Option<&SharedKeySigner>,
     ) -> Reply {
         let method = Method::from_bytes(method.as_bytes()).expect("method");
         let mut request = self.client.request(method, url);
@@ -142,7 +185,11 @@ impl TestServer {
         if let Some(b) = body {
             request = request.body(b.to_owned());
         }
-        let response = request.send().await.expect("request sent");
+        let mut request = request.build().expect("a valid request");
+        if let Some(signer) = signer {
+            sign(&mut request, signer);
+        }
+        let response = self.client.execute(request).await.expect("request sent");
         let status = response.status().as_u16();
         let headers = response.headers().clone();
         let body = response.text().await.expect("body read");
@@ -202,6 +249,80 @@ impl Drop for TestServer {
             let _ = stop.send(());
         }
     }
+}
+
+/// The development account's SharedKey signer.
+pub fn dev_signer() -> SharedKeySigner {
+    SharedKeySigner::new(AccountKey::development(), Scheme::SharedKey)
+}
+
+/// Signs a built request (adds `x-ms-date` and `Authorization`, replacing any), as the SDKs
+/// do: the path and query exactly as they will be sent, the `Content-Type` header.
+pub fn sign(request: &mut reqwest::Request, signer: &SharedKeySigner) {
+    let url = request.url();
+    let path_and_query = match url.query() {
+        Some(q) => format!("{}?{q}", url.path()),
+        None => url.path().to_owned(),
+    };
+    let content_type = request
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let method = request.method().as_str().to_owned();
+    for (name, value) in signer.headers(&method, &path_and_query, content_type.as_deref()) {
+        request
+            .headers_mut()
+            .insert(name, HeaderValue::from_str(&value).expect("ASCII header"));
+    }
+}
+
+/// `send()` with the request signed by the development key, for tests with their own
+/// `reqwest` clients.
+pub trait SendSigned {
+    /// Builds the request, signs it ([`sign`]) and sends it.
+    fn send_signed(
+        self,
+    ) -> impl std::future::Future<Output = reqwest::Result<reqwest::Response>> + Send;
+}
+
+impl SendSigned for reqwest::RequestBuilder {
+    fn send_signed(
+        self,
+    ) -> impl std::future::Future<Output = reqwest::Result<reqwest::Response>> + Send {
+        let (client, request) = self.build_split();
+        async move {
+            let mut request = request?;
+            sign(&mut request, &dev_signer());
+            client.execute(request).await
+        }
+    }
+}
+
+/// Signs a raw HTTP/1.1 request text with the development key: the signing headers are
+/// inserted after the request line (method, target and `Content-Type` are read from it).
+pub fn sign_raw(request: &str) -> String {
+    sign_raw_with(request, &dev_signer())
+}
+
+/// [`sign_raw`] with another signer.
+pub fn sign_raw_with(request: &str, signer: &SharedKeySigner) -> String {
+    let (line, rest) = request.split_once("\r\n").expect("a request line");
+    let mut words = line.split(' ');
+    let method = words.next().expect("a method");
+    let target = words.next().expect("a request target");
+    let head = rest.split("\r\n\r\n").next().unwrap_or("");
+    let content_type = head.split("\r\n").find_map(|h| {
+        let (name, value) = h.split_once(':')?;
+        name.eq_ignore_ascii_case("content-type")
+            .then(|| value.trim().to_owned())
+    });
+    let mut out = format!("{line}\r\n");
+    for (name, value) in signer.headers(method, target, content_type.as_deref()) {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `Accept` for minimal metadata.

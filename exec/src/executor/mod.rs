@@ -27,11 +27,11 @@
 //! the [`Pages`] iterator); this file holds the [`Executor`] and its public API.
 //!
 //! ```
-//! use tableq_exec::{Executor, MemorySource, PageOptions};
+//! use tableq_exec::{Executor, MemorySnapshot, PageOptions};
 //! use tableq_model::{CmpOp, Entity, Value};
 //! use tableq_planner::{plan::{KeySet, Plan}, predicate::Predicate};
 //!
-//! let table = MemorySource::from_entities((0..100).map(|i| {
+//! let snapshot = MemorySnapshot::from_entities((0..100).map(|i| {
 //!     let mut e = Entity::new(format!("p{}", i % 3), format!("r{i:03}"));
 //!     e.set("Age", Value::Int32(i));
 //!     e
@@ -42,7 +42,6 @@
 //!     select: Some(vec!["Age".into()]),
 //!     top: Some(20),
 //! };
-//! let snapshot = table.snapshot();
 //! let executor = Executor::new(&snapshot);
 //! let pages: Vec<_> = executor.pages(&plan, PageOptions::default()).collect::<Result<_, _>>().unwrap();
 //! assert_eq!(pages.iter().map(|p| p.rows.len()).sum::<usize>(), 50);
@@ -217,11 +216,10 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
     /// caller streaming a response must discard (or abort) what it wrote for this page.
     ///
     /// ```
-    /// use tableq_exec::{Executor, MemorySource, PageOptions};
+    /// use tableq_exec::{Executor, MemorySnapshot, PageOptions};
     /// use tableq_model::Entity;
     /// use tableq_planner::{plan::{KeySet, Plan}, predicate::Predicate};
-    /// let table = MemorySource::from_entities((0..3).map(|i| Entity::new("p", format!("r{i}")))).unwrap();
-    /// let snapshot = table.snapshot();
+    /// let snapshot = MemorySnapshot::from_entities((0..3).map(|i| Entity::new("p", format!("r{i}")))).unwrap();
     /// let plan = Plan { ranges: KeySet::all(), residual: Predicate::TRUE, select: None, top: None };
     /// let mut keys = Vec::new();
     /// let (next, stats) = Executor::new(&snapshot)

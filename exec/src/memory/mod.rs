@@ -1,76 +1,75 @@
-//! [`MemorySource`]: an in-memory table that holds millions of entities compactly, answers
-//! point lookups in well under a microsecond at any size, and lets readers work on
-//! consistent snapshots while writers proceed.
+//! [`MemorySnapshot`]: an immutable version of an in-memory table that holds millions of
+//! entities compactly, answers point lookups in well under a microsecond at any size, and
+//! derives its next version cheaply ([`MemorySnapshot::with_changes`]).
+//!
+//! This module owns the *read layout* and nothing else: it stores what it is given. What a
+//! write means (insert vs replace, conditions, Timestamps) and how concurrent writers are
+//! serialised belong to the store (`tableq-store`'s memory engine keeps the current
+//! version of each table and swaps in the next one).
 //!
 //! # Design
 //!
-//! * **Partitions are immutable blocks** (see `partition.rs`): rows sorted by RowKey in
-//!   contiguous arenas — a 24-byte header and one 12-byte slot per property, strings and
-//!   bytes in shared per-partition buffers — plus a RowKey hash index. Property names are
-//!   interned table-wide to `u32` ids, which compiled predicates use directly
-//!   ([`SlotLookup::Slot`](crate::SlotLookup::Slot)).
-//! * **The table** is a sorted vector of `Arc<Partition>` plus a hash map PartitionKey →
-//!   position. A point lookup is two hash probes; a scan walks partitions in key order.
-//! * **Snapshots and writes**: the whole table state sits behind an `Arc`. A reader's
-//!   [`MemorySource::snapshot`] clones that `Arc` (a few nanoseconds under a read lock) and
-//!   then sees one consistent state for as long as it holds it. Writers are serialised; a
-//!   write builds new versions of the partitions it touches (copy-on-write, sharing every
-//!   other partition) and swaps the state in atomically. Readers never block writers beyond
-//!   the pointer swap, and never see a partial write or batch.
-//! * **Write cost**: a single write copies the affected partition (`O(rows in it)`) and the
-//!   partition directory (`O(partitions)`). Use [`MemorySource::apply`] to batch writes (each
-//!   touched partition is rebuilt once) and [`MemorySource::from_entities`] for bulk loads.
-//!   This favours scan speed and memory over single-write latency; a server with heavy
-//!   random writes to huge partitions wants a different store behind [`EntitySource`](crate::EntitySource).
+//! * **The base: immutable compact partitions** (see `partition.rs`): rows sorted by
+//!   RowKey in contiguous arenas — a 24-byte header and one 12-byte slot per property,
+//!   strings and bytes in shared per-partition buffers — plus a RowKey hash index.
+//!   Property names are interned table-wide to `u32` ids, which compiled predicates use
+//!   directly ([`SlotLookup::Slot`](crate::SlotLookup::Slot)). The base directory is a
+//!   sorted vector of partitions plus a hash map PartitionKey → position: a point lookup
+//!   is two hash probes; a scan walks partitions in key order. [`MemorySnapshot::from_entities`]
+//!   builds a base directly (bulk load).
+//! * **The overlay: recent writes** (see `overlay.rs`), a two-level persistent B-tree
+//!   (PartitionKey → RowKey → row or removal, `tree.rs`). The rows of one write are one
+//!   small compact block, so an overlay row is read exactly like a base row
+//!   ([`MemoryRow`]). Deriving a version copies only the tree path to each changed key:
+//!   `O(log n)` per changed row, whatever the size of the partition or the number of
+//!   partitions.
+//! * **Merging**: when a partition's overlay grows past a fraction of what rebuilding it
+//!   costs (its base rows plus the base directory), the partition is rebuilt compactly
+//!   with its overlay folded in; when the whole overlay grows past a fraction of the base,
+//!   all of it is ([`OverlayLimits`]). Each row written is thus copied `O(divisor)` times
+//!   on average — a stream of single writes costs the same per write from the first to
+//!   the millionth — and the overlay stays a bounded fraction of the table.
+//! * **Reads**: a point get looks in the overlay first when there is one; a scan merges
+//!   base rows and overlay rows in key order, reading runs of base rows between overlay
+//!   keys straight from the arrays. A version without overlay (a bulk-loaded table, or
+//!   one just merged) reads exactly as fast as a plain base.
+//! * **Versions are values**: a [`MemorySnapshot`] is an `Arc`; cloning it is a reference
+//!   count increment, and holding one keeps its version alive and unchanged, however many
+//!   versions are derived after it.
 //!
 //! ```
-//! use tableq_exec::MemorySource;
+//! use tableq_exec::{MemorySnapshot, RowChange};
 //! use tableq_model::{Entity, Value};
 //!
-//! let table = MemorySource::new();
 //! let mut e = Entity::new("p1", "r1");
 //! e.set("Age", Value::Int32(7));
-//! table.insert(e).unwrap();
-//! let snapshot = table.snapshot();
-//! table.delete("p1", "r1"); // the snapshot still sees the entity
-//! assert!(snapshot.get("p1", "r1").is_some());
-//! assert!(table.snapshot().get("p1", "r1").is_none());
+//! let v1 = MemorySnapshot::from_entities([e]).unwrap();
+//! let v2 = v1.with_changes([RowChange::remove("p1", "r1")]).unwrap();
+//! assert!(v1.get("p1", "r1").is_some()); // an earlier version keeps its contents
+//! assert!(v2.get("p1", "r1").is_none());
+//! assert_eq!((v1.len(), v2.len()), (1, 0));
 //! ```
 
+mod overlay;
 mod partition;
 mod snapshot;
+mod tree;
 
 pub use snapshot::{MemoryRow, MemoryRows};
 
-use crate::source::SourceRow;
+use overlay::PartitionOverlay;
 use partition::{Partition, PartitionBuilder};
-use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::hash::RandomState;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::Arc;
 use tableq_model::Entity;
-use tableq_model::order::{OrdinalString, compare_str};
+use tableq_model::order::compare_str;
+use tree::Tree;
 
-/// Why a write to a [`MemorySource`] failed. A failed write or batch changes nothing.
+/// Why a version could not be built. Nothing was changed: versions are immutable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum MemoryError {
-    /// An insert found an entity with the same keys.
-    #[error("an entity with PartitionKey {partition_key:?} and RowKey {row_key:?} already exists")]
-    AlreadyExists {
-        /// The PartitionKey.
-        partition_key: String,
-        /// The RowKey.
-        row_key: String,
-    },
-    /// A delete in a batch found no entity with these keys.
-    #[error("no entity with PartitionKey {partition_key:?} and RowKey {row_key:?}")]
-    NotFound {
-        /// The PartitionKey.
-        partition_key: String,
-        /// The RowKey.
-        row_key: String,
-    },
     /// A partition outgrew the 32-bit offsets of the layout (4 GiB of strings or of bytes,
     /// or 2³² properties, or 2²⁸ distinct property names).
     #[error("partition too large for the in-memory layout ({what} exceed 32-bit offsets)")]
@@ -80,20 +79,77 @@ pub enum MemoryError {
     },
 }
 
-/// One write of a batch ([`MemorySource::apply`]).
+/// One change of [`MemorySnapshot::with_changes`]: what a key holds afterwards. No
+/// semantics beyond that: a put replaces whatever was there, a removal of a missing key
+/// changes nothing.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Write {
-    /// Insert a new entity; fails if one with the same keys exists.
-    Insert(Entity),
-    /// Insert or replace (the stored entity becomes exactly this one).
-    Upsert(Entity),
-    /// Delete an entity; fails if none has these keys.
-    Delete {
+pub enum RowChange {
+    /// The key holds exactly this entity (stored as given, Timestamp included).
+    Put(Entity),
+    /// The key holds nothing.
+    Remove {
         /// The PartitionKey.
         partition_key: String,
         /// The RowKey.
         row_key: String,
     },
+}
+
+impl RowChange {
+    /// A [`RowChange::Remove`].
+    pub fn remove(partition_key: impl Into<String>, row_key: impl Into<String>) -> RowChange {
+        RowChange::Remove {
+            partition_key: partition_key.into(),
+            row_key: row_key.into(),
+        }
+    }
+
+    /// The (PartitionKey, RowKey) the change writes.
+    pub fn keys(&self) -> (&str, &str) {
+        match self {
+            RowChange::Put(e) => (e.partition_key(), e.row_key()),
+            RowChange::Remove {
+                partition_key,
+                row_key,
+            } => (partition_key, row_key),
+        }
+    }
+}
+
+/// When [`MemorySnapshot::with_changes`] folds the overlay into the compact base.
+///
+/// A partition is rebuilt once its overlay holds more than
+/// `max(min_rows, (its base rows + base partitions) / divisor)` rows; the whole overlay is
+/// folded in once it holds more than `max(min_rows, base rows / divisor)` rows and
+/// partitions. A larger `divisor` keeps the overlay smaller (reads closer to the compact
+/// layout's speed) and copies each written row more often (about `divisor` times).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OverlayLimits {
+    /// The overlay size below which nothing is merged.
+    pub min_rows: usize,
+    /// The fraction (1 / `divisor`) of the base the overlay may reach.
+    pub divisor: usize,
+}
+
+impl OverlayLimits {
+    /// The defaults: `min_rows` 64, `divisor` 4 (measured in `benches/README.md`,
+    /// section "memory").
+    pub const DEFAULT: OverlayLimits = OverlayLimits {
+        min_rows: 64,
+        divisor: 4,
+    };
+
+    /// The most overlay rows (and partitions) a base of `base` rows may carry before
+    /// merging.
+    fn allowance(self, base: usize) -> usize {
+        self.min_rows.max(base / self.divisor.max(1))
+    }
+}
+
+impl Default for OverlayLimits {
+    fn default() -> Self {
+        OverlayLimits::DEFAULT
+    }
 }
 
 /// Interned custom property names (append-only: ids never change).
@@ -145,41 +201,32 @@ impl NameTable for std::borrow::Cow<'_, Names> {
     }
 }
 
-/// One immutable version of the table.
+/// The compact part of a version: non-empty partitions sorted by PartitionKey (UTF-16
+/// ordinal) and a hash index on their keys.
 #[derive(Default)]
-struct TableState {
-    /// Non-empty partitions sorted by PartitionKey (UTF-16 ordinal).
+struct Base {
     partitions: Vec<Arc<Partition>>,
-    /// PartitionKey → position in `partitions` (shared between versions with the same
-    /// partitions).
-    by_key: Arc<HashMap<Box<str>, u32>>,
-    names: Arc<Names>,
-    hasher: RandomState,
+    /// PartitionKey → position in `partitions` (shared between bases with the same keys).
+    by_key: Arc<HashMap<Arc<str>, u32>>,
+    /// Rows in all partitions.
     len: usize,
 }
 
-impl TableState {
-    fn with(
-        partitions: Vec<Arc<Partition>>,
-        names: Arc<Names>,
-        hasher: RandomState,
-        by_key: Option<Arc<HashMap<Box<str>, u32>>>,
-    ) -> TableState {
+impl Base {
+    fn new(partitions: Vec<Arc<Partition>>, by_key: Option<Arc<HashMap<Arc<str>, u32>>>) -> Base {
         let by_key = by_key.unwrap_or_else(|| {
             Arc::new(
                 partitions
                     .iter()
                     .enumerate()
-                    .map(|(i, p)| (Box::from(p.key()), i as u32))
+                    .map(|(i, p)| (p.shared_key().clone(), i as u32))
                     .collect(),
             )
         });
         let len = partitions.iter().map(|p| p.len()).sum();
-        TableState {
+        Base {
             partitions,
             by_key,
-            names,
-            hasher,
             len,
         }
     }
@@ -187,35 +234,83 @@ impl TableState {
     fn partition(&self, key: &str) -> Option<&Arc<Partition>> {
         self.by_key.get(key).map(|&i| &self.partitions[i as usize])
     }
+
+    /// This base with the partitions in `replaced` (sorted by key; `None` = now empty)
+    /// in place of those with the same keys. `O(partitions)`.
+    fn replace(&self, replaced: Vec<(Arc<str>, Option<Arc<Partition>>)>) -> Base {
+        let mut partitions: Vec<Arc<Partition>> =
+            Vec::with_capacity(self.partitions.len() + replaced.len());
+        let mut old = self.partitions.iter().peekable();
+        for (pk, part) in replaced {
+            while let Some(p) = old.next_if(|p| compare_str(p.key(), &pk).is_lt()) {
+                partitions.push(p.clone());
+            }
+            old.next_if(|p| p.key() == &*pk);
+            partitions.extend(part);
+        }
+        partitions.extend(old.cloned());
+        // The PartitionKey index only changes when partitions appear or disappear.
+        let same_keys = partitions.len() == self.partitions.len()
+            && partitions
+                .iter()
+                .zip(&self.partitions)
+                .all(|(a, b)| a.key() == b.key());
+        Base::new(partitions, same_keys.then(|| self.by_key.clone()))
+    }
 }
 
-/// An in-memory, concurrently readable table (see the module docs).
-#[derive(Debug, Default)]
-pub struct MemorySource {
-    state: RwLock<Arc<TableState>>,
-    writer: Mutex<()>,
+/// One immutable version of the table.
+struct TableState {
+    base: Arc<Base>,
+    /// Recent writes by PartitionKey (see `overlay.rs`).
+    overlay: Tree<PartitionOverlay>,
+    /// Row entries in the overlay (all partitions).
+    overlay_rows: usize,
+    names: Arc<Names>,
+    hasher: RandomState,
+    /// Entities in this version.
+    len: usize,
+    /// Non-empty partitions in this version.
+    partitions: usize,
+    limits: OverlayLimits,
 }
 
-/// A consistent, immutable view of a [`MemorySource`]: the [`EntitySource`](crate::EntitySource) the executor
-/// reads. Cheap to create and to clone; holding one keeps its version of the data alive.
-#[derive(Debug, Clone)]
+impl Default for TableState {
+    fn default() -> Self {
+        TableState {
+            base: Arc::default(),
+            overlay: Tree::default(),
+            overlay_rows: 0,
+            names: Arc::default(),
+            hasher: RandomState::new(),
+            len: 0,
+            partitions: 0,
+            limits: OverlayLimits::DEFAULT,
+        }
+    }
+}
+
+/// One immutable version of an in-memory table (see the module docs): the
+/// [`EntitySource`](crate::EntitySource) the executor reads. Cheap to clone; holding one
+/// keeps its version of the data alive.
+#[derive(Clone, Default)]
 pub struct MemorySnapshot {
     state: Arc<TableState>,
 }
 
-impl MemorySource {
+impl MemorySnapshot {
     /// An empty table.
-    pub fn new() -> MemorySource {
-        MemorySource::default()
+    pub fn new() -> MemorySnapshot {
+        MemorySnapshot::default()
     }
 
     /// A table holding these entities (a later entity with the same keys replaces an
-    /// earlier one). Streams: only the compact form is kept, never all input entities.
-    /// Entities are stored as given: validate them first (`tableq_model::validate`) where
-    /// the service's rules must hold.
+    /// earlier one), all in the compact base. Streams: only the compact form is kept,
+    /// never all input entities. Entities are stored as given: validate them first
+    /// (`tableq_model::validate`) where the service's rules must hold.
     pub fn from_entities(
         entities: impl IntoIterator<Item = Entity>,
-    ) -> Result<MemorySource, MemoryError> {
+    ) -> Result<MemorySnapshot, MemoryError> {
         let mut names = Names::default();
         let mut builders: HashMap<String, PartitionBuilder> = HashMap::new();
         for e in entities {
@@ -234,190 +329,45 @@ impl MemorySource {
         for (_, b) in builders {
             partitions.push(Arc::new(b.finish(&hasher)?));
         }
-        let state = TableState::with(partitions, Arc::new(names), hasher, None);
-        Ok(MemorySource {
-            state: RwLock::new(Arc::new(state)),
-            writer: Mutex::new(()),
+        let base = Base::new(partitions, None);
+        Ok(MemorySnapshot {
+            state: Arc::new(TableState {
+                len: base.len,
+                partitions: base.partitions.len(),
+                base: Arc::new(base),
+                names: Arc::new(names),
+                hasher,
+                ..TableState::default()
+            }),
         })
     }
 
-    /// A consistent view of the current contents.
-    pub fn snapshot(&self) -> MemorySnapshot {
-        let state = self
-            .state
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        MemorySnapshot { state }
-    }
-
-    /// The number of entities.
-    pub fn len(&self) -> usize {
-        self.snapshot().len()
-    }
-
-    /// Whether the table is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The entity with these keys, as an owned value.
-    pub fn get(&self, partition_key: &str, row_key: &str) -> Option<Entity> {
-        self.snapshot()
-            .get(partition_key, row_key)
-            .map(|r| r.to_entity())
-    }
-
-    /// Inserts a new entity; fails with [`MemoryError::AlreadyExists`] if its keys are taken.
-    pub fn insert(&self, entity: Entity) -> Result<(), MemoryError> {
-        self.apply([Write::Insert(entity)])
-    }
-
-    /// Inserts or replaces an entity.
-    pub fn upsert(&self, entity: Entity) -> Result<(), MemoryError> {
-        self.apply([Write::Upsert(entity)])
-    }
-
-    /// Deletes an entity; returns whether it existed.
-    pub fn delete(&self, partition_key: &str, row_key: &str) -> bool {
-        let write = Write::Delete {
-            partition_key: partition_key.into(),
-            row_key: row_key.into(),
-        };
-        self.apply([write]).is_ok()
-    }
-
-    /// Applies writes in order, atomically: readers see all of them or none, and if one
-    /// fails nothing is applied. Each touched partition is rebuilt once.
-    pub fn apply(&self, writes: impl IntoIterator<Item = Write>) -> Result<(), MemoryError> {
-        let _writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
-        let current = self.snapshot().state;
-        // Per partition: RowKey → the entity it will hold (None = deleted).
-        let mut pending: BTreeMap<OrdinalString, BTreeMap<OrdinalString, Option<Entity>>> =
-            BTreeMap::new();
-        for write in writes {
-            let (pk, rk, new) = match write {
-                Write::Insert(e) => {
-                    let exists = exists(&current, &pending, e.partition_key(), e.row_key());
-                    if exists {
-                        return Err(MemoryError::AlreadyExists {
-                            partition_key: e.partition_key().into(),
-                            row_key: e.row_key().into(),
-                        });
-                    }
-                    (
-                        e.partition_key().to_owned(),
-                        e.row_key().to_owned(),
-                        Some(e),
-                    )
-                }
-                Write::Upsert(e) => (
-                    e.partition_key().to_owned(),
-                    e.row_key().to_owned(),
-                    Some(e),
-                ),
-                Write::Delete {
-                    partition_key,
-                    row_key,
-                } => {
-                    if !exists(&current, &pending, &partition_key, &row_key) {
-                        return Err(MemoryError::NotFound {
-                            partition_key,
-                            row_key,
-                        });
-                    }
-                    (partition_key, row_key, None)
-                }
-            };
-            pending
-                .entry(OrdinalString(pk))
-                .or_default()
-                .insert(OrdinalString(rk), new);
+    /// This version with other overlay limits (for the versions derived from it).
+    pub fn with_overlay_limits(&self, limits: OverlayLimits) -> MemorySnapshot {
+        let s = &*self.state;
+        MemorySnapshot {
+            state: Arc::new(TableState {
+                base: s.base.clone(),
+                overlay: s.overlay.clone(),
+                overlay_rows: s.overlay_rows,
+                names: s.names.clone(),
+                hasher: s.hasher.clone(),
+                len: s.len,
+                partitions: s.partitions,
+                limits,
+            }),
         }
-        if pending.is_empty() {
-            return Ok(());
-        }
-        let mut names: std::borrow::Cow<'_, Names> = std::borrow::Cow::Borrowed(&current.names);
-        let mut replaced: Vec<(String, Option<Arc<Partition>>)> = Vec::with_capacity(pending.len());
-        for (OrdinalString(pk), changes) in pending {
-            let old = current.partition(&pk);
-            let mut b = PartitionBuilder::new(&pk);
-            let mut next_old = 0;
-            let old_len = old.map_or(0, |p| p.len());
-            for (OrdinalString(rk), change) in &changes {
-                if let Some(old) = old {
-                    let stop = old.lower_bound(rk, false);
-                    for i in next_old..stop {
-                        b.push_row(old, i)?;
-                    }
-                    next_old = stop;
-                    if next_old < old_len && old.row_key(next_old) == rk {
-                        next_old += 1; // replaced or deleted
-                    }
-                }
-                if let Some(e) = change {
-                    b.push_entity(e, &mut names)?;
-                }
-            }
-            if let Some(old) = old {
-                for i in next_old..old_len {
-                    b.push_row(old, i)?;
-                }
-            }
-            let part = if b.is_empty() {
-                None
-            } else {
-                Some(Arc::new(b.finish(&current.hasher)?))
-            };
-            replaced.push((pk, part));
-        }
-        // Merge the new partition versions into the directory, keeping PartitionKey order.
-        let mut partitions: Vec<Arc<Partition>> =
-            Vec::with_capacity(current.partitions.len() + replaced.len());
-        let mut old = current.partitions.iter().peekable();
-        for (pk, part) in replaced {
-            while let Some(p) = old.next_if(|p| compare_str(p.key(), &pk) == Ordering::Less) {
-                partitions.push(p.clone());
-            }
-            old.next_if(|p| p.key() == pk);
-            partitions.extend(part);
-        }
-        partitions.extend(old.cloned());
-        let names = match names {
-            std::borrow::Cow::Borrowed(_) => current.names.clone(),
-            std::borrow::Cow::Owned(n) => Arc::new(n),
-        };
-        // The PartitionKey index only changes when partitions appear or disappear.
-        let by_key = if partitions.len() == current.partitions.len()
-            && partitions
-                .iter()
-                .zip(&current.partitions)
-                .all(|(a, b)| a.key() == b.key())
-        {
-            Some(current.by_key.clone())
-        } else {
-            None
-        };
-        let state = TableState::with(partitions, names, current.hasher.clone(), by_key);
-        *self.state.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(state);
-        Ok(())
     }
-}
 
-fn exists(
-    current: &TableState,
-    pending: &BTreeMap<OrdinalString, BTreeMap<OrdinalString, Option<Entity>>>,
-    pk: &str,
-    rk: &str,
-) -> bool {
-    let staged = pending
-        .get(&OrdinalString(pk.to_owned()))
-        .and_then(|rows| rows.get(&OrdinalString(rk.to_owned())));
-    match staged {
-        Some(change) => change.is_some(),
-        None => current
-            .partition(pk)
-            .is_some_and(|p| p.find(&current.hasher, rk).is_some()),
+    /// The overlay limits of this version.
+    pub fn overlay_limits(&self) -> OverlayLimits {
+        self.state.limits
+    }
+
+    /// How many row entries (written rows and removals) the overlay holds: 0 for a
+    /// bulk-loaded or fully merged version.
+    pub fn overlay_rows(&self) -> usize {
+        self.state.overlay_rows
     }
 }
 
@@ -430,12 +380,14 @@ impl std::fmt::Debug for Names {
     }
 }
 
-impl std::fmt::Debug for TableState {
+impl std::fmt::Debug for MemorySnapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TableState")
-            .field("entities", &self.len)
-            .field("partitions", &self.partitions.len())
-            .field("names", &self.names)
+        let s = &*self.state;
+        f.debug_struct("MemorySnapshot")
+            .field("entities", &s.len)
+            .field("partitions", &s.partitions)
+            .field("overlay_rows", &s.overlay_rows)
+            .field("names", &s.names)
             .finish()
     }
 }

@@ -1,5 +1,6 @@
-//! One partition of a [`MemorySource`](super::MemorySource): an immutable, compact block of
-//! rows sorted by RowKey, with a hash index for point lookups.
+//! One partition of a [`MemorySnapshot`](super::MemorySnapshot): an immutable, compact
+//! block of rows sorted by RowKey, with a hash index for point lookups. The write overlay
+//! (`overlay.rs`) uses the same layout, unindexed, for the rows of one write.
 //!
 //! Layout (all offsets are `u32` into per-partition arenas, so a partition holds at most
 //! 4 GiB of text, 4 GiB of bytes and 2³² property slots):
@@ -16,6 +17,7 @@ use crate::memory::{MemoryError, NameTable, Names};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
+use std::sync::Arc;
 use tableq_model::{DateTime, Entity, Property, ValueRef, order::compare_str};
 use uuid::Uuid;
 
@@ -85,8 +87,14 @@ impl Hasher for SpreadHasher {
 type Index = HashMap<u32, u32, BuildHasherDefault<SpreadHasher>>;
 
 /// An immutable partition.
+///
+/// Layout invariant (kept by [`PartitionBuilder`], which appends rows in order and re-lays
+/// unsorted input out in order): the arenas hold the rows in row order — row `i`'s RowKey,
+/// then its strings, lie in `text` before row `i + 1`'s; its slots and bytes likewise. A
+/// run of rows is thus one contiguous range of each arena ([`PartitionBuilder::push_rows`]
+/// copies it as such).
 pub(crate) struct Partition {
-    key: Box<str>,
+    key: Arc<str>,
     rows: Vec<RowHead>,
     slots: Vec<Slot>,
     text: String,
@@ -106,6 +114,11 @@ fn row_hash(hasher: &RandomState, row_key: &str) -> u32 {
 impl Partition {
     /// The PartitionKey.
     pub(crate) fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// The PartitionKey, shared.
+    pub(crate) fn shared_key(&self) -> &Arc<str> {
         &self.key
     }
 
@@ -245,7 +258,7 @@ impl Partition {
     /// A row as an owned entity.
     pub(crate) fn entity(&self, head: &RowHead, names: &Names) -> Entity {
         Entity::with_properties(
-            self.key.as_ref(),
+            &*self.key,
             self.row_key_of(head),
             Partition::timestamp_of(head),
             self.properties_of(head, names),
@@ -266,6 +279,44 @@ impl Partition {
                 Ordering::Equal => after,
                 Ordering::Greater => false,
             })
+    }
+
+    /// [`lower_bound`](Partition::lower_bound)`(row_key, false)`, knowing that it is at
+    /// least `from`: an exponential search forward from `from`, `O(log d)` for a result
+    /// `d` rows further (a merge walks the base this way, overlay key after overlay key).
+    pub(crate) fn lower_bound_from(&self, from: usize, row_key: &str) -> usize {
+        let below = |i: usize| compare_str(self.row_key(i), row_key) == Ordering::Less;
+        let len = self.rows.len();
+        if from >= len || !below(from) {
+            return from.min(len);
+        }
+        // rows[lo] < row_key; find hi with rows[hi] >= row_key (or the end).
+        let (mut lo, mut step) = (from, 1usize);
+        let hi = loop {
+            let probe = lo.saturating_add(step);
+            if probe >= len {
+                break len;
+            }
+            if !below(probe) {
+                break probe;
+            }
+            lo = probe;
+            step = step.saturating_mul(2);
+        };
+        lo + 1
+            + self
+                .heads(lo + 1, hi)
+                .partition_point(|h| compare_str(self.row_key_of(h), row_key) == Ordering::Less)
+    }
+
+    /// The sizes of the arenas (rows, slots, text, bytes), to reserve room for a copy.
+    pub(crate) fn arena_lens(&self) -> (usize, usize, usize, usize) {
+        (
+            self.rows.len(),
+            self.slots.len(),
+            self.text.len(),
+            self.bytes.len(),
+        )
     }
 
     /// The row with exactly this RowKey.
@@ -299,7 +350,7 @@ impl std::fmt::Debug for Partition {
 /// [`finish`]: PartitionBuilder::finish
 #[derive(Debug)]
 pub(crate) struct PartitionBuilder {
-    key: Box<str>,
+    key: Arc<str>,
     rows: Vec<RowHead>,
     slots: Vec<Slot>,
     text: String,
@@ -309,8 +360,13 @@ pub(crate) struct PartitionBuilder {
 
 impl PartitionBuilder {
     pub(crate) fn new(key: &str) -> PartitionBuilder {
+        PartitionBuilder::with_key(Arc::from(key))
+    }
+
+    /// A builder for partition `key` (shared with whoever else holds it).
+    pub(crate) fn with_key(key: Arc<str>) -> PartitionBuilder {
         PartitionBuilder {
-            key: key.into(),
+            key,
             rows: Vec::new(),
             slots: Vec::new(),
             text: String::new(),
@@ -438,9 +494,131 @@ impl PartitionBuilder {
         Ok(())
     }
 
+    /// Makes room for `rows` more rows, `slots` more slots, `text` more bytes of text and
+    /// `bytes` more bytes.
+    pub(crate) fn reserve(&mut self, (rows, slots, text, bytes): (usize, usize, usize, usize)) {
+        self.rows.reserve(rows);
+        self.slots.reserve(slots);
+        self.text.reserve(text);
+        self.bytes.reserve(bytes);
+    }
+
+    /// Makes room for `entity` (so that pushing it allocates exactly once per arena).
+    pub(crate) fn reserve_entity(&mut self, entity: &Entity) {
+        let (mut text, mut bytes) = (entity.row_key().len(), 0);
+        for p in entity.properties() {
+            match p.value.as_ref() {
+                ValueRef::String(s) => text += s.len(),
+                ValueRef::Binary(b) => bytes += b.len(),
+                ValueRef::Guid(_) => bytes += 16,
+                _ => {}
+            }
+        }
+        self.rows.reserve(1);
+        self.slots.reserve(entity.properties().len());
+        self.text.reserve(text);
+        self.bytes.reserve(bytes);
+    }
+
+    /// Appends copies of rows `lo..hi` of `from` (same name table): the run's ranges of
+    /// the arenas are copied whole and their offsets shifted (see the layout invariant
+    /// of [`Partition`]), rather than row by row.
+    pub(crate) fn push_rows(
+        &mut self,
+        from: &Partition,
+        lo: usize,
+        hi: usize,
+    ) -> Result<(), MemoryError> {
+        let heads = from.heads(lo, hi);
+        let (Some(first), Some(last)) = (heads.first(), heads.last()) else {
+            return Ok(());
+        };
+        self.note_order(from.row_key_of(first));
+        // The run's slots, text and bytes.
+        let slots_lo = first.slot_start as usize;
+        let slots_hi = (last.slot_start + last.slot_len) as usize;
+        let text_lo = first.key_start as usize;
+        let text_hi = from
+            .rows
+            .get(hi)
+            .map_or(from.text.len(), |next| next.key_start as usize);
+        let slots = from.slots.get(slots_lo..slots_hi).unwrap_or(&[]);
+        let mut bytes_range: Option<(usize, usize)> = None;
+        for s in slots {
+            if matches!(s.id_tag & ((1 << TAG_BITS) - 1), TAG_GUID | TAG_BINARY) {
+                let (b_lo, b_hi) = (s.lo as usize, (s.lo + s.hi) as usize);
+                bytes_range = Some(match bytes_range {
+                    Some((l, h)) => (l.min(b_lo), h.max(b_hi)),
+                    None => (b_lo, b_hi),
+                });
+            }
+        }
+        let (bytes_lo, bytes_hi) = bytes_range.unwrap_or((0, 0));
+        // Shifts (as wrapping u32 arithmetic: every shifted offset fits, checked below).
+        let text_base = to_u32(self.text.len(), "text")?;
+        let bytes_base = to_u32(self.bytes.len(), "bytes")?;
+        let slot_base = to_u32(self.slots.len(), "slots")?;
+        to_u32(self.text.len() + (text_hi - text_lo), "text")?;
+        to_u32(self.bytes.len() + (bytes_hi - bytes_lo), "bytes")?;
+        to_u32(self.slots.len() + slots.len(), "slots")?;
+        let text_shift = text_base.wrapping_sub(text_lo as u32);
+        let bytes_shift = bytes_base.wrapping_sub(bytes_lo as u32);
+        let slot_shift = slot_base.wrapping_sub(slots_lo as u32);
+        self.text
+            .push_str(from.text.get(text_lo..text_hi).unwrap_or(""));
+        self.bytes
+            .extend_from_slice(from.bytes.get(bytes_lo..bytes_hi).unwrap_or(&[]));
+        self.slots.extend(slots.iter().map(|s| {
+            let lo = match s.id_tag & ((1 << TAG_BITS) - 1) {
+                TAG_STRING => s.lo.wrapping_add(text_shift),
+                TAG_GUID | TAG_BINARY => s.lo.wrapping_add(bytes_shift),
+                _ => s.lo,
+            };
+            Slot { lo, ..*s }
+        }));
+        self.rows.extend(heads.iter().map(|h| RowHead {
+            key_start: h.key_start.wrapping_add(text_shift),
+            slot_start: h.slot_start.wrapping_add(slot_shift),
+            ..*h
+        }));
+        // The run itself is in order (a partition's rows are): only its first row needed
+        // comparing with the rows before it.
+        Ok(())
+    }
+
+    /// Appends a row that holds only a RowKey (the key of a removal in the overlay).
+    pub(crate) fn push_key(&mut self, row_key: &str) -> Result<(), MemoryError> {
+        self.note_order(row_key);
+        let (key_start, key_len) = self.push_text(row_key)?;
+        let slot_start = to_u32(self.slots.len(), "slots")?;
+        self.rows.push(RowHead {
+            timestamp: NO_TIMESTAMP,
+            key_start,
+            key_len,
+            slot_start,
+            slot_len: 0,
+        });
+        Ok(())
+    }
+
     /// Whether no row was pushed.
     pub(crate) fn is_empty(&self) -> bool {
         self.rows.is_empty()
+    }
+
+    /// The rows as pushed (they must be in strictly ascending RowKey order), without a
+    /// hash index: a block of the write overlay, which is only read by row number.
+    /// [`Partition::find`] never finds anything in it.
+    pub(crate) fn finish_block(self) -> Partition {
+        debug_assert!(self.sorted, "overlay blocks are built in key order");
+        Partition {
+            key: self.key,
+            rows: self.rows,
+            slots: self.slots,
+            text: self.text,
+            bytes: self.bytes,
+            index: Index::default(),
+        }
     }
 
     /// Sorts (if needed), drops all but the last row of each RowKey, builds the index.
@@ -468,7 +646,7 @@ impl PartitionBuilder {
                 index: Index::default(),
             };
             drop(keys);
-            let mut sorted = PartitionBuilder::new(&self.key);
+            let mut sorted = PartitionBuilder::with_key(self.key.clone());
             for i in order {
                 sorted.push_row(&unsorted, i)?;
             }

@@ -1,8 +1,16 @@
 //! Reading a [`MemorySnapshot`]: key-ordered scans ([`MemoryRows`]), rows borrowed from
 //! the compact layout ([`MemoryRow`]), point gets, splits into chunks, and property slots —
 //! the [`EntitySource`] implementation.
+//!
+//! A scan reads *runs*: a slice of row headers of one block — base rows between two
+//! overlay keys, or one overlay row. The per-row step only walks the current slice (the
+//! same loop as for a table without overlay); the next run is worked out when a slice
+//! ends. Without overlay a run is the scan's part of one base partition, as before
+//! overlays existed.
 
+use super::overlay::{PartitionOverlay, RowEntry};
 use super::partition::{Partition, RowHead};
+use super::tree::{Cursor, TreeEntry};
 use super::{MemorySnapshot, Names, TableState};
 use crate::key::{Chunk, Key, Scan};
 use crate::source::{EntitySource, OkRows, PropertySlot, SlotLookup, SourceRow};
@@ -25,29 +33,42 @@ impl MemorySnapshot {
         self.state.len == 0
     }
 
-    /// The number of partitions.
+    /// The number of non-empty partitions.
     pub fn partition_count(&self) -> usize {
-        self.state.partitions.len()
+        self.state.partitions
     }
 
-    /// Approximate heap bytes held by this version of the table (arenas, indexes, names):
-    /// what the bytes-per-entity figure in `benches/README.md` is computed from.
+    /// Approximate heap bytes held by this version of the table (arenas, indexes, names,
+    /// overlay): what the bytes-per-entity figure in `benches/README.md` is computed from.
     pub fn heap_bytes(&self) -> usize {
         let s = &self.state;
         let parts: usize = s
+            .base
             .partitions
             .iter()
             .map(|p| p.heap_bytes() + size_of::<Partition>() + 16)
             .sum();
-        let dir =
-            s.partitions.capacity() * 8 + s.by_key.capacity() * (size_of::<(Box<str>, u32)>() + 1);
+        let dir = s.base.partitions.capacity() * 8
+            + s.base.by_key.capacity() * (size_of::<(std::sync::Arc<str>, u32)>() + 1);
         let names: usize = s.names.names.iter().map(|n| 2 * n.len() + 48).sum();
-        parts + dir + names
+        // Overlay: each block once, tree nodes at about 2/3 occupancy.
+        let mut blocks = std::collections::HashSet::new();
+        let mut overlay = 0;
+        for po in s.overlay.iter() {
+            overlay += 2 * size_of::<PartitionOverlay>() + po.key.len();
+            for e in po.rows.iter() {
+                overlay += 2 * size_of::<RowEntry>();
+                if blocks.insert(std::sync::Arc::as_ptr(&e.block)) {
+                    overlay += e.block.heap_bytes() + size_of::<Partition>() + 16;
+                }
+            }
+        }
+        parts + dir + names + overlay
     }
 
     /// Every entity in key order (a convenience over [`EntitySource::scan`]).
     pub fn iter(&self) -> MemoryRows<'_> {
-        self.rows_from(0, None, None, None, &FULL)
+        self.rows_from(0, None, None, None, &FULL, &FULL)
     }
 
     /// The slot of a custom property name, if any entity of this snapshot has it. Useful
@@ -60,12 +81,12 @@ impl MemorySnapshot {
     fn partition_span(&self, scan: &Scan<'_>) -> (usize, usize) {
         let pk = &scan.range.partition_key;
         if let Some(p) = pk.as_point() {
-            return match self.state.by_key.get(p) {
+            return match self.state.base.by_key.get(p) {
                 Some(&i) => (i as usize, i as usize + 1),
                 None => (0, 0),
             };
         }
-        let parts = &self.state.partitions;
+        let parts = &self.state.base.partitions;
         // Partitions are sorted: those below the interval, then inside, then above.
         let mut start = parts.partition_point(|p| pk.position(p.key()).is_lt());
         let mut end = parts.partition_point(|p| pk.position(p.key()).is_le());
@@ -89,20 +110,37 @@ impl MemorySnapshot {
         end_part: Option<usize>,
         from: Option<&'a Key>,
         until: Option<&'a Key>,
+        partition_key: &'a KeyInterval,
         row_key: &'a KeyInterval,
     ) -> MemoryRows<'a> {
+        let state: &'a TableState = &self.state;
+        let merge = (state.overlay_rows > 0).then(|| Merge {
+            partitions: state.overlay.cursor(|pk| {
+                partition_key.position(pk).is_lt()
+                    || from.is_some_and(|f| compare_str(pk, &f.partition_key).is_lt())
+            }),
+            key: None,
+            base: None,
+            pos: 0,
+            end: 0,
+            rows: None,
+        });
         let mut rows = MemoryRows {
-            snapshot: self,
+            state,
+            partition_key,
             row_key,
             from,
             until,
             part,
-            end_part: end_part.unwrap_or(self.state.partitions.len()),
-            names: &self.state.names,
+            end_part: end_part.unwrap_or(state.base.partitions.len()),
+            names: &state.names,
             current: None,
             heads: [].iter(),
+            merge,
         };
-        rows.enter_partition();
+        if rows.merge.is_none() {
+            rows.enter_partition();
+        }
         rows
     }
 }
@@ -151,26 +189,75 @@ fn row_bounds(
     (lo, hi.max(lo))
 }
 
+/// Whether `(partition_key, row_key)` lies before the start of a scan's rows in its
+/// partition.
+#[inline]
+fn before_start(rk: &KeyInterval, from: Option<&Key>, partition_key: &str, row_key: &str) -> bool {
+    rk.position(row_key).is_lt()
+        || from.is_some_and(|f| f.cmp_pair(partition_key, row_key) == Ordering::Greater)
+}
+
+/// Whether `(partition_key, row_key)` lies past the end of a scan's rows in its partition.
+#[inline]
+fn past_end(rk: &KeyInterval, until: Option<&Key>, partition_key: &str, row_key: &str) -> bool {
+    rk.position(row_key).is_gt()
+        || until.is_some_and(|u| u.cmp_pair(partition_key, row_key) != Ordering::Greater)
+}
+
 /// The iterator of [`MemorySnapshot`] scans.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct MemoryRows<'a> {
-    snapshot: &'a MemorySnapshot,
+    state: &'a TableState,
+    partition_key: &'a KeyInterval,
     row_key: &'a KeyInterval,
     from: Option<&'a Key>,
     until: Option<&'a Key>,
+    /// Without overlay: the base partition being read. With overlay: the next base
+    /// partition to enter.
     part: usize,
     end_part: usize,
     names: &'a Names,
-    current: Option<&'a Partition>,
-    heads: std::slice::Iter<'a, RowHead>,
+    /// The block `heads` belongs to.
+    pub(super) current: Option<&'a Partition>,
+    /// The rest of the current run.
+    pub(super) heads: std::slice::Iter<'a, RowHead>,
+    /// Merging with the overlay (`None`: the version has no overlay rows).
+    merge: Option<Merge<'a>>,
+}
+
+/// Where a scan is in the merge of base and overlay.
+#[derive(Clone)]
+struct Merge<'a> {
+    /// The next overlay partition.
+    partitions: Cursor<'a, PartitionOverlay>,
+    /// The partition being read (`None`: between partitions).
+    key: Option<&'a str>,
+    /// Its base rows still to read: `pos..end` of `base`.
+    base: Option<&'a Partition>,
+    pos: usize,
+    end: usize,
+    /// Its overlay rows still to read (from the first at or after the scan's start).
+    rows: Option<Cursor<'a, RowEntry>>,
+}
+
+impl std::fmt::Debug for MemoryRows<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryRows")
+            .field("part", &self.part)
+            .field("end_part", &self.end_part)
+            .field("run", &self.heads.len())
+            .field("merging", &self.merge.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> MemoryRows<'a> {
-    /// Moves to the first partition at or after `self.part` with rows in bounds.
+    /// Without overlay: moves to the first partition at or after `self.part` with rows in
+    /// bounds.
     fn enter_partition(&mut self) {
-        let state: &'a TableState = &self.snapshot.state;
+        let state: &'a TableState = self.state;
         while self.part < self.end_part {
-            let p: &'a Partition = &state.partitions[self.part];
+            let p: &'a Partition = &state.base.partitions[self.part];
             let (lo, hi) = row_bounds(p, &state.hasher, self.row_key, self.from, self.until);
             if lo < hi {
                 self.current = Some(p);
@@ -180,6 +267,127 @@ impl<'a> MemoryRows<'a> {
             self.part += 1;
         }
         self.heads = [].iter();
+    }
+
+    /// Sets up the next run; `false` at the end of the scan.
+    #[inline]
+    pub(super) fn advance(&mut self) -> bool {
+        if self.merge.is_some() {
+            return self.advance_merged();
+        }
+        if self.part >= self.end_part {
+            return false;
+        }
+        self.part += 1;
+        self.enter_partition();
+        true
+    }
+
+    /// [`advance`](Self::advance) with an overlay: the next run in key order of base rows
+    /// (up to the next overlay key) or of one overlay row.
+    fn advance_merged(&mut self) -> bool {
+        let state: &'a TableState = self.state;
+        let (pk_range, rk_range, from, until) =
+            (self.partition_key, self.row_key, self.from, self.until);
+        let Some(m) = self.merge.as_mut() else {
+            return false;
+        };
+        loop {
+            if let Some(key) = m.key {
+                let next: Option<&'a RowEntry> = m
+                    .rows
+                    .as_ref()
+                    .and_then(Cursor::peek)
+                    .filter(|e| !past_end(rk_range, until, key, e.key()));
+                let stop = match (next, m.base) {
+                    (Some(e), Some(b)) => b.lower_bound(e.key(), false).clamp(m.pos, m.end),
+                    _ => m.end,
+                };
+                if stop > m.pos
+                    && let Some(b) = m.base
+                {
+                    self.current = Some(b);
+                    self.heads = b.heads(m.pos, stop).iter();
+                    m.pos = stop;
+                    return true;
+                }
+                if let Some(e) = next {
+                    if let Some(c) = m.rows.as_mut() {
+                        c.next();
+                    }
+                    if let Some(b) = m.base
+                        && m.pos < m.end
+                        && b.row_key(m.pos) == e.key()
+                    {
+                        m.pos += 1; // replaced or removed
+                    }
+                    if !e.removed {
+                        let row = e.row as usize;
+                        self.current = Some(&e.block);
+                        self.heads = e.block.heads(row, row + 1).iter();
+                        return true;
+                    }
+                    continue;
+                }
+                m.key = None;
+            }
+            // The next partition in key order: base, overlay, or both.
+            let base_next: Option<&'a Partition> =
+                (self.part < self.end_part).then(|| &*state.base.partitions[self.part]);
+            let over_next: Option<&'a PartitionOverlay> = loop {
+                match m.partitions.peek() {
+                    Some(po)
+                        if pk_range.position(&po.key).is_gt()
+                            || until.is_some_and(|u| {
+                                compare_str(&po.key, &u.partition_key).is_gt()
+                            }) =>
+                    {
+                        break None;
+                    }
+                    Some(po) if po.rows.is_empty() => {
+                        m.partitions.next();
+                    }
+                    other => break other,
+                }
+            };
+            let (key, base, po) = match (base_next, over_next) {
+                (None, None) => return false,
+                (Some(b), None) => {
+                    self.part += 1;
+                    (b.key(), Some(b), None)
+                }
+                (None, Some(po)) => {
+                    m.partitions.next();
+                    (&*po.key, None, Some(po))
+                }
+                (Some(b), Some(po)) => match compare_str(b.key(), &po.key) {
+                    Ordering::Less => {
+                        self.part += 1;
+                        (b.key(), Some(b), None)
+                    }
+                    Ordering::Greater => {
+                        m.partitions.next();
+                        (&*po.key, None, Some(po))
+                    }
+                    Ordering::Equal => {
+                        self.part += 1;
+                        m.partitions.next();
+                        (b.key(), Some(b), Some(po))
+                    }
+                },
+            };
+            let (lo, hi) = base.map_or((0, 0), |b| {
+                row_bounds(b, &state.hasher, rk_range, from, until)
+            });
+            m.key = Some(key);
+            m.base = base;
+            m.pos = lo;
+            m.end = hi;
+            m.rows = po.map(|po| {
+                po.rows
+                    .cursor(|row_key| before_start(rk_range, from, key, row_key))
+            });
+        }
     }
 }
 
@@ -197,11 +405,9 @@ impl<'a> Iterator for MemoryRows<'a> {
                     head,
                 });
             }
-            if self.part >= self.end_part {
+            if !self.advance() {
                 return None;
             }
-            self.part += 1;
-            self.enter_partition();
         }
     }
 }
@@ -271,13 +477,33 @@ impl MemorySnapshot {
     /// Every entity of `scan`, in key order ([`EntitySource::scan`]).
     pub fn scan<'a>(&'a self, scan: Scan<'a>) -> MemoryRows<'a> {
         let (start, end) = self.partition_span(&scan);
-        self.rows_from(start, Some(end), scan.from, scan.until, &scan.range.row_key)
+        self.rows_from(
+            start,
+            Some(end),
+            scan.from,
+            scan.until,
+            &scan.range.partition_key,
+            &scan.range.row_key,
+        )
     }
 
     /// The entity with exactly these keys ([`EntitySource::get`]).
+    #[inline]
     pub fn get<'a>(&'a self, partition_key: &str, row_key: &str) -> Option<MemoryRow<'a>> {
-        let state = &self.state;
-        let partition = state.partition(partition_key)?;
+        let state = &*self.state;
+        if state.overlay_rows > 0
+            && let Some(e) = state
+                .overlay
+                .get(partition_key)
+                .and_then(|po| po.rows.get(row_key))
+        {
+            return (!e.removed).then(|| MemoryRow {
+                names: &state.names,
+                partition: &e.block,
+                head: e.block.head(e.row as usize),
+            });
+        }
+        let partition = state.base.partition(partition_key)?;
         let row = partition.find(&state.hasher, row_key)?;
         Some(MemoryRow {
             names: &state.names,
@@ -286,72 +512,74 @@ impl MemorySnapshot {
         })
     }
 
-    /// Cuts the front of `scan` into chunks ([`EntitySource::split`]).
+    /// Cuts the front of `scan` into chunks ([`EntitySource::split`]): walks the scan's
+    /// runs (not its rows), so the cost is one step per base partition and per overlay
+    /// row covered. Row counts are exact.
     pub fn split(&self, scan: Scan<'_>, chunk_rows: usize, max_chunks: usize) -> Vec<Chunk> {
-        let state = &self.state;
         let chunk_rows = chunk_rows.max(1);
-        let (start, end) = self.partition_span(&scan);
+        let mut rows = self.scan(scan);
         let mut chunks: Vec<Chunk> = Vec::new();
-        let mut current = Chunk {
-            from: scan.from.cloned(),
-            until: None,
-            rows: Some(0),
-        };
+        let mut from = scan.from.cloned();
         let mut in_current = 0usize;
-        for p in &state.partitions[start..end] {
-            let (mut lo, hi) =
-                row_bounds(p, &state.hasher, &scan.range.row_key, scan.from, scan.until);
-            while lo < hi {
-                let take = (chunk_rows - in_current).min(hi - lo);
-                in_current += take;
-                lo += take;
-                if in_current == chunk_rows {
-                    let boundary = if lo < hi {
-                        Some(Key::new(p.key(), p.row_key(lo)))
-                    } else {
-                        None // decided below: the next row with data, if any
-                    };
-                    current.rows = Some(in_current);
-                    in_current = 0;
-                    match boundary {
-                        Some(b) => {
-                            current.until = Some(b.clone());
-                            chunks.push(std::mem::replace(
-                                &mut current,
-                                Chunk {
-                                    from: Some(b),
-                                    until: None,
-                                    rows: Some(0),
-                                },
-                            ));
-                        }
-                        None => {
-                            // The chunk ends with this partition: close it at the next row.
-                            current.until = Some(Key::new(format!("{}\u{0}", p.key()), ""));
-                            let next_from = current.until.clone();
-                            chunks.push(std::mem::replace(
-                                &mut current,
-                                Chunk {
-                                    from: next_from,
-                                    until: None,
-                                    rows: Some(0),
-                                },
-                            ));
-                        }
-                    }
-                    if chunks.len() == max_chunks {
-                        return chunks;
-                    }
+        // The current chunk is full; its last row is in this partition, and its end is
+        // the key of the next row (or the end of the scan).
+        let mut full_after: Option<&str> = None;
+        loop {
+            let run = rows.heads.as_slice();
+            let Some(p) = rows.current.filter(|_| !run.is_empty()) else {
+                if rows.advance() {
+                    continue;
+                }
+                break;
+            };
+            if let Some(last) = full_after.take() {
+                let boundary = if last == p.key() {
+                    Key::new(p.key(), p.row_key_of(&run[0]))
+                } else {
+                    // The least key after every key of partition `last`.
+                    Key::new(format!("{last}\u{0}"), "")
+                };
+                chunks.push(Chunk {
+                    from: from.replace(boundary.clone()),
+                    until: Some(boundary),
+                    rows: Some(in_current),
+                });
+                in_current = 0;
+                if chunks.len() == max_chunks {
+                    return chunks;
                 }
             }
+            let mut at = 0;
+            while at < run.len() {
+                let take = (chunk_rows - in_current).min(run.len() - at);
+                in_current += take;
+                at += take;
+                if in_current < chunk_rows {
+                    continue;
+                }
+                if at == run.len() {
+                    full_after = Some(p.key());
+                    continue;
+                }
+                let boundary = Key::new(p.key(), p.row_key_of(&run[at]));
+                chunks.push(Chunk {
+                    from: from.replace(boundary.clone()),
+                    until: Some(boundary),
+                    rows: Some(in_current),
+                });
+                in_current = 0;
+                if chunks.len() == max_chunks {
+                    return chunks;
+                }
+            }
+            rows.heads = [].iter();
         }
         if in_current > 0 {
-            current.rows = Some(in_current);
-            current.until = scan.until.cloned();
-            chunks.push(current);
-        } else if let Some(last) = chunks.last_mut() {
-            // The last full chunk reached the end of the scan.
-            last.until = scan.until.cloned();
+            chunks.push(Chunk {
+                from,
+                until: scan.until.cloned(),
+                rows: Some(in_current),
+            });
         }
         chunks
     }

@@ -1,5 +1,5 @@
 //! The table engine of `tableq eval`: the input is loaded once into an indexed
-//! [`MemorySource`] (lines decoded in parallel batches by a producer thread while this
+//! [`MemorySnapshot`] (lines decoded in parallel batches by a producer thread while this
 //! thread builds the table), then each query runs through the planner's key ranges and the
 //! parallel [`Executor`], its rows handed over as borrowed views and written by the
 //! [`EntityWriter`](tableq::model::json::EntityWriter) without building owned entities.
@@ -13,7 +13,7 @@ use super::{Context, Failure, Outcome, Output, Warnings, fatal_line, report_inpu
 use crate::cli::input::{Input, JsonLines, Line, Unreadable, line_too_long};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use tableq::exec::{Executor, Key, MemorySource, PageOptions, SourceRow};
+use tableq::exec::{Executor, Key, MemorySnapshot, PageOptions, SourceRow};
 use tableq::model::json::{
     BorrowedEntity, DecodeOptions, ListProperties, decode_borrowed, decode_entity,
 };
@@ -30,15 +30,14 @@ pub(super) fn run(
 ) -> Result<Vec<Outcome>, Failure> {
     let started = Instant::now();
     let label = input.label.clone();
-    let (source, skipped, keys) = load(input, context, warnings)?;
+    let (snapshot, skipped, keys) = load(input, context, warnings)?;
     warnings.progress.finish();
     let repeats = find_repeats(keys.iter().map(|(log, base)| (log, *base)));
     drop(keys);
     report_input(&label, skipped, &repeats, context.strict, warnings)?;
     let load = started.elapsed();
-    let loaded = source.len() as u64;
+    let loaded = snapshot.len() as u64;
 
-    let snapshot = source.snapshot();
     let executor = Executor::new(&snapshot).with_pool(context.pool.clone());
     let mut outcomes = Vec::with_capacity(queries.len());
     for query in queries {
@@ -165,7 +164,7 @@ fn load(
     input: Input,
     context: &Context,
     warnings: &mut Warnings,
-) -> Result<(MemorySource, u64, Vec<(KeyLog, u64)>), Failure> {
+) -> Result<(MemorySnapshot, u64, Vec<(KeyLog, u64)>), Failure> {
     let label = input.label.clone();
     let threads = context.threads;
     let pool = context.pool.clone();
@@ -183,7 +182,7 @@ fn load(
             base: 0,
             warnings,
         };
-        let source = MemorySource::from_entities(loader.by_ref());
+        let source = MemorySnapshot::from_entities(loader.by_ref());
         // Dropping the receiver stops the producer if loading stopped early.
         loader.receiver = None;
         let Loader {

@@ -1,4 +1,5 @@
-//! PostgreSQL servers for the engine's tests, started through `scripts/pg-cluster.sh`.
+//! PostgreSQL servers for the engine's tests, started through `scripts/pg-cluster.sh`
+//! (locating and starting them is `cluster.rs`, shared with the HTTP tests of the root crate).
 //!
 //! How servers are started and stopped (the Rust test harness has no global teardown):
 //!
@@ -10,97 +11,18 @@
 //!   the watcher was not running.
 //! * Every test works in its own schema (`?schema=…`), so tests run in parallel on one
 //!   server without seeing each other's tables.
-//! * Without PostgreSQL binaries (no `PG_BINDIR`, no `pg_config`, no
-//!   `/usr/lib/postgresql/*/bin/initdb`) every test prints `SKIPPED: …` on stderr and
-//!   returns; with binaries present, a server that does not start fails the tests.
+//! * Without PostgreSQL binaries (`pg-cluster.sh bindir` finds no `PG_BINDIR`, no
+//!   `pg_config`, no `/usr/lib/postgresql/*/bin/initdb`) every test prints `SKIPPED: …` on
+//!   stderr and returns; with binaries present, a server that does not start fails the tests.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod cluster;
+
+pub use cluster::Cluster;
+use cluster::{skipped, start};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tableq_store::postgres::{PostgresBackend, PostgresConfig, provision_sharded};
-
-/// A running set of servers.
-#[derive(Debug)]
-pub struct Cluster {
-    /// The script's directory (for `down`).
-    pub dir: String,
-    /// The coordinator (or the single server).
-    pub url: String,
-    /// The shards' URLs (empty for a single server).
-    pub shards: Vec<String>,
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(".."))
-}
-
-/// Whether PostgreSQL's server binaries are installed where the script looks.
-pub fn binaries_available() -> bool {
-    if let Ok(dir) = std::env::var("PG_BINDIR") {
-        return Path::new(&dir).join("initdb").exists();
-    }
-    if let Ok(out) = Command::new("pg_config").arg("--bindir").output()
-        && out.status.success()
-    {
-        let dir = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        if Path::new(&dir).join("initdb").exists() {
-            return true;
-        }
-    }
-    std::fs::read_dir("/usr/lib/postgresql")
-        .map(|entries| {
-            entries
-                .flatten()
-                .any(|e| e.path().join("bin/initdb").exists())
-        })
-        .unwrap_or(false)
-}
-
-fn start(shards: usize) -> Option<Cluster> {
-    if !binaries_available() {
-        return None;
-    }
-    let script = workspace_root().join("scripts/pg-cluster.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .args(["up", "--no-fsync", "--shards", &shards.to_string()])
-        .args(["--owner-pid", &std::process::id().to_string()])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "pg-cluster.sh up --shards {shards} failed:\n{stderr}"
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let var = |name: &str| {
-        stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}=")))
-            .map(|v| v.trim_matches('\'').to_owned())
-            .unwrap_or_else(|| panic!("pg-cluster.sh printed no {name}:\n{stdout}\n{stderr}"))
-    };
-    Some(Cluster {
-        dir: var("TABLEQ_PG_DIR"),
-        url: var("TABLEQ_PG_URL"),
-        shards: var("TABLEQ_PG_SHARDS")
-            .split_whitespace()
-            .map(str::to_owned)
-            .collect(),
-    })
-}
-
-fn skipped(what: &str) {
-    eprintln!(
-        "SKIPPED: {what}: PostgreSQL binaries not found (install Debian's postgresql-15, or set \
-         PG_BINDIR to the directory holding initdb and pg_ctl)"
-    );
-}
 
 /// One server for this test binary, or `None` (after a SKIPPED message) without binaries.
 pub fn single(test: &str) -> Option<&'static Cluster> {

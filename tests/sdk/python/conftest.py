@@ -5,7 +5,15 @@ Environment (set by `scripts/sdk-tests.sh`):
   e.g. `http://127.0.0.1:41234/devstoreaccount1` (every test except the restart and
   development-storage ones uses it);
 * `TABLEQ_BIN`: the `tableq` binary, for the tests that start their own servers
-  (restart tests, `UseDevelopmentStorage=true`); without it they are skipped with a reason.
+  (restart tests, `UseDevelopmentStorage=true`); without it they are skipped with a reason;
+* `TABLEQ_SDK_STORE`: the store behind `TABLEQ_SDK_ENDPOINT` (`memory`, `pg`, `pg-sharded`;
+  default `memory`).
+
+Every test that asks for `TABLEQ_BIN` (the `tableq_bin` fixture) starts its own server on a
+data directory or in memory and is marked `own_server`. Those tests do not touch the store
+under test, so in the PostgreSQL runs (`TABLEQ_SDK_STORE=pg|pg-sharded`) they are skipped
+with that reason: the in-memory run of the suite covers them, and the SIGKILL/restart tests
+would only repeat it at several seconds each.
 """
 
 import os
@@ -13,6 +21,29 @@ import os
 import pytest
 
 import helpers
+
+OWN_SERVER_REASON = (
+    "starts its own tableq server (data directory or --in-memory), not the {store} store "
+    "under test: covered by the --store memory run"
+)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "own_server: the test starts its own `tableq serve` from TABLEQ_BIN (skipped in the "
+        "PostgreSQL runs, which test the store behind TABLEQ_SDK_ENDPOINT)",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    store = os.environ.get("TABLEQ_SDK_STORE", "memory")
+    for item in items:
+        if "tableq_bin" not in getattr(item, "fixturenames", ()):
+            continue
+        item.add_marker(pytest.mark.own_server)
+        if store != "memory":
+            item.add_marker(pytest.mark.skip(reason=OWN_SERVER_REASON.format(store=store)))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,347 @@
+//! [`Tree`]: a persistent (copy-on-write) B+tree of entries keyed by a string in UTF-16
+//! ordinal order — the ordered maps of the write overlay (`overlay.rs`).
+//!
+//! * **Persistent**: cloning a tree clones one pointer; [`Tree::insert`] copies only the
+//!   nodes on the path to the entry (`Arc::make_mut`: a node nobody else holds is changed
+//!   in place), so every earlier clone keeps its contents. An insert costs
+//!   `O(log n)` node copies of at most [`LEAF_CAP`] / [`BRANCH_CAP`] pointers.
+//! * **Entries** are cheap to clone (a few `Arc`s) and carry their own key
+//!   ([`TreeEntry::key`]). Keys are unique: inserting an entry with a key already present
+//!   replaces it.
+//! * **No removal**: the overlay records a removal as an entry of its own, and is rebuilt
+//!   from scratch when it is merged into the compact base, so the tree only grows. Every
+//!   node except the root is at least half full (splits halve a full node).
+//! * **Separators** are `Arc<str>` copies of the first key of the right node at the time of
+//!   its split: every entry of `children[i + 1]` has a key `>= keys[i]`, every entry of
+//!   `children[i]` a key `< keys[i]`.
+//!
+//! Reading in order goes leaf by leaf: [`Tree::seek`] returns the rest of the leaf that
+//! holds the first entry at or after a position, and [`Cursor`] re-seeks after a leaf's
+//! last key when it runs out (`O(log n)` per leaf, no stack to keep).
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+use tableq_model::order::compare_str;
+
+/// The most entries a leaf holds.
+pub(crate) const LEAF_CAP: usize = 32;
+/// The most children a branch holds.
+pub(crate) const BRANCH_CAP: usize = 32;
+
+/// An entry of a [`Tree`]: cheap to clone, with its key.
+pub(crate) trait TreeEntry: Clone {
+    /// The entry's key (ordered by [`compare_str`]).
+    fn key(&self) -> &str;
+}
+
+enum Node<E> {
+    Leaf(Vec<E>),
+    Branch {
+        /// `keys[i]` separates `children[i]` and `children[i + 1]`.
+        keys: Vec<Arc<str>>,
+        children: Vec<Arc<Node<E>>>,
+    },
+}
+
+// By hand: the copy gets room for one more element, so the insert that follows the copy
+// (the reason for copying) does not reallocate.
+impl<E: Clone> Clone for Node<E> {
+    fn clone(&self) -> Self {
+        match self {
+            Node::Leaf(entries) => {
+                let mut copy = Vec::with_capacity(entries.len() + 1);
+                copy.extend(entries.iter().cloned());
+                Node::Leaf(copy)
+            }
+            Node::Branch { keys, children } => {
+                let mut k = Vec::with_capacity(keys.len() + 1);
+                k.extend(keys.iter().cloned());
+                let mut c = Vec::with_capacity(children.len() + 1);
+                c.extend(children.iter().cloned());
+                Node::Branch {
+                    keys: k,
+                    children: c,
+                }
+            }
+        }
+    }
+}
+
+/// A persistent ordered map (see the module docs).
+pub(crate) struct Tree<E> {
+    root: Option<Arc<Node<E>>>,
+    len: usize,
+}
+
+impl<E> Clone for Tree<E> {
+    fn clone(&self) -> Self {
+        Tree {
+            root: self.root.clone(),
+            len: self.len,
+        }
+    }
+}
+
+impl<E> Default for Tree<E> {
+    fn default() -> Self {
+        Tree { root: None, len: 0 }
+    }
+}
+
+/// Which child of a branch may hold `key`.
+#[inline]
+fn child_for(keys: &[Arc<str>], key: &str) -> usize {
+    keys.partition_point(|k| compare_str(k, key) != Ordering::Greater)
+}
+
+/// A node that outgrew its capacity, split: the separator and the new right half.
+type Split<E> = (Arc<str>, Arc<Node<E>>);
+
+impl<E: TreeEntry> Tree<E> {
+    /// The number of entries.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the tree has no entry.
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The entry with this key.
+    pub(crate) fn get(&self, key: &str) -> Option<&E> {
+        let mut node = self.root.as_deref()?;
+        loop {
+            match node {
+                Node::Branch { keys, children } => node = &children[child_for(keys, key)],
+                Node::Leaf(entries) => {
+                    return entries
+                        .binary_search_by(|e| compare_str(e.key(), key))
+                        .ok()
+                        .map(|i| &entries[i]);
+                }
+            }
+        }
+    }
+
+    /// Inserts `entry`, replacing (and returning) the entry with the same key if any.
+    pub(crate) fn insert(&mut self, entry: E) -> Option<E> {
+        let Some(root) = self.root.as_mut() else {
+            let mut leaf = Vec::with_capacity(LEAF_CAP + 1);
+            leaf.push(entry);
+            self.root = Some(Arc::new(Node::Leaf(leaf)));
+            self.len = 1;
+            return None;
+        };
+        let (replaced, split) = insert_into(root, entry);
+        if let Some((key, right)) = split {
+            let left = root.clone();
+            let mut keys = Vec::with_capacity(BRANCH_CAP);
+            keys.push(key);
+            let mut children = Vec::with_capacity(BRANCH_CAP + 1);
+            children.extend([left, right]);
+            *root = Arc::new(Node::Branch { keys, children });
+        }
+        if replaced.is_none() {
+            self.len += 1;
+        }
+        replaced
+    }
+
+    /// The rest of the leaf holding the first entry whose key is not `before` (a predicate
+    /// that holds for a prefix of the keys in order, and for no key after it), starting
+    /// at that entry; empty when every entry is `before`.
+    pub(crate) fn seek(&self, before: impl Fn(&str) -> bool) -> &[E] {
+        match self.root.as_deref() {
+            Some(node) => seek_in(node, &before).unwrap_or(&[]),
+            None => &[],
+        }
+    }
+
+    /// A cursor at the first entry whose key is not `before` (see [`Tree::seek`]).
+    pub(crate) fn cursor(&self, before: impl Fn(&str) -> bool) -> Cursor<'_, E> {
+        Cursor {
+            tree: self,
+            leaf: self.seek(before),
+        }
+    }
+
+    /// Every entry in key order.
+    pub(crate) fn iter(&self) -> Cursor<'_, E> {
+        self.cursor(|_| false)
+    }
+}
+
+fn insert_into<E: TreeEntry>(node: &mut Arc<Node<E>>, entry: E) -> (Option<E>, Option<Split<E>>) {
+    match Arc::make_mut(node) {
+        Node::Leaf(entries) => {
+            match entries.binary_search_by(|e| compare_str(e.key(), entry.key())) {
+                Ok(i) => (Some(std::mem::replace(&mut entries[i], entry)), None),
+                Err(i) => {
+                    entries.insert(i, entry);
+                    if entries.len() <= LEAF_CAP {
+                        return (None, None);
+                    }
+                    let mut right = Vec::with_capacity(LEAF_CAP + 1);
+                    right.extend(entries.drain(entries.len() / 2..));
+                    let key: Arc<str> = Arc::from(right[0].key());
+                    (None, Some((key, Arc::new(Node::Leaf(right)))))
+                }
+            }
+        }
+        Node::Branch { keys, children } => {
+            let i = child_for(keys, entry.key());
+            let (replaced, split) = insert_into(&mut children[i], entry);
+            let Some((key, right)) = split else {
+                return (replaced, None);
+            };
+            keys.insert(i, key);
+            children.insert(i + 1, right);
+            if children.len() <= BRANCH_CAP {
+                return (replaced, None);
+            }
+            let mid = children.len() / 2;
+            let mut right_children = Vec::with_capacity(BRANCH_CAP + 1);
+            right_children.extend(children.drain(mid..));
+            let mut right_keys = Vec::with_capacity(BRANCH_CAP);
+            right_keys.extend(keys.drain(mid..));
+            // keys[mid - 1] separates the halves and moves up.
+            let Some(up) = keys.pop() else {
+                return (replaced, None); // unreachable: a full branch has keys
+            };
+            let right = Node::Branch {
+                keys: right_keys,
+                children: right_children,
+            };
+            (replaced, Some((up, Arc::new(right))))
+        }
+    }
+}
+
+fn seek_in<'a, E: TreeEntry>(node: &'a Node<E>, before: &dyn Fn(&str) -> bool) -> Option<&'a [E]> {
+    match node {
+        Node::Leaf(entries) => {
+            let i = entries.partition_point(|e| before(e.key()));
+            (i < entries.len()).then(|| &entries[i..])
+        }
+        Node::Branch { keys, children } => {
+            // Children left of `start` hold only keys below a `before` separator.
+            let start = keys.partition_point(|k| before(k));
+            children[start..].iter().find_map(|c| seek_in(c, before))
+        }
+    }
+}
+
+/// A position in a [`Tree`], moving forward in key order.
+pub(crate) struct Cursor<'a, E> {
+    tree: &'a Tree<E>,
+    /// The rest of the current leaf (empty at the end).
+    leaf: &'a [E],
+}
+
+impl<E> Clone for Cursor<'_, E> {
+    fn clone(&self) -> Self {
+        Cursor {
+            tree: self.tree,
+            leaf: self.leaf,
+        }
+    }
+}
+
+impl<'a, E: TreeEntry> Cursor<'a, E> {
+    /// The entry at the cursor.
+    #[inline]
+    pub(crate) fn peek(&self) -> Option<&'a E> {
+        self.leaf.first()
+    }
+}
+
+impl<'a, E: TreeEntry> Iterator for Cursor<'a, E> {
+    type Item = &'a E;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a E> {
+        let (first, rest) = self.leaf.split_first()?;
+        self.leaf = if rest.is_empty() {
+            let last = first.key();
+            self.tree
+                .seek(|k| compare_str(k, last) != Ordering::Greater)
+        } else {
+            rest
+        };
+        Some(first)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+    use tableq_model::order::OrdinalString;
+
+    #[derive(Clone, Debug, PartialEq)]
+    struct E(Arc<str>, u32);
+
+    impl TreeEntry for E {
+        fn key(&self) -> &str {
+            &self.0
+        }
+    }
+
+    fn contents(t: &Tree<E>) -> Vec<(String, u32)> {
+        t.iter().map(|e| (e.0.to_string(), e.1)).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn equals_a_btreemap(
+            keys in proptest::collection::vec("[ab\u{E000}\u{FFFF}\u{10000}]{0,4}", 0..600),
+            seeks in proptest::collection::vec("[ab\u{E000}\u{FFFF}\u{10000}]{0,4}", 0..20),
+        ) {
+            let mut tree: Tree<E> = Tree::default();
+            let mut model: BTreeMap<OrdinalString, u32> = BTreeMap::new();
+            let mut versions = Vec::new();
+            for (i, k) in keys.iter().enumerate() {
+                if i % 97 == 0 {
+                    versions.push((tree.clone(), model.clone()));
+                }
+                let old = tree.insert(E(k.as_str().into(), i as u32)).map(|e| e.1);
+                prop_assert_eq!(old, model.insert(OrdinalString(k.clone()), i as u32));
+                prop_assert_eq!(tree.len(), model.len());
+            }
+            versions.push((tree.clone(), model.clone()));
+            for (tree, model) in &versions {
+                let want: Vec<(String, u32)> = model.iter().map(|(k, v)| (k.0.clone(), *v)).collect();
+                prop_assert_eq!(contents(tree), want);
+                for k in &keys {
+                    prop_assert_eq!(tree.get(k).map(|e| e.1), model.get(&OrdinalString(k.clone())).copied());
+                }
+                for s in &seeks {
+                    let got: Vec<u32> = tree.cursor(|k| compare_str(k, s).is_lt()).map(|e| e.1).collect();
+                    let want: Vec<u32> = model.range(OrdinalString(s.clone())..).map(|(_, v)| *v).collect();
+                    prop_assert_eq!(got, want);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn grows_in_depth_and_keeps_order() {
+        let mut tree: Tree<E> = Tree::default();
+        // Descending inserts split at the left edge, ascending ones at the right.
+        for i in (0..5_000u32).rev() {
+            tree.insert(E(format!("{i:05}").into(), i));
+        }
+        for i in 5_000..10_000u32 {
+            tree.insert(E(format!("{i:05}").into(), i));
+        }
+        let got: Vec<u32> = tree.iter().map(|e| e.1).collect();
+        assert_eq!(got, (0..10_000).collect::<Vec<_>>());
+        assert_eq!(tree.get("04321").map(|e| e.1), Some(4321));
+        assert!(tree.get("x").is_none());
+    }
+}
