@@ -25,8 +25,7 @@
 //! stopped with SIGTERM at the end.
 
 use super::import::Mode;
-use super::import::http::{BATCH_OPS, BatchAnswer, BatchWrite, Endpoint};
-use tableq::model::ErrorCode;
+use super::import::http::{BATCH_OPS, BatchAnswer, BatchWrite, Endpoint, signing_key};
 use reqwest::Method;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -34,6 +33,7 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tableq::datagen::{GenOptions, Generator};
+use tableq::model::ErrorCode;
 use tableq::model::json::{EntityWriter, EnvelopeRef, MetadataLevel};
 use tableq_server::resource::entity_link;
 
@@ -66,6 +66,13 @@ pub struct Args {
     /// Concurrent clients of the throughput runs of the read scenarios.
     #[arg(long, value_name = "N", default_value_t = 4)]
     clients: usize,
+    /// Sign requests (SharedKey) with this account's key (default: the development account
+    /// and its well-known key). NAME must be the endpoint's account.
+    #[arg(long, value_name = "NAME:BASE64KEY")]
+    account: Option<String>,
+    /// Start the server with `--no-auth` (with --data), to measure what signing costs.
+    #[arg(long, requires = "data")]
+    no_auth: bool,
     /// `RUST_LOG` of a server started by the benchmark.
     #[arg(long, value_name = "FILTER", default_value = "warn")]
     server_log: String,
@@ -85,7 +92,7 @@ pub fn run(args: Args) -> ExitCode {
     };
     let mut spawned = None;
     let (url, pid) = match (&args.data, &args.endpoint) {
-        (Some(dir), _) => match start_server(dir, &args.server_log) {
+        (Some(dir), _) => match start_server(dir, &args.server_log, args.no_auth) {
             Ok((child, url)) => {
                 let pid = child.id();
                 spawned = Some(child);
@@ -116,11 +123,18 @@ pub fn run(args: Args) -> ExitCode {
 }
 
 /// Starts `tableq serve --data DIR --port 0`; returns it and its table endpoint.
-fn start_server(dir: &std::path::Path, log: &str) -> Result<(Child, String), String> {
+fn start_server(
+    dir: &std::path::Path,
+    log: &str,
+    no_auth: bool,
+) -> Result<(Child, String), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let mut child = Command::new(exe)
-        .args(["serve", "--port", "0", "--data"])
-        .arg(dir)
+    let mut command = Command::new(exe);
+    command.args(["serve", "--port", "0", "--data"]).arg(dir);
+    if no_auth {
+        command.arg("--no-auth");
+    }
+    let mut child = command
         .env("RUST_LOG", log)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -175,7 +189,7 @@ struct Figures {
 }
 
 async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
-    let endpoint = Endpoint::new(url)?;
+    let endpoint = Endpoint::new(url, signing_key(args.account.as_deref())?)?;
     let partitions = (args.entities / 1000).max(1);
     let generator = Generator::new(GenOptions {
         entities: args.entities,
@@ -544,9 +558,7 @@ async fn scenario(
                         String::from_utf8_lossy(&body)
                     ));
                 }
-                if body.starts_with(b"--batchresponse")
-                    && failed_operation(&body)
-                {
+                if body.starts_with(b"--batchresponse") && failed_operation(&body) {
                     return Err(format!(
                         "{name}: a batch operation failed: {}",
                         String::from_utf8_lossy(&body)

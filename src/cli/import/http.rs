@@ -29,12 +29,14 @@
 //! ```
 
 use super::{Item, Loader, Mode, Outcome};
+use reqwest::header::HeaderValue;
 use reqwest::{Client, Method, RequestBuilder, Response, StatusCode};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use tableq::model::ErrorCode;
+use tableq_server::auth::sign::{AccountKey, Scheme, SharedKeySigner};
 use tableq_server::resource::entity_link;
 use tokio::runtime::Runtime;
 use tokio::sync::mpsc;
@@ -55,6 +57,8 @@ pub struct Endpoint {
     /// The endpoint without a trailing `/`.
     base: String,
     client: Client,
+    /// Signs every request (SharedKey).
+    signer: SharedKeySigner,
 }
 
 /// How the server answered one write.
@@ -88,8 +92,9 @@ pub struct BatchWrite<'a> {
 }
 
 impl Endpoint {
-    /// Checks the URL's form (`http://host:port/account`) and makes a client.
-    pub fn new(url: &str) -> Result<Endpoint, String> {
+    /// Checks the URL's form (`http://host:port/account`) and makes a client that signs
+    /// with `key` (SharedKey); `key` must be the URL's account's.
+    pub fn new(url: &str, key: AccountKey) -> Result<Endpoint, String> {
         let base = url.trim_end_matches('/');
         let Some(rest) = base.strip_prefix("http://") else {
             return Err(format!(
@@ -97,9 +102,16 @@ impl Endpoint {
                  `tableq serve` prints (https is not served)"
             ));
         };
-        if !rest.contains('/') {
+        let Some((_, account)) = rest.split_once('/') else {
             return Err(format!(
                 "--endpoint {url}: the account is missing (e.g. {base}/devstoreaccount1)"
+            ));
+        };
+        if account != key.name() {
+            return Err(format!(
+                "--endpoint {url} names account {account:?}, but requests are signed for \
+                 {:?}: give --account {account}:KEY",
+                key.name()
             ));
         }
         let client = Client::builder()
@@ -110,6 +122,7 @@ impl Endpoint {
         Ok(Endpoint {
             base: base.to_owned(),
             client,
+            signer: SharedKeySigner::new(key, Scheme::SharedKey),
         })
     }
 
@@ -129,16 +142,35 @@ impl Endpoint {
         let mut request = request
             .build()
             .map_err(|e| format!("cannot build a request: {e}"))?;
-        self.sign(&mut request);
+        self.sign(&mut request)?;
         self.client
             .execute(request)
             .await
             .map_err(|e| self.unreachable(e))
     }
 
-    /// Signs a built request: the one place where the `Authorization` header is added.
-    fn sign(&self, request: &mut reqwest::Request) {
-        let _ = request;
+    /// Signs a built request (SharedKey over its method, `Content-Type`, a fresh
+    /// `x-ms-date` and its path and query as sent): the one place where `Authorization` is
+    /// added. A server started with `--no-auth` ignores the headers.
+    fn sign(&self, request: &mut reqwest::Request) -> Result<(), String> {
+        let url = request.url();
+        let path_and_query = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_owned(),
+        };
+        let content_type = request
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        let headers = self
+            .signer
+            .headers(request.method().as_str(), &path_and_query, content_type);
+        for (name, value) in headers {
+            let value =
+                HeaderValue::from_str(&value).map_err(|e| format!("cannot sign a request: {e}"))?;
+            request.headers_mut().insert(name, value);
+        }
+        Ok(())
     }
 
     /// Creates the table; `Ok(false)` when it exists already.
@@ -160,7 +192,12 @@ impl Endpoint {
 
     /// The request of one changeset of `writes` (1 to [`BATCH_OPS`], one PartitionKey) with
     /// `mode`'s operation: `POST {endpoint}/$batch`.
-    pub fn batch_request(&self, table: &str, mode: Mode, writes: &[BatchWrite<'_>]) -> RequestBuilder {
+    pub fn batch_request(
+        &self,
+        table: &str,
+        mode: Mode,
+        writes: &[BatchWrite<'_>],
+    ) -> RequestBuilder {
         let body = changeset_body(&self.base, table, mode, writes);
         self.request(Method::POST, "$batch")
             .header(
@@ -182,9 +219,9 @@ impl Endpoint {
             return match classify(response).await? {
                 // A 2xx other than 202 is not a batch answer.
                 Answer::Written => Err("the server did not answer the $batch with 202".into()),
-                Answer::Rejected(code, message) => Err(format!(
-                    "the server refused a $batch: {code}: {message}"
-                )),
+                Answer::Rejected(code, message) => {
+                    Err(format!("the server refused a $batch: {code}: {message}"))
+                }
             };
         }
         let body = response.text().await.map_err(|e| self.unreachable(e))?;
@@ -228,11 +265,15 @@ fn changeset_body(base: &str, table: &str, mode: Mode, writes: &[BatchWrite<'_>]
                 entity_link(table, w.partition_key, w.row_key)
             )),
         }
-        out.push_str("Content-Type: application/json\r\nAccept: application/json;odata=nometadata\r\n\r\n");
+        out.push_str(
+            "Content-Type: application/json\r\nAccept: application/json;odata=nometadata\r\n\r\n",
+        );
         out.push_str(w.body);
         out.push_str("\r\n");
     }
-    out.push_str(&format!("--{CHANGESET_BOUNDARY}--\r\n--{BATCH_BOUNDARY}--\r\n"));
+    out.push_str(&format!(
+        "--{CHANGESET_BOUNDARY}--\r\n--{BATCH_BOUNDARY}--\r\n"
+    ));
     out
 }
 
@@ -342,6 +383,19 @@ fn stops_the_run(code: ErrorCode) -> bool {
     ) || StatusCode::from_u16(code.http_status()).is_ok_and(|s| s.is_server_error())
 }
 
+/// `--account NAME:BASE64KEY` → the account's key (name and key checked).
+pub fn parse_account(text: &str) -> Result<AccountKey, String> {
+    let (name, key) = text
+        .split_once(':')
+        .ok_or_else(|| format!("--account {text}: want NAME:BASE64KEY"))?;
+    AccountKey::new(name, key).map_err(|e| format!("--account: {e}"))
+}
+
+/// The key requests are signed with: `--account`'s, else the development account's.
+pub fn signing_key(account: Option<&str>) -> Result<AccountKey, String> {
+    account.map_or_else(|| Ok(AccountKey::development()), parse_account)
+}
+
 /// One line on its way: line number, keys, body.
 struct Job {
     line: u64,
@@ -381,9 +435,10 @@ impl HttpLoader {
         table: &str,
         mode: Mode,
         connections: usize,
+        key: AccountKey,
         outcome: &Arc<Outcome>,
     ) -> Result<(HttpLoader, bool), String> {
-        let endpoint = Endpoint::new(url)?;
+        let endpoint = Endpoint::new(url, key)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -552,7 +607,12 @@ mod tests {
             },
         ];
         let insert = changeset_body("http://h:1/acct", "t", Mode::Insert, &writes);
-        assert_eq!(insert.matches("POST http://h:1/acct/t HTTP/1.1\r\n").count(), 2);
+        assert_eq!(
+            insert
+                .matches("POST http://h:1/acct/t HTTP/1.1\r\n")
+                .count(),
+            2
+        );
         assert!(insert.ends_with("--changeset_tableq_import--\r\n--batch_tableq_import--\r\n"));
         let upsert = changeset_body("http://h:1/acct", "t", Mode::Upsert, &writes);
         assert!(upsert.contains("PUT http://h:1/acct/t(PartitionKey='p',RowKey='b%20c') HTTP/1.1"));
@@ -560,7 +620,8 @@ mod tests {
 
     #[test]
     fn batch_replies_are_read() {
-        let ok = "--r\r\nHTTP/1.1 204 No Content\r\n\r\n--r\r\nHTTP/1.1 204 No Content\r\n\r\n--r--";
+        let ok =
+            "--r\r\nHTTP/1.1 204 No Content\r\n\r\n--r\r\nHTTP/1.1 204 No Content\r\n\r\n--r--";
         assert_eq!(batch_answer(ok, 2), Ok(BatchAnswer::Written));
         assert!(batch_answer(ok, 3).is_err());
         let failed = "--r\r\nHTTP/1.1 409 Conflict\r\nContent-Type: application/json\r\n\r\n\
@@ -576,10 +637,9 @@ mod tests {
         );
         // An index outside the changeset, or a code about the whole run, stops the run.
         assert!(batch_answer(failed, 1).is_err());
-        let missing = failed.replace("409 Conflict", "404 Not Found").replace(
-            "EntityAlreadyExists",
-            "TableNotFound",
-        );
+        let missing = failed
+            .replace("409 Conflict", "404 Not Found")
+            .replace("EntityAlreadyExists", "TableNotFound");
         assert!(batch_answer(&missing, 2).is_err());
     }
 }
