@@ -8,14 +8,19 @@
 //!
 //! 1. **Load**: unless the table (`--table`, default `bench`) already holds the data set,
 //!    creates it and inserts `N` entities of `tableq gen` (seed 0, `N / 1000` partitions, so
-//!    that every partition holds 1 000 entities) with `--load-clients` concurrent
-//!    requests, and reports the load rate.
+//!    that every partition holds 1 000 entities) as `$batch` changesets of 100 entities
+//!    of one partition, `--load-clients` at a time, and reports the load rate.
 //! 2. **Scenarios**, each run for `--seconds` after a short warm-up, with `C` concurrent
 //!    clients on one client thread; every request is checked (status, and the row count of
 //!    the first answer of each query scenario):
 //!    point get; the same point as `$filter`; a partition query (1 000 rows, one page); a
 //!    RowKey range (100 rows); a full-scan selective filter (`Age eq 7 and Score lt 10.0`,
-//!    all pages); an OR of 5 points; single inserts with 1 and 8 clients.
+//!    all pages); an OR of 5 points; single inserts with 1 and 8 clients; batch inserts
+//!    (100-entity changesets, each in a new partition, 4 clients; also printed as
+//!    entities/s).
+//!
+//! Every request is signed with SharedKey (the development account, or `--account
+//! NAME:KEY`); `--no-auth` starts the server without authorization, to compare.
 //! 3. **Server memory**: `VmHWM` (peak) and `VmRSS` of the server from
 //!    `/proc/<pid>/status` (Linux; `--server-pid` with `--endpoint`).
 //!
