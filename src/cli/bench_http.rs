@@ -8,14 +8,19 @@
 //!
 //! 1. **Load**: unless the table (`--table`, default `bench`) already holds the data set,
 //!    creates it and inserts `N` entities of `tableq gen` (seed 0, `N / 1000` partitions, so
-//!    that every partition holds 1 000 entities) with `--load-clients` concurrent
-//!    requests, and reports the load rate.
+//!    that every partition holds 1 000 entities) as `$batch` changesets of 100 entities
+//!    of one partition, `--load-clients` at a time, and reports the load rate.
 //! 2. **Scenarios**, each run for `--seconds` after a short warm-up, with `C` concurrent
 //!    clients on one client thread; every request is checked (status, and the row count of
 //!    the first answer of each query scenario):
 //!    point get; the same point as `$filter`; a partition query (1 000 rows, one page); a
 //!    RowKey range (100 rows); a full-scan selective filter (`Age eq 7 and Score lt 10.0`,
-//!    all pages); an OR of 5 points; single inserts with 1 and 8 clients.
+//!    all pages); an OR of 5 points; single inserts with 1 and 8 clients; batch inserts
+//!    (100-entity changesets, each in a new partition, 4 clients; also printed as
+//!    entities/s).
+//!
+//! Every request is signed with SharedKey (the development account, or `--account
+//! NAME:KEY`); `--no-auth` starts the server without authorization, to compare.
 //! 3. **Server memory**: `VmHWM` (peak) and `VmRSS` of the server from
 //!    `/proc/<pid>/status` (Linux; `--server-pid` with `--endpoint`).
 //!
@@ -25,7 +30,7 @@
 //! stopped with SIGTERM at the end.
 
 use super::import::Mode;
-use super::import::http::{Answer, Endpoint};
+use super::import::http::{BATCH_OPS, BatchAnswer, BatchWrite, Endpoint, signing_key};
 use reqwest::Method;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -33,6 +38,7 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 use tableq::datagen::{GenOptions, Generator};
+use tableq::model::ErrorCode;
 use tableq::model::json::{EntityWriter, EnvelopeRef, MetadataLevel};
 use tableq_server::resource::entity_link;
 
@@ -65,6 +71,13 @@ pub struct Args {
     /// Concurrent clients of the throughput runs of the read scenarios.
     #[arg(long, value_name = "N", default_value_t = 4)]
     clients: usize,
+    /// Sign requests (SharedKey) with this account's key (default: the development account
+    /// and its well-known key). NAME must be the endpoint's account.
+    #[arg(long, value_name = "NAME:BASE64KEY")]
+    account: Option<String>,
+    /// Start the server with `--no-auth` (with --data), to measure what signing costs.
+    #[arg(long, requires = "data")]
+    no_auth: bool,
     /// `RUST_LOG` of a server started by the benchmark.
     #[arg(long, value_name = "FILTER", default_value = "warn")]
     server_log: String,
@@ -84,7 +97,7 @@ pub fn run(args: Args) -> ExitCode {
     };
     let mut spawned = None;
     let (url, pid) = match (&args.data, &args.endpoint) {
-        (Some(dir), _) => match start_server(dir, &args.server_log) {
+        (Some(dir), _) => match start_server(dir, &args.server_log, args.no_auth) {
             Ok((child, url)) => {
                 let pid = child.id();
                 spawned = Some(child);
@@ -115,11 +128,18 @@ pub fn run(args: Args) -> ExitCode {
 }
 
 /// Starts `tableq serve --data DIR --port 0`; returns it and its table endpoint.
-fn start_server(dir: &std::path::Path, log: &str) -> Result<(Child, String), String> {
+fn start_server(
+    dir: &std::path::Path,
+    log: &str,
+    no_auth: bool,
+) -> Result<(Child, String), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let mut child = Command::new(exe)
-        .args(["serve", "--port", "0", "--data"])
-        .arg(dir)
+    let mut command = Command::new(exe);
+    command.args(["serve", "--port", "0", "--data"]).arg(dir);
+    if no_auth {
+        command.arg("--no-auth");
+    }
+    let mut child = command
         .env("RUST_LOG", log)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -155,6 +175,9 @@ fn stop_server(mut child: Child) {
     let _ = child.wait();
 }
 
+/// Concurrent clients of the batch insert scenario.
+const BATCH_CLIENTS: usize = 4;
+
 /// The `$filter` of request `i` of a scenario.
 type FilterOf = Box<dyn Fn(u64) -> String>;
 
@@ -171,7 +194,7 @@ struct Figures {
 }
 
 async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
-    let endpoint = Endpoint::new(url)?;
+    let endpoint = Endpoint::new(url, signing_key(args.account.as_deref())?)?;
     let partitions = (args.entities / 1000).max(1);
     let generator = Generator::new(GenOptions {
         entities: args.entities,
@@ -219,7 +242,7 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
         let e = endpoint.clone();
         let t = table.to_owned();
         all.push(
-            scenario("point get", clients, seconds, None, move |i| {
+            scenario(&endpoint, "point get", clients, seconds, None, move |i| {
                 let (p, r) = k(i);
                 e.request(Method::GET, &entity_link(&t, &p, &r))
             })
@@ -284,7 +307,7 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
         for clients in [1, args.clients] {
             let (e, t, f) = (endpoint.clone(), table.to_owned(), filter.clone());
             all.push(
-                scenario(name, clients, seconds, rows, move |i| {
+                scenario(&endpoint, name, clients, seconds, rows, move |i| {
                     e.request(Method::GET, &format!("{t}()"))
                         .query(&[("$filter", f(i))])
                 })
@@ -311,6 +334,7 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
         let (e, t) = (endpoint.clone(), table.to_owned());
         all.push(
             scenario(
+                &endpoint,
                 "single insert (durable)",
                 clients,
                 seconds,
@@ -330,6 +354,46 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
             .await?,
         );
     }
+    {
+        let (e, t) = (endpoint.clone(), table.to_owned());
+        let body = |pk: &str, r: u64| {
+            format!(
+                "{{\"PartitionKey\":\"{pk}\",\"RowKey\":\"{r:03}\",\"Age\":{},\
+                 \"Name\":\"bench\"}}",
+                r % 100
+            )
+        };
+        let mut figures = scenario(
+            &endpoint,
+            "batch insert, 100-entity batches (durable)",
+            BATCH_CLIENTS,
+            seconds,
+            None,
+            move |i| {
+                let pk = format!("batch-{nonce}-{i:09}");
+                let bodies: Vec<String> = (0..BATCH_OPS as u64).map(|r| body(&pk, r)).collect();
+                let rows: Vec<String> = (0..BATCH_OPS).map(|r| format!("{r:03}")).collect();
+                let writes: Vec<BatchWrite<'_>> = bodies
+                    .iter()
+                    .zip(&rows)
+                    .map(|(body, rk)| BatchWrite {
+                        partition_key: &pk,
+                        row_key: rk,
+                        body,
+                    })
+                    .collect();
+                e.batch_request(&t, Mode::Insert, &writes)
+            },
+        )
+        .await?;
+        figures.rows = Some(BATCH_OPS);
+        println!(
+            "batch insert: {BATCH_CLIENTS} clients, {:.0} entities/s ({:.0} batches/s)",
+            figures.rate * BATCH_OPS as f64,
+            figures.rate
+        );
+        all.push(figures);
+    }
     print_table(&all);
     if let Some(pid) = pid {
         println!("\nserver memory at the end: {}", memory(pid));
@@ -338,7 +402,8 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
     Ok(())
 }
 
-/// Inserts the data set unless its last entity is there already.
+/// Inserts the data set unless its last entity is there already: changesets of up to
+/// [`BATCH_OPS`] entities of one partition, `clients` at a time.
 async fn load(
     endpoint: &Endpoint,
     table: &str,
@@ -348,11 +413,7 @@ async fn load(
     let total = generator.total();
     if let Some(last) = generator.entity_at(total - 1) {
         let path = entity_link(table, last.partition_key(), last.row_key());
-        let found = endpoint
-            .request(Method::GET, &path)
-            .send()
-            .await
-            .map_err(|e| endpoint.unreachable(e))?;
+        let found = endpoint.send(endpoint.request(Method::GET, &path)).await?;
         if found.status().is_success() {
             println!("table {table} already holds the data set: not loaded again");
             return Ok(());
@@ -360,35 +421,57 @@ async fn load(
     }
     endpoint.create_table(table).await?;
     let started = Instant::now();
-    let next = Rc::new(std::cell::Cell::new(0u64));
+    let chunks: Vec<std::ops::Range<u64>> = (0..generator.partitions())
+        .flat_map(|p| {
+            let positions = generator.partition_positions(p);
+            (positions.start..positions.end)
+                .step_by(BATCH_OPS)
+                .map(move |from| from..(from + BATCH_OPS as u64).min(positions.end))
+        })
+        .collect();
+    let next = Rc::new(std::cell::Cell::new(0usize));
     let writer = EntityWriter::new(MetadataLevel::MinimalMetadata);
     let tasks = (0..clients.max(1)).map(|_| {
         let next = next.clone();
-        let generator = generator.clone();
-        let writer = &writer;
+        let (generator, chunks, writer) = (generator.clone(), &chunks, &writer);
         async move {
-            let mut buf = Vec::with_capacity(512);
             let mut existing = 0u64;
+            let mut buf = Vec::with_capacity(512);
             loop {
-                let position = next.get();
-                if position >= total {
+                let Some(chunk) = chunks.get(next.get()).cloned() else {
                     return Ok::<u64, String>(existing);
-                }
-                next.set(position + 1);
-                let Some(entity) = generator.entity_at(position) else {
-                    return Ok(existing);
                 };
-                buf.clear();
-                writer.write(&mut buf, &entity, EnvelopeRef::default());
-                let body = String::from_utf8_lossy(&buf).into_owned();
-                let keys = (entity.partition_key(), entity.row_key());
-                match endpoint.write(table, Mode::Insert, keys, body).await? {
-                    Answer::Written => {}
-                    Answer::Rejected(tableq::model::ErrorCode::EntityAlreadyExists, _) => {
-                        existing += 1
-                    }
-                    Answer::Rejected(code, message) => {
-                        return Err(format!("loading failed: {code}: {message}"));
+                next.set(next.get() + 1);
+                let mut rows: Vec<(String, String, String)> = chunk
+                    .filter_map(|position| generator.entity_at(position))
+                    .map(|entity| {
+                        buf.clear();
+                        writer.write(&mut buf, &entity, EnvelopeRef::default());
+                        (
+                            entity.partition_key().to_owned(),
+                            entity.row_key().to_owned(),
+                            String::from_utf8_lossy(&buf).into_owned(),
+                        )
+                    })
+                    .collect();
+                while !rows.is_empty() {
+                    let writes: Vec<BatchWrite<'_>> = rows
+                        .iter()
+                        .map(|(pk, rk, body)| BatchWrite {
+                            partition_key: pk,
+                            row_key: rk,
+                            body,
+                        })
+                        .collect();
+                    match endpoint.write_batch(table, Mode::Insert, &writes).await? {
+                        BatchAnswer::Written => break,
+                        BatchAnswer::Rejected(i, ErrorCode::EntityAlreadyExists, _) => {
+                            rows.remove(i);
+                            existing += 1;
+                        }
+                        BatchAnswer::Rejected(_, code, message) => {
+                            return Err(format!("loading failed: {code}: {message}"));
+                        }
                     }
                 }
             }
@@ -401,8 +484,8 @@ async fn load(
     }
     let elapsed = started.elapsed();
     println!(
-        "loaded {} entities with single inserts ({clients} concurrent) in {:.1} s: {:.0} \
-         entities/s{}",
+        "loaded {} entities in {BATCH_OPS}-entity batches ($batch, {clients} concurrent) in \
+         {:.1} s: {:.0} entities/s{}",
         total - existing,
         elapsed.as_secs_f64(),
         (total - existing) as f64 / elapsed.as_secs_f64(),
@@ -448,6 +531,7 @@ async fn futures_join_all<F: std::future::Future>(
 /// Runs `make`'s requests with `clients` concurrent clients for `duration` (after a
 /// warm-up), checking every answer.
 async fn scenario(
+    endpoint: &Endpoint,
     name: &str,
     clients: usize,
     duration: Duration,
@@ -466,13 +550,22 @@ async fn scenario(
                 counter.set(i + 1);
                 let request = make(i);
                 let started = Instant::now();
-                let response = request.send().await.map_err(|e| format!("{name}: {e}"))?;
+                let response = endpoint
+                    .send(request)
+                    .await
+                    .map_err(|e| format!("{name}: {e}"))?;
                 let status = response.status();
                 let body = response.bytes().await.map_err(|e| format!("{name}: {e}"))?;
                 latencies.push(started.elapsed());
                 if !status.is_success() {
                     return Err(format!(
                         "{name}: the server answered {status}: {}",
+                        String::from_utf8_lossy(&body)
+                    ));
+                }
+                if body.starts_with(b"--batchresponse") && failed_operation(&body) {
+                    return Err(format!(
+                        "{name}: a batch operation failed: {}",
                         String::from_utf8_lossy(&body)
                     ));
                 }
@@ -531,10 +624,11 @@ async fn full_scan(
                     query.push(("NextRowKey".into(), rk.clone()));
                 }
             }
-            let response = endpoint
+            let request = endpoint
                 .request(Method::GET, &format!("{table}()"))
-                .query(&query)
-                .send()
+                .query(&query);
+            let response = endpoint
+                .send(request)
                 .await
                 .map_err(|e| format!("full scan: {e}"))?;
             let header = |name: &str| {
@@ -566,6 +660,12 @@ async fn full_scan(
     }
     let wall = started.elapsed();
     Ok(summarize("full scan", 1, Some(rows), latencies, wall))
+}
+
+/// Whether a `$batch` reply holds an operation's error status.
+fn failed_operation(body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(body);
+    text.contains("HTTP/1.1 4") || text.contains("HTTP/1.1 5")
 }
 
 /// Rows in a query answer's `value`.

@@ -13,8 +13,9 @@
 //!     `Backend::write_batch`, up to 100 operations per batch grouped by PartitionKey, from
 //!     several threads so that the store's group commit shares one fsync between batches;
 //!   * `--endpoint URL` (the table endpoint `tableq serve` prints, e.g.
-//!     `http://127.0.0.1:10002/devstoreaccount1`) sends one insert request per entity over
-//!     `--connections N` concurrent connections.
+//!     `http://127.0.0.1:10002/devstoreaccount1`) sends the same groups as `$batch`
+//!     changesets over `--connections N` concurrent connections ([`http`]), every request
+//!     signed with SharedKey: the development account's key, or `--account NAME:KEY`.
 //! * Duplicate keys — in the table already, or twice in the input — are rejected with
 //!   `EntityAlreadyExists` (the later line loses, as with sequential inserts). `--upsert`
 //!   writes *Insert Or Replace* instead: the later line wins and nothing is rejected for its
@@ -77,6 +78,11 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 8,
           value_parser = clap::value_parser!(u32).range(1..=256))]
     pub connections: u32,
+    /// Sign requests (SharedKey) with this account's key (with --endpoint; default: the
+    /// development account devstoreaccount1 and its well-known key). NAME must be the
+    /// endpoint's account.
+    #[arg(long, value_name = "NAME:BASE64KEY", requires = "endpoint")]
+    pub account: Option<String>,
 }
 
 /// Where entities go.
@@ -207,10 +213,18 @@ pub fn run(args: Args) -> ExitCode {
     let loader: Result<(Box<dyn Loader>, bool), String> = match &destination {
         Destination::Data(dir) => direct::StoreLoader::open(dir, &args.table, mode, &outcome)
             .map(|(l, created)| (Box::new(l) as Box<dyn Loader>, created)),
-        Destination::Endpoint(url) => {
-            http::HttpLoader::connect(url, &args.table, mode, args.connections as usize, &outcome)
-                .map(|(l, created)| (Box::new(l) as Box<dyn Loader>, created))
-        }
+        Destination::Endpoint(url) => http::signing_key(args.account.as_deref())
+            .and_then(|key| {
+                http::HttpLoader::connect(
+                    url,
+                    &args.table,
+                    mode,
+                    args.connections as usize,
+                    key,
+                    &outcome,
+                )
+            })
+            .map(|(l, created)| (Box::new(l) as Box<dyn Loader>, created)),
     };
     let (loader, created) = match loader {
         Ok(l) => l,
