@@ -1563,6 +1563,11 @@ fn thousands_of_malformed_requests_get_4xx_errors_and_change_nothing() {
     let (mut rng, _) = Rng::from_env("TABLEQ_HOSTILE_SEED");
     let corpus = build_corpus(&client.addr.to_string(), &mut rng);
     let total = corpus.cases.len();
+    let mut kinds = std::collections::BTreeMap::new();
+    for case in &corpus.cases {
+        *kinds.entry(format!("{:?}", case.kind)).or_insert(0) += 1;
+    }
+    eprintln!("cases by kind: {kinds:?}");
     // Four senders: each takes every fourth case.
     let cases = Arc::new(corpus.cases);
     let results: Vec<(Vec<String>, std::collections::BTreeMap<u16, usize>)> = (0..4)
