@@ -6,7 +6,7 @@
 //! * a replacer — read-modify-write of its own "register" entities with `If-Match`
 //!   (version numbers 0, 1, 2, …);
 //! * a batcher — 10-entity entity group transactions, each into its own partition with a
-//!   shared batch id (when the server serves `$batch`).
+//!   shared batch id.
 //!
 //! A request that could not connect was certainly not applied (it is retried); one that
 //! connected but got no complete reply has an unknown outcome. Afterwards:
@@ -312,26 +312,10 @@ fn acknowledged_writes_survive_repeated_sigkill() {
         problems: Mutex::new(Vec::new()),
     });
 
-    // First start: the table, and whether `$batch` is served.
+    // First start: the table.
     let server = ServeProcess::start(&["--data", dir.path()]);
     let client = Client::new(server.port);
     client.create_table("load");
-    client.create_table("probe");
-    let probe = client.call(batch_request(
-        &format!("http://127.0.0.1:{}", server.port),
-        "probe",
-        &[BatchOp::Insert(
-            json!({"PartitionKey":"p","RowKey":"probe"}),
-        )],
-    ));
-    let batches = match probe.status {
-        202 => true,
-        501 => {
-            eprintln!("$batch is not served by this build (501): the batch load is skipped");
-            false
-        }
-        other => panic!("$batch probe: {other} {}", probe.text()),
-    };
     run.port.store(server.port, Ordering::SeqCst);
 
     let inserters: Vec<_> = (0..2)
@@ -345,10 +329,10 @@ fn acknowledged_writes_survive_repeated_sigkill() {
         let run = run.clone();
         std::thread::spawn(move || replacer(&run, 0, replacer_seed))
     };
-    let batcher_thread = batches.then(|| {
+    let batcher_thread = {
         let run = run.clone();
         std::thread::spawn(move || batcher(&run, 0))
-    });
+    };
 
     // Kill at random moments, restart on the same directory.
     let mut server = Some(server);
@@ -375,7 +359,7 @@ fn acknowledged_writes_survive_repeated_sigkill() {
         .map(|h| h.join().expect("inserter"))
         .collect();
     let registers = replacer_thread.join().expect("replacer");
-    let batch_ledger = batcher_thread.map(|h| h.join().expect("batcher"));
+    let batch_ledger = batcher_thread.join().expect("batcher");
     let server = server.take().expect("the last server");
     let client = Client::new(server.port);
 
@@ -462,32 +446,31 @@ fn acknowledged_writes_survive_repeated_sigkill() {
     // Batches: all or nothing, acknowledged or not.
     let mut acked_batches = 0;
     let mut attempted_batches: BTreeSet<String> = BTreeSet::new();
-    if let Some(ledger) = &batch_ledger {
-        attempted_batches.extend(ledger.acked.keys().cloned());
-        attempted_batches.extend(ledger.unknown.iter().cloned());
-        for pk in &attempted_batches {
-            let rows: Vec<&serde_json::Value> = present
-                .range((pk.clone(), String::new())..)
-                .take_while(|((p, _), _)| p == pk)
-                .map(|(_, v)| v)
-                .collect();
-            if !rows.is_empty() && rows.len() != BATCH {
-                problems.push(format!(
-                    "batch {pk} is half applied: {} of {BATCH} entities",
-                    rows.len()
-                ));
+    let ledger = &batch_ledger;
+    attempted_batches.extend(ledger.acked.keys().cloned());
+    attempted_batches.extend(ledger.unknown.iter().cloned());
+    for pk in &attempted_batches {
+        let rows: Vec<&serde_json::Value> = present
+            .range((pk.clone(), String::new())..)
+            .take_while(|((p, _), _)| p == pk)
+            .map(|(_, v)| v)
+            .collect();
+        if !rows.is_empty() && rows.len() != BATCH {
+            problems.push(format!(
+                "batch {pk} is half applied: {} of {BATCH} entities",
+                rows.len()
+            ));
+        }
+        if let Some(etag) = ledger.acked.get(pk) {
+            acked_batches += 1;
+            if rows.len() != BATCH {
+                problems.push(format!("acknowledged batch {pk} is lost"));
             }
-            if let Some(etag) = ledger.acked.get(pk) {
-                acked_batches += 1;
-                if rows.len() != BATCH {
-                    problems.push(format!("acknowledged batch {pk} is lost"));
-                }
-                for row in &rows {
-                    if row["odata.etag"].as_str() != Some(etag.as_str())
-                        || row["BatchId"].as_str() != Some(pk.as_str())
-                    {
-                        problems.push(format!("batch {pk}: {row} (acknowledged ETag {etag})"));
-                    }
+            for row in &rows {
+                if row["odata.etag"].as_str() != Some(etag.as_str())
+                    || row["BatchId"].as_str() != Some(pk.as_str())
+                {
+                    problems.push(format!("batch {pk}: {row} (acknowledged ETag {etag})"));
                 }
             }
         }
@@ -530,7 +513,5 @@ fn acknowledged_writes_survive_repeated_sigkill() {
         acked_inserts > 0 && acked_replaces > 0,
         "the load made progress"
     );
-    if batches {
-        assert!(acked_batches > 0, "the batch load made progress");
-    }
+    assert!(acked_batches > 0, "the batch load made progress");
 }

@@ -22,11 +22,12 @@
 mod robust_support;
 
 use robust_support::{
-    Client, InProcess, MINIMAL, Outcome, Reply, Request, Rng, TempDir, encode, entity_target,
-    excerpt, request_oracle,
+    Client, InProcess, MINIMAL, Outcome, Reply, Request, Rng, TempDir, batch_parts, dev_signer,
+    encode, entity_target, excerpt, request_oracle, sign_request,
 };
 use std::sync::Arc;
 use tableq_server::ServerConfig;
+use tableq_server::auth::sign::{AccountKey, SasBuilder, Scheme, SharedKeySigner};
 use tableq_store::DurableBackend;
 
 /// How a case's reply is judged.
@@ -39,6 +40,11 @@ enum Kind {
     /// A mutation of a valid request: anything but a 5xx / reset / hang; errors are
     /// `odata.error`s when the request was well framed.
     Mutant,
+    /// Unsigned or wrongly signed: 403 `AuthenticationFailed` with an `odata.error`.
+    Auth,
+    /// A broken `$batch`: a 4xx `odata.error`, or a 202 whose single part is a 4xx with an
+    /// `odata.error` (an operation's failure); nothing applied either way.
+    Batch,
 }
 
 struct Case {
@@ -53,12 +59,33 @@ struct Corpus {
 }
 
 impl Corpus {
+    /// A well-framed, correctly signed (unless it carries its own `Authorization`), invalid
+    /// request.
     fn service(&mut self, label: impl Into<String>, request: Request) {
+        self.push(label, signed(request), Kind::Service);
+    }
+
+    /// A request sent as built (its credentials are missing or wrong).
+    fn auth(&mut self, label: impl Into<String>, request: Request) {
+        self.push(label, request, Kind::Auth);
+    }
+
+    /// A correctly signed `$batch` with the multipart `body` (boundary `batch_b`).
+    fn batch(&mut self, label: impl Into<String>, body: impl Into<Vec<u8>>) {
+        let request = Request::new("POST", target("$batch"))
+            .header("Content-Type", "multipart/mixed; boundary=batch_b")
+            .header("Accept", "application/json")
+            .header("DataServiceVersion", "3.0")
+            .body(body);
+        self.push(label, signed(request), Kind::Batch);
+    }
+
+    fn push(&mut self, label: impl Into<String>, request: Request, kind: Kind) {
         let bytes = request.to_bytes(&self.host);
         self.cases.push(Case {
             label: label.into(),
             bytes,
-            kind: Kind::Service,
+            kind,
         });
     }
 
@@ -73,6 +100,19 @@ impl Corpus {
 
 fn target(path: &str) -> String {
     Client::target(path)
+}
+
+/// `request` signed with the development key, unless it has an `Authorization` header.
+fn signed(request: Request) -> Request {
+    if request
+        .headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+    {
+        request
+    } else {
+        sign_request(request, &dev_signer())
+    }
 }
 
 fn json_post(path: &str, body: impl Into<Vec<u8>>) -> Request {
@@ -866,19 +906,24 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
         kind: Kind::Service,
     });
 
+    add_auth_cases(&mut c, &kept_entity);
+    add_batch_cases(&mut c);
+
     // --- Random mutations of valid requests (to `scratch`).
     let scratch_entity = entity_target("scratch", "m", "r");
+    // Signed: a mutation of the body, of a header other than the signed ones, or of the
+    // query beyond `comp` keeps the signature valid and reaches the handlers.
     let seeds: Vec<Vec<u8>> = vec![
-        json_post("scratch", VALID).to_bytes(h),
-        json_put(&scratch_entity, r#"{"A":1,"B@odata.type":"Edm.Int64","B":"5"}"#).to_bytes(h),
-        Request::new("GET", target("scratch()?$filter=A%20gt%201%20and%20PartitionKey%20eq%20%27m%27&$top=5&$select=A,B"))
-            .header("Accept", MINIMAL)
+        signed(json_post("scratch", VALID)).to_bytes(h),
+        signed(json_put(&scratch_entity, r#"{"A":1,"B@odata.type":"Edm.Int64","B":"5"}"#)).to_bytes(h),
+        signed(Request::new("GET", target("scratch()?$filter=A%20gt%201%20and%20PartitionKey%20eq%20%27m%27&$top=5&$select=A,B"))
+            .header("Accept", MINIMAL))
             .to_bytes(h),
-        Request::new("GET", target("Tables?$filter=TableName%20ge%20%27s%27"))
-            .header("Accept", MINIMAL)
+        signed(Request::new("GET", target("Tables?$filter=TableName%20ge%20%27s%27"))
+            .header("Accept", MINIMAL))
             .to_bytes(h),
-        Request::new("DELETE", scratch_entity.clone())
-            .header("If-Match", "*")
+        signed(Request::new("DELETE", scratch_entity.clone())
+            .header("If-Match", "*"))
             .to_bytes(h),
     ];
     for i in 0..2000 {
@@ -891,6 +936,368 @@ fn build_corpus(host: &str, rng: &mut Rng) -> Corpus {
         });
     }
     c
+}
+
+/// A base64 key that is not the development account's.
+const WRONG_KEY: &str = "bm90IHRoZSBhY2NvdW50IGtleSwganVzdCBzb21lIGJ5dGVz";
+
+/// Unsigned and wrongly signed requests (reads and writes, `kept` and the table list):
+/// each must get 403 `AuthenticationFailed` and write nothing.
+fn add_auth_cases(c: &mut Corpus, kept_entity: &str) {
+    let dev = dev_signer();
+    let wrong_key = SharedKeySigner::new(
+        AccountKey::new("devstoreaccount1", WRONG_KEY).expect("a key"),
+        Scheme::SharedKey,
+    );
+    let wrong_lite = SharedKeySigner::new(
+        AccountKey::new("devstoreaccount1", WRONG_KEY).expect("a key"),
+        Scheme::SharedKeyLite,
+    );
+    let other_account = SharedKeySigner::new(
+        AccountKey::new("otheraccount", tableq_server::DEV_ACCOUNT_KEY).expect("a key"),
+        Scheme::SharedKey,
+    );
+    let insert_batch = robust_support::batch_request(
+        "http://127.0.0.1",
+        "kept",
+        &[robust_support::BatchOp::Insert(
+            serde_json::json!({"PartitionKey":"p","RowKey":"auth-batch"}),
+        )],
+    );
+    let requests: Vec<(&str, Request)> = vec![
+        (
+            "insert",
+            json_post("kept", r#"{"PartitionKey":"p","RowKey":"auth-new","A":1}"#),
+        ),
+        (
+            "replace",
+            json_put(kept_entity, r#"{"Name":"overwritten"}"#),
+        ),
+        (
+            "merge",
+            Request::new("MERGE", kept_entity.to_owned())
+                .header("Content-Type", "application/json")
+                .header("If-Match", "*")
+                .body(r#"{"Name":"merged"}"#),
+        ),
+        (
+            "delete",
+            Request::new("DELETE", kept_entity.to_owned()).header("If-Match", "*"),
+        ),
+        (
+            "create table",
+            json_post("Tables", r#"{"TableName":"authtable"}"#),
+        ),
+        (
+            "delete table",
+            Request::new("DELETE", target("Tables('kept')")),
+        ),
+        (
+            "query",
+            Request::new("GET", target("kept()")).header("Accept", MINIMAL),
+        ),
+        ("batch insert", insert_batch),
+    ];
+    let content_type = |r: &Request| {
+        r.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            .map(|(_, v)| v.clone())
+    };
+    let stale = "Mon, 23 Nov 2020 16:00:00 GMT".to_owned();
+    let future = "Fri, 01 Jan 2100 00:00:00 GMT".to_owned();
+    for (what, request) in requests {
+        let ct = content_type(&request);
+        c.auth(format!("unsigned {what}"), request.clone());
+        c.auth(
+            format!("wrong key {what}"),
+            sign_request(request.clone(), &wrong_key),
+        );
+        c.auth(
+            format!("wrong key SharedKeyLite {what}"),
+            sign_request(request.clone(), &wrong_lite),
+        );
+        c.auth(
+            format!("another account's signature {what}"),
+            sign_request(request.clone(), &other_account),
+        );
+        for (when, date) in [("stale", &stale), ("future", &future)] {
+            let auth = dev.authorization(&request.method, &request.target, ct.as_deref(), date);
+            c.auth(
+                format!("{when} date {what}"),
+                request
+                    .clone()
+                    .header("x-ms-date", date.clone())
+                    .header("Authorization", auth),
+            );
+        }
+        // Signed for another path.
+        let other = if request.target == target("Tables") {
+            target("kept()")
+        } else {
+            target("Tables")
+        };
+        let [(n1, date), (n2, auth)] = dev.headers(&request.method, &other, ct.as_deref());
+        c.auth(
+            format!("signature of another path {what}"),
+            request.clone().header(n1, date).header(n2, auth),
+        );
+        // Signed, then the method changed.
+        let [(n1, date), (n2, auth)] = dev.headers("GET", &request.target, ct.as_deref());
+        if request.method != "GET" {
+            c.auth(
+                format!("signature of GET {what}"),
+                request.clone().header(n1, date).header(n2, auth),
+            );
+        }
+        // A good signature with one character changed.
+        let signed = sign_request(request.clone(), &dev);
+        let mut tampered = signed.clone();
+        for (k, v) in tampered.headers.iter_mut() {
+            if k.eq_ignore_ascii_case("authorization") {
+                let last = v.pop().unwrap_or('=');
+                let flip = if v.ends_with('A') { 'B' } else { 'A' };
+                v.pop();
+                v.push(flip);
+                v.push(last);
+            }
+        }
+        c.auth(format!("tampered signature {what}"), tampered);
+        for (label, value) in [
+            ("empty Authorization", String::new()),
+            ("Bearer", "Bearer abc".to_owned()),
+            ("no colon", "SharedKey devstoreaccount1".to_owned()),
+            ("not base64", "SharedKey devstoreaccount1:!!!".to_owned()),
+            (
+                "unknown scheme",
+                "SharedKeyHeavy devstoreaccount1:AAAA".to_owned(),
+            ),
+        ] {
+            c.auth(
+                format!("{label} {what}"),
+                request
+                    .clone()
+                    .header("x-ms-date", sign_date())
+                    .header("Authorization", value),
+            );
+        }
+        // SAS tokens: tampered (permissions widened after signing), expired, not yet
+        // valid, another table, signed with a wrong key.
+        let sep = if request.target.contains('?') {
+            '&'
+        } else {
+            '?'
+        };
+        let read_only = SasBuilder::table("kept")
+            .permissions("r")
+            .expiry("2099-01-01T00:00:00Z")
+            .sign(&AccountKey::development());
+        let widened = read_only.replace("sp=r", "sp=raud");
+        let tokens = [
+            ("tampered SAS", widened),
+            ("tampered SAS signature", read_only.replace("sig=", "sig=A")),
+            (
+                "expired SAS",
+                SasBuilder::table("kept")
+                    .permissions("raud")
+                    .start("2020-01-01T00:00:00Z")
+                    .expiry("2021-01-01T00:00:00Z")
+                    .sign(&AccountKey::development()),
+            ),
+            (
+                "SAS not yet valid",
+                SasBuilder::table("kept")
+                    .permissions("raud")
+                    .start("2098-01-01T00:00:00Z")
+                    .expiry("2099-01-01T00:00:00Z")
+                    .sign(&AccountKey::development()),
+            ),
+            (
+                "SAS of a wrong key",
+                SasBuilder::table("kept")
+                    .permissions("raud")
+                    .expiry("2099-01-01T00:00:00Z")
+                    .sign(&AccountKey::new("devstoreaccount1", WRONG_KEY).expect("a key")),
+            ),
+        ];
+        for (label, token) in tokens {
+            let mut r = request.clone();
+            r.target = format!("{}{sep}{token}", r.target);
+            c.auth(format!("{label} {what}"), r);
+        }
+    }
+}
+
+fn sign_date() -> String {
+    let [(_, date), _] = dev_signer().headers("GET", "/", None);
+    date
+}
+
+/// A changeset part: one operation (`line` e.g. `POST http://h/devstoreaccount1/kept`).
+fn part(changeset: &str, line: &str, body: &str) -> String {
+    format!(
+        "--{changeset}\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n\
+         {line} HTTP/1.1\r\nContent-Type: application/json\r\nAccept: application/json;odata=minimalmetadata\r\n\
+         Content-Length: {}\r\n\r\n{body}\r\n",
+        body.len()
+    )
+}
+
+/// A batch body (boundary `batch_b`) holding one changeset `cs` of `parts`.
+fn changeset(parts: &str) -> String {
+    format!(
+        "--batch_b\r\nContent-Type: multipart/mixed; boundary=cs\r\n\r\n{parts}--cs--\r\n\r\n--batch_b--\r\n"
+    )
+}
+
+/// Broken `$batch` requests, all aimed at `kept` (so a partial application shows).
+fn add_batch_cases(c: &mut Corpus) {
+    let origin = "http://127.0.0.1:10002/devstoreaccount1";
+    let insert = |rk: &str| {
+        part(
+            "cs",
+            &format!("POST {origin}/kept"),
+            &format!(r#"{{"PartitionKey":"p","RowKey":"{rk}"}}"#),
+        )
+    };
+    let good = insert("batch-1");
+    c.batch("no body", "");
+    c.batch("garbage body", "this is not multipart");
+    c.batch(
+        "wrong boundary",
+        changeset(&good).replace("--batch_b", "--batch_x"),
+    );
+    c.batch(
+        "missing changeset end",
+        changeset(&good).replace("--cs--\r\n", ""),
+    );
+    c.batch(
+        "missing batch end",
+        changeset(&good).replace("--batch_b--\r\n", ""),
+    );
+    c.batch(
+        "changeset without boundary",
+        changeset(&good).replace("boundary=cs", ""),
+    );
+    c.batch(
+        "part without request line",
+        changeset(&format!(
+            "{good}--cs\r\nContent-Type: application/http\r\n\r\nContent-Type: application/json\r\n\r\n{{}}\r\n"
+        )),
+    );
+    c.batch(
+        "part with a garbage request line",
+        changeset(&format!(
+            "{good}--cs\r\nContent-Type: application/http\r\n\r\nFROB the kept table\r\n\r\n"
+        )),
+    );
+    c.batch(
+        "nested garbage",
+        changeset(&format!(
+            "{good}--cs\r\nContent-Type: multipart/mixed; boundary=deeper\r\n\r\n--deeper\r\n\
+             --deeper\r\n\u{1}\u{2}garbage\r\n--deeper--\r\n"
+        )),
+    );
+    c.batch(
+        "nested changeset",
+        changeset(&format!(
+            "{good}--cs\r\nContent-Type: multipart/mixed; boundary=cs2\r\n\r\n{}--cs2--\r\n",
+            insert("nested").replace("--cs\r\n", "--cs2\r\n")
+        )),
+    );
+    c.batch("empty changeset", changeset(""));
+    let many: String = (0..101).map(|i| insert(&format!("many-{i:03}"))).collect();
+    c.batch("101 operations", changeset(&many));
+    let mixed = format!(
+        "{good}{}",
+        part(
+            "cs",
+            &format!("POST {origin}/kept"),
+            r#"{"PartitionKey":"q","RowKey":"batch-2"}"#
+        )
+    );
+    c.batch("mixed partitions", changeset(&mixed));
+    c.batch(
+        "duplicate row",
+        changeset(&format!("{good}{}", insert("batch-1"))),
+    );
+    c.batch(
+        "second operation truncated JSON",
+        changeset(&format!(
+            "{good}{}",
+            part(
+                "cs",
+                &format!("POST {origin}/kept"),
+                r#"{"PartitionKey":"p","#
+            )
+        )),
+    );
+    c.batch(
+        "another account in a part",
+        changeset(&format!(
+            "{good}{}",
+            part(
+                "cs",
+                "POST http://127.0.0.1:10002/otheraccount/kept",
+                r#"{"PartitionKey":"p","RowKey":"batch-3"}"#
+            )
+        )),
+    );
+    c.batch(
+        "another table in a part",
+        changeset(&format!(
+            "{good}{}",
+            part(
+                "cs",
+                &format!("POST {origin}/scratch"),
+                r#"{"PartitionKey":"p","RowKey":"batch-4"}"#
+            )
+        )),
+    );
+    c.batch(
+        "a query in a changeset",
+        changeset(&format!(
+            "{good}--cs\r\nContent-Type: application/http\r\n\r\nGET {origin}/kept() HTTP/1.1\r\n\r\n"
+        )),
+    );
+    c.batch(
+        "existing entity inserted again",
+        changeset(&format!(
+            "{good}{}",
+            part(
+                "cs",
+                &format!("POST {origin}/kept"),
+                r#"{"PartitionKey":"p","RowKey":"r"}"#
+            )
+        )),
+    );
+    c.batch(
+        "replace with a stale If-Match",
+        changeset(&format!(
+            "{good}--cs\r\nContent-Type: application/http\r\n\r\nPUT {origin}/kept(PartitionKey='p',RowKey='r') HTTP/1.1\r\n\
+             Content-Type: application/json\r\nIf-Match: W/\"datetime'2001-01-01T00%3A00%3A00.0000000Z'\"\r\n\
+             Content-Length: 8\r\n\r\n{{\"A\":1}}\r\n"
+        )),
+    );
+    c.batch(
+        "missing table",
+        changeset(&part(
+            "cs",
+            &format!("POST {origin}/nosuchtable"),
+            r#"{"PartitionKey":"p","RowKey":"x"}"#,
+        )),
+    );
+    let mut non_utf8 = changeset(&good).into_bytes();
+    non_utf8.splice(10..10, [0xFF, 0xFE, 0x00]);
+    c.batch("non-UTF-8 bytes", non_utf8);
+    let mut big = changeset(&good);
+    big.push_str(&"x".repeat(4 * 1024 * 1024 + 10));
+    c.batch("body over 4 MiB", big);
+    // Truncations of a good two-operation batch at every tenth byte.
+    let two = changeset(&format!("{good}{}", insert("batch-5")));
+    for cut in (0..two.len()).step_by(10) {
+        c.batch(format!("batch truncated at {cut}"), two[..cut].to_owned());
+    }
 }
 
 /// A few random edits of `seed`: byte flips, insertions of interesting bytes, deletions,
@@ -1044,6 +1451,41 @@ fn judge(case: &Case, outcome: Outcome) -> Result<Option<u16>, String> {
             Some(p) => Err(p),
             None => Ok(Some(r.status)),
         },
+        (Kind::Auth, Outcome::Reply(r)) => match r.service_error_problem() {
+            Some(p) => Err(p),
+            None if r.status == 403
+                && r.error_code().as_deref() == Some("AuthenticationFailed") =>
+            {
+                Ok(Some(r.status))
+            }
+            None => Err(format!(
+                "status {} {:?}, not 403 AuthenticationFailed",
+                r.status,
+                r.error_code()
+            )),
+        },
+        (Kind::Batch, Outcome::Reply(r)) => {
+            if r.status != 202 {
+                return match r.service_error_problem() {
+                    Some(p) => Err(p),
+                    None => Ok(Some(r.status)),
+                };
+            }
+            // An operation's failure: one part, a 4xx with an odata.error.
+            let parts = batch_parts(&r);
+            let text = r.text();
+            match parts.as_slice() {
+                [(status, _)]
+                    if (400..500).contains(status) && text.contains("\"odata.error\"") =>
+                {
+                    Ok(Some(*status))
+                }
+                _ => Err(format!(
+                    "202 that is not a single failed operation: {}",
+                    excerpt(&text)
+                )),
+            }
+        }
         (Kind::Framing, Outcome::Reply(r)) => {
             if (400..500).contains(&r.status) {
                 Ok(Some(r.status))
@@ -1121,6 +1563,11 @@ fn thousands_of_malformed_requests_get_4xx_errors_and_change_nothing() {
     let (mut rng, _) = Rng::from_env("TABLEQ_HOSTILE_SEED");
     let corpus = build_corpus(&client.addr.to_string(), &mut rng);
     let total = corpus.cases.len();
+    let mut kinds = std::collections::BTreeMap::new();
+    for case in &corpus.cases {
+        *kinds.entry(format!("{:?}", case.kind)).or_insert(0) += 1;
+    }
+    eprintln!("cases by kind: {kinds:?}");
     // Four senders: each takes every fourth case.
     let cases = Arc::new(corpus.cases);
     let results: Vec<(Vec<String>, std::collections::BTreeMap<u16, usize>)> = (0..4)
@@ -1180,6 +1627,8 @@ fn thousands_of_malformed_requests_get_4xx_errors_and_change_nothing() {
     // The server is still up and the data written before is unchanged.
     let after = snapshot(&client);
     assert_eq!(before.0, after.0, "table `kept` changed");
+    // Refused requests created no table.
+    assert!(!after.1.contains("authtable"), "{}", after.1);
     // Mutants may have created tables; the kept ones are still listed.
     for name in ["kept", "scratch"] {
         assert!(
@@ -1230,6 +1679,14 @@ fn request_fuzz_regressions_replay() {
     assert!(count > 0, "no regression inputs in {}", dir.display());
 }
 
+/// A two-insert changeset into `tbl` partition `p` (boundary `b`, changeset `c`).
+const BATCH_BODY: &str = "--b\r\nContent-Type: multipart/mixed; boundary=c\r\n\r\n\
+    --c\r\nContent-Type: application/http\r\n\r\nPOST http://h/devstoreaccount1/tbl HTTP/1.1\r\n\
+    Content-Type: application/json\r\n\r\n{\"PartitionKey\":\"p\",\"RowKey\":\"b1\"}\r\n\
+    --c\r\nContent-Type: application/http\r\n\r\nPOST http://h/devstoreaccount1/tbl HTTP/1.1\r\n\
+    Content-Type: application/json\r\n\r\n{\"PartitionKey\":\"p\",\"RowKey\":\"b2\"}\r\n\
+    --c--\r\n--b--\r\n";
+
 /// A seeded random driver over the fuzz target's input format (stable stand-in for
 /// `cargo fuzz run request`): structured requests with random parts, through the oracle.
 #[test]
@@ -1269,6 +1726,9 @@ fn request_path_random_inputs_through_the_oracle() {
         "x-ms-version: junk",
         "DataServiceVersion: 3.0;NetFx",
         "Content-Length: 3",
+        "Content-Type: multipart/mixed; boundary=b",
+        "Content-Type: multipart/mixed; boundary=b",
+        "Content-Type: multipart/mixed",
     ];
     let bodies = [
         "",
@@ -1280,10 +1740,19 @@ fn request_path_random_inputs_through_the_oracle() {
         r#"{"V@odata.type":"Edm.Int64","V":7}"#,
         "[[[[[[[[[[",
         r#"{"PartitionKey":"p","#,
+        BATCH_BODY,
+        "--b\r\nContent-Type: multipart/mixed; boundary=c\r\n\r\n--c\r\n\r\n",
     ];
-    let mut answered = 0;
+    let (mut answered, mut past_auth) = (0, 0);
     for _ in 0..3000 {
-        let mut data = format!("{} {}\n", rng.pick(&methods), rng.pick(&targets)).into_bytes();
+        // Mostly signed; some unsigned (`!`) or signed with a wrong key (`~`).
+        let credentials = *rng.pick(&["", "", "", "", "", "", "", "", "!", "~"]);
+        let mut data = format!(
+            "{credentials}{} {}\n",
+            rng.pick(&methods),
+            rng.pick(&targets)
+        )
+        .into_bytes();
         for _ in 0..rng.below(4) {
             data.extend_from_slice(rng.pick(&headers).as_bytes());
             data.push(b'\n');
@@ -1294,12 +1763,22 @@ fn request_path_random_inputs_through_the_oracle() {
             data = mutate(&data, &mut rng);
         }
         match request_oracle::run(&data) {
-            Ok(Some(_)) => answered += 1,
+            Ok(Some(answer)) => {
+                answered += 1;
+                if answer.error_code.as_deref() != Some("AuthenticationFailed") {
+                    past_auth += 1;
+                }
+            }
             Ok(None) => {}
             Err(problem) => panic!("{problem}\ninput: {:?}", String::from_utf8_lossy(&data)),
         }
     }
     assert!(answered > 2000, "only {answered} inputs reached the router");
+    // The signed ones get past authorization to the handlers.
+    assert!(
+        past_auth > 1500,
+        "only {past_auth} inputs got past authorization"
+    );
 }
 
 /// A reply's helper check, so the judging itself can fail.

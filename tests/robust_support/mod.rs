@@ -5,7 +5,8 @@
 //! group transactions (`$batch`).
 //!
 //! Every request goes through [`Client::send`], the single place where credentials are
-//! added ([`Client::auth`]), so tests written before and after authorization look alike.
+//! added ([`Client::authorize`]): by default a SharedKey signature with the development
+//! account's key (`tableq_server::auth::sign`), as the Python SDK signs.
 #![allow(dead_code)]
 
 pub mod request_oracle;
@@ -15,6 +16,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tableq_server::auth::sign::{AccountKey, Scheme, SharedKeySigner};
 
 /// The development account.
 pub const ACCOUNT: &str = "devstoreaccount1";
@@ -263,10 +265,35 @@ impl Outcome {
 }
 
 /// Credentials added to every request a [`Client`] sends.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Auth {
-    /// None: the request goes out as built.
+    /// None: the request goes out as built (the server answers 403).
     None,
+    /// Signed with this signer (`x-ms-date` and `Authorization` added), unless the request
+    /// already carries an `Authorization` header (a test's deliberately wrong one).
+    Signed(SharedKeySigner),
+}
+
+/// The development account's SharedKey signer (what the Python SDK sends).
+pub fn dev_signer() -> SharedKeySigner {
+    SharedKeySigner::new(AccountKey::development(), Scheme::SharedKey)
+}
+
+/// Signs `request` with `signer` as the SDKs do: the method, the target exactly as sent,
+/// the `Content-Type` header; `x-ms-date` (now) and `Authorization` are added.
+pub fn sign_request(mut request: Request, signer: &SharedKeySigner) -> Request {
+    let content_type = request
+        .headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        .map(|(_, v)| v.clone());
+    request.headers.retain(|(k, _)| {
+        !k.eq_ignore_ascii_case("x-ms-date") && !k.eq_ignore_ascii_case("authorization")
+    });
+    for (name, value) in signer.headers(&request.method, &request.target, content_type.as_deref()) {
+        request.headers.push((name.to_owned(), value));
+    }
+    request
 }
 
 /// A blocking client of one server (one connection per request, `Connection: close`).
@@ -281,12 +308,12 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client of `127.0.0.1:port`.
+    /// A client of `127.0.0.1:port` signing with the development account's key.
     pub fn new(port: u16) -> Client {
         Client {
             addr: SocketAddr::from(([127, 0, 0, 1], port)),
             timeout: Duration::from_secs(20),
-            auth: Auth::None,
+            auth: Auth::Signed(dev_signer()),
         }
     }
 
@@ -295,10 +322,21 @@ impl Client {
         format!("/{ACCOUNT}/{path}")
     }
 
-    /// Adds the credentials to a request (today: none).
+    /// The same client sending requests as built (unsigned).
+    pub fn unsigned(&self) -> Client {
+        Client {
+            auth: Auth::None,
+            ..self.clone()
+        }
+    }
+
+    /// Adds the credentials to a request: with [`Auth::Signed`], a SharedKey signature
+    /// unless the request already has an `Authorization` header.
     pub fn authorize(&self, request: Request) -> Request {
-        match self.auth {
+        match &self.auth {
             Auth::None => request,
+            Auth::Signed(_) if request.has("authorization") => request,
+            Auth::Signed(signer) => sign_request(request, signer),
         }
     }
 

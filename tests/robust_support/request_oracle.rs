@@ -2,17 +2,20 @@
 //! the stable tests in `tests/hostile_input.rs` (which replay the kept inputs of
 //! `tests/robust_support/regressions/` and a seeded random driver).
 //!
-//! Input format (bytes, read leniently): the first line is `METHOD TARGET` (a target not
-//! starting with `/` is put under `/devstoreaccount1/`); the following lines up to an empty
-//! line are headers `Name: value`; the rest is the body. Methods, targets and headers that
-//! HTTP itself cannot carry are dropped (a real listener rejects them before the router).
+//! Input format (bytes, read leniently): an optional first byte choosing the credentials —
+//! `!` unsigned, `~` signed with a wrong key, anything else signed with the development
+//! account's key (SharedKey, as the Python SDK signs; an `Authorization` header in the
+//! input is kept as given) — then a line `METHOD TARGET` (a target not starting with `/`
+//! is put under `/devstoreaccount1/`); the following lines up to an empty line are headers
+//! `Name: value`; the rest is the body. Methods, targets and headers that HTTP itself
+//! cannot carry are dropped (a real listener rejects them before the router).
 //!
 //! Each input runs through the server's whole router (`tableq_server::router`) in-process,
 //! on a fresh in-memory store holding table `tbl` with entity (`p`, `r`). The checks:
 //! the reply comes within 10 s; its status is never 5xx; an error (4xx) carries an
 //! `odata.error` JSON body whose code equals `x-ms-error-code` (a reply to `HEAD` has no
-//! body, only the header); and after an error the
-//! store is unchanged (table list and the entity, Timestamp included).
+//! body, only the header); after an error the store is unchanged (table list and the
+//! entity, Timestamp included); and an unsigned or wrongly signed request is refused (4xx).
 //!
 //! ```text
 //! PUT tbl(PartitionKey='p',RowKey='r')
@@ -28,8 +31,21 @@ use http_body_util::BodyExt;
 use std::sync::Arc;
 use std::time::Duration;
 use tableq_model::{Entity, Property, Value};
+use tableq_server::DEV_ACCOUNT;
+use tableq_server::auth::sign::{AccountKey, Scheme, SharedKeySigner};
 use tableq_store::{Backend, MemoryBackend, WriteOp};
 use tower::ServiceExt;
+
+/// The credentials an input is sent with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Credentials {
+    /// Signed with the development account's key (the default).
+    Signed,
+    /// No `Authorization` header (input starts with `!`).
+    Unsigned,
+    /// Signed with a key that is not the account's (input starts with `~`).
+    WrongKey,
+}
 
 /// A decoded input.
 pub struct Input {
@@ -37,10 +53,17 @@ pub struct Input {
     pub request: Request<Body>,
     /// Whether it is a `HEAD` request (whose replies carry no body on the wire).
     pub head: bool,
+    /// The credentials it was sent with.
+    pub credentials: Credentials,
 }
 
 /// Decodes an input; `None` when HTTP could not carry it.
 pub fn decode(data: &[u8]) -> Option<Input> {
+    let (credentials, data) = match data.first() {
+        Some(b'!') => (Credentials::Unsigned, &data[1..]),
+        Some(b'~') => (Credentials::WrongKey, &data[1..]),
+        _ => (Credentials::Signed, data),
+    };
     let (first, rest) = split_line(data);
     let first = strip_cr(first);
     let space = first.iter().position(|&b| b == b' ')?;
@@ -56,7 +79,13 @@ pub fn decode(data: &[u8]) -> Option<Input> {
     if uri.scheme().is_some() || uri.authority().is_some() {
         return None;
     }
+    let path_and_query = uri
+        .path_and_query()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| uri.path().to_owned());
     let mut builder = Request::builder().method(method.clone()).uri(uri);
+    let mut content_type: Option<Vec<u8>> = None;
+    let mut has_authorization = false;
     let mut rest = rest;
     loop {
         let (line, after) = split_line(rest);
@@ -74,12 +103,33 @@ pub fn decode(data: &[u8]) -> Option<Input> {
         ) else {
             continue;
         };
+        if name == axum::http::header::CONTENT_TYPE && content_type.is_none() {
+            content_type = Some(value.as_bytes().to_vec());
+        }
+        has_authorization |= name == axum::http::header::AUTHORIZATION;
         builder = builder.header(name, value);
+    }
+    let key = match credentials {
+        Credentials::Signed => Some(AccountKey::development()),
+        Credentials::WrongKey => AccountKey::new(DEV_ACCOUNT, WRONG_KEY).ok(),
+        Credentials::Unsigned => None,
+    };
+    if let Some(key) = key.filter(|_| !has_authorization) {
+        // The server reads `Content-Type` as text: a non-UTF-8 one is signed lossily
+        // (and so fails, as a client could not have signed it either).
+        let content_type = content_type.map(|c| String::from_utf8_lossy(&c).into_owned());
+        let signer = SharedKeySigner::new(key, Scheme::SharedKey);
+        for (name, value) in
+            signer.headers(method.as_str(), &path_and_query, content_type.as_deref())
+        {
+            builder = builder.header(name, HeaderValue::from_str(&value).ok()?);
+        }
     }
     let request = builder.body(Body::from(rest.to_vec())).ok()?;
     Some(Input {
         request,
         head: method == Method::HEAD,
+        credentials,
     })
 }
 
@@ -103,6 +153,9 @@ fn trim(mut v: &[u8]) -> &[u8] {
     }
     v
 }
+
+/// A base64 key that is not the development account's.
+const WRONG_KEY: &str = "bm90IHRoZSBhY2NvdW50IGtleSwganVzdCBzb21lIGJ5dGVz";
 
 /// A fresh store: table `tbl` holding entity (`p`, `r`) with `V = 1`.
 fn store() -> Arc<MemoryBackend> {
@@ -157,6 +210,7 @@ pub fn run(data: &[u8]) -> Result<Option<Answer>, String> {
         return Ok(None);
     };
     let head = input.head;
+    let credentials = input.credentials;
     let backend = store();
     let before = snapshot(&backend);
     let dyn_backend: Arc<dyn Backend> = backend.clone();
@@ -189,12 +243,16 @@ pub fn run(data: &[u8]) -> Result<Option<Answer>, String> {
             })
         })
     })?;
-    // Until `$batch` is served, its route answers 501 NotImplemented by design.
-    let batch_not_served =
-        answer.status == 501 && answer.error_code.as_deref() == Some("NotImplemented");
-    if answer.status >= 500 && !batch_not_served {
+    if answer.status >= 500 {
         return Err(format!(
             "status {}: {}",
+            answer.status,
+            String::from_utf8_lossy(&answer.body)
+        ));
+    }
+    if credentials != Credentials::Signed && answer.status < 400 {
+        return Err(format!(
+            "a request sent {credentials:?} was answered {}: {}",
             answer.status,
             String::from_utf8_lossy(&answer.body)
         ));
