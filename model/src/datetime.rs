@@ -153,30 +153,53 @@ impl DateTime {
     }
 }
 
+/// The longest text form: `YYYY-MM-DDTHH:MM:SS.fffffffZ`.
+pub(crate) const MAX_TEXT_LEN: usize = 28;
+
+impl DateTime {
+    /// The text form (see [`Display`](fmt::Display)) in a stack buffer, written digit by
+    /// digit: this runs for every Timestamp and ETag the server sends, where `core::fmt`
+    /// padding cost several thousand instructions a value.
+    pub(crate) fn render(self) -> ([u8; MAX_TEXT_LEN], usize) {
+        let t = self.to_chrono();
+        let mut buf = *b"0000-00-00T00:00:00.0000000Z";
+        let mut put = |at: usize, width: usize, mut value: u32| {
+            for i in (at..at + width).rev() {
+                buf[i] = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        };
+        // Years are 1601..=9999 by construction: always four digits.
+        put(0, 4, t.year().unsigned_abs());
+        put(5, 2, t.month());
+        put(8, 2, t.day());
+        put(11, 2, t.hour());
+        put(14, 2, t.minute());
+        put(17, 2, t.second());
+        let frac = self.0.rem_euclid(TICKS_PER_SECOND) as u32;
+        let len = if frac == 0 {
+            buf[19] = b'Z';
+            20
+        } else {
+            put(20, 7, frac);
+            // Trailing zeros of the fraction are dropped.
+            let mut end = 27;
+            while buf[end - 1] == b'0' {
+                end -= 1;
+            }
+            buf[end] = b'Z';
+            end + 1
+        };
+        (buf, len)
+    }
+}
+
 impl fmt::Display for DateTime {
     /// `YYYY-MM-DDTHH:MM:SS[.fffffff]Z` with trailing zeros of the fraction dropped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let t = self.to_chrono();
-        write!(
-            f,
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-            t.year(),
-            t.month(),
-            t.day(),
-            t.hour(),
-            t.minute(),
-            t.second()
-        )?;
-        let mut frac = self.0.rem_euclid(TICKS_PER_SECOND);
-        if frac != 0 {
-            let mut width = 7;
-            while frac % 10 == 0 {
-                frac /= 10;
-                width -= 1;
-            }
-            write!(f, ".{frac:0width$}")?;
-        }
-        f.write_str("Z")
+        let (buf, len) = self.render();
+        // ASCII by construction.
+        f.write_str(std::str::from_utf8(&buf[..len]).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -190,6 +213,70 @@ impl std::str::FromStr for DateTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The text form as `core::fmt` writes it: the reference for [`DateTime::render`].
+    fn reference_text(t: DateTime) -> String {
+        let c = t.to_chrono();
+        let mut s = format!(
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
+            c.year(),
+            c.month(),
+            c.day(),
+            c.hour(),
+            c.minute(),
+            c.second()
+        );
+        let mut frac = t.0.rem_euclid(TICKS_PER_SECOND);
+        if frac != 0 {
+            let mut width = 7;
+            while frac % 10 == 0 {
+                frac /= 10;
+                width -= 1;
+            }
+            s.push_str(&format!(".{frac:0width$}"));
+        }
+        s.push('Z');
+        s
+    }
+
+    proptest! {
+        #[test]
+        fn render_matches_the_reference(ticks in DateTime::MIN.0..=DateTime::MAX.0) {
+            let t = DateTime(ticks);
+            let text = t.to_string();
+            prop_assert_eq!(&text, &reference_text(t));
+            prop_assert_eq!(DateTime::parse(&text), Ok(t));
+        }
+
+        #[test]
+        fn render_keeps_significant_fraction_digits(
+            secs in 0i64..1_000_000,
+            frac in prop::sample::select(vec![0i64, 1, 10, 100, 1_000, 10_000, 100_000,
+                                              1_000_000, 1_234_500, 9_999_999]),
+        ) {
+            let t = DateTime(DateTime::MIN.0 + secs * TICKS_PER_SECOND + frac);
+            prop_assert_eq!(t.to_string(), reference_text(t));
+        }
+    }
+
+    #[test]
+    fn render_examples() {
+        let text = |s: &str| DateTime::parse(s).unwrap().to_string();
+        assert_eq!(
+            text("2013-08-02T17:37:43.9004348Z"),
+            "2013-08-02T17:37:43.9004348Z"
+        );
+        assert_eq!(
+            text("2013-08-02T17:37:43.5000000Z"),
+            "2013-08-02T17:37:43.5Z"
+        );
+        assert_eq!(
+            text("2013-08-02T17:37:43.0000001Z"),
+            "2013-08-02T17:37:43.0000001Z"
+        );
+        assert_eq!(text("2000-02-29T00:00:00Z"), "2000-02-29T00:00:00Z");
+    }
 
     #[test]
     fn bounds() {

@@ -110,10 +110,18 @@ fn lone_surrogate_error(
 /// The ETag of an entity with this Timestamp: `W/"datetime'<Timestamp>'"` with `:`
 /// percent-encoded as `%3A`, e.g. `W/"datetime'2021-06-09T01%3A17%3A08.3795894Z'"`.
 pub fn etag(timestamp: DateTime) -> String {
-    format!(
-        "W/\"datetime'{}'\"",
-        timestamp.to_string().replace(':', "%3A")
-    )
+    let (text, len) = timestamp.render();
+    let mut out = String::with_capacity(len + 24);
+    out.push_str("W/\"datetime'");
+    for &b in &text[..len] {
+        if b == b':' {
+            out.push_str("%3A");
+        } else {
+            out.push(char::from(b));
+        }
+    }
+    out.push_str("'\"");
+    out
 }
 
 /// Reads an ETag written by [`etag`] back to its Timestamp (`%3A` in either case, or a plain

@@ -384,7 +384,6 @@ fn write_json_string(out: &mut Vec<u8>, s: &str) {
 
 /// Appends the JSON form of a value (see the module docs).
 fn write_value(out: &mut Vec<u8>, value: ValueRef<'_>) {
-    use std::io::Write;
     // Writing into a Vec<u8> cannot fail: the results below are all `Ok`.
     match value {
         ValueRef::String(s) => write_json_string(out, s),
@@ -409,7 +408,10 @@ fn write_value(out: &mut Vec<u8>, value: ValueRef<'_>) {
         }),
         ValueRef::Boolean(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
         ValueRef::DateTime(t) => {
-            let _ = write!(out, "\"{t}\"");
+            let (text, len) = t.render();
+            out.push(b'"');
+            out.extend_from_slice(&text[..len]);
+            out.push(b'"');
         }
         ValueRef::Guid(g) => {
             let mut buf = uuid::Uuid::encode_buffer();
