@@ -32,6 +32,8 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, header, request::Parts};
 use axum::middleware::{self, Next};
 use axum::response::Response;
+use futures_util::FutureExt;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -60,9 +62,7 @@ pub(crate) fn router(state: Arc<Hosted>) -> Router {
 
 /// The `Date` header's form (RFC 7231 IMF-fixdate).
 fn http_date() -> String {
-    chrono::Utc::now()
-        .format("%a, %d %b %Y %H:%M:%S GMT")
-        .to_string()
+    httpdate::fmt_http_date(std::time::SystemTime::now())
 }
 
 /// Step 1: request id, common response headers, the request log line.
@@ -105,20 +105,27 @@ async fn common(mut request: Request, next: Next) -> Response {
     response
 }
 
-/// Steps 2–6, on their own task.
+/// Steps 2–6, with panics caught.
 async fn dispatch(State(state): State<Arc<Hosted>>, request: Request) -> Response {
     let request_id = request
         .extensions()
         .get::<RequestId>()
         .map(|r| r.0.clone())
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    // The handler runs as its own task so that a panic (a bug, never expected) becomes a
-    // 500 for this request instead of a dropped connection.
-    let outcome = tokio::spawn(async move { handle(&state, request).await })
+    // A panic in the handler (a bug, never expected) becomes a 500 for this request instead
+    // of a dropped connection. Nothing the handler shares is left half-updated by a panic:
+    // the stores keep their own invariants behind locks that recover from poisoning.
+    let outcome = AssertUnwindSafe(handle(&state, request))
+        .catch_unwind()
         .await
-        .unwrap_or_else(|e| {
+        .unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
             Err(ApiError::internal(format!(
-                "the request handler failed: {e}"
+                "the request handler failed: {what}"
             )))
         });
     match outcome {

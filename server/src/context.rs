@@ -3,8 +3,8 @@
 //! limit, response builders, and the bridge that runs blocking work off the async workers.
 //!
 //! Handlers follow one shape: check what the request names, read the body (if any) with
-//! [`read_body`], do every store call and every CPU-heavy step inside [`blocking`], then
-//! build the response:
+//! [`read_body`], do every store call and every CPU-heavy step inside [`blocking`] (or
+//! [`short_read`] for a point read), then build the response:
 //!
 //! ```text
 //! let text = read_body(body, &ctx.headers, state.config.max_body_bytes).await?;
@@ -65,6 +65,30 @@ where
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|e| ApiError::internal(format!("a worker task failed: {e}")))?
+}
+
+/// Most exact keys a query may name and still count as a short read (the Table service
+/// allows 15 comparisons per filter, so every point query of its default limits does).
+pub(crate) const SHORT_READ_POINTS: usize = 16;
+
+/// Longest `$filter` the server parses and plans on the event loop (planning a longer one
+/// runs on the blocking pool with the query itself).
+pub(crate) const SHORT_FILTER_BYTES: usize = 2048;
+
+/// Runs a short read — a point get, or a query of at most [`SHORT_READ_POINTS`] exact keys
+/// — inline on the event loop when the engine answers point reads locally
+/// ([`Backend::point_reads_are_local`]: memory, redb), which saves the two thread wake-ups
+/// of [`blocking`]; otherwise (PostgreSQL) on the blocking pool like any store call.
+pub(crate) async fn short_read<T, F>(backend: &dyn Backend, work: F) -> Result<T, ApiError>
+where
+    F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+    T: Send + 'static,
+{
+    if backend.point_reads_are_local() {
+        work()
+    } else {
+        blocking(work).await
+    }
 }
 
 /// Reads a JSON request body as text: its `Content-Type` must be JSON (or absent), its size

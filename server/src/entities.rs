@@ -18,7 +18,9 @@
 //! `If-Match` is `*` or an ETag of this server (anything else → 400 `InvalidInput`); a
 //! delete needs one (decided: its absence is 400 `InvalidInput`).
 //!
-//! Query pages run on the blocking pool with the configured work budget (5 s): a page ends
+//! Query pages run on the blocking pool with the configured work budget (5 s) — except
+//! point gets and queries of a few exact keys on a local engine, which run inline on the
+//! event loop (see [`short_read`]): a page ends
 //! after `$top` (default 1000) entities or when the budget runs out, and then carries the
 //! continuation headers. Resuming yields every entity present for the whole paging exactly
 //! once, in key order, whatever is written between pages (the store's continuation
@@ -39,11 +41,13 @@ use std::time::Instant;
 use tableq_exec::PageOptions;
 use tableq_model::json::{DecodeOptions, MetadataLevel, decode_entity, decode_payload};
 use tableq_model::{Entity, ErrorCode};
-use tableq_parser::{parse_filter, parse_select, parse_top};
+use tableq_parser::{FilterOptions, parse_filter, parse_select, parse_top};
+use tableq_planner::plan::Plan;
 use tableq_store::{IfMatch, WriteOp, Written};
 
 use crate::context::{
-    AppState, Ctx, blocking, empty_response, json_response, read_body, set_header,
+    AppState, Ctx, SHORT_FILTER_BYTES, SHORT_READ_POINTS, blocking, empty_response, json_response,
+    read_body, set_header, short_read,
 };
 use crate::continuation::{
     NEXT_PARTITION_KEY_HEADER, NEXT_ROW_KEY_HEADER, encode_token, entity_continuation,
@@ -390,7 +394,7 @@ pub(crate) async fn get(
     };
     let backend = state.backend.clone();
     let name = table.clone();
-    let entity = blocking(move || {
+    let entity = short_read(&*state.backend, move || {
         match backend
             .get(&name, &partition_key, &row_key)
             .map_err(ApiError::store)?
@@ -415,6 +419,10 @@ pub(crate) async fn get(
 }
 
 /// `GET /t()`: one page of a query.
+///
+/// A short `$filter` is parsed and planned on the event loop; a plan of a few exact keys is
+/// then a short read ([`short_read`]). Every other page (and the planning of a long filter)
+/// runs on the blocking pool within the page budget.
 pub(crate) async fn query(
     state: &Arc<AppState>,
     ctx: &Ctx,
@@ -425,28 +433,17 @@ pub(crate) async fn query(
         ctx.query.next_partition_key.as_deref(),
         ctx.query.next_row_key.as_deref(),
     )?;
-    let filter_text = ctx.query.filter.clone().unwrap_or_default();
-    let select_text = ctx.query.select.clone();
-    let top_text = ctx.query.top.clone();
-    let filter_options = state.config.filter_options;
+    let query = QueryText {
+        filter: ctx.query.filter.clone().unwrap_or_default(),
+        select: ctx.query.select.clone(),
+        top: ctx.query.top.clone(),
+        options: state.config.filter_options,
+    };
     let budget = state.config.page_budget;
     let backend = state.backend.clone();
     let links = ctx.links.clone();
     let level = ctx.level;
-    let (body, next) = blocking(move || {
-        let filter = parse_filter(&filter_text, &filter_options)
-            .map_err(|e| ApiError::query("$filter", &e))?;
-        let select = select_text
-            .as_deref()
-            .map(parse_select)
-            .transpose()
-            .map_err(|e| ApiError::query("$select", &e))?;
-        let top = top_text
-            .as_deref()
-            .map(parse_top)
-            .transpose()
-            .map_err(|e| ApiError::query("$top", &e))?;
-        let plan = tableq_planner::plan(&filter, select.as_ref(), top.as_ref());
+    let run = move |plan: Plan| {
         let options = PageOptions::default().with_deadline(Instant::now() + budget);
         let mut writer = PageWriter::begin(&links, &table, level, plan.select.as_deref());
         let page = backend
@@ -455,8 +452,17 @@ pub(crate) async fn query(
             })
             .map_err(ApiError::store)?;
         Ok((writer.finish(), page.continuation))
-    })
-    .await?;
+    };
+    let (body, next) = if query.filter.len() <= SHORT_FILTER_BYTES {
+        let plan = query.plan()?;
+        if is_short_read(&plan) {
+            short_read(&*state.backend, move || run(plan)).await?
+        } else {
+            blocking(move || run(plan)).await?
+        }
+    } else {
+        blocking(move || run(query.plan()?)).await?
+    };
     let mut response = json_response(StatusCode::OK, ctx.level, body);
     if let Some(next) = next {
         set_header(
@@ -471,4 +477,82 @@ pub(crate) async fn query(
         )?;
     }
     Ok(response)
+}
+
+/// A query's text parameters, not yet parsed.
+struct QueryText {
+    filter: String,
+    select: Option<String>,
+    top: Option<String>,
+    options: FilterOptions,
+}
+
+impl QueryText {
+    /// Parses and plans the query (400 with a caret diagnostic on the first error).
+    fn plan(&self) -> Result<Plan, ApiError> {
+        let filter = parse_filter(&self.filter, &self.options)
+            .map_err(|e| ApiError::query("$filter", &e))?;
+        let select = self
+            .select
+            .as_deref()
+            .map(parse_select)
+            .transpose()
+            .map_err(|e| ApiError::query("$select", &e))?;
+        let top = self
+            .top
+            .as_deref()
+            .map(parse_top)
+            .transpose()
+            .map_err(|e| ApiError::query("$top", &e))?;
+        Ok(tableq_planner::plan(&filter, select.as_ref(), top.as_ref()))
+    }
+}
+
+/// Whether a plan reads at most [`SHORT_READ_POINTS`] exact keys and nothing else.
+fn is_short_read(plan: &Plan) -> bool {
+    plan.ranges.len() <= SHORT_READ_POINTS
+        && plan.ranges.ranges().iter().all(|r| r.as_point().is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_of(filter: &str) -> Plan {
+        QueryText {
+            filter: filter.to_owned(),
+            select: None,
+            top: None,
+            options: FilterOptions::unlimited(),
+        }
+        .plan()
+        .unwrap_or_else(|e| panic!("{filter}: {e:?}"))
+    }
+
+    fn points(n: usize) -> String {
+        (0..n)
+            .map(|k| format!("(PartitionKey eq 'p' and RowKey eq 'r{k:02}')"))
+            .collect::<Vec<_>>()
+            .join(" or ")
+    }
+
+    #[test]
+    fn short_reads_are_a_few_exact_keys() {
+        assert!(is_short_read(&plan_of(&points(1))));
+        assert!(is_short_read(&plan_of(&points(SHORT_READ_POINTS))));
+        assert!(is_short_read(&plan_of(
+            "PartitionKey eq 'p' and RowKey eq 'r' and Age gt 3"
+        )));
+        // Nothing to read at all is short too.
+        assert!(is_short_read(&plan_of(
+            "PartitionKey eq 'a' and PartitionKey eq 'b'"
+        )));
+        assert!(!is_short_read(&plan_of(&points(SHORT_READ_POINTS + 1))));
+        assert!(!is_short_read(&plan_of("PartitionKey eq 'p'")));
+        assert!(!is_short_read(&plan_of(
+            "PartitionKey eq 'p' and RowKey ge 'a' and RowKey lt 'b'"
+        )));
+        assert!(!is_short_read(&plan_of("Age gt 3")));
+        assert!(!is_short_read(&plan_of("")));
+    }
 }

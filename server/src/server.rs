@@ -7,6 +7,7 @@
 //! that every acknowledged write is durable when it returns. [`shutdown_signal`] is the
 //! future for Ctrl-C / SIGTERM.
 
+use axum::serve::ListenerExt;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -179,6 +180,12 @@ impl Server {
             tracing::info!(target: "tableq_server", "shutting down: finishing in-flight requests");
             let _ = fired_tx.send(true);
         };
+        // Responses go out in one write; without Nagle's delay a small one leaves at once.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(target: "tableq_server", "cannot set TCP_NODELAY: {e}");
+            }
+        });
         let serve = axum::serve(listener, router).with_graceful_shutdown(signal);
         let deadline = async move {
             while !*fired_rx.borrow() {

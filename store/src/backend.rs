@@ -116,6 +116,17 @@ pub trait Backend: Send + Sync {
         written.pop().ok_or(StoreError::Closed)
     }
 
+    /// Whether a point read ([`get`](Backend::get), or a [`query`](Backend::query) of a
+    /// few exact keys) is answered from this process's memory or local files in
+    /// microseconds, never waiting on a network round trip or on a writer. Async callers
+    /// (the HTTP server) then run such reads inline on their event loop instead of handing
+    /// them to a blocking thread pool, which costs two thread wake-ups per request.
+    ///
+    /// The default, `false`, is the safe answer for an engine that reads over a network.
+    fn point_reads_are_local(&self) -> bool {
+        false
+    }
+
     /// How the engine would read `plan` on `table` (for `explain`).
     fn explain(&self, table: &str, plan: &Plan) -> Result<ScanExplain, StoreError> {
         self.table(table)?;

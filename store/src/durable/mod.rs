@@ -451,6 +451,12 @@ impl Backend for DurableBackend {
         Ok(explain)
     }
 
+    /// redb read transactions are MVCC snapshots of a local file: they never wait for the
+    /// writer thread, and a point read touches a handful of (usually cached) pages.
+    fn point_reads_are_local(&self) -> bool {
+        true
+    }
+
     fn close(&self) -> Result<(), StoreError> {
         self.shutdown()
     }

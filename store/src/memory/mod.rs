@@ -184,6 +184,11 @@ impl Backend for MemoryBackend {
         Ok(resolved.written)
     }
 
+    /// Readers take the current version (a pointer copy) and never wait for a writer.
+    fn point_reads_are_local(&self) -> bool {
+        true
+    }
+
     fn close(&self) -> Result<(), StoreError> {
         self.closed.store(true, Ordering::Release);
         Ok(())
