@@ -17,7 +17,8 @@
 //!    RowKey range (100 rows); a full-scan selective filter (`Age eq 7 and Score lt 10.0`,
 //!    all pages); an OR of 5 points; single inserts with 1 and 8 clients; batch inserts
 //!    (100-entity changesets, each in a new partition, 4 clients; also printed as
-//!    entities/s).
+//!    entities/s). `--only TEXT` (repeatable) runs just the scenarios whose name contains
+//!    TEXT.
 //!
 //! Every request is signed with SharedKey (the development account, or `--account
 //! NAME:KEY`); `--no-auth` starts the server without authorization, to compare.
@@ -78,9 +79,21 @@ pub struct Args {
     /// Start the server with `--no-auth` (with --data), to measure what signing costs.
     #[arg(long, requires = "data")]
     no_auth: bool,
+    /// Run only the scenarios whose name contains TEXT (case-insensitive; repeatable), e.g.
+    /// `--only 'point get'` (the load step always runs).
+    #[arg(long, value_name = "TEXT")]
+    only: Vec<String>,
     /// `RUST_LOG` of a server started by the benchmark.
     #[arg(long, value_name = "FILTER", default_value = "warn")]
     server_log: String,
+}
+
+impl Args {
+    /// Whether the scenario called `name` runs (`--only`).
+    fn selects(&self, name: &str) -> bool {
+        let name = name.to_lowercase();
+        self.only.is_empty() || self.only.iter().any(|o| name.contains(&o.to_lowercase()))
+    }
 }
 
 /// Runs the benchmark.
@@ -238,6 +251,9 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
 
     let mut all = Vec::new();
     for clients in [1, args.clients] {
+        if !args.selects("point get") {
+            break;
+        }
         let k = key.clone();
         let e = endpoint.clone();
         let t = table.to_owned();
@@ -303,6 +319,9 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
         ),
     ];
     for (name, rows, filter) in filter_scenarios {
+        if !args.selects(name) {
+            continue;
+        }
         let filter = Rc::new(filter);
         for clients in [1, args.clients] {
             let (e, t, f) = (endpoint.clone(), table.to_owned(), filter.clone());
@@ -315,7 +334,7 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
             );
         }
     }
-    {
+    if args.selects("full scan, selective filter") {
         let (e, t) = (endpoint.clone(), table.to_owned());
         all.push(
             full_scan(&e, &t, "Age eq 7 and Score lt 10.0", seconds)
@@ -331,6 +350,9 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
         .map(|d| d.as_millis())
         .unwrap_or(0);
     for clients in [1, 8] {
+        if !args.selects("single insert (durable)") {
+            break;
+        }
         let (e, t) = (endpoint.clone(), table.to_owned());
         all.push(
             scenario(
@@ -354,7 +376,7 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
             .await?,
         );
     }
-    {
+    if args.selects("batch insert, 100-entity batches (durable)") {
         let (e, t) = (endpoint.clone(), table.to_owned());
         let body = |pk: &str, r: u64| {
             format!(

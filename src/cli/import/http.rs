@@ -56,6 +56,9 @@ const MAX_PENDING: usize = 4096;
 pub struct Endpoint {
     /// The endpoint without a trailing `/`.
     base: String,
+    /// The endpoint with a trailing `/`, parsed once: request URLs are resolved against it,
+    /// which skips re-parsing (and IDNA-checking) the host on every request.
+    base_url: reqwest::Url,
     client: Client,
     /// Signs every request (SharedKey).
     signer: SharedKeySigner,
@@ -119,8 +122,11 @@ impl Endpoint {
             .tcp_nodelay(true)
             .build()
             .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+        let base_url = reqwest::Url::parse(&format!("{base}/"))
+            .map_err(|e| format!("--endpoint {url}: not a URL: {e}"))?;
         Ok(Endpoint {
             base: base.to_owned(),
+            base_url,
             client,
             signer: SharedKeySigner::new(key, Scheme::SharedKey),
         })
@@ -129,8 +135,13 @@ impl Endpoint {
     /// A request to `{endpoint}/{path}` with the protocol headers every request carries;
     /// send it with [`Endpoint::send`].
     pub fn request(&self, method: Method, path: &str) -> RequestBuilder {
-        self.client
-            .request(method, format!("{}/{path}", self.base))
+        // `./` keeps a path such as `t(PartitionKey='a:b',…)` from reading as a scheme.
+        let request = match self.base_url.join(&format!("./{path}")) {
+            Ok(url) => self.client.request(method, url),
+            // Let `send` report the bad URL.
+            Err(_) => self.client.request(method, format!("{}/{path}", self.base)),
+        };
+        request
             .header("x-ms-version", VERSION)
             .header("DataServiceVersion", "3.0")
             .header("Accept", "application/json;odata=nometadata")
