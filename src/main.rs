@@ -6,13 +6,6 @@
 
 mod cli;
 
-/// mimalloc instead of the system allocator: the server allocates and frees small buffers
-/// on every request from several threads, where glibc's malloc cost 20 k of the 117 k
-/// instructions of a point get (callgrind, `benches/README.md`, "bench-http"); with
-/// mimalloc the request takes 97 k.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
