@@ -22,7 +22,11 @@
 //!   [`ApiError`] — error responses with the service's codes and sentences.
 //!
 //! Store calls and query work run on tokio's blocking pool (the executor itself fans out on
-//! rayon), never on the async workers.
+//! rayon), never on the async workers — except short reads on an engine whose point reads
+//! are local ([`tableq_store::Backend::point_reads_are_local`]: memory, redb): a point get,
+//! or a query of at most 16 exact keys with a filter of at most 2 KiB, runs inline, which
+//! spares the two thread wake-ups of the pool hop (≈ 35 µs of a ≈ 210 µs point get on the
+//! reference machine). Writes always take the pool: they wait for a group commit.
 //!
 //! ```
 //! use std::sync::Arc;
