@@ -18,11 +18,10 @@
 //! `If-Match` is `*` or an ETag of this server (anything else → 400 `InvalidInput`); a
 //! delete needs one (decided: its absence is 400 `InvalidInput`).
 //!
-//! Query pages run on the blocking pool with the configured work budget (5 s) — except
-//! point gets and queries of a few exact keys on a local engine, which run inline on the
-//! event loop (see [`short_read`]): a page ends
+//! Query pages run on the blocking pool with the configured work budget (5 s): a page ends
 //! after `$top` (default 1000) entities or when the budget runs out, and then carries the
-//! continuation headers. Resuming yields every entity present for the whole paging exactly
+//! continuation headers. Point gets and queries of a few exact keys on a local engine run
+//! inline on the event loop instead (see [`short_read`]). Resuming yields every entity present for the whole paging exactly
 //! once, in key order, whatever is written between pages (the store's continuation
 //! protocol).
 //!
