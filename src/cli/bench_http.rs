@@ -1,5 +1,8 @@
-//! `tableq bench-http`: an HTTP load benchmark of the emulator with a real client
-//! (reqwest over hyper, one client thread).
+//! `tableq bench-http`: an HTTP load benchmark of the emulator with a real client, on one
+//! client thread: requests are built and signed with reqwest (as `tableq import` sends
+//! them), loads go through reqwest, and the measured scenarios send on keep-alive
+//! connections of hyper's HTTP/1.1 connection API (one per concurrent client; see
+//! [`Wire`]).
 //!
 //! ```text
 //! tableq bench-http --data DIR [--entities N]        # starts `tableq serve --data DIR` itself
@@ -18,7 +21,7 @@
 //!    all pages); an OR of 5 points; single inserts with 1 and 8 clients; batch inserts
 //!    (100-entity changesets, each in a new partition, 4 clients; also printed as
 //!    entities/s). `--only TEXT` (repeatable) runs just the scenarios whose name contains
-//!    TEXT.
+//!    TEXT (case-insensitive; a TEXT that names no scenario is an error).
 //!
 //! Every request is signed with SharedKey (the development account, or `--account
 //! NAME:KEY`); `--no-auth` starts the server without authorization, to compare.
@@ -27,11 +30,20 @@
 //!
 //! Latencies are client-side (request sent → body read), p50/p99 over every request of the
 //! scenario; req/s is requests over the scenario's wall time. The output is a Markdown table.
+//! **Exit code**: `0` every scenario ran and every answer was right; `1` the run failed (the
+//! endpoint unreachable or refusing the signature, an answer wrong), with the reason on
+//! stderr; `2` the arguments or the benchmark's own server did not allow a start.
+//!
 //! A server started by the benchmark logs at `warn` (`--server-log` to change it) and is
 //! stopped with SIGTERM at the end.
 
 use super::import::Mode;
 use super::import::http::{BATCH_OPS, BatchAnswer, BatchWrite, Endpoint, signing_key};
+use http_body_util::{BodyExt, Full};
+use hyper::StatusCode;
+use hyper::body::Bytes;
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
 use reqwest::Method;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -88,7 +100,33 @@ pub struct Args {
     server_log: String,
 }
 
+/// Every scenario's name, in the order they run (what `--only` matches against).
+const SCENARIOS: [&str; 8] = [
+    "point get",
+    "point as $filter",
+    "partition query (1 000 rows)",
+    "RowKey range (100 rows)",
+    "OR of 5 points",
+    "full scan, selective filter",
+    "single insert (durable)",
+    "batch insert, 100-entity batches (durable)",
+];
+
 impl Args {
+    /// An `--only` TEXT that names no scenario, as a message for people.
+    fn unknown_only(&self) -> Option<String> {
+        let unknown = self.only.iter().find(|o| {
+            let o = o.to_lowercase();
+            !SCENARIOS
+                .iter()
+                .any(|name| name.to_lowercase().contains(&o))
+        })?;
+        Some(format!(
+            "--only {unknown:?} matches no scenario; the scenarios are: {}",
+            SCENARIOS.join("; ")
+        ))
+    }
+
     /// Whether the scenario called `name` runs (`--only`).
     fn selects(&self, name: &str) -> bool {
         let name = name.to_lowercase();
@@ -98,6 +136,10 @@ impl Args {
 
 /// Runs the benchmark.
 pub fn run(args: Args) -> ExitCode {
+    if let Some(why) = args.unknown_only() {
+        eprintln!("error: {why}");
+        return ExitCode::from(2);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -561,23 +603,29 @@ async fn scenario(
     make: impl Fn(u64) -> reqwest::RequestBuilder,
 ) -> Result<Figures, String> {
     let counter = std::cell::Cell::new(0u64);
+    let authority = endpoint.authority();
     let run = |until: Instant, check_rows: bool| {
         let make = &make;
         let counter = &counter;
+        let authority = &authority;
         let tasks = (0..clients).map(move |c| async move {
             let mut latencies = Vec::new();
             let mut checked = !check_rows || c > 0;
+            let mut wire = Wire::connect(authority)
+                .await
+                .map_err(|e| format!("{name}: {e}"))?;
             while Instant::now() < until {
                 let i = counter.get();
                 counter.set(i + 1);
                 let request = make(i);
                 let started = Instant::now();
-                let response = endpoint
-                    .send(request)
+                let request = endpoint
+                    .signed(request)
+                    .map_err(|e| format!("{name}: {e}"))?;
+                let (status, body) = wire
+                    .send(request, authority)
                     .await
                     .map_err(|e| format!("{name}: {e}"))?;
-                let status = response.status();
-                let body = response.bytes().await.map_err(|e| format!("{name}: {e}"))?;
                 latencies.push(started.elapsed());
                 if !status.is_success() {
                     return Err(format!(
@@ -622,6 +670,78 @@ async fn scenario(
         micros(figures.p50)
     );
     Ok(figures)
+}
+
+/// One keep-alive HTTP/1.1 connection on hyper's connection API, the way load generators
+/// (`oha`, `rewrk`) drive a server: requests are built and signed like every request of
+/// [`Endpoint`] (reqwest), but sent without reqwest's pool, redirect and proxy layers, which
+/// re-parse every request's URL twice and cost more CPU per request than the server's whole
+/// point get — CPU that, on a 2-core machine, the client would take from the server.
+struct Wire {
+    sender: SendRequest<Full<Bytes>>,
+}
+
+impl Wire {
+    /// Connects to `authority` (`host:port`) with `TCP_NODELAY`, as reqwest does.
+    async fn connect(authority: &str) -> Result<Wire, String> {
+        let stream = tokio::net::TcpStream::connect(authority)
+            .await
+            .map_err(|e| format!("cannot connect to {authority}: {e}"))?;
+        stream
+            .set_nodelay(true)
+            .map_err(|e| format!("cannot set TCP_NODELAY: {e}"))?;
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| format!("HTTP handshake with {authority} failed: {e}"))?;
+        // Ends when the connection closes (the sender is dropped or the server hangs up).
+        tokio::spawn(connection);
+        Ok(Wire { sender })
+    }
+
+    /// Sends a built and signed request; returns the status and the whole body.
+    async fn send(
+        &mut self,
+        request: reqwest::Request,
+        authority: &str,
+    ) -> Result<(StatusCode, Bytes), String> {
+        let url = request.url();
+        let target = match url.query() {
+            Some(query) => format!("{}?{query}", url.path()),
+            None => url.path().to_owned(),
+        };
+        let mut builder = hyper::Request::builder()
+            .method(request.method().as_str())
+            .uri(target)
+            .header(hyper::header::HOST, authority);
+        for (name, value) in request.headers() {
+            builder = builder.header(name.as_str(), value.as_bytes());
+        }
+        let body = request
+            .body()
+            .and_then(reqwest::Body::as_bytes)
+            .map(Bytes::copy_from_slice)
+            .unwrap_or_default();
+        let request = builder
+            .body(Full::new(body))
+            .map_err(|e| format!("cannot build a request: {e}"))?;
+        self.sender
+            .ready()
+            .await
+            .map_err(|e| format!("the connection closed: {e}"))?;
+        let response = self
+            .sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("the request failed: {e}"))?;
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("cannot read the response: {e}"))?
+            .to_bytes();
+        Ok((status, body))
+    }
 }
 
 /// A whole query (every page), repeatedly, one client.

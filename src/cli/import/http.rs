@@ -117,9 +117,13 @@ impl Endpoint {
                 key.name()
             ));
         }
+        // The emulator never redirects and is reached directly: without a redirect policy
+        // and proxy matching, reqwest does not re-parse every request's URL.
         let client = Client::builder()
             .pool_max_idle_per_host(256)
             .tcp_nodelay(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
             .build()
             .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
         let base_url = reqwest::Url::parse(&format!("{base}/"))
@@ -150,14 +154,30 @@ impl Endpoint {
     /// Builds `request` (made by [`Endpoint::request`]), signs it ([`Endpoint::sign`]) and
     /// sends it; `Err` is a message for people (the server could not be reached).
     pub async fn send(&self, request: RequestBuilder) -> Result<Response, String> {
-        let mut request = request
-            .build()
-            .map_err(|e| format!("cannot build a request: {e}"))?;
-        self.sign(&mut request)?;
+        let request = self.signed(request)?;
         self.client
             .execute(request)
             .await
             .map_err(|e| self.unreachable(e))
+    }
+
+    /// Builds `request` (made by [`Endpoint::request`]) and signs it, for sending by other
+    /// means than this endpoint's client (`bench-http`'s connections).
+    pub fn signed(&self, request: RequestBuilder) -> Result<reqwest::Request, String> {
+        let mut request = request
+            .build()
+            .map_err(|e| format!("cannot build a request: {e}"))?;
+        self.sign(&mut request)?;
+        Ok(request)
+    }
+
+    /// `host:port` of the endpoint.
+    pub fn authority(&self) -> String {
+        let host = self.base_url.host_str().unwrap_or("localhost");
+        match self.base_url.port_or_known_default() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_owned(),
+        }
     }
 
     /// Signs a built request (SharedKey over its method, `Content-Type`, a fresh
