@@ -60,11 +60,6 @@ pub(crate) fn router(state: Arc<Hosted>) -> Router {
         .with_state(state)
 }
 
-/// The `Date` header's form (RFC 7231 IMF-fixdate).
-fn http_date() -> String {
-    httpdate::fmt_http_date(std::time::SystemTime::now())
-}
-
 /// Step 1: request id, common response headers, the request log line.
 async fn common(mut request: Request, next: Next) -> Response {
     let started = Instant::now();
@@ -84,7 +79,7 @@ async fn common(mut request: Request, next: Next) -> Response {
         headers.insert("x-ms-request-id", v);
     }
     headers.insert("x-ms-version", version);
-    if let Ok(v) = HeaderValue::from_str(&http_date()) {
+    if let Ok(v) = HeaderValue::from_str(&auth::sign::http_date_now()) {
         headers.insert(header::DATE, v);
     }
     if let Some(v) = client_request_id {

@@ -100,16 +100,26 @@ pub struct Args {
     server_log: String,
 }
 
+// The scenarios' names (the rows of the result table).
+const POINT_GET: &str = "point get";
+const POINT_FILTER: &str = "point as $filter";
+const PARTITION: &str = "partition query (1 000 rows)";
+const RANGE: &str = "RowKey range (100 rows)";
+const OR_POINTS: &str = "OR of 5 points";
+const FULL_SCAN: &str = "full scan, selective filter";
+const INSERT: &str = "single insert (durable)";
+const BATCH: &str = "batch insert, 100-entity batches (durable)";
+
 /// Every scenario's name, in the order they run (what `--only` matches against).
 const SCENARIOS: [&str; 8] = [
-    "point get",
-    "point as $filter",
-    "partition query (1 000 rows)",
-    "RowKey range (100 rows)",
-    "OR of 5 points",
-    "full scan, selective filter",
-    "single insert (durable)",
-    "batch insert, 100-entity batches (durable)",
+    POINT_GET,
+    POINT_FILTER,
+    PARTITION,
+    RANGE,
+    OR_POINTS,
+    FULL_SCAN,
+    INSERT,
+    BATCH,
 ];
 
 impl Args {
@@ -293,14 +303,14 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
 
     let mut all = Vec::new();
     for clients in [1, args.clients] {
-        if !args.selects("point get") {
+        if !args.selects(POINT_GET) {
             break;
         }
         let k = key.clone();
         let e = endpoint.clone();
         let t = table.to_owned();
         all.push(
-            scenario(&endpoint, "point get", clients, seconds, None, move |i| {
+            scenario(&endpoint, POINT_GET, clients, seconds, None, move |i| {
                 let (p, r) = k(i);
                 e.request(Method::GET, &entity_link(&t, &p, &r))
             })
@@ -309,7 +319,7 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
     }
     let filter_scenarios: Vec<(&str, Option<usize>, FilterOf)> = vec![
         (
-            "point as $filter",
+            POINT_FILTER,
             Some(1),
             Box::new({
                 let k = key.clone();
@@ -320,7 +330,7 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
             }),
         ),
         (
-            "partition query (1 000 rows)",
+            PARTITION,
             Some(1000),
             Box::new({
                 let pk = pk.clone();
@@ -328,7 +338,7 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
             }),
         ),
         (
-            "RowKey range (100 rows)",
+            RANGE,
             Some(100),
             Box::new({
                 let (pk, rk) = (pk.clone(), rk.clone());
@@ -344,7 +354,7 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
             }),
         ),
         (
-            "OR of 5 points",
+            OR_POINTS,
             Some(5),
             Box::new({
                 let k = key.clone();
@@ -376,13 +386,13 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
             );
         }
     }
-    if args.selects("full scan, selective filter") {
+    if args.selects(FULL_SCAN) {
         let (e, t) = (endpoint.clone(), table.to_owned());
         all.push(
             full_scan(&e, &t, "Age eq 7 and Score lt 10.0", seconds)
                 .await
                 .map(|mut f| {
-                    f.name = "full scan, selective filter".into();
+                    f.name = FULL_SCAN.into();
                     f
                 })?,
         );
@@ -392,33 +402,26 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
         .map(|d| d.as_millis())
         .unwrap_or(0);
     for clients in [1, 8] {
-        if !args.selects("single insert (durable)") {
+        if !args.selects(INSERT) {
             break;
         }
         let (e, t) = (endpoint.clone(), table.to_owned());
         all.push(
-            scenario(
-                &endpoint,
-                "single insert (durable)",
-                clients,
-                seconds,
-                None,
-                move |i| {
-                    let body = format!(
-                        "{{\"PartitionKey\":\"insert-{nonce}\",\"RowKey\":\"c{clients}-{i:09}\",\
+            scenario(&endpoint, INSERT, clients, seconds, None, move |i| {
+                let body = format!(
+                    "{{\"PartitionKey\":\"insert-{nonce}\",\"RowKey\":\"c{clients}-{i:09}\",\
                      \"Age\":{},\"Name\":\"bench\"}}",
-                        i % 100
-                    );
-                    e.request(Method::POST, &t)
-                        .header("Content-Type", "application/json")
-                        .header("Prefer", "return-no-content")
-                        .body(body)
-                },
-            )
+                    i % 100
+                );
+                e.request(Method::POST, &t)
+                    .header("Content-Type", "application/json")
+                    .header("Prefer", "return-no-content")
+                    .body(body)
+            })
             .await?,
         );
     }
-    if args.selects("batch insert, 100-entity batches (durable)") {
+    if args.selects(BATCH) {
         let (e, t) = (endpoint.clone(), table.to_owned());
         let body = |pk: &str, r: u64| {
             format!(
@@ -427,28 +430,21 @@ async fn bench(args: &Args, url: &str, pid: Option<u32>) -> Result<(), String> {
                 r % 100
             )
         };
-        let mut figures = scenario(
-            &endpoint,
-            "batch insert, 100-entity batches (durable)",
-            BATCH_CLIENTS,
-            seconds,
-            None,
-            move |i| {
-                let pk = format!("batch-{nonce}-{i:09}");
-                let bodies: Vec<String> = (0..BATCH_OPS as u64).map(|r| body(&pk, r)).collect();
-                let rows: Vec<String> = (0..BATCH_OPS).map(|r| format!("{r:03}")).collect();
-                let writes: Vec<BatchWrite<'_>> = bodies
-                    .iter()
-                    .zip(&rows)
-                    .map(|(body, rk)| BatchWrite {
-                        partition_key: &pk,
-                        row_key: rk,
-                        body,
-                    })
-                    .collect();
-                e.batch_request(&t, Mode::Insert, &writes)
-            },
-        )
+        let mut figures = scenario(&endpoint, BATCH, BATCH_CLIENTS, seconds, None, move |i| {
+            let pk = format!("batch-{nonce}-{i:09}");
+            let bodies: Vec<String> = (0..BATCH_OPS as u64).map(|r| body(&pk, r)).collect();
+            let rows: Vec<String> = (0..BATCH_OPS).map(|r| format!("{r:03}")).collect();
+            let writes: Vec<BatchWrite<'_>> = bodies
+                .iter()
+                .zip(&rows)
+                .map(|(body, rk)| BatchWrite {
+                    partition_key: &pk,
+                    row_key: rk,
+                    body,
+                })
+                .collect();
+            e.batch_request(&t, Mode::Insert, &writes)
+        })
         .await?;
         figures.rows = Some(BATCH_OPS);
         println!(
@@ -709,28 +705,28 @@ impl Wire {
             Some(query) => format!("{}?{query}", url.path()),
             None => url.path().to_owned(),
         };
-        let mut builder = hyper::Request::builder()
-            .method(request.method().as_str())
-            .uri(target)
-            .header(hyper::header::HOST, authority);
-        for (name, value) in request.headers() {
-            builder = builder.header(name.as_str(), value.as_bytes());
-        }
         let body = request
             .body()
             .and_then(reqwest::Body::as_bytes)
             .map(Bytes::copy_from_slice)
             .unwrap_or_default();
-        let request = builder
+        let host = hyper::header::HeaderValue::from_str(authority)
+            .map_err(|e| format!("cannot send to {authority}: {e}"))?;
+        let mut outgoing = hyper::Request::builder()
+            .method(request.method().clone())
+            .uri(target)
             .body(Full::new(body))
             .map_err(|e| format!("cannot build a request: {e}"))?;
+        // reqwest and hyper share the `http` types: the signed headers carry over as they are.
+        *outgoing.headers_mut() = request.headers().clone();
+        outgoing.headers_mut().insert(hyper::header::HOST, host);
         self.sender
             .ready()
             .await
             .map_err(|e| format!("the connection closed: {e}"))?;
         let response = self
             .sender
-            .send_request(request)
+            .send_request(outgoing)
             .await
             .map_err(|e| format!("the request failed: {e}"))?;
         let status = response.status();

@@ -13,10 +13,8 @@
 //! of the batch is first looked up, so that a re-import of existing data costs one lookup
 //! per entity rather than one commit per entity.
 
-use super::{Item, Loader, Mode, Outcome};
-use std::collections::hash_map::DefaultHasher;
+use super::{Item, Loader, Mode, Outcome, worker_for};
 use std::collections::{BTreeSet, HashMap};
-use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -110,9 +108,7 @@ impl StoreLoader {
             return Ok(());
         }
         self.pending -= ops.len();
-        let mut hasher = DefaultHasher::new();
-        partition_key.hash(&mut hasher);
-        let worker = (hasher.finish() % self.senders.len() as u64) as usize;
+        let worker = worker_for(partition_key, self.senders.len());
         self.senders[worker]
             .send(ops)
             .map_err(|_| "a writer thread stopped".to_owned())

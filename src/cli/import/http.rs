@@ -28,12 +28,10 @@
 //! tableq import --table people --endpoint http://127.0.0.1:10002/devstoreaccount1 people.jsonl
 //! ```
 
-use super::{Item, Loader, Mode, Outcome};
+use super::{Item, Loader, Mode, Outcome, worker_for};
 use reqwest::header::HeaderValue;
 use reqwest::{Client, Method, RequestBuilder, Response, StatusCode};
-use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashMap};
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use tableq::model::ErrorCode;
 use tableq_server::auth::sign::{AccountKey, Scheme, SharedKeySigner};
@@ -515,9 +513,7 @@ impl HttpLoader {
             return Ok(());
         }
         self.pending -= jobs.len();
-        let mut hasher = DefaultHasher::new();
-        partition_key.hash(&mut hasher);
-        let index = (hasher.finish() % self.senders.len().max(1) as u64) as usize;
+        let index = worker_for(partition_key, self.senders.len());
         let Some(sender) = self.senders.get(index) else {
             return Err("the import is finished".into());
         };

@@ -122,6 +122,15 @@ pub trait Loader {
     fn finish(self: Box<Self>) -> Result<(), String>;
 }
 
+/// Which of `workers` writers (threads or connections) loads `partition_key`: every line
+/// of a partition goes to the same one, so a partition's lines are written in file order.
+fn worker_for(partition_key: &str, workers: usize) -> usize {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    partition_key.hash(&mut hasher);
+    (hasher.finish() % workers.max(1) as u64) as usize
+}
+
 /// What a run achieved so far; shared by the reader and the writer threads.
 #[derive(Default)]
 pub struct Outcome {
