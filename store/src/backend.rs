@@ -127,6 +127,16 @@ pub trait Backend: Send + Sync {
         false
     }
 
+    /// Whether the engine can take writes at this moment: `Ok(())`, or the reason it cannot
+    /// (a full disk, an unreachable or frozen database). The emulator's readiness answer
+    /// (`GET /health`) reports it, so an operator or an orchestrator sees a store that
+    /// reads but cannot write. It must answer quickly (a bounded check, never a long wait).
+    ///
+    /// The default, `Ok(())`, suits an engine that has no failure mode of its own (memory).
+    fn ready(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     /// How the engine would read `plan` on `table` (for `explain`).
     fn explain(&self, table: &str, plan: &Plan) -> Result<ScanExplain, StoreError> {
         self.table(table)?;
