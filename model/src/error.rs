@@ -76,6 +76,22 @@ pub enum ErrorCode {
     RequestBodyTooLarge,
     /// An `Accept` or `Content-Type` asking for a format other than JSON (Atom/XML). (HTTP 415)
     UnsupportedMediaType,
+    /// A request outside what its SAS reaches: another table, or keys outside its PartitionKey/RowKey range. (HTTP 403)
+    AuthorizationFailure,
+    /// A valid SAS without the permission the operation needs (e.g. a read-only SAS used to insert). (HTTP 403)
+    AuthorizationPermissionMismatch,
+    /// An account SAS whose resource types (`srt`) lack the one the operation needs. (HTTP 403)
+    AuthorizationResourceTypeMismatch,
+    /// A SAS whose allowed addresses (`sip`) do not include the caller's. (HTTP 403)
+    AuthorizationSourceIPMismatch,
+    /// A SAS that allows only HTTPS (`spr=https`) used over HTTP. (HTTP 403)
+    AuthorizationProtocolMismatch,
+    /// A CORS preflight (`OPTIONS`) that no CORS rule of the account allows. (HTTP 403)
+    CorsPreflightFailure,
+    /// An XML request body that is not well-formed or not of the expected shape. (HTTP 400)
+    InvalidXmlDocument,
+    /// An XML element whose value is not allowed (e.g. a sixth CORS rule, an unknown method, negative days). (HTTP 400)
+    InvalidXmlNodeValue,
     /// A failure inside the server or its storage (not the client's fault). (HTTP 500)
     InternalError,
     /// A request that ran out of time. (HTTP 500)
@@ -115,6 +131,14 @@ impl ErrorCode {
         ErrorCode::UpdateConditionNotSatisfied,
         ErrorCode::RequestBodyTooLarge,
         ErrorCode::UnsupportedMediaType,
+        ErrorCode::AuthorizationFailure,
+        ErrorCode::AuthorizationPermissionMismatch,
+        ErrorCode::AuthorizationResourceTypeMismatch,
+        ErrorCode::AuthorizationSourceIPMismatch,
+        ErrorCode::AuthorizationProtocolMismatch,
+        ErrorCode::CorsPreflightFailure,
+        ErrorCode::InvalidXmlDocument,
+        ErrorCode::InvalidXmlNodeValue,
         ErrorCode::InternalError,
         ErrorCode::OperationTimedOut,
         ErrorCode::ServerBusy,
@@ -158,6 +182,14 @@ impl ErrorCode {
             ErrorCode::UpdateConditionNotSatisfied => "UpdateConditionNotSatisfied",
             ErrorCode::RequestBodyTooLarge => "RequestBodyTooLarge",
             ErrorCode::UnsupportedMediaType => "UnsupportedMediaType",
+            ErrorCode::AuthorizationFailure => "AuthorizationFailure",
+            ErrorCode::AuthorizationPermissionMismatch => "AuthorizationPermissionMismatch",
+            ErrorCode::AuthorizationResourceTypeMismatch => "AuthorizationResourceTypeMismatch",
+            ErrorCode::AuthorizationSourceIPMismatch => "AuthorizationSourceIPMismatch",
+            ErrorCode::AuthorizationProtocolMismatch => "AuthorizationProtocolMismatch",
+            ErrorCode::CorsPreflightFailure => "CorsPreflightFailure",
+            ErrorCode::InvalidXmlDocument => "InvalidXmlDocument",
+            ErrorCode::InvalidXmlNodeValue => "InvalidXmlNodeValue",
             ErrorCode::InternalError => "InternalError",
             ErrorCode::OperationTimedOut => "OperationTimedOut",
             ErrorCode::ServerBusy => "ServerBusy",
@@ -190,8 +222,16 @@ impl ErrorCode {
             | ErrorCode::InvalidContentType
             | ErrorCode::InvalidDuplicateRow
             | ErrorCode::CommandsInBatchActOnDifferentPartitions
-            | ErrorCode::InvalidBatchRequest => 400,
-            ErrorCode::AuthenticationFailed => 403,
+            | ErrorCode::InvalidBatchRequest
+            | ErrorCode::InvalidXmlDocument
+            | ErrorCode::InvalidXmlNodeValue => 400,
+            ErrorCode::AuthenticationFailed
+            | ErrorCode::AuthorizationFailure
+            | ErrorCode::AuthorizationPermissionMismatch
+            | ErrorCode::AuthorizationResourceTypeMismatch
+            | ErrorCode::AuthorizationSourceIPMismatch
+            | ErrorCode::AuthorizationProtocolMismatch
+            | ErrorCode::CorsPreflightFailure => 403,
             ErrorCode::ResourceNotFound | ErrorCode::TableNotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::EntityAlreadyExists | ErrorCode::TableAlreadyExists => 409,
@@ -266,6 +306,28 @@ impl ErrorCode {
             }
             ErrorCode::UnsupportedMediaType => {
                 "The media type of the request is not supported. Only JSON is supported."
+            }
+            ErrorCode::AuthorizationFailure => {
+                "This request is not authorized to perform this operation."
+            }
+            ErrorCode::AuthorizationPermissionMismatch => {
+                "This request is not authorized to perform this operation using this permission."
+            }
+            ErrorCode::AuthorizationResourceTypeMismatch => {
+                "This request is not authorized to perform this operation using this resource type."
+            }
+            ErrorCode::AuthorizationSourceIPMismatch => {
+                "This request is not authorized to perform this operation using this source IP."
+            }
+            ErrorCode::AuthorizationProtocolMismatch => {
+                "This request is not authorized to perform this operation using this protocol."
+            }
+            ErrorCode::CorsPreflightFailure => {
+                "CORS not enabled or no matching rule found for this request."
+            }
+            ErrorCode::InvalidXmlDocument => "XML specified is not syntactically valid.",
+            ErrorCode::InvalidXmlNodeValue => {
+                "The value for one of the XML nodes is not in the correct format."
             }
             ErrorCode::InternalError => {
                 "The server encountered an internal error. Please retry the request."

@@ -273,7 +273,13 @@ fn select_of_system_properties_and_missing_names() {
     let minimal = EntityWriter::new(MetadataLevel::MinimalMetadata).with_select(Some(&select));
     assert_eq!(
         minimal.to_string(&e, EnvelopeRef::default()),
-        r#"{"Timestamp@odata.type":"Edm.DateTime","Timestamp":"2024-05-01T10:00:00.5Z","Missing":null,"RowKey":"r","Big@odata.type":"Edm.Int64","Big":"-3"}"#
+        r#"{"Timestamp":"2024-05-01T10:00:00.5Z","Missing":null,"RowKey":"r","Big@odata.type":"Edm.Int64","Big":"-3"}"#
+    );
+    // Full metadata annotates the Timestamp too.
+    let full = EntityWriter::new(MetadataLevel::FullMetadata).with_select(Some(&select));
+    assert!(
+        full.to_string(&e, EnvelopeRef::default())
+            .starts_with(r#"{"Timestamp@odata.type":"Edm.DateTime","Timestamp":"#)
     );
     let none = EntityWriter::new(MetadataLevel::NoMetadata).with_select(Some(&select));
     assert_eq!(

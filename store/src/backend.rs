@@ -17,14 +17,22 @@
 //! * **Reads** see committed writes only. A [`query`](Backend::query) page runs against one
 //!   consistent snapshot; across pages, the continuation protocol of `tableq-exec` applies
 //!   (every entity present for the whole paging is returned exactly once, in key order).
+//! * **Service properties and access policies** (typed: [`ServiceProperties`],
+//!   [`SignedIdentifier`]) are stored as durably as entities: per account (one value per
+//!   backend; the defaults until set), and per table — a table's policies are deleted with
+//!   it, so a table re-created under the same name has none. Both are validated before
+//!   they are stored ([`ServiceProperties::validate`], [`crate::acl::validate`]:
+//!   [`StoreError::InvalidSetting`]).
 //! * **Errors** are [`StoreError`]s; engine failures are [`StoreError::Storage`] (500) and
 //!   never leave a partial write visible.
 //!
 //! A backend test suite (`store/tests/suite/`) states this contract as tests, and every
 //! engine runs it.
 
+use crate::acl::SignedIdentifier;
 use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
+use crate::service::ServiceProperties;
 use tableq_exec::{ExecStats, Key, PageOptions, RowView};
 use tableq_model::Entity;
 use tableq_planner::plan::Plan;
@@ -115,6 +123,21 @@ pub trait Backend: Send + Sync {
         let mut written = self.write_batch(table, vec![op]).map_err(|e| e.error)?;
         written.pop().ok_or(StoreError::Closed)
     }
+
+    /// The account's Table service properties ([`ServiceProperties::default`] until set).
+    fn service_properties(&self) -> Result<ServiceProperties, StoreError>;
+
+    /// Replaces the account's service properties (validated first; durable before it
+    /// returns on a durable engine).
+    fn set_service_properties(&self, properties: &ServiceProperties) -> Result<(), StoreError>;
+
+    /// The stored access policies of `table` (empty until set), or
+    /// [`StoreError::TableNotFound`].
+    fn table_acl(&self, table: &str) -> Result<Vec<SignedIdentifier>, StoreError>;
+
+    /// Replaces the stored access policies of `table` (validated first), or
+    /// [`StoreError::TableNotFound`]. They are deleted with the table.
+    fn set_table_acl(&self, table: &str, acl: &[SignedIdentifier]) -> Result<(), StoreError>;
 
     /// Whether a point read ([`get`](Backend::get), or a [`query`](Backend::query) of a
     /// few exact keys) is answered from this process's memory or local files in

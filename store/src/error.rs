@@ -62,6 +62,10 @@ pub enum StoreError {
         /// The RowKey.
         row_key: String,
     },
+    /// Service properties or access policies that break a limit (400
+    /// `InvalidXmlNodeValue`: they are only ever set as XML).
+    #[error(transparent)]
+    InvalidSetting(#[from] crate::service::InvalidSetting),
     /// The storage engine failed (disk, database, corruption): 500 `InternalError`. The
     /// write was not applied.
     #[error("storage failure: {0}")]
@@ -83,6 +87,7 @@ impl StoreError {
             StoreError::ConditionNotSatisfied { .. } => ErrorCode::UpdateConditionNotSatisfied,
             StoreError::Invalid(e) => e.code,
             StoreError::DuplicateRow { .. } => ErrorCode::InvalidDuplicateRow,
+            StoreError::InvalidSetting(_) => ErrorCode::InvalidXmlNodeValue,
             StoreError::Storage(_) => ErrorCode::InternalError,
             StoreError::Closed => ErrorCode::ServerBusy,
         }

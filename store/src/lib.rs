@@ -16,6 +16,9 @@
 //!   `tableq-exec`'s `MemorySnapshot`, writers serialised, atomic batches);
 //! * [`PostgresBackend`] — the PostgreSQL engine (one server or a partitioned cluster);
 //! * [`DurableBackend`] — the durable engine (redb, group commit; [`durable`]);
+//! * [`ServiceProperties`] ([`service`]) and [`SignedIdentifier`] ([`acl`]) — an account's
+//!   service properties (CORS rules among them) and a table's stored access policies, as
+//!   typed values every engine stores;
 //! * [`StoreError`] / [`BatchError`] — failures with the service's error codes.
 //!
 //! The data flows one way: a backend reads through `tableq-exec`'s `EntitySource` and
@@ -23,6 +26,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod acl;
 pub mod backend;
 pub mod clock;
 pub mod durable;
@@ -31,8 +35,10 @@ pub mod memory;
 pub mod op;
 pub mod postgres;
 pub mod resolve;
+pub mod service;
 
 pub use self::postgres::{PostgresBackend, PostgresConfig, PostgresError};
+pub use acl::{AccessPolicy, SignedIdentifier};
 pub use backend::{Backend, QueryPage, ScanExplain, TableInfo};
 pub use clock::Clock;
 pub use durable::{DurableBackend, DurableOptions, DurableSnapshot, OpenError};
@@ -40,3 +46,4 @@ pub use error::{BatchError, StoreError};
 pub use memory::{MemoryBackend, MemoryTable, MemoryWriter};
 pub use op::{IfMatch, WriteOp, Written};
 pub use resolve::{Change, Resolved, StateReader, resolve};
+pub use service::{CorsMethod, CorsRule, ServiceProperties};

@@ -49,10 +49,14 @@ pg_cases!(fixture;
     point_partition_and_range_plans,
     concurrent_if_match_increments_lose_no_update,
     concurrent_inserts_are_all_kept,
+    service_properties_start_default_and_round_trip,
+    service_properties_are_validated,
+    table_acls_round_trip_and_go_with_their_table,
     // durable_suite!
     data_survives_reopen,
     timestamps_keep_increasing_after_reopen,
     deleted_tables_stay_deleted_after_reopen,
+    settings_survive_reopen,
 );
 
 fn loaded(test: &str) -> Option<PostgresBackend> {

@@ -12,8 +12,8 @@ use tableq_model::order::OrdinalString;
 use tableq_model::{Entity, validate};
 use tableq_planner::plan::Plan;
 use tableq_store::{
-    Backend, BatchError, Change, Clock, QueryPage, StateReader, StoreError, TableInfo, WriteOp,
-    Written, resolve,
+    Backend, BatchError, Change, Clock, QueryPage, ServiceProperties, SignedIdentifier,
+    StateReader, StoreError, TableInfo, WriteOp, Written, acl, resolve,
 };
 
 type Rows = BTreeMap<(OrdinalString, OrdinalString), Entity>;
@@ -22,6 +22,9 @@ type Rows = BTreeMap<(OrdinalString, OrdinalString), Entity>;
 struct Reference {
     /// table key → (name, rows)
     tables: Mutex<BTreeMap<String, (String, Rows)>>,
+    /// table key → stored access policies (removed with the table)
+    acls: Mutex<BTreeMap<String, Vec<SignedIdentifier>>>,
+    service: Mutex<ServiceProperties>,
     clock: Clock,
 }
 
@@ -55,6 +58,36 @@ impl Backend for Reference {
         "reference".into()
     }
 
+    fn service_properties(&self) -> Result<ServiceProperties, StoreError> {
+        Ok(self.service.lock().unwrap().clone())
+    }
+
+    fn set_service_properties(&self, properties: &ServiceProperties) -> Result<(), StoreError> {
+        properties.validate()?;
+        *self.service.lock().unwrap() = properties.clone();
+        Ok(())
+    }
+
+    fn table_acl(&self, table: &str) -> Result<Vec<SignedIdentifier>, StoreError> {
+        self.table(table)?;
+        let key = validate::table_key(table);
+        Ok(self
+            .acls
+            .lock()
+            .unwrap()
+            .get(&key)
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    fn set_table_acl(&self, table: &str, policies: &[SignedIdentifier]) -> Result<(), StoreError> {
+        acl::validate(policies)?;
+        self.table(table)?;
+        let key = validate::table_key(table);
+        self.acls.lock().unwrap().insert(key, policies.to_vec());
+        Ok(())
+    }
+
     fn create_table(&self, name: &str) -> Result<TableInfo, StoreError> {
         validate::table_name(name)?;
         let mut tables = self.tables.lock().unwrap();
@@ -69,6 +102,7 @@ impl Backend for Reference {
 
     fn delete_table(&self, name: &str) -> Result<(), StoreError> {
         let mut tables = self.tables.lock().unwrap();
+        self.acls.lock().unwrap().remove(&validate::table_key(name));
         tables
             .remove(&validate::table_key(name))
             .map(|_| ())

@@ -13,7 +13,8 @@ pub enum MetadataLevel {
     /// strings).
     NoMetadata,
     /// `minimalmetadata` (the default): `odata.metadata`, `odata.etag`, and `Name@odata.type`
-    /// for Int64, DateTime, Guid, Binary, non-finite Double and the Timestamp.
+    /// for Int64, DateTime, Guid, Binary and non-finite Double (not for the Timestamp, whose
+    /// type clients know: the service sends it bare).
     #[default]
     MinimalMetadata,
     /// `fullmetadata`: minimal metadata plus `odata.type`, `odata.id`, `odata.editLink` and
@@ -190,7 +191,7 @@ pub fn encode_entity_ordered(entity: &Entity, options: &EncodeOptions) -> Encode
     );
     out.push("RowKey", Json::String(entity.row_key().to_owned()));
     if let Some(t) = entity.timestamp() {
-        if level != MetadataLevel::NoMetadata {
+        if level == MetadataLevel::FullMetadata {
             let (k, v) = annotation("Timestamp", EdmType::DateTime);
             out.push(k, v);
         }

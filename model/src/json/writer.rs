@@ -14,8 +14,8 @@
 //! `odata.editLink`, each only at the levels that carry it), PartitionKey, RowKey,
 //! Timestamp, then custom properties by UTF-16 ordinal name, each `Name@odata.type`
 //! annotation right before its value. Minimal metadata annotates Int64, DateTime, Guid,
-//! Binary, non-finite Double and the Timestamp; full metadata every non-String property; no
-//! metadata nothing. Doubles always carry a fraction or an exponent (`5.0`), non-finite ones
+//! Binary and non-finite Double (not the Timestamp, as the service); full metadata every
+//! non-String property; no metadata nothing. Doubles always carry a fraction or an exponent (`5.0`), non-finite ones
 //! are the strings `"NaN"`, `"Infinity"`, `"-Infinity"`; Guids are lowercase; DateTimes have
 //! up to 7 fraction digits; Int64 is a decimal string; Binary is padded base64.
 //!
@@ -154,6 +154,9 @@ impl<'s> EntityWriter<'s> {
             Some(names) => {
                 for name in names {
                     match entity.get(name) {
+                        Some(v) if name == SystemProperty::Timestamp.name() => {
+                            object.member(name, v, self.annotates_timestamp());
+                        }
                         Some(v) => object.member(name, v, self.annotates(v)),
                         None => object.null_member(name),
                     }
@@ -172,7 +175,11 @@ impl<'s> EntityWriter<'s> {
                 );
                 if let Some(t) = entity.timestamp() {
                     let v = ValueRef::DateTime(t);
-                    object.member(SystemProperty::Timestamp.name(), v, self.annotates(v));
+                    object.member(
+                        SystemProperty::Timestamp.name(),
+                        v,
+                        self.annotates_timestamp(),
+                    );
                 }
                 self.write_custom(&mut object, entity);
             }
@@ -236,6 +243,12 @@ impl<'s> EntityWriter<'s> {
     }
 
     /// Whether this level annotates a (non-key) value.
+    /// The Timestamp is annotated at full metadata only: the service sends it bare at
+    /// minimal metadata (clients know its type), and the JS SDK then hands users a string.
+    fn annotates_timestamp(&self) -> bool {
+        self.level == MetadataLevel::FullMetadata
+    }
+
     fn annotates(&self, value: ValueRef<'_>) -> bool {
         match self.level {
             MetadataLevel::NoMetadata => false,

@@ -51,15 +51,18 @@ mod keys;
 mod names;
 mod open;
 mod read;
+mod settings;
 mod writer;
 
 pub use open::{DATA_FILE, DEFAULT_DATA_DIR, FORMAT_VERSION, OpenError};
 pub use read::{DurableRow, DurableRows, DurableSnapshot};
 
+use crate::acl::{self, SignedIdentifier};
 use crate::backend::{Backend, QueryPage, ScanExplain, TableInfo};
 use crate::clock::Clock;
 use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
+use crate::service::ServiceProperties;
 use names::Names;
 use redb::{Database, ReadableDatabase};
 use std::collections::BTreeMap;
@@ -432,6 +435,46 @@ impl Backend for DurableBackend {
         self.submit(|reply| Request::Write {
             table: table.to_owned(),
             ops,
+            reply,
+        })?
+    }
+
+    fn service_properties(&self) -> Result<ServiceProperties, StoreError> {
+        self.check_open()?;
+        let db = self
+            .shared
+            .db
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let txn = db
+            .as_ref()
+            .ok_or(StoreError::Closed)?
+            .begin_read()
+            .map_err(StoreError::storage)?;
+        settings::service(&txn)
+    }
+
+    fn set_service_properties(&self, properties: &ServiceProperties) -> Result<(), StoreError> {
+        self.check_open()?;
+        properties.validate()?;
+        self.submit(|reply| Request::SetServiceProperties {
+            stored: properties.to_stored(),
+            reply,
+        })?
+    }
+
+    fn table_acl(&self, table: &str) -> Result<Vec<SignedIdentifier>, StoreError> {
+        self.check_open()?;
+        let (entry, txn) = self.shared.begin_read(table)?;
+        settings::acl(&txn, entry.id)
+    }
+
+    fn set_table_acl(&self, table: &str, policies: &[SignedIdentifier]) -> Result<(), StoreError> {
+        self.check_open()?;
+        acl::validate(policies)?;
+        self.submit(|reply| Request::SetTableAcl {
+            name: table.to_owned(),
+            stored: (!policies.is_empty()).then(|| acl::to_stored(policies)),
             reply,
         })?
     }

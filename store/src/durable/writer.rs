@@ -28,6 +28,7 @@ use super::edit::{self, RowsTable};
 use super::names::Names;
 use super::open::{decode_table, encode_table};
 use super::schema::{META, META_CLOCK, META_NEXT_TABLE, NAMES, ROWS, TABLES};
+use super::settings;
 use super::{Shared, TableEntry};
 use crate::backend::TableInfo;
 use crate::error::{BatchError, StoreError};
@@ -63,6 +64,17 @@ pub(crate) enum Request {
         name: String,
         reply: SyncSender<Result<(), StoreError>>,
     },
+    /// `Backend::set_service_properties` (validated, in the stored form).
+    SetServiceProperties {
+        stored: String,
+        reply: SyncSender<Result<(), StoreError>>,
+    },
+    /// `Backend::set_table_acl` (validated, in the stored form; `None` = no policies).
+    SetTableAcl {
+        name: String,
+        stored: Option<String>,
+        reply: SyncSender<Result<(), StoreError>>,
+    },
 }
 
 /// A request's answer, held until the commit.
@@ -70,6 +82,8 @@ enum Answer {
     Write(Result<Vec<Written>, BatchError>),
     CreateTable(Result<TableInfo, StoreError>),
     DeleteTable(Result<(), StoreError>),
+    /// A settings change (service properties or a table's policies).
+    Setting(Result<(), StoreError>),
 }
 
 /// A catalog change to publish after the commit.
@@ -138,8 +152,9 @@ impl StateReader for TxnReader<'_, '_> {
     }
 }
 
-/// The redb tables a group writes.
+/// The redb tables a group writes (and the transaction, for the rarely written settings).
 struct Tables<'txn> {
+    txn: &'txn WriteTransaction,
     meta: Table<'txn, &'static str, u64>,
     tables: Table<'txn, &'static str, &'static [u8]>,
     names: Table<'txn, (u64, u32), &'static str>,
@@ -198,6 +213,9 @@ impl Writer {
                         Request::Write { .. } => Answer::Write(Err(error().into())),
                         Request::CreateTable { .. } => Answer::CreateTable(Err(error())),
                         Request::DeleteTable { .. } => Answer::DeleteTable(Err(error())),
+                        Request::SetServiceProperties { .. } | Request::SetTableAcl { .. } => {
+                            Answer::Setting(Err(error()))
+                        }
                     };
                     reply(request, answer);
                 }
@@ -214,6 +232,7 @@ impl Writer {
         let txn = self.begin()?;
         let answers = {
             let mut t = Tables {
+                txn: &txn,
                 meta: txn.open_table(META).map_err(storage)?,
                 tables: txn.open_table(TABLES).map_err(storage)?,
                 names: txn.open_table(NAMES).map_err(storage)?,
@@ -279,6 +298,19 @@ impl Writer {
             }
             Request::DeleteTable { name, .. } => {
                 Answer::DeleteTable(self.delete_table(name, t, state)?)
+            }
+            Request::SetServiceProperties { stored, .. } => {
+                settings::put_service(t.txn, stored)?;
+                Answer::Setting(Ok(()))
+            }
+            Request::SetTableAcl { name, stored, .. } => {
+                match Self::lookup(t, &validate::table_key(name))? {
+                    Some((id, _)) => {
+                        settings::put_acl(t.txn, id, stored.as_deref())?;
+                        Answer::Setting(Ok(()))
+                    }
+                    None => Answer::Setting(Err(StoreError::TableNotFound(name.clone()))),
+                }
             }
         })
     }
@@ -385,6 +417,7 @@ impl Writer {
         t.names
             .retain_in((id, 0)..=(id, u32::MAX), |_, _| false)
             .map_err(storage)?;
+        settings::put_acl(t.txn, id, None)?;
         if let Some(names) = self.names.remove(&id) {
             state.deleted.push((id, names));
         }
@@ -442,7 +475,9 @@ fn reply(request: Request, answer: Answer) {
         (Request::CreateTable { reply, .. }, Answer::CreateTable(a)) => {
             let _ = reply.send(a);
         }
-        (Request::DeleteTable { reply, .. }, Answer::DeleteTable(a)) => {
+        (Request::DeleteTable { reply, .. }, Answer::DeleteTable(a))
+        | (Request::SetServiceProperties { reply, .. }, Answer::Setting(a))
+        | (Request::SetTableAcl { reply, .. }, Answer::Setting(a)) => {
             let _ = reply.send(a);
         }
         _ => {}

@@ -36,11 +36,13 @@
 //! assert_eq!(store.get("ORDERS", "p", "r").unwrap().unwrap().timestamp(), Some(w.timestamp));
 //! ```
 
+use crate::acl::{self, SignedIdentifier};
 use crate::backend::{Backend, QueryPage, TableInfo};
 use crate::clock::Clock;
 use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
 use crate::resolve::{StateReader, resolve};
+use crate::service::ServiceProperties;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -52,10 +54,11 @@ mod table;
 
 pub use table::{MemoryTable, MemoryWriter};
 
-/// One table: its name as created, and its rows.
+/// One table: its name as created, its rows, and its stored access policies.
 struct Table {
     name: String,
     rows: MemoryTable,
+    acl: RwLock<Vec<SignedIdentifier>>,
 }
 
 /// The in-memory engine (see the module docs).
@@ -63,6 +66,7 @@ struct Table {
 pub struct MemoryBackend {
     /// Table key (lowercase name) → table.
     tables: RwLock<BTreeMap<String, Arc<Table>>>,
+    service: RwLock<ServiceProperties>,
     clock: Clock,
     closed: AtomicBool,
 }
@@ -118,6 +122,7 @@ impl Backend for MemoryBackend {
         let table = Table {
             name: name.to_owned(),
             rows: MemoryTable::new(),
+            acl: RwLock::new(Vec::new()),
         };
         tables.insert(key, Arc::new(table));
         Ok(TableInfo { name: name.into() })
@@ -182,6 +187,35 @@ impl Backend for MemoryBackend {
             .commit(resolved.changes)
             .map_err(StoreError::storage)?;
         Ok(resolved.written)
+    }
+
+    fn service_properties(&self) -> Result<ServiceProperties, StoreError> {
+        self.open()?;
+        Ok(self
+            .service
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone())
+    }
+
+    fn set_service_properties(&self, properties: &ServiceProperties) -> Result<(), StoreError> {
+        self.open()?;
+        properties.validate()?;
+        *self.service.write().unwrap_or_else(PoisonError::into_inner) = properties.clone();
+        Ok(())
+    }
+
+    fn table_acl(&self, table: &str) -> Result<Vec<SignedIdentifier>, StoreError> {
+        let t = self.table_entry(table)?;
+        let acl = t.acl.read().unwrap_or_else(PoisonError::into_inner);
+        Ok(acl.clone())
+    }
+
+    fn set_table_acl(&self, table: &str, acl: &[SignedIdentifier]) -> Result<(), StoreError> {
+        acl::validate(acl)?;
+        let t = self.table_entry(table)?;
+        *t.acl.write().unwrap_or_else(PoisonError::into_inner) = acl.to_vec();
+        Ok(())
     }
 
     /// Readers take the current version (a pointer copy) and never wait for a writer.

@@ -59,10 +59,12 @@ pub(crate) mod write;
 pub use config::{PostgresConfig, PostgresError};
 pub use schema::{Layout, provision_sharded};
 
+use crate::acl::{self, SignedIdentifier};
 use crate::backend::{Backend, QueryPage, ScanExplain, TableInfo};
 use crate::clock::Clock;
 use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
+use crate::service::ServiceProperties;
 use encode::{JsonbText, decode_entity, encode_str};
 use pool::Pool;
 use postgres::IsolationLevel;
@@ -90,6 +92,10 @@ pub(crate) struct Statements {
     pub(crate) insert_many: String,
     pub(crate) update: String,
     pub(crate) delete: String,
+    get_setting: String,
+    put_setting: String,
+    get_acl: String,
+    put_acl: String,
 }
 
 impl Statements {
@@ -125,10 +131,26 @@ impl Statements {
             delete: format!(
                 "DELETE FROM {e} WHERE table_id = $1 AND pk = $2 AND rk = $3 AND ts = $4"
             ),
+            get_setting: format!("SELECT value FROM \"{schema}\".settings WHERE key = $1"),
+            put_setting: format!(
+                "INSERT INTO \"{schema}\".settings (key, value) VALUES ($1, $2) \
+                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+            ),
+            get_acl: format!(
+                "SELECT a.value FROM {t} t LEFT JOIN \"{schema}\".acls a ON a.table_id = t.id \
+                 WHERE t.key = $1"
+            ),
+            put_acl: format!(
+                "INSERT INTO \"{schema}\".acls (table_id, value) SELECT id, $2 FROM {t} WHERE key = $1 \
+                 ON CONFLICT (table_id) DO UPDATE SET value = EXCLUDED.value RETURNING table_id"
+            ),
             entities: e,
         }
     }
 }
+
+/// The key of the service properties in `settings`.
+const SERVICE_SETTING: &str = "service";
 
 /// The PostgreSQL engine (see the module docs).
 pub struct PostgresBackend {
@@ -492,6 +514,57 @@ impl Backend for PostgresBackend {
             return Ok(Vec::new());
         }
         self.write_ops(table, ops)
+    }
+
+    fn service_properties(&self) -> Result<ServiceProperties, StoreError> {
+        let stored = self.with_statement(&self.sql.get_setting, |c, s| {
+            Ok(match c.query_opt(s, &[&SERVICE_SETTING])? {
+                Some(row) => Some(row.try_get::<_, String>(0)?),
+                None => None,
+            })
+        })?;
+        match stored {
+            Some(text) => ServiceProperties::from_stored(&text).map_err(StoreError::storage),
+            None => Ok(ServiceProperties::default()),
+        }
+    }
+
+    fn set_service_properties(&self, properties: &ServiceProperties) -> Result<(), StoreError> {
+        properties.validate()?;
+        let stored = properties.to_stored();
+        self.with_statement(&self.sql.put_setting, |c, s| {
+            c.execute(s, &[&SERVICE_SETTING, &stored])?;
+            Ok(())
+        })
+    }
+
+    fn table_acl(&self, table: &str) -> Result<Vec<SignedIdentifier>, StoreError> {
+        let key = validate::table_key(table);
+        let found = self.with_statement(&self.sql.get_acl, |c, s| {
+            Ok(match c.query_opt(s, &[&key])? {
+                Some(row) => Some(row.try_get::<_, Option<String>>(0)?),
+                None => None,
+            })
+        })?;
+        match found {
+            None => Err(StoreError::TableNotFound(table.to_owned())),
+            Some(None) => Ok(Vec::new()),
+            Some(Some(text)) => acl::from_stored(&text).map_err(StoreError::storage),
+        }
+    }
+
+    fn set_table_acl(&self, table: &str, policies: &[SignedIdentifier]) -> Result<(), StoreError> {
+        acl::validate(policies)?;
+        let key = validate::table_key(table);
+        let stored = acl::to_stored(policies);
+        let written = self.with_statement(&self.sql.put_acl, |c, s| {
+            Ok(c.query_opt(s, &[&key, &stored])?.is_some())
+        })?;
+        if written {
+            Ok(())
+        } else {
+            Err(StoreError::TableNotFound(table.to_owned()))
+        }
     }
 
     fn explain(&self, table: &str, plan: &Plan) -> Result<ScanExplain, StoreError> {

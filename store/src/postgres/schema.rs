@@ -10,6 +10,12 @@
 //!     key text COLLATE "C" NOT NULL UNIQUE,                 -- lowercase name
 //!     name text NOT NULL                                    -- name as created
 //! );
+//! CREATE TABLE tableq.settings (key text COLLATE "C" PRIMARY KEY, value text NOT NULL);
+//!     -- ('service', <service properties, crate::service's stored form>)
+//! CREATE TABLE tableq.acls (                                -- stored access policies
+//!     table_id bigint PRIMARY KEY REFERENCES tableq.tables (id) ON DELETE CASCADE,
+//!     value text NOT NULL                                   -- crate::acl's stored form
+//! );
 //! CREATE TABLE tableq.entities (
 //!     table_id bigint NOT NULL,            -- tables.id
 //!     pk text COLLATE "C" NOT NULL,        -- PartitionKey, order-preserving encoding
@@ -19,6 +25,9 @@
 //!     PRIMARY KEY (table_id, pk, rk)
 //! );
 //! ```
+//!
+//! `settings` and `acls` were added without a version change: they are created on open
+//! when missing, so a database of an older tableq gains them.
 //!
 //! Partitioned, `tableq.entities` on the coordinator is instead `PARTITION BY HASH (pk)`
 //! without a primary key (PostgreSQL cannot enforce one across foreign partitions); each
@@ -124,6 +133,11 @@ CREATE TABLE IF NOT EXISTS \"{schema}\".tables (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     key text COLLATE \"C\" NOT NULL UNIQUE,
     name text NOT NULL
+);
+CREATE TABLE IF NOT EXISTS \"{schema}\".settings (key text COLLATE \"C\" PRIMARY KEY, value text NOT NULL);
+CREATE TABLE IF NOT EXISTS \"{schema}\".acls (
+    table_id bigint PRIMARY KEY REFERENCES \"{schema}\".tables (id) ON DELETE CASCADE,
+    value text NOT NULL
 );
 {};
 INSERT INTO \"{schema}\".meta VALUES ('schema_version', '{SCHEMA_VERSION}') ON CONFLICT (key) DO NOTHING;",

@@ -17,7 +17,10 @@ use tableq_exec::{Key, PageOptions};
 use tableq_model::{DateTime, Entity, ErrorCode, Value};
 use tableq_parser::{FilterOptions, parse_filter, parse_select, parse_top};
 use tableq_planner::plan::Plan;
-use tableq_store::{Backend, IfMatch, StoreError, WriteOp};
+use tableq_store::{
+    AccessPolicy, Backend, CorsMethod, CorsRule, IfMatch, ServiceProperties, SignedIdentifier,
+    StoreError, WriteOp,
+};
 
 /// A fresh backend for one test, plus whatever keeps it alive (a temporary directory, a
 /// database) and, for durable engines, a way to close and reopen it on the same storage.
@@ -96,6 +99,9 @@ macro_rules! backend_suite {
             point_partition_and_range_plans,
             concurrent_if_match_increments_lose_no_update,
             concurrent_inserts_are_all_kept,
+            service_properties_start_default_and_round_trip,
+            service_properties_are_validated,
+            table_acls_round_trip_and_go_with_their_table,
         );
     };
 }
@@ -108,6 +114,7 @@ macro_rules! durable_suite {
             data_survives_reopen,
             timestamps_keep_increasing_after_reopen,
             deleted_tables_stay_deleted_after_reopen,
+            settings_survive_reopen,
         );
     };
 }
@@ -1215,4 +1222,131 @@ pub fn deleted_tables_stay_deleted_after_reopen(f: &mut Fixture) {
     );
     make_table(&*f.backend, "Gone");
     assert!(f.backend.get("gone", "p", "r").unwrap().is_none());
+}
+
+// ---------------------------------------------------------------------------------------
+// Service properties and stored access policies
+
+fn cors_rule(origin: &str) -> CorsRule {
+    CorsRule {
+        allowed_origins: vec![origin.into()],
+        allowed_methods: vec![CorsMethod::Get, CorsMethod::Merge],
+        allowed_headers: vec!["x-ms-*".into()],
+        exposed_headers: vec!["*".into()],
+        max_age_in_seconds: 30,
+    }
+}
+
+fn policy(id: &str, permission: &str, expiry: &str) -> SignedIdentifier {
+    SignedIdentifier {
+        id: id.into(),
+        policy: AccessPolicy {
+            start: None,
+            expiry: Some(DateTime::parse(expiry).unwrap()),
+            permission: Some(permission.into()),
+        },
+    }
+}
+
+fn sample_properties() -> ServiceProperties {
+    let mut p = ServiceProperties::default();
+    p.logging.read = true;
+    p.logging.retention_policy.enabled = true;
+    p.logging.retention_policy.days = Some(7);
+    p.hour_metrics.enabled = true;
+    p.hour_metrics.include_apis = Some(false);
+    p.cors = vec![cors_rule("http://a.example"), cors_rule("*")];
+    p
+}
+
+pub fn service_properties_start_default_and_round_trip(f: &mut Fixture) {
+    let b = &*f.backend;
+    assert_eq!(
+        b.service_properties().unwrap(),
+        ServiceProperties::default()
+    );
+    let p = sample_properties();
+    b.set_service_properties(&p).unwrap();
+    assert_eq!(b.service_properties().unwrap(), p);
+    // A later set replaces the whole value.
+    b.set_service_properties(&ServiceProperties::default())
+        .unwrap();
+    assert_eq!(
+        b.service_properties().unwrap(),
+        ServiceProperties::default()
+    );
+}
+
+pub fn service_properties_are_validated(f: &mut Fixture) {
+    let b = &*f.backend;
+    b.set_service_properties(&sample_properties()).unwrap();
+    let mut six = ServiceProperties::default();
+    six.cors = vec![cors_rule("*"); 6];
+    let e = b.set_service_properties(&six).unwrap_err();
+    assert_eq!(code(&e), ErrorCode::InvalidXmlNodeValue);
+    // Nothing was stored.
+    assert_eq!(b.service_properties().unwrap(), sample_properties());
+}
+
+pub fn table_acls_round_trip_and_go_with_their_table(f: &mut Fixture) {
+    let b = &*f.backend;
+    make_table(b, "Guarded");
+    assert_eq!(b.table_acl("guarded").unwrap(), Vec::new());
+    let acl = vec![
+        policy("readers", "r", "2030-01-01T00:00:00Z"),
+        policy(&"x".repeat(64), "raud", "2031-02-03T04:05:06.1234567Z"),
+    ];
+    b.set_table_acl("GUARDED", &acl).unwrap();
+    assert_eq!(b.table_acl("Guarded").unwrap(), acl);
+    b.set_table_acl("guarded", &acl[1..]).unwrap();
+    assert_eq!(b.table_acl("guarded").unwrap(), acl[1..]);
+    // Validated: six identifiers, a duplicate Id, a bad permission.
+    for bad in [
+        vec![acl[0].clone(); 6],
+        vec![acl[0].clone(), acl[0].clone()],
+        vec![policy("w", "rw", "2030-01-01T00:00:00Z")],
+    ] {
+        let e = b.set_table_acl("guarded", &bad).unwrap_err();
+        assert_eq!(code(&e), ErrorCode::InvalidXmlNodeValue, "{bad:?}");
+    }
+    assert_eq!(b.table_acl("guarded").unwrap(), acl[1..]);
+    // Missing tables.
+    for e in [
+        b.table_acl("nosuch").unwrap_err(),
+        b.set_table_acl("nosuch", &acl).unwrap_err(),
+    ] {
+        assert_eq!(code(&e), ErrorCode::TableNotFound);
+    }
+    // Gone with the table: a table re-created under the same name has none.
+    b.delete_table("guarded").unwrap();
+    assert_eq!(
+        code(&b.table_acl("guarded").unwrap_err()),
+        ErrorCode::TableNotFound
+    );
+    make_table(b, "guarded");
+    assert_eq!(b.table_acl("guarded").unwrap(), Vec::new());
+    // Other tables keep theirs.
+    make_table(b, "keeper");
+    b.set_table_acl("keeper", &acl).unwrap();
+    b.set_table_acl("guarded", &[]).unwrap();
+    assert_eq!(b.table_acl("keeper").unwrap(), acl);
+    assert_eq!(b.table_acl("guarded").unwrap(), Vec::new());
+}
+
+pub fn settings_survive_reopen(f: &mut Fixture) {
+    make_table(&*f.backend, "Guarded");
+    make_table(&*f.backend, "dropped");
+    let acl = vec![policy("readers", "r", "2030-01-01T00:00:00Z")];
+    f.backend.set_table_acl("guarded", &acl).unwrap();
+    f.backend.set_table_acl("dropped", &acl).unwrap();
+    f.backend.delete_table("dropped").unwrap();
+    f.backend
+        .set_service_properties(&sample_properties())
+        .unwrap();
+    f.reopen();
+    let b = &*f.backend;
+    assert_eq!(b.service_properties().unwrap(), sample_properties());
+    assert_eq!(b.table_acl("guarded").unwrap(), acl);
+    make_table(b, "Dropped");
+    assert_eq!(b.table_acl("dropped").unwrap(), Vec::new());
 }
