@@ -5,8 +5,9 @@
 # Both environments are installed here from pinned files (requirements.txt, package-lock.json)
 # and reused while those files (and the interpreter versions) are unchanged.
 #
-# The script starts `tableq serve --in-memory` on a free loopback port, waits until it
-# answers, runs the suites against it, and stops it by the pid it started. The restart and
+# The script starts `tableq serve` on a free loopback port — on the durable default store, in
+# a fresh data directory of this run (--store durable, the default), or --in-memory — waits
+# until it answers, runs the suites against it, and stops it by the pid it started. The restart and
 # UseDevelopmentStorage=true tests start their own servers from TABLEQ_BIN.
 #
 # With --store pg or pg-sharded the server is `tableq serve --store postgres://…` instead, on
@@ -16,13 +17,15 @@
 # tests that start their own `tableq serve` (restart, UseDevelopmentStorage=true) do not use
 # the store under test: the Python suite skips them there, with that reason (conftest.py).
 #
-# Usage: scripts/sdk-tests.sh [--suite all|python|js] [--store memory|pg|pg-sharded]
+# Usage: scripts/sdk-tests.sh [--suite all|python|js] [--store durable|memory|pg|pg-sharded]
 #                             [--endpoint URL] [--install-only]
 #   --endpoint URL   use an already running server, e.g. http://127.0.0.1:10002/devstoreaccount1
 #                    (nothing is started; the restart tests need TABLEQ_BIN, else they skip)
 #   --suite S        run only one suite (default: all)
-#   --store S        the store behind the started server (default: memory, i.e. --in-memory);
-#                    pg: one PostgreSQL server; pg-sharded: a coordinator and 3 shards
+#   --store S        the store behind the started server (default: durable, the emulator's
+#                    default store, in a fresh --data directory removed at the end);
+#                    memory: --in-memory; pg: one PostgreSQL server; pg-sharded: a
+#                    coordinator and 3 shards
 #                    (needs PostgreSQL 15 server binaries, see scripts/pg-cluster.sh)
 #   --install-only   install the two client environments and stop
 # Environment:
@@ -38,7 +41,7 @@ venv="$py_dir/.venv"
 helper="$py_dir/tableq_server.py"
 
 suite=all
-store=memory
+store=durable
 endpoint=""
 install_only=false
 
@@ -52,7 +55,7 @@ while [ $# -gt 0 ]; do
         --endpoint=*) endpoint=${1#--endpoint=}; endpoint=${endpoint%/}; shift ;;
         --suite) [ $# -ge 2 ] || die "--suite needs all, python or js"; suite=$2; shift 2 ;;
         --suite=*) suite=${1#--suite=}; shift ;;
-        --store) [ $# -ge 2 ] || die "--store needs memory, pg or pg-sharded"; store=$2; shift 2 ;;
+        --store) [ $# -ge 2 ] || die "--store needs durable, memory, pg or pg-sharded"; store=$2; shift 2 ;;
         --store=*) store=${1#--store=}; shift ;;
         --install-only) install_only=true; shift ;;
         -h | --help) usage; exit 0 ;;
@@ -60,8 +63,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 case "$suite" in all | python | js) ;; *) die "--suite must be all, python or js, not '$suite'" ;; esac
-case "$store" in memory | pg | pg-sharded) ;; *) die "--store must be memory, pg or pg-sharded, not '$store'" ;; esac
-[ "$store" = memory ] || [ -z "$endpoint" ] || die "--store $store starts its own server: it cannot be combined with --endpoint"
+case "$store" in durable | memory | pg | pg-sharded) ;; *) die "--store must be durable, memory, pg or pg-sharded, not '$store'" ;; esac
 want_py=false; want_js=false
 [ "$suite" = js ] || want_py=true
 [ "$suite" = python ] || want_js=true
@@ -163,8 +165,12 @@ server_log_tail() {
     tail -n 40 "$work/server.log" >&2 || true
 }
 
-store_args=(--in-memory)
-if [ -z "$endpoint" ] && [ "$store" != memory ]; then
+case "$store" in
+    durable) store_args=(--data "$work/data") ;;
+    memory) store_args=(--in-memory) ;;
+    *) store_args=() ;;
+esac
+if [ -z "$endpoint" ] && [ "$store" != memory ] && [ "$store" != durable ]; then
     shards=0
     [ "$store" = pg-sharded ] && shards=3
     started=$SECONDS

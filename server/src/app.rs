@@ -5,18 +5,25 @@
 //!    the way out `x-ms-request-id`, `x-ms-version`, `Date`, the echoed
 //!    `x-ms-client-request-id`, and one `info` log line (method, path, status, duration,
 //!    request id);
-//! 2. **path** → account + [`Resource`] ([`crate::resource::parse_path`]);
+//! 2. **path** → account + [`Target`] ([`crate::resource::parse_target`]): a [`Resource`],
+//!    or an administration operation the query string selects (service properties and
+//!    stats, a table's ACL). `OPTIONS` is a CORS preflight ([`crate::cors`]) on any path and
+//!    skips every later step;
 //! 3. **authorization** ([`crate::auth`]): the account's store, the signature or SAS token —
-//!    before any handler runs; once the method is known, what a SAS token allows;
+//!    before any handler runs; once the method is known, what a SAS token allows. The
+//!    secondary endpoint (`{account}-secondary`) serves reads only (anything else → 403
+//!    `AuthorizationFailure`);
 //! 4. **protocol headers** (`x-ms-version`, `DataServiceVersion`, …), the **query string**,
 //!    and the response's **metadata level** (`$format` / `Accept`);
 //! 5. **method dispatch** per resource kind (`X-HTTP-Method` overrides `POST`); a method
 //!    the resource does not support → 405 `MethodNotAllowed` with `Allow`;
-//! 6. the handler ([`crate::tables`], [`crate::entities`], [`crate::batch`]). Entity writes
-//!    are recognised once ([`WriteTarget::of`]) for single requests and batch operations
-//!    alike.
+//! 6. the handler ([`crate::tables`], [`crate::entities`], [`crate::batch`],
+//!    [`crate::admin`]). Entity writes are recognised once ([`WriteTarget::of`]) for single
+//!    requests and batch operations alike.
 //!
-//! Every failure becomes an [`ApiError`] response carrying the request id.
+//! Every failure becomes an [`ApiError`] response carrying the request id. On the way out,
+//! a response to a request with `Origin` gets the CORS headers of the account's first
+//! matching rule ([`crate::cors::decorate`]); a request without `Origin` skips that step.
 //!
 //! ```text
 //! PUT /devstoreaccount1/t(PartitionKey='p',RowKey='r')   If-Match: *
@@ -37,15 +44,17 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::admin;
 use crate::auth::{self, Hosted};
 use crate::batch;
 use crate::context::{AppState, Ctx};
+use crate::cors;
 use crate::encode::Links;
 use crate::entities::{self, WriteTarget};
 use crate::error::ApiError;
 use crate::negotiate;
 use crate::query::QueryParams;
-use crate::resource::{Resource, describe, parse_path};
+use crate::resource::{Resource, Target, describe, parse_target};
 use crate::tables;
 
 /// The request id of a request, set by [`common`].
@@ -56,13 +65,24 @@ struct RequestId(String);
 pub(crate) fn router(state: Arc<Hosted>) -> Router {
     Router::new()
         .fallback(dispatch)
-        .layer(middleware::from_fn(common))
+        .layer(middleware::from_fn_with_state(state.clone(), common))
         .with_state(state)
 }
 
-/// Step 1: request id, common response headers, the request log line.
-async fn common(mut request: Request, next: Next) -> Response {
+/// The account segment of a path (percent-encoding left as is: account names are plain).
+fn account_segment(path: &str) -> &str {
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    rest.split('/').next().unwrap_or("")
+}
+
+/// Step 1: request id, common response headers, CORS headers, the request log line.
+async fn common(State(hosted): State<Arc<Hosted>>, mut request: Request, next: Next) -> Response {
     let started = Instant::now();
+    let origin = request
+        .headers()
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let request_id = uuid::Uuid::new_v4().to_string();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
@@ -84,6 +104,19 @@ async fn common(mut request: Request, next: Next) -> Response {
     }
     if let Some(v) = client_request_id {
         headers.insert("x-ms-client-request-id", v);
+    }
+    if let Some(origin) = origin
+        && method != Method::OPTIONS
+        && let Some(state) = hosted.state(account_segment(&path))
+    {
+        match cors::rules(state).await {
+            Ok(rules) => cors::decorate(&mut response, &rules, &origin, method.as_str()),
+            Err(e) => tracing::warn!(
+                target: "tableq_server::request",
+                "cannot read the CORS rules of `{}`: {e}",
+                account_segment(&path)
+            ),
+        }
     }
     let status = response.status().as_u16();
     let error_code = response
@@ -155,8 +188,12 @@ const ALLOW_ENTITY: &str = "GET, PUT, MERGE, PATCH, DELETE";
 
 async fn handle(hosted: &Hosted, request: Request) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
-    let path = parse_path(parts.uri.path())?;
-    let (state, grant) = auth::authorize(hosted, &parts, &path.account)?;
+    if parts.method == Method::OPTIONS {
+        let state = hosted.state(account_segment(parts.uri.path()));
+        return cors::preflight(state, &parts.headers).await;
+    }
+    let path = parse_target(parts.uri.path(), parts.uri.query())?;
+    let (state, secondary, grant) = auth::authorize(hosted, &parts, &path.account).await?;
     let state = &state;
     let request_id = parts
         .extensions
@@ -167,12 +204,36 @@ async fn handle(hosted: &Hosted, request: Request) -> Result<Response, ApiError>
         base: base_url(&parts, &path.account),
         account: path.account.clone(),
     };
-    let mut ctx = request_context(links, parts.uri.query(), parts.headers, request_id)?;
+    let admin = !matches!(path.target, Target::Resource(_));
+    let mut ctx = if admin {
+        // XML operations: the JSON metadata level does not apply (clients send
+        // `Accept: application/xml`).
+        negotiate::check_versions(&parts.headers)?;
+        Ctx {
+            links,
+            level: Default::default(),
+            query: Default::default(),
+            headers: parts.headers,
+            request_id,
+            sas: None,
+        }
+    } else {
+        request_context(links, parts.uri.query(), parts.headers, request_id)?
+    };
     let method = negotiate::effective_method(&parts.method, &ctx.headers)?;
+    if secondary && !matches!(method, Method::GET | Method::HEAD) {
+        return Err(ApiError::new(
+            tableq_model::ErrorCode::AuthorizationFailure,
+            format!(
+                "the secondary endpoint `{}` serves reads only; send {method} to `{}`",
+                path.account, state.config.account.name
+            ),
+        ));
+    }
     let body = auth::admit(
         &grant,
         &method,
-        &path.resource,
+        &path.target,
         &ctx.headers,
         &mut ctx.query,
         body,
@@ -180,7 +241,40 @@ async fn handle(hosted: &Hosted, request: Request) -> Result<Response, ApiError>
     )
     .await?;
     ctx.sas = grant.sas();
-    route(state, &ctx, method, path.resource, body).await
+    match path.target {
+        Target::Resource(resource) => route(state, &ctx, method, resource, body).await,
+        admin => route_admin(state, &ctx, secondary, method, admin, body).await,
+    }
+}
+
+/// Step 5 for the administration operations.
+async fn route_admin(
+    state: &Arc<AppState>,
+    ctx: &Ctx,
+    secondary: bool,
+    method: Method,
+    target: Target,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let not_allowed =
+        |what: &str, allow| Err(ApiError::method_not_allowed(method.as_str(), what, allow));
+    match target {
+        Target::ServiceProperties => match method {
+            Method::GET => admin::get_properties(state).await,
+            Method::PUT => admin::set_properties(state, &ctx.headers, body).await,
+            _ => not_allowed("the service properties", "GET, PUT"),
+        },
+        Target::ServiceStats => match method {
+            Method::GET => admin::get_stats(secondary).await,
+            _ => not_allowed("the service stats", "GET"),
+        },
+        Target::TableAcl { table } => match method {
+            Method::GET => admin::get_acl(state, table).await,
+            Method::PUT => admin::set_acl(state, &ctx.headers, table, body).await,
+            _ => not_allowed("a table's ACL", "GET, PUT"),
+        },
+        Target::Resource(resource) => route(state, ctx, method, resource, body).await,
+    }
 }
 
 /// Step 4 for one request (a single request, or one operation of a `$batch`): protocol

@@ -25,17 +25,34 @@ use tableq_store::Backend;
 
 use crate::auth::SasGrant;
 use crate::config::ServerConfig;
+use crate::cors::CorsCache;
 use crate::encode::Links;
 use crate::error::ApiError;
 use crate::negotiate;
 use crate::query::QueryParams;
 
-/// State shared by every request.
+/// State shared by every request of one account.
 pub(crate) struct AppState {
     /// The store.
     pub backend: Arc<dyn Backend>,
     /// The configuration.
     pub config: ServerConfig,
+    /// The account's CORS rules as last read from (or written to) the store.
+    pub cors: CorsCache,
+    /// Serialises Set Service Properties (a read-modify-write of the stored value).
+    pub settings: tokio::sync::Mutex<()>,
+}
+
+impl AppState {
+    /// The state of an account served from `backend`.
+    pub(crate) fn new(backend: Arc<dyn Backend>, config: ServerConfig) -> AppState {
+        AppState {
+            backend,
+            config,
+            cors: CorsCache::default(),
+            settings: tokio::sync::Mutex::new(()),
+        }
+    }
 }
 
 /// One request's context.

@@ -15,7 +15,7 @@
 //!
 //! ```text
 //! minimal, one entity:  {"odata.metadata":"http://h/acct/$metadata#t/@Element","odata.etag":"W/\"datetime'…'\"",
-//!                        "PartitionKey":"p","RowKey":"r","Timestamp@odata.type":"Edm.DateTime","Timestamp":"…","Age":3}
+//!                        "PartitionKey":"p","RowKey":"r","Timestamp":"…","Age":3}
 //! minimal, a query:     {"odata.metadata":"http://h/acct/$metadata#t","value":[{"odata.etag":…,"PartitionKey":"p",…}]}
 //! no metadata, tables:  {"value":[{"TableName":"t"}]}
 //! ```
@@ -260,7 +260,7 @@ mod tests {
         );
         assert_eq!(
             String::from_utf8(body).unwrap(),
-            r#"{"odata.metadata":"http://h/acct/$metadata#t/@Element","odata.etag":"W/\"datetime'2021-06-09T01%3A17%3A08.3795894Z'\"","PartitionKey":"p","RowKey":"r","Timestamp@odata.type":"Edm.DateTime","Timestamp":"2021-06-09T01:17:08.3795894Z","Big@odata.type":"Edm.Int64","Big":"5","Name":"n"}"#
+            r#"{"odata.metadata":"http://h/acct/$metadata#t/@Element","odata.etag":"W/\"datetime'2021-06-09T01%3A17%3A08.3795894Z'\"","PartitionKey":"p","RowKey":"r","Timestamp":"2021-06-09T01:17:08.3795894Z","Big@odata.type":"Edm.Int64","Big":"5","Name":"n"}"#
         );
     }
 

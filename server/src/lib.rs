@@ -1,7 +1,7 @@
 //! # tableq-server — the Table service REST protocol over HTTP
 //!
-//! The emulator behind `tableq serve`: the Azure Table service's REST protocol (JSON only)
-//! on tokio + axum, so that the official SDKs work unchanged with
+//! The emulator behind `tableq serve`: the Azure Table service's REST protocol (JSON for
+//! the OData operations, XML for service properties, stats and table ACLs) on tokio + axum, so that the official SDKs work unchanged with
 //! `UseDevelopmentStorage=true`. It serves any [`tableq_store::Backend`] and never names a
 //! storage engine.
 //!
@@ -17,7 +17,9 @@
 //!   `$batch` (module `batch`) runs each operation of a changeset through the same steps
 //!   and applies the changeset in one atomic store write;
 //! * [`resource`] — request paths (`Tables('t')`, `t()`, `t(PartitionKey='p',RowKey='r')`)
-//!   and response links; [`query`] — the query string; [`negotiate`] — `$format`/`Accept`,
+//!   and response links, and the administration targets of the query string ([`xml`]: their
+//!   XML; CORS rules enforced from the stored service properties); [`query`] — the query
+//!   string; [`negotiate`] — `$format`/`Accept`,
 //!   `Content-Type`, `Prefer`, versions, `X-HTTP-Method`; [`continuation`] — paging tokens;
 //!   [`ApiError`] — error responses with the service's codes and sentences.
 //!
@@ -48,12 +50,14 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod admin;
 mod app;
 pub mod auth;
 mod batch;
 pub mod config;
 mod context;
 pub mod continuation;
+mod cors;
 mod encode;
 mod entities;
 pub mod error;
@@ -62,6 +66,7 @@ pub mod query;
 pub mod resource;
 mod server;
 mod tables;
+pub mod xml;
 
 pub use config::{Account, AuthMode, DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY, ServerConfig};
 pub use error::ApiError;

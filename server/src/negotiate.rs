@@ -11,7 +11,8 @@
 //!   parameters) or none; Atom/XML → 415; anything else → 400 `InvalidContentType`.
 //! * **`Prefer`**: `return-content` / `return-no-content` (other preferences are ignored).
 //! * **Versions**: `x-ms-version` is a date `YYYY-MM-DD` from 2013-08-15 (the first version
-//!   with JSON) on; `DataServiceVersion` and `MaxDataServiceVersion` are `1.0`, `2.0` or
+//!   with JSON) on, including dates after [`NEWEST_VERSION`] (answered as that version: an
+//!   SDK upgrade never breaks the emulator); `DataServiceVersion` and `MaxDataServiceVersion` are `1.0`, `2.0` or
 //!   `3.0`, with or without `;NetFx`. Anything else → 400 `InvalidHeaderValue`.
 //!
 //! ```
@@ -37,6 +38,9 @@ use crate::error::ApiError;
 pub const OLDEST_VERSION: &str = "2013-08-15";
 /// The `x-ms-version` answered when the request names none (what the current SDKs send).
 pub const DEFAULT_VERSION: &str = "2019-02-02";
+/// The newest `x-ms-version` this server implements: a request naming a later date (an SDK
+/// newer than this server) is served as this version, never refused.
+pub const NEWEST_VERSION: &str = "2025-11-05";
 
 /// The response `Content-Type` for a metadata level:
 /// `application/json;odata=<level>;streaming=true;charset=utf-8`.
@@ -224,10 +228,13 @@ fn is_version_date(text: &str) -> bool {
         })
 }
 
-/// The `x-ms-version` to answer with: the request's when it is acceptable, else
-/// [`DEFAULT_VERSION`].
+/// The `x-ms-version` to answer with: the request's when it is acceptable and known,
+/// [`NEWEST_VERSION`] for a later date, else [`DEFAULT_VERSION`].
 pub fn response_version(headers: &HeaderMap) -> HeaderValue {
     match headers.get("x-ms-version").map(HeaderValue::to_str) {
+        Some(Ok(v)) if is_version_date(v) && v > NEWEST_VERSION => {
+            HeaderValue::from_static(NEWEST_VERSION)
+        }
         Some(Ok(v)) if is_version_date(v) && v >= OLDEST_VERSION => {
             HeaderValue::from_str(v).unwrap_or(HeaderValue::from_static(DEFAULT_VERSION))
         }
@@ -366,6 +373,10 @@ mod tests {
         assert_eq!(response_version(&h), DEFAULT_VERSION);
         h.insert("x-ms-version", HeaderValue::from_static("latest"));
         assert!(check_versions(&h).is_err());
+        // A version newer than any this server knows is served as the newest it knows.
+        h.insert("x-ms-version", HeaderValue::from_static("2099-12-31"));
+        assert!(check_versions(&h).is_ok());
+        assert_eq!(response_version(&h), NEWEST_VERSION);
     }
 
     #[test]

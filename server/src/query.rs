@@ -4,7 +4,8 @@
 //! Names and values are percent-decoded as UTF-8, with `+` read as a space (form encoding;
 //! clients send a literal plus as `%2B`). Every other `$`-option (`$orderby`, `$skip`,
 //! `$expand`, …) is rejected with 400 `InvalidInput` naming it; an option given twice is
-//! rejected too. Parameters without `$` that this server does not use (`timeout`, SAS
+//! rejected too; an option with an empty value (`$select=&$filter=`) is absent. Parameters
+//! without `$` that this server does not use (`timeout`, SAS
 //! parameters, …) are ignored.
 //!
 //! ```
@@ -65,6 +66,9 @@ impl QueryParams {
             let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
             let name = decode(name)?;
             let value = decode(value)?;
+            // An empty `$filter=`, `$select=`, `$top=` or `$format=` is an absent option
+            // (Storage Explorer's first request for a table sends `$select=&$filter=`).
+            let empty_option = value.is_empty() && name.starts_with('$');
             let slot = if name == "$format" {
                 &mut out.format
             } else {
@@ -88,6 +92,9 @@ impl QueryParams {
                     }
                 }
             };
+            if empty_option {
+                continue;
+            }
             if slot.replace(value).is_some() {
                 return Err(ApiError::new(
                     ErrorCode::InvalidInput,
@@ -113,6 +120,8 @@ mod tests {
         assert_eq!(q.select.as_deref(), Some("A,B"));
         assert_eq!(q.next_row_key.as_deref(), Some(""));
         assert_eq!(q.next_table_name.as_deref(), Some("x"));
+        let empty = QueryParams::parse(Some("$select=&$filter=&$top=&$format=")).unwrap();
+        assert_eq!(empty, QueryParams::default());
     }
 
     #[test]

@@ -5,7 +5,12 @@
 //! must be one segment: it is percent-decoded as UTF-8 and parsed by the parser crate's
 //! resource-path parser ([`tableq_parser::parse_resource`]: `Tables`, `Tables('t')`,
 //! `$batch`, `t`, `t()`, `t(PartitionKey='p',RowKey='r')`, keys as OData string literals).
-//! A path that names no resource → 400 `InvalidUri` with the parser's diagnostic.
+//! A path that names no resource → 400 `InvalidUri` with the parser's diagnostic. One
+//! trailing `/` is the same resource (`/acct/Tables/`, `/acct/t()/`, `/acct/$batch/`).
+//!
+//! [`parse_target`] adds what the query string selects: the account's service properties
+//! and statistics (`/acct/?restype=service&comp=properties|stats`, also without the `/`)
+//! and a table's ACL (`/acct/t?comp=acl`).
 //!
 //! ```
 //! use tableq_server::resource::{parse_path, entity_link, Resource};
@@ -50,6 +55,88 @@ fn invalid_uri(detail: impl Into<String>) -> ApiError {
     ApiError::new(ErrorCode::InvalidUri, detail)
 }
 
+/// What a request names: a resource of the OData protocol, or one of the administration
+/// operations the query string selects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `/{account}/?restype=service&comp=properties`.
+    ServiceProperties,
+    /// `/{account}/?restype=service&comp=stats`.
+    ServiceStats,
+    /// `/{account}/{table}?comp=acl`.
+    TableAcl {
+        /// The table, as named.
+        table: String,
+    },
+    /// A resource of the OData protocol.
+    Resource(Resource),
+}
+
+/// A request's account and target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestTarget {
+    /// The account (the first path segment, maybe `{account}-secondary`).
+    pub account: String,
+    /// What the request names.
+    pub target: Target,
+}
+
+/// The value of `name` in a raw query string (percent-decoded; the first if repeated).
+fn query_value(query: Option<&str>, name: &str) -> Option<String> {
+    query?
+        .split('&')
+        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| percent_decode_str(v).decode_utf8_lossy().into_owned())
+}
+
+/// Splits `/{account}/{resource}` and reads the query string's `restype` and `comp`.
+pub fn parse_target(path: &str, query: Option<&str>) -> Result<RequestTarget, ApiError> {
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    let restype = query_value(query, "restype");
+    let comp = query_value(query, "comp");
+    if !rest.contains('/') && restype.is_some() {
+        let account = decode(rest)?;
+        if account.is_empty() {
+            return Err(invalid_uri("the path names no account"));
+        }
+        let target = match (restype.as_deref(), comp.as_deref()) {
+            (Some("service"), Some("properties")) => Target::ServiceProperties,
+            (Some("service"), Some("stats")) => Target::ServiceStats,
+            (restype, comp) => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidQueryParameterValue,
+                    format!(
+                        "restype={} comp={} names no operation: use restype=service with \
+                         comp=properties or comp=stats",
+                        restype.unwrap_or(""),
+                        comp.unwrap_or("")
+                    ),
+                ));
+            }
+        };
+        return Ok(RequestTarget { account, target });
+    }
+    let RequestPath { account, resource } = parse_path(path)?;
+    let target = match (comp.as_deref(), resource) {
+        (Some("acl"), Resource::Entities { table } | Resource::Table { table }) => {
+            Target::TableAcl { table: table.name }
+        }
+        (Some("acl"), other) => {
+            return Err(ApiError::new(
+                ErrorCode::InvalidQueryParameterValue,
+                format!(
+                    "comp=acl applies to a table (/{{account}}/{{table}}?comp=acl), not to {}",
+                    describe(&other)
+                ),
+            ));
+        }
+        (_, resource) => Target::Resource(resource),
+    };
+    Ok(RequestTarget { account, target })
+}
+
 /// Splits `/{account}/{resource}` and parses the resource (see the module docs).
 pub fn parse_path(path: &str) -> Result<RequestPath, ApiError> {
     let rest = path.strip_prefix('/').unwrap_or(path);
@@ -57,6 +144,8 @@ pub fn parse_path(path: &str) -> Result<RequestPath, ApiError> {
         Some((a, r)) => (a, r),
         None => (rest, ""),
     };
+    // One trailing `/` names the same resource.
+    let resource = resource.strip_suffix('/').unwrap_or(resource);
     let account = decode(account)?;
     if account.is_empty() {
         return Err(invalid_uri(
@@ -147,7 +236,9 @@ mod tests {
             "//Tables",
             "/acct",
             "/acct/",
+            "/acct//",
             "/acct/t/x",
+            "/acct/t/x/",
             "/acct/%FF",
             "/acct/t(",
             "/acct/t(PartitionKey='a')",
@@ -161,6 +252,46 @@ mod tests {
             "{detail}"
         );
         assert!(detail.contains('^'), "{detail}");
+    }
+
+    #[test]
+    fn trailing_slashes_and_targets() {
+        assert!(matches!(code("/acct/Tables/"), Ok(Resource::Tables { .. })));
+        assert!(matches!(code("/acct/t()/"), Ok(Resource::Entities { .. })));
+        assert!(matches!(code("/acct/$batch/"), Ok(Resource::Batch { .. })));
+        let t = |path: &str, query: &str| parse_target(path, Some(query)).map(|t| t.target);
+        assert_eq!(
+            t("/acct/", "restype=service&comp=properties"),
+            Ok(Target::ServiceProperties)
+        );
+        assert_eq!(
+            t("/acct-secondary", "comp=stats&restype=service"),
+            Ok(Target::ServiceStats)
+        );
+        assert_eq!(
+            t("/acct/Orders", "comp=acl"),
+            Ok(Target::TableAcl {
+                table: "Orders".into()
+            })
+        );
+        assert_eq!(
+            t("/acct/", "restype=service&comp=list").unwrap_err().code(),
+            "InvalidQueryParameterValue"
+        );
+        assert_eq!(
+            t("/acct/", "comp=properties").unwrap_err().code(),
+            "InvalidUri"
+        );
+        assert!(matches!(
+            t("/acct/Tables", "timeout=5"),
+            Ok(Target::Resource(Resource::Tables { .. }))
+        ));
+        assert_eq!(
+            parse_target("/acct/", Some("restype=service&comp=properties"))
+                .unwrap()
+                .account,
+            "acct"
+        );
     }
 
     #[test]

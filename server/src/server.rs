@@ -186,7 +186,12 @@ impl Server {
                 tracing::debug!(target: "tableq_server", "cannot set TCP_NODELAY: {e}");
             }
         });
-        let serve = axum::serve(listener, router).with_graceful_shutdown(signal);
+        // The peer address reaches handlers as `ConnectInfo` (SAS `sip` checks).
+        let serve = axum::serve(
+            listener,
+            router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+        )
+        .with_graceful_shutdown(signal);
         let deadline = async move {
             while !*fired_rx.borrow() {
                 if fired_rx.changed().await.is_err() {

@@ -24,23 +24,57 @@
 
 use tableq_model::{DateTime, Entity, json};
 
-/// An `If-Match` condition: `*` or one ETag (which names a Timestamp).
+/// An `If-Match` condition: `*`, one ETag of this service (which names a Timestamp), or
+/// another well-formed weak ETag (which matches nothing).
+///
+/// ```
+/// use tableq_store::IfMatch;
+/// assert_eq!(IfMatch::parse(r#"W/"wrong""#).unwrap(), IfMatch::Unmatched);
+/// let lower = r#"w/"datetime'2021-06-09T01%3A17%3A08.3795894Z'""#;
+/// assert!(matches!(IfMatch::parse(lower), Ok(IfMatch::Timestamp(_))));
+/// for malformed in ["wrong", r#""strong""#, "\"", r#"W/"a"b""#, "W/"] {
+///     assert!(IfMatch::parse(malformed).is_err(), "{malformed}");
+/// }
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IfMatch {
     /// `If-Match: *` — any current version.
     Any,
     /// `If-Match: W/"datetime'…'"` — only the version with this Timestamp.
     Timestamp(DateTime),
+    /// A well-formed weak ETag (`W/"…"` or `w/"…"`) that names no version this service
+    /// wrote (e.g. `W/"wrong"`): satisfied by no version, so a write with it fails with
+    /// `UpdateConditionNotSatisfied` (412) — not a malformed header (400).
+    Unmatched,
 }
 
 impl IfMatch {
     /// Parses an `If-Match` header value: `*` or an ETag of this service
     /// ([`json::parse_etag`]); anything else is an `InvalidInput` error.
     pub fn parse(header: &str) -> Result<IfMatch, tableq_model::ModelError> {
-        if header.trim() == "*" {
+        let header = header.trim();
+        if header == "*" {
             return Ok(IfMatch::Any);
         }
-        json::parse_etag(header.trim()).map(IfMatch::Timestamp)
+        // `w/` is the same weak marker as `W/`.
+        let weak = header
+            .strip_prefix("W/")
+            .or_else(|| header.strip_prefix("w/"));
+        let normalised = weak.map(|tag| format!("W/{tag}"));
+        match json::parse_etag(normalised.as_deref().unwrap_or(header)) {
+            Ok(t) => Ok(IfMatch::Timestamp(t)),
+            Err(_)
+                if weak.is_some_and(|tag| {
+                    tag.len() >= 2
+                        && tag.starts_with('"')
+                        && tag.ends_with('"')
+                        && !tag[1..tag.len() - 1].contains('"')
+                }) =>
+            {
+                Ok(IfMatch::Unmatched)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Whether the stored version with Timestamp `current` satisfies the condition.
@@ -48,6 +82,7 @@ impl IfMatch {
         match self {
             IfMatch::Any => true,
             IfMatch::Timestamp(t) => t == current,
+            IfMatch::Unmatched => false,
         }
     }
 }

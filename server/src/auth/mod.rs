@@ -4,17 +4,24 @@
 //! * [`sign`] (public) — account keys, SharedKey / SharedKeyLite strings to sign and
 //!   signers, SAS builders: what the server verifies with, and what tests and tools sign
 //!   with;
-//! * `authorize` — the path's account must be hosted; then (unless [`AuthMode::Off`]) the
-//!   request must carry either an `Authorization: SharedKey|SharedKeyLite {account}:{sig}`
-//!   header whose signature matches, with an `x-ms-date` (or `Date`) within 15 minutes of
-//!   now, or a SAS token (`sig=` in the query) that verifies (module `sas`);
-//! * `admit` — once the operation is known (method, resource, `If-Match`): what a SAS
+//! * `authorize` — the path's account must be hosted (`{account}-secondary` names the
+//!   account's read-only secondary endpoint); then (unless [`AuthMode::Off`]) the request
+//!   must carry either an `Authorization: SharedKey|SharedKeyLite {account}:{sig}` header
+//!   whose signature matches, with an `x-ms-date` (or `Date`) within 15 minutes of now, or a
+//!   SAS token (`sig=` in the query) that verifies (module `sas`). A table SAS that names a
+//!   stored access policy (`si=`) is completed from the table's policies, read from the
+//!   store on every request, so a changed or removed policy takes effect at once;
+//! * `admit` — once the operation is known (method, target, `If-Match`): what a SAS
 //!   token allows — permissions, its table, its key range. A key-ranged token limits
 //!   queries by adding the range to `$filter`, and inserts by the keys in the body.
 //!
-//! Every failure is 403 `AuthenticationFailed`, before any handler runs, so nothing is
-//! written. Each account has its own store (`Hosted`): the store and configuration a
-//! request works with are chosen here, by its account.
+//! Every failure is a 403 before any handler runs, so nothing is written: a request that
+//! cannot be authenticated (no or a bad signature, an unknown account, a token out of its
+//! time window) is `AuthenticationFailed`; what a valid SAS does not allow has the codes
+//! listed in module `sas`. An unknown account is never answered with the accounts this
+//! server hosts (they are logged at `info` instead). Each account has its own store
+//! (`Hosted`): the store and configuration a request works with are chosen here, by its
+//! account.
 //!
 //! ```text
 //! GET /devstoreaccount1/Tables   Authorization: SharedKeyLite devstoreaccount1:<good sig>  → passes
@@ -27,20 +34,30 @@ pub mod sign;
 mod sas;
 
 use axum::body::Body;
+use axum::extract::ConnectInfo;
 use axum::http::{HeaderMap, Method, request::Parts};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use tableq_model::ErrorCode;
-use tableq_store::Backend;
+use tableq_store::{Backend, StoreError};
 
 use crate::config::{Account, AuthMode, ServerConfig};
-use crate::context::AppState;
+use crate::context::{AppState, short_read};
 use crate::error::ApiError;
 use crate::query::QueryParams;
-use crate::resource::Resource;
+use crate::resource::{Resource, Target};
 pub(crate) use sas::SasGrant;
-use sas::{EntityOp, Operation};
+use sas::{EntityOp, Operation, unauthenticated};
 use sign::{AccountKey, Scheme, SignedParts, string_to_sign};
+
+/// A SAS time (`2030-01-01`, `2030-01-01T00:00Z`, RFC 3339), as tokens give them.
+pub(crate) fn parse_sas_time(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    sas::parse_time(text)
+}
+
+/// The suffix of an account's secondary (read-only) endpoint name.
+pub const SECONDARY_SUFFIX: &str = "-secondary";
 
 /// How far `x-ms-date` / `Date` may be from the server's clock (the service's 15 minutes).
 const MAX_CLOCK_SKEW: chrono::Duration = chrono::Duration::minutes(15);
@@ -67,7 +84,7 @@ impl Hosted {
         Ok(Hosted {
             accounts: vec![HostedAccount {
                 key,
-                state: Arc::new(AppState { backend, config }),
+                state: Arc::new(AppState::new(backend, config)),
             }],
             mode,
         })
@@ -89,7 +106,7 @@ impl Hosted {
         };
         self.accounts.push(HostedAccount {
             key,
-            state: Arc::new(AppState { backend, config }),
+            state: Arc::new(AppState::new(backend, config)),
         });
         Ok(())
     }
@@ -115,6 +132,21 @@ impl Hosted {
 
     fn find(&self, name: &str) -> Option<&HostedAccount> {
         self.accounts.iter().find(|a| a.key.name() == name)
+    }
+
+    /// The state of the account a path names (`{account}` or `{account}-secondary`), and
+    /// whether it names the secondary endpoint.
+    fn account(&self, name: &str) -> Option<(&HostedAccount, bool)> {
+        if let Some(a) = self.find(name) {
+            return Some((a, false));
+        }
+        let base = name.strip_suffix(SECONDARY_SUFFIX)?;
+        self.find(base).map(|a| (a, true))
+    }
+
+    /// The state of the account a path names (`{account}` or `{account}-secondary`).
+    pub(crate) fn state(&self, name: &str) -> Option<&Arc<AppState>> {
+        self.account(name).map(|(a, _)| &a.state)
     }
 }
 
@@ -149,17 +181,15 @@ pub(crate) fn admit_operation(
     query: &mut QueryParams,
     keys: Option<(&str, &str)>,
 ) -> Result<(), ApiError> {
-    let op = operation(method, resource, headers);
-    sas.allows(&op).map_err(denied)?;
+    let op = operation(method, &Target::Resource(resource.clone()), headers);
+    sas.allows(&op)?;
     if !sas.has_key_range() {
         return Ok(());
     }
     if let Some((pk, rk)) = keys
         && !sas.covers(pk, rk)
     {
-        return Err(denied(format!(
-            "the entity (PartitionKey '{pk}', RowKey '{rk}') is outside the SAS's key range"
-        )));
+        return Err(SasGrant::outside_range(pk, rk));
     }
     if let Operation::Entity {
         kind: EntityOp::Read,
@@ -173,7 +203,7 @@ pub(crate) fn admit_operation(
 }
 
 fn denied(detail: impl Into<String>) -> ApiError {
-    ApiError::new(ErrorCode::AuthenticationFailed, detail)
+    unauthenticated(detail)
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
@@ -183,28 +213,28 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
         .unwrap_or("")
 }
 
-/// Checks the request's account and credentials; returns the account's state and what the
-/// request may do (see the module docs).
-pub(crate) fn authorize(
+/// Checks the request's account and credentials; returns the account's state, whether
+/// the path named its secondary endpoint, and what the request may do (see the module
+/// docs). `target` is what the request names, for `si=` tokens (the policy's table).
+pub(crate) async fn authorize(
     hosted: &Hosted,
     parts: &Parts,
     account: &str,
-) -> Result<(Arc<AppState>, Grant), ApiError> {
-    let Some(hosted_account) = hosted.find(account) else {
+) -> Result<(Arc<AppState>, bool, Grant), ApiError> {
+    let Some((hosted_account, secondary)) = hosted.account(account) else {
+        tracing::info!(
+            target: "tableq_server::auth",
+            "refused a request for account `{account}`, which is not hosted here (hosted: {})",
+            hosted.names().join(", ")
+        );
         return Err(denied(format!(
-            "no account named `{account}` on this server: it hosts {} (URLs are \
-             /{{account}}/Tables, /{{account}}/{{table}}()...)",
-            hosted
-                .names()
-                .iter()
-                .map(|n| format!("`{n}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            "the account `{account}` is not served here (or the request's credentials are not \
+             its own)"
         )));
     };
     let state = hosted_account.state.clone();
     if hosted.mode == AuthMode::Off {
-        return Ok((state, Grant::Full));
+        return Ok((state, secondary, Grant::Full));
     }
     let key = &hosted_account.key;
     if let Some(value) = parts.headers.get(axum::http::header::AUTHORIZATION) {
@@ -212,12 +242,21 @@ pub(crate) fn authorize(
             .to_str()
             .map_err(|_| denied("the Authorization header is not ASCII"))?;
         check_shared_key(key, parts, value, chrono::Utc::now())?;
-        return Ok((state, Grant::Full));
+        return Ok((state, secondary, Grant::Full));
     }
     match sas::read_token(parts.uri.query()).map_err(denied)? {
         Some((fields, signature)) => {
-            let grant = sas::verify(key, fields, &signature, chrono::Utc::now()).map_err(denied)?;
-            Ok((state, Grant::Sas(Arc::new(grant))))
+            let token = sas::verify_signature(key, fields, &signature)?;
+            let policy = match (token.policy_id(), token.table()) {
+                (Some(id), Some(table)) => Some(stored_policy(&state, table, id).await?),
+                _ => None,
+            };
+            let client = parts
+                .extensions
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|c| c.0.ip());
+            let grant = token.grant(policy.as_ref(), chrono::Utc::now(), client)?;
+            Ok((state, secondary, Grant::Sas(Arc::new(grant))))
         }
         None => Err(denied(format!(
             "the request is not signed: send `Authorization: SharedKey {account}:<signature>` \
@@ -226,6 +265,32 @@ pub(crate) fn authorize(
              devstoreaccount1); `tableq serve --no-auth` turns checking off"
         ))),
     }
+}
+
+/// The stored access policy `id` of `table`, read from the store now (so a changed or
+/// removed policy changes or revokes every token that names it at once).
+async fn stored_policy(
+    state: &Arc<AppState>,
+    table: &str,
+    id: &str,
+) -> Result<tableq_store::AccessPolicy, ApiError> {
+    let backend = state.backend.clone();
+    let name = table.to_owned();
+    let policies = short_read(&*state.backend, move || match backend.table_acl(&name) {
+        Ok(p) => Ok(Some(p)),
+        Err(StoreError::TableNotFound(_)) => Ok(None),
+        Err(e) => Err(ApiError::store(e)),
+    })
+    .await?;
+    policies
+        .and_then(|p| p.into_iter().find(|s| s.id == id))
+        .map(|s| s.policy)
+        .ok_or_else(|| {
+            denied(format!(
+                "the SAS names the stored access policy `{id}`, which table `{table}` does not \
+                 have (removed, or never set)"
+            ))
+        })
 }
 
 /// Verifies an `Authorization` header against `key` at time `now`.
@@ -304,8 +369,8 @@ fn check_shared_key(
     }
 }
 
-/// What `method` on `resource` is, for SAS permissions.
-fn operation(method: &Method, resource: &Resource, headers: &HeaderMap) -> Operation {
+/// What `method` on `target` is, for SAS permissions.
+fn operation(method: &Method, target: &Target, headers: &HeaderMap) -> Operation {
     let writes = |keys| {
         let conditional = headers.contains_key(axum::http::header::IF_MATCH);
         (
@@ -316,6 +381,20 @@ fn operation(method: &Method, resource: &Resource, headers: &HeaderMap) -> Opera
             },
             keys,
         )
+    };
+    let resource = match target {
+        Target::ServiceProperties => {
+            return Operation::ServiceProperties {
+                write: method != Method::GET,
+            };
+        }
+        Target::ServiceStats => return Operation::ServiceStats,
+        Target::TableAcl { table } => {
+            return Operation::TableAcl {
+                table: table.clone(),
+            };
+        }
+        Target::Resource(resource) => resource,
     };
     match resource {
         Resource::Tables { .. } if method == Method::POST => Operation::CreateTable,
@@ -360,7 +439,7 @@ fn operation(method: &Method, resource: &Resource, headers: &HeaderMap) -> Opera
 pub(crate) async fn admit(
     grant: &Grant,
     method: &Method,
-    resource: &Resource,
+    target: &Target,
     headers: &HeaderMap,
     query: &mut QueryParams,
     body: Body,
@@ -369,8 +448,8 @@ pub(crate) async fn admit(
     let Grant::Sas(sas) = grant else {
         return Ok(body);
     };
-    let op = operation(method, resource, headers);
-    sas.allows(&op).map_err(denied)?;
+    let op = operation(method, target, headers);
+    sas.allows(&op)?;
     if !sas.has_key_range() {
         return Ok(body);
     }
@@ -447,9 +526,7 @@ async fn check_insert_keys(sas: &SasGrant, body: Body, limit: usize) -> Result<B
         )
         && !sas.covers(pk, rk)
     {
-        return Err(denied(format!(
-            "the entity (PartitionKey '{pk}', RowKey '{rk}') is outside the SAS's key range"
-        )));
+        return Err(SasGrant::outside_range(pk, rk));
     }
     Ok(Body::from(bytes))
 }

@@ -1,6 +1,15 @@
 //! Shared access signatures: reading a token from the query string ([`read_token`]),
-//! checking it ([`verify`]: signature, version, protocol, time window) and what it then
-//! allows ([`SasGrant`]: which operations on which tables and keys).
+//! checking it ([`verify_signature`], then [`SignedToken::grant`]: the stored access policy
+//! it names, protocol, client address, time window) and what it then allows
+//! ([`SasGrant`]: which operations on which tables and keys).
+//!
+//! Refusals carry the service's codes (all 403): a token that does not verify, has expired
+//! or is not valid yet, or names an unknown policy → `AuthenticationFailed`; a field given
+//! both in the token and in its stored policy → `AuthenticationFailed`; a valid token
+//! without the permission → `AuthorizationPermissionMismatch`; an account SAS without the
+//! resource type → `AuthorizationResourceTypeMismatch`; another table, keys outside the
+//! range, or an operation no SAS may do (ACLs) → `AuthorizationFailure`; `sip` / `spr` not
+//! satisfied → `AuthorizationSourceIPMismatch` / `AuthorizationProtocolMismatch`.
 //!
 //! What each token allows (the service's rules):
 //!
@@ -14,7 +23,9 @@
 //! | query tables | — | `srt` ∋ `c`, `l` |
 //! | create table | — | `c`, one of `a c w` |
 //! | delete table | — | `c`, `d` |
-//! | `$batch` | — (sign with the key) | `o` and all of `r a u d` |
+//! | `$batch` | — (each operation is checked) | `o` (each operation is checked) |
+//! | get / set service properties, service stats | — | `srt` ∋ `s`, `r` / `w` |
+//! | get / set table ACL | — | — (account key only) |
 //!
 //! A table SAS's key range (`spk`/`srk` … `epk`/`erk`, inclusive, in (PartitionKey, RowKey)
 //! order) limits the entities it reaches: single-entity operations outside it fail, and
@@ -30,9 +41,13 @@
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use percent_encoding::percent_decode_str;
 use std::cmp::Ordering;
+use std::net::IpAddr;
+use tableq_model::ErrorCode;
 use tableq_model::order::compare_str;
+use tableq_store::AccessPolicy;
 
 use super::sign::{AccountKey, SasFields};
+use crate::error::ApiError;
 
 /// A request's operation, as far as permissions go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +60,18 @@ pub(crate) enum Operation {
     DeleteTable,
     /// `POST $batch`.
     Batch,
+    /// Get (`write: false`) or set service properties.
+    ServiceProperties {
+        /// Set rather than get.
+        write: bool,
+    },
+    /// Get service stats.
+    ServiceStats,
+    /// Get or set a table's ACL.
+    TableAcl {
+        /// The table.
+        table: String,
+    },
     /// An operation on entities of `table`.
     Entity {
         /// The table.
@@ -81,6 +108,32 @@ impl EntityOp {
             EntityOp::Delete => "deleting entities",
         }
     }
+
+    fn letters(self) -> &'static str {
+        match self {
+            EntityOp::Read => "r",
+            EntityOp::Insert => "a",
+            EntityOp::Update => "u",
+            EntityOp::Upsert => "au",
+            EntityOp::Delete => "d",
+        }
+    }
+}
+
+/// 403 `AuthenticationFailed` with a diagnostic.
+pub(crate) fn unauthenticated(detail: impl Into<String>) -> ApiError {
+    ApiError::new(ErrorCode::AuthenticationFailed, detail)
+}
+
+fn refused(code: ErrorCode, detail: impl Into<String>) -> ApiError {
+    ApiError::new(code, detail)
+}
+
+/// A token whose signature verified: what it grants still depends on its stored access
+/// policy (if it names one), the connection and the time ([`SignedToken::grant`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SignedToken {
+    fields: SasFields,
 }
 
 /// A verified token: what it allows.
@@ -141,82 +194,201 @@ pub(crate) fn parse_time(text: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.and_utc())
 }
 
-/// Checks a token for `account` at time `now`: signature, version, protocol, addresses,
-/// the time window; returns what it allows or why it is refused.
+/// Checks a token's signature (and that it is a token of the table service at all).
+pub(crate) fn verify_signature(
+    key: &AccountKey,
+    fields: SasFields,
+    signature: &str,
+) -> Result<SignedToken, ApiError> {
+    if fields.version.is_none() {
+        return Err(unauthenticated("the SAS has no signed version (sv)"));
+    }
+    if !key.verify(&fields.string_to_sign(key.name()), signature) {
+        return Err(unauthenticated(format!(
+            "the SAS signature (sig) does not match: the token was not signed with the key of \
+             account `{}`, or one of its fields was changed",
+            key.name()
+        )));
+    }
+    if fields.is_account_sas() {
+        if !fields.services.as_deref().unwrap_or("").contains('t') {
+            return Err(unauthenticated(
+                "the account SAS does not cover the table service (ss has no `t`)",
+            ));
+        }
+    } else if fields.table.as_deref().unwrap_or("").is_empty() {
+        return Err(unauthenticated(
+            "the SAS names no table (tn) and no services (ss)",
+        ));
+    }
+    Ok(SignedToken { fields })
+}
+
+/// Checks a token for `account` at time `now` as [`verify_signature`] and
+/// [`SignedToken::grant`] do, for a token without a stored policy, over plain HTTP from
+/// `client`.
+#[cfg(test)]
 pub(crate) fn verify(
     key: &AccountKey,
     fields: SasFields,
     signature: &str,
     now: DateTime<Utc>,
-) -> Result<SasGrant, String> {
-    if fields.version.is_none() {
-        return Err("the SAS has no signed version (sv)".into());
-    }
-    if !key.verify(&fields.string_to_sign(key.name()), signature) {
-        return Err(format!(
-            "the SAS signature (sig) does not match: the token was not signed with the key of \
-             account `{}`, or one of its fields was changed",
-            key.name()
-        ));
-    }
-    if fields.is_account_sas() {
-        if !fields.services.as_deref().unwrap_or("").contains('t') {
-            return Err("the account SAS does not cover the table service (ss has no `t`)".into());
+) -> Result<SasGrant, ApiError> {
+    verify_signature(key, fields, signature)?.grant(None, now, Some([127, 0, 0, 1].into()))
+}
+
+/// Whether `client` is inside a `sip` value: one address, or an inclusive range `a-b`.
+fn ip_allowed(range: &str, client: IpAddr) -> Result<bool, ApiError> {
+    let parse = |text: &str| {
+        text.trim().parse::<IpAddr>().map_err(|_| {
+            unauthenticated(format!(
+                "the SAS address range (sip) `{range}` is not an address or a range a-b"
+            ))
+        })
+    };
+    let (low, high) = match range.split_once('-') {
+        Some((a, b)) => (parse(a)?, parse(b)?),
+        None => {
+            let a = parse(range)?;
+            (a, a)
         }
-    } else if fields.table.as_deref().unwrap_or("").is_empty() {
-        return Err("the SAS names no table (tn) and no services (ss)".into());
-    }
-    if fields.identifier.is_some() {
-        return Err(
-            "the SAS refers to a stored access policy (si), which tableq does not keep".into(),
-        );
-    }
-    if fields.ip.is_some() {
-        return Err("the SAS limits client addresses (sip), which tableq does not check".into());
-    }
-    if let Some(protocol) = &fields.protocol
-        && !protocol.split(',').any(|p| p.trim() == "http")
-    {
-        return Err(format!(
-            "the SAS allows only `{protocol}`, and this server speaks plain http"
-        ));
-    }
-    let time = |name: &str, value: &Option<String>| -> Result<Option<DateTime<Utc>>, String> {
-        value
-            .as_deref()
-            .map(|v| {
-                parse_time(v).ok_or_else(|| {
-                    format!("the SAS {name} `{v}` is not a UTC time such as 2030-01-01T00:00:00Z")
-                })
-            })
-            .transpose()
     };
-    let start = time("start (st)", &fields.start)?;
-    let Some(expiry) = time("expiry (se)", &fields.expiry)? else {
-        return Err("the SAS has no expiry (se)".into());
-    };
-    if let Some(start) = start
-        && now < start
-    {
-        return Err(format!(
-            "the SAS is not valid yet: it starts at {} (now {})",
-            start.to_rfc3339(),
-            now.to_rfc3339()
-        ));
+    Ok(low <= client && client <= high)
+}
+
+impl SignedToken {
+    /// The stored access policy the token names (`si`), for a table SAS.
+    pub(crate) fn policy_id(&self) -> Option<&str> {
+        if self.fields.is_account_sas() {
+            None
+        } else {
+            self.fields.identifier.as_deref()
+        }
     }
-    if now > expiry {
-        return Err(format!(
-            "the SAS expired at {} (now {})",
-            expiry.to_rfc3339(),
-            now.to_rfc3339()
-        ));
+
+    /// The table of a table SAS.
+    pub(crate) fn table(&self) -> Option<&str> {
+        if self.fields.is_account_sas() {
+            None
+        } else {
+            self.fields.table.as_deref()
+        }
     }
-    if (fields.start_rk.is_some() && fields.start_pk.is_none())
-        || (fields.end_rk.is_some() && fields.end_pk.is_none())
-    {
-        return Err("the SAS has a row key bound (srk/erk) without its partition key".into());
+
+    /// What the token grants at `now` to `client` over plain HTTP, with its stored policy
+    /// (`policy`: `None` when it names none; a token that names one it does not find was
+    /// refused by the caller). Each of `st`, `se`, `sp` comes from the token or from the
+    /// policy — never from both.
+    pub(crate) fn grant(
+        self,
+        policy: Option<&AccessPolicy>,
+        now: DateTime<Utc>,
+        client: Option<IpAddr>,
+    ) -> Result<SasGrant, ApiError> {
+        let mut fields = self.fields;
+        let mut start = None;
+        let mut expiry = None;
+        if let Some(policy) = policy {
+            let id = fields.identifier.clone().unwrap_or_default();
+            for (name, in_token, in_policy) in [
+                ("start (st)", fields.start.is_some(), policy.start.is_some()),
+                (
+                    "expiry (se)",
+                    fields.expiry.is_some(),
+                    policy.expiry.is_some(),
+                ),
+                (
+                    "permissions (sp)",
+                    fields.permissions.is_some(),
+                    policy.permission.is_some(),
+                ),
+            ] {
+                if in_token && in_policy {
+                    return Err(unauthenticated(format!(
+                        "the SAS gives its {name} and so does its stored access policy `{id}`: \
+                         a field may be given in only one of them"
+                    )));
+                }
+            }
+            start = policy.start.map(|t| t.to_chrono());
+            expiry = policy.expiry.map(|t| t.to_chrono());
+            if let Some(p) = &policy.permission {
+                fields.permissions = Some(p.clone());
+            }
+        }
+        let time =
+            |name: &str, value: &Option<String>| -> Result<Option<DateTime<Utc>>, ApiError> {
+                value
+                    .as_deref()
+                    .map(|v| {
+                        parse_time(v).ok_or_else(|| {
+                        unauthenticated(format!(
+                            "the SAS {name} `{v}` is not a UTC time such as 2030-01-01T00:00:00Z"
+                        ))
+                    })
+                    })
+                    .transpose()
+            };
+        if let Some(t) = time("start (st)", &fields.start)? {
+            start = Some(t);
+        }
+        if let Some(t) = time("expiry (se)", &fields.expiry)? {
+            expiry = Some(t);
+        }
+        let Some(expiry) = expiry else {
+            return Err(unauthenticated(match policy {
+                Some(_) => "neither the SAS nor its stored access policy gives an expiry (se)",
+                None => "the SAS has no expiry (se)",
+            }));
+        };
+        if let Some(start) = start
+            && now < start
+        {
+            return Err(unauthenticated(format!(
+                "the SAS is not valid yet: it starts at {} (now {})",
+                start.to_rfc3339(),
+                now.to_rfc3339()
+            )));
+        }
+        if now > expiry {
+            return Err(unauthenticated(format!(
+                "the SAS expired at {} (now {})",
+                expiry.to_rfc3339(),
+                now.to_rfc3339()
+            )));
+        }
+        if let Some(protocol) = &fields.protocol
+            && !protocol.split(',').any(|p| p.trim() == "http")
+        {
+            return Err(refused(
+                ErrorCode::AuthorizationProtocolMismatch,
+                format!("the SAS allows only `{protocol}`, and this request came over plain http"),
+            ));
+        }
+        if let Some(range) = &fields.ip {
+            let allowed = match client {
+                Some(c) => ip_allowed(range, c)?,
+                None => false,
+            };
+            if !allowed {
+                return Err(refused(
+                    ErrorCode::AuthorizationSourceIPMismatch,
+                    format!(
+                        "the SAS allows client addresses `{range}`; this request came from {}",
+                        client.map_or_else(|| "an unknown address".to_owned(), |c| c.to_string())
+                    ),
+                ));
+            }
+        }
+        if (fields.start_rk.is_some() && fields.start_pk.is_none())
+            || (fields.end_rk.is_some() && fields.end_pk.is_none())
+        {
+            return Err(unauthenticated(
+                "the SAS has a row key bound (srk/erk) without its partition key",
+            ));
+        }
+        Ok(SasGrant { fields })
     }
-    Ok(SasGrant { fields })
 }
 
 impl SasGrant {
@@ -236,12 +408,15 @@ impl SasGrant {
             .contains(letter)
     }
 
-    fn need(&self, letters: &str, what: &str) -> Result<(), String> {
+    fn need(&self, letters: &str, what: &str) -> Result<(), ApiError> {
         match letters.chars().find(|&c| !self.permits(c)) {
             None => Ok(()),
-            Some(c) => Err(format!(
-                "the SAS does not permit {what}: it needs permission `{c}` (sp={})",
-                self.fields.permissions.as_deref().unwrap_or("")
+            Some(c) => Err(refused(
+                ErrorCode::AuthorizationPermissionMismatch,
+                format!(
+                    "the SAS does not permit {what}: it needs permission `{c}` (sp={})",
+                    self.fields.permissions.as_deref().unwrap_or("")
+                ),
             )),
         }
     }
@@ -298,9 +473,19 @@ impl SasGrant {
         after_start && before_end
     }
 
+    /// 403 `AuthorizationFailure`: (`pk`, `rk`) is outside the token's key range.
+    pub(crate) fn outside_range(pk: &str, rk: &str) -> ApiError {
+        refused(
+            ErrorCode::AuthorizationFailure,
+            format!(
+                "the entity (PartitionKey '{pk}', RowKey '{rk}') is outside the SAS's key range"
+            ),
+        )
+    }
+
     /// Whether the token allows `operation` (key ranges of inserts are checked apart, once
     /// the body's keys are known).
-    pub(crate) fn allows(&self, operation: &Operation) -> Result<(), String> {
+    pub(crate) fn allows(&self, operation: &Operation) -> Result<(), ApiError> {
         if self.fields.is_account_sas() {
             return self.allows_as_account_sas(operation);
         }
@@ -308,45 +493,54 @@ impl SasGrant {
         match operation {
             Operation::Entity { table, kind, keys } => {
                 if !table.eq_ignore_ascii_case(tn) {
-                    return Err(format!("the SAS is for table `{tn}`, not `{table}`"));
+                    return Err(refused(
+                        ErrorCode::AuthorizationFailure,
+                        format!("the SAS is for table `{tn}`, not `{table}`"),
+                    ));
                 }
-                let letters = match kind {
-                    EntityOp::Read => "r",
-                    EntityOp::Insert => "a",
-                    EntityOp::Update => "u",
-                    EntityOp::Upsert => "au",
-                    EntityOp::Delete => "d",
-                };
-                self.need(letters, kind.name())?;
+                self.need(kind.letters(), kind.name())?;
                 if let Some((pk, rk)) = keys
                     && !self.covers(pk, rk)
                 {
-                    return Err(format!(
-                        "the entity (PartitionKey '{pk}', RowKey '{rk}') is outside the SAS's \
-                         key range"
-                    ));
+                    return Err(SasGrant::outside_range(pk, rk));
                 }
                 Ok(())
             }
             Operation::QueryTables | Operation::CreateTable | Operation::DeleteTable => {
-                Err(format!(
-                    "a table SAS (tn={tn}) reaches the entities of its table, not the table list"
+                Err(refused(
+                    ErrorCode::AuthorizationFailure,
+                    format!(
+                        "a table SAS (tn={tn}) reaches the entities of its table, not the table \
+                         list"
+                    ),
                 ))
             }
+            Operation::ServiceProperties { .. } | Operation::ServiceStats => Err(refused(
+                ErrorCode::AuthorizationFailure,
+                format!("a table SAS (tn={tn}) does not reach the account's service settings"),
+            )),
+            Operation::TableAcl { .. } => Err(refused(
+                ErrorCode::AuthorizationFailure,
+                "a table's access policies are read and set with the account key only",
+            )),
             // Each operation of the batch is checked on its own (`auth::admit_operation`):
             // the outer request only says "a batch".
             Operation::Batch => Ok(()),
         }
     }
 
-    fn allows_as_account_sas(&self, operation: &Operation) -> Result<(), String> {
+    fn allows_as_account_sas(&self, operation: &Operation) -> Result<(), ApiError> {
         let needs_type = |t: char, what: &str| {
             if self.resource_type(t) {
                 Ok(())
             } else {
-                Err(format!(
-                    "the account SAS does not reach {what}: it needs resource type `{t}` (srt={})",
-                    self.fields.resource_types.as_deref().unwrap_or("")
+                Err(refused(
+                    ErrorCode::AuthorizationResourceTypeMismatch,
+                    format!(
+                        "the account SAS does not reach {what}: it needs resource type `{t}` \
+                         (srt={})",
+                        self.fields.resource_types.as_deref().unwrap_or("")
+                    ),
                 ))
             }
         };
@@ -360,10 +554,13 @@ impl SasGrant {
                 if ['a', 'c', 'w'].iter().any(|&c| self.permits(c)) {
                     Ok(())
                 } else {
-                    Err(format!(
-                        "the account SAS does not permit creating tables: it needs permission \
-                         `a`, `c` or `w` (sp={})",
-                        self.fields.permissions.as_deref().unwrap_or("")
+                    Err(refused(
+                        ErrorCode::AuthorizationPermissionMismatch,
+                        format!(
+                            "the account SAS does not permit creating tables: it needs \
+                             permission `a`, `c` or `w` (sp={})",
+                            self.fields.permissions.as_deref().unwrap_or("")
+                        ),
                     ))
                 }
             }
@@ -371,18 +568,27 @@ impl SasGrant {
                 needs_type('c', "tables")?;
                 self.need("d", "deleting tables")
             }
+            Operation::ServiceProperties { write } => {
+                needs_type('s', "the service's settings")?;
+                if *write {
+                    self.need("w", "setting service properties")
+                } else {
+                    self.need("r", "reading service properties")
+                }
+            }
+            Operation::ServiceStats => {
+                needs_type('s', "the service's statistics")?;
+                self.need("r", "reading service statistics")
+            }
+            Operation::TableAcl { .. } => Err(refused(
+                ErrorCode::AuthorizationFailure,
+                "a table's access policies are read and set with the account key only",
+            )),
             // As for a table SAS, each operation is checked inside the batch.
             Operation::Batch => needs_type('o', "entities"),
             Operation::Entity { kind, .. } => {
                 needs_type('o', "entities")?;
-                let letters = match kind {
-                    EntityOp::Read => "r",
-                    EntityOp::Insert => "a",
-                    EntityOp::Update => "u",
-                    EntityOp::Upsert => "au",
-                    EntityOp::Delete => "d",
-                };
-                self.need(letters, kind.name())
+                self.need(kind.letters(), kind.name())
             }
         }
     }
@@ -393,7 +599,7 @@ mod tests {
     use super::*;
     use crate::auth::sign::SasBuilder;
 
-    fn grant(builder: SasBuilder, now: DateTime<Utc>) -> Result<SasGrant, String> {
+    fn grant(builder: SasBuilder, now: DateTime<Utc>) -> Result<SasGrant, ApiError> {
         let key = AccountKey::development();
         let token = builder.sign(&key);
         let (fields, sig) = read_token(Some(&token)).unwrap().unwrap();
@@ -425,11 +631,18 @@ mod tests {
             .expiry("2026-01-02T00:00:00Z");
         assert!(grant(b.clone(), at("2026-01-01T12:00:00Z")).is_ok());
         let early = grant(b.clone(), at("2025-12-31T23:59:59Z")).unwrap_err();
-        assert!(early.contains("not valid yet"), "{early}");
+        assert!(early.detail().unwrap().contains("not valid yet"), "{early}");
+        assert_eq!(early.code(), "AuthenticationFailed");
         let late = grant(b, at("2026-01-02T00:00:01Z")).unwrap_err();
-        assert!(late.contains("expired"), "{late}");
+        assert!(late.detail().unwrap().contains("expired"), "{late}");
         let no_expiry = grant(SasBuilder::table("t").permissions("r"), at("2026-01-01"));
-        assert!(no_expiry.unwrap_err().contains("no expiry"));
+        assert!(
+            no_expiry
+                .unwrap_err()
+                .detail()
+                .unwrap()
+                .contains("no expiry")
+        );
     }
 
     #[test]
@@ -442,7 +655,7 @@ mod tests {
         let widened = token.replace("sp=r", "sp=raud");
         let (fields, sig) = read_token(Some(&widened)).unwrap().unwrap();
         let e = verify(&key, fields, &sig, at("2026-01-01")).unwrap_err();
-        assert!(e.contains("does not match"), "{e}");
+        assert!(e.detail().unwrap().contains("does not match"), "{e}");
         let other = AccountKey::new("other1", "AAAA").unwrap();
         let (fields, sig) = read_token(Some(&token)).unwrap().unwrap();
         assert!(verify(&other, fields, &sig, at("2026-01-01")).is_err());
@@ -479,7 +692,21 @@ mod tests {
             kind: EntityOp::Read,
             keys: None,
         };
-        assert!(g.allows(&other_table).unwrap_err().contains("not `other`"));
+        let e = g.allows(&other_table).unwrap_err();
+        assert_eq!(e.code(), "AuthorizationFailure");
+        assert!(e.detail().unwrap().contains("not `other`"));
+        assert_eq!(
+            g.allows(&entity(EntityOp::Delete, "c", "x"))
+                .unwrap_err()
+                .code(),
+            "AuthorizationPermissionMismatch"
+        );
+        assert_eq!(
+            g.allows(&entity(EntityOp::Read, "a", "9"))
+                .unwrap_err()
+                .code(),
+            "AuthorizationFailure"
+        );
         assert!(g.allows(&Operation::QueryTables).is_err());
         // A batch is let in; its operations are checked one by one.
         assert!(g.allows(&Operation::Batch).is_ok());
@@ -504,7 +731,13 @@ mod tests {
             kind: EntityOp::Read,
             keys: None,
         };
-        assert!(g.allows(&read).unwrap_err().contains("resource type `o`"));
+        let e = g.allows(&read).unwrap_err();
+        assert_eq!(e.code(), "AuthorizationResourceTypeMismatch");
+        assert!(e.detail().unwrap().contains("resource type `o`"));
+        assert_eq!(
+            g.allows(&Operation::DeleteTable).unwrap_err().code(),
+            "AuthorizationPermissionMismatch"
+        );
         let g = grant(
             SasBuilder::account("o")
                 .permissions("rau")
@@ -525,5 +758,119 @@ mod tests {
         let key = AccountKey::development();
         let sig = key.sign(&fields.string_to_sign(key.name()));
         assert!(verify(&key, fields, &sig, at("2026-01-01")).is_err());
+    }
+}
+
+#[cfg(test)]
+mod policy_tests {
+    use super::*;
+    use crate::auth::sign::SasBuilder;
+    use tableq_model::DateTime as Stamp;
+
+    fn signed(builder: SasBuilder) -> SignedToken {
+        let key = AccountKey::development();
+        let token = builder.sign(&key);
+        let (fields, sig) = read_token(Some(&token)).unwrap().unwrap();
+        verify_signature(&key, fields, &sig).unwrap()
+    }
+
+    fn policy(start: Option<&str>, expiry: Option<&str>, permission: Option<&str>) -> AccessPolicy {
+        AccessPolicy {
+            start: start.map(|t| Stamp::parse(t).unwrap()),
+            expiry: expiry.map(|t| Stamp::parse(t).unwrap()),
+            permission: permission.map(str::to_owned),
+        }
+    }
+
+    fn now() -> DateTime<Utc> {
+        parse_time("2026-06-01T00:00:00Z").unwrap()
+    }
+
+    #[test]
+    fn the_policy_gives_what_the_token_does_not() {
+        let token = signed(SasBuilder::table("t").policy("p"));
+        assert_eq!(token.policy_id(), Some("p"));
+        assert_eq!(token.table(), Some("t"));
+        let p = policy(None, Some("2030-01-01T00:00:00Z"), Some("ra"));
+        let g = token.clone().grant(Some(&p), now(), None).unwrap();
+        let insert = Operation::Entity {
+            table: "t".into(),
+            kind: EntityOp::Insert,
+            keys: None,
+        };
+        assert!(g.allows(&insert).is_ok());
+        // An expired policy, a policy without expiry, a policy not started.
+        let expired = policy(None, Some("2026-01-01T00:00:00Z"), Some("r"));
+        assert_eq!(
+            token
+                .clone()
+                .grant(Some(&expired), now(), None)
+                .unwrap_err()
+                .code(),
+            "AuthenticationFailed"
+        );
+        let open = policy(None, None, Some("r"));
+        assert!(token.clone().grant(Some(&open), now(), None).is_err());
+        let later = policy(
+            Some("2027-01-01T00:00:00Z"),
+            Some("2030-01-01T00:00:00Z"),
+            None,
+        );
+        assert!(token.grant(Some(&later), now(), None).is_err());
+    }
+
+    #[test]
+    fn a_field_in_both_is_refused() {
+        let token = signed(SasBuilder::table("t").policy("p").permissions("r"));
+        let p = policy(None, Some("2030-01-01T00:00:00Z"), Some("r"));
+        let e = token.grant(Some(&p), now(), None).unwrap_err();
+        assert_eq!(
+            (e.status().as_u16(), e.code()),
+            (403, "AuthenticationFailed")
+        );
+        assert!(e.detail().unwrap().contains("permissions (sp)"), "{e}");
+        // The token's own expiry with the policy's permissions is fine.
+        let token = signed(SasBuilder::table("t").policy("p").expiry("2030-01-01"));
+        let p = policy(None, None, Some("r"));
+        assert!(token.grant(Some(&p), now(), None).is_ok());
+    }
+
+    #[test]
+    fn addresses_and_protocols() {
+        let token = signed(
+            SasBuilder::table("t")
+                .permissions("r")
+                .expiry("2030-01-01")
+                .ip("127.0.0.1-127.0.0.9"),
+        );
+        assert!(
+            token
+                .clone()
+                .grant(None, now(), Some([127, 0, 0, 5].into()))
+                .is_ok()
+        );
+        for client in [
+            Some([127, 0, 0, 10].into()),
+            Some([10, 0, 0, 1].into()),
+            None,
+        ] {
+            let e = token.clone().grant(None, now(), client).unwrap_err();
+            assert_eq!(e.code(), "AuthorizationSourceIPMismatch", "{client:?}");
+        }
+        let https = signed(
+            SasBuilder::table("t")
+                .permissions("r")
+                .expiry("2030-01-01")
+                .protocol("https"),
+        );
+        let e = https.grant(None, now(), None).unwrap_err();
+        assert_eq!(e.code(), "AuthorizationProtocolMismatch");
+        let both = signed(
+            SasBuilder::table("t")
+                .permissions("r")
+                .expiry("2030-01-01")
+                .protocol("https,http"),
+        );
+        assert!(both.grant(None, now(), None).is_ok());
     }
 }

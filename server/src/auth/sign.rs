@@ -530,6 +530,19 @@ impl SasBuilder {
         self
     }
 
+    /// `si`: the table's stored access policy of this Id gives what the token does not
+    /// (`st`, `se`, `sp`).
+    pub fn policy(mut self, identifier: &str) -> SasBuilder {
+        self.fields.identifier = Some(identifier.into());
+        self
+    }
+
+    /// `sip`: the client addresses allowed (`a.b.c.d` or `a.b.c.d-e.f.g.h`).
+    pub fn ip(mut self, range: &str) -> SasBuilder {
+        self.fields.ip = Some(range.into());
+        self
+    }
+
     /// `spr` (`https` or `https,http`).
     pub fn protocol(mut self, protocol: &str) -> SasBuilder {
         self.fields.protocol = Some(protocol.into());

@@ -6,13 +6,13 @@ Environment (set by `scripts/sdk-tests.sh`):
   development-storage ones uses it);
 * `TABLEQ_BIN`: the `tableq` binary, for the tests that start their own servers
   (restart tests, `UseDevelopmentStorage=true`); without it they are skipped with a reason;
-* `TABLEQ_SDK_STORE`: the store behind `TABLEQ_SDK_ENDPOINT` (`memory`, `pg`, `pg-sharded`;
-  default `memory`).
+* `TABLEQ_SDK_STORE`: the store behind `TABLEQ_SDK_ENDPOINT` (`durable`, `memory`, `pg`,
+  `pg-sharded`; default `durable`).
 
 Every test that asks for `TABLEQ_BIN` (the `tableq_bin` fixture) starts its own server on a
 data directory or in memory and is marked `own_server`. Those tests do not touch the store
 under test, so in the PostgreSQL runs (`TABLEQ_SDK_STORE=pg|pg-sharded`) they are skipped
-with that reason: the in-memory run of the suite covers them, and the SIGKILL/restart tests
+with that reason: the durable run of the suite covers them, and the SIGKILL/restart tests
 would only repeat it at several seconds each.
 """
 
@@ -24,7 +24,7 @@ import helpers
 
 OWN_SERVER_REASON = (
     "starts its own tableq server (data directory or --in-memory), not the {store} store "
-    "under test: covered by the --store memory run"
+    "under test: covered by the --store durable run"
 )
 
 
@@ -37,12 +37,12 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    store = os.environ.get("TABLEQ_SDK_STORE", "memory")
+    store = os.environ.get("TABLEQ_SDK_STORE", "durable")
     for item in items:
         if "tableq_bin" not in getattr(item, "fixturenames", ()):
             continue
         item.add_marker(pytest.mark.own_server)
-        if store != "memory":
+        if store not in ("durable", "memory"):
             item.add_marker(pytest.mark.skip(reason=OWN_SERVER_REASON.format(store=store)))
 
 

@@ -119,10 +119,10 @@ export function etagTimestamp(etag) {
 /**
  * The exact Timestamp of an entity the SDK returned, as text (7 fraction digits at most).
  *
- * The spec (rest.md, "Payloads") has minimal metadata annotate the Timestamp
- * (`Timestamp@odata.type: Edm.DateTime`), so the SDK converts it to a `Date` (millisecond
- * precision) unless type conversion is disabled; the exact value is the one in the ETag.
- * This checks that both agree and returns the exact text.
+ * Minimal metadata carries the Timestamp bare, as the service does (rest.md, "Payloads"),
+ * so the SDK hands it over as the exact text; full metadata annotates it, and the SDK then
+ * converts it to a `Date` (millisecond precision). The exact value is also the one in the
+ * ETag: this checks that both agree and returns the exact text.
  */
 export function entityTimestamp(entity) {
   const exact = etagTimestamp(entity.etag);
