@@ -41,6 +41,7 @@ enum Command {
     #[command(after_long_help = cli::help::GEN)]
     Gen(cli::generate::Args),
     /// Run the Table service emulator (the REST protocol over HTTP) for the official SDKs.
+    #[command(after_long_help = cli::serve::OPERATIONS)]
     Serve(cli::serve::Args),
     /// Bulk-load entities (JSON lines) into a table: into a data directory or through a
     /// running server.

@@ -1,7 +1,8 @@
 //! Authorization over real HTTP, with hand-built requests: SharedKey and SharedKeyLite
 //! signatures, table and account SAS tokens, several accounts, and `--no-auth`. Every
-//! refusal is 403 `AuthenticationFailed` with an `odata.error` body, and nothing is
-//! written (the tests look at the store afterwards).
+//! refusal is a 403 with the service's code (`AuthenticationFailed` when the request cannot
+//! be authenticated; what a valid SAS does not allow has its own codes) and an
+//! `odata.error` body, and nothing is written (the tests look at the store afterwards).
 
 mod server_support;
 
@@ -22,6 +23,18 @@ fn other_account() -> Account {
 #[track_caller]
 fn denied(r: &Reply) -> String {
     r.expect_error(403, "AuthenticationFailed")
+}
+
+/// A valid SAS without the permission.
+#[track_caller]
+fn lacks_permission(r: &Reply) -> String {
+    r.expect_error(403, "AuthorizationPermissionMismatch")
+}
+
+/// A valid SAS used outside its table or key range.
+#[track_caller]
+fn outside(r: &Reply) -> String {
+    r.expect_error(403, "AuthorizationFailure")
 }
 
 /// The entities of `table` in the first account's store, as (PartitionKey, RowKey) — read
@@ -146,7 +159,8 @@ async fn missing_or_wrong_credentials_are_refused_and_nothing_is_written() {
         )
         .await;
     let m = denied(&r);
-    assert!(m.contains("no account named `nobody1`"), "{m}");
+    assert!(m.contains("`nobody1` is not served here"), "{m}");
+    assert!(!m.contains("devstoreaccount1"), "the hosted accounts are not told: {m}");
 
     // Hand-made headers: a good signature over another path, a broken header, bad dates.
     let dev = server_support::dev_signer();
@@ -368,14 +382,14 @@ async fn table_sas_permissions_time_window_and_table() {
     assert_eq!(r.status, 200, "{}", r.body);
 
     // Missing permissions: insert, upsert, update, delete.
-    let m = denied(
+    let m = lacks_permission(
         &s.send_unsigned("POST", &with_token("sas", &read), &json, Some(entity))
             .await,
     );
     assert!(m.contains("permission `a`"), "{m}");
     let put = with_token(&entity_path("sas", "b", "5"), &read);
-    denied(&s.send_unsigned("PUT", &put, &json, Some("{}")).await);
-    denied(
+    lacks_permission(&s.send_unsigned("PUT", &put, &json, Some("{}")).await);
+    lacks_permission(
         &s.send_unsigned("DELETE", &put, &[("If-Match", "*")], None)
             .await,
     );
@@ -384,16 +398,16 @@ async fn table_sas_permissions_time_window_and_table() {
         .window_from_now(None, 3600)
         .sign(&key);
     let upsert = with_token(&entity_path("sas", "b", "5"), &add_only);
-    let m = denied(&s.send_unsigned("PUT", &upsert, &json, Some("{}")).await);
+    let m = lacks_permission(&s.send_unsigned("PUT", &upsert, &json, Some("{}")).await);
     assert!(m.contains("permission `u`"), "{m}");
 
     // Another table; the table list; expired; not yet valid; tampered.
-    let m = denied(
+    let m = outside(
         &s.send_unsigned("GET", &with_token("other()", &read), &json, None)
             .await,
     );
     assert!(m.contains("not `other`"), "{m}");
-    denied(
+    outside(
         &s.send_unsigned("GET", &with_token("Tables", &read), &json, None)
             .await,
     );
@@ -467,15 +481,15 @@ async fn table_sas_key_ranges_limit_writes_reads_and_queries() {
 
     for (pk, rk) in [("a", "9"), ("b", "1"), ("d", "0")] {
         let e = json!({"PartitionKey": pk, "RowKey": rk}).to_string();
-        let m = denied(
+        let m = outside(
             &s.send_unsigned("POST", &with_token("sas", &ranged), &json, Some(&e))
                 .await,
         );
         assert!(m.contains("outside the SAS's key range"), "{m}");
         let one = with_token(&entity_path("sas", pk, rk), &ranged);
-        denied(&s.send_unsigned("PUT", &one, &json, Some("{}")).await);
-        denied(&s.send_unsigned("GET", &one, &json, None).await);
-        denied(
+        outside(&s.send_unsigned("PUT", &one, &json, Some("{}")).await);
+        outside(&s.send_unsigned("GET", &one, &json, None).await);
+        outside(
             &s.send_unsigned("DELETE", &one, &[("If-Match", "*")], None)
                 .await,
         );
@@ -553,7 +567,7 @@ async fn account_sas_resource_types_and_permissions() {
         .send_unsigned("GET", &with_token("Tables", &tables_only), &json, None)
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
-    let m = denied(
+    let m = lacks_permission(
         &s.send_unsigned(
             "DELETE",
             &with_token("Tables('made')", &tables_only),
@@ -563,10 +577,10 @@ async fn account_sas_resource_types_and_permissions() {
         .await,
     );
     assert!(m.contains("permission `d`"), "{m}");
-    let m = denied(
-        &s.send_unsigned("GET", &with_token("sas()", &tables_only), &json, None)
-            .await,
-    );
+    let m = s
+        .send_unsigned("GET", &with_token("sas()", &tables_only), &json, None)
+        .await
+        .expect_error(403, "AuthorizationResourceTypeMismatch");
     assert!(m.contains("resource type `o`"), "{m}");
 
     let entities = SasBuilder::account("o")
@@ -586,7 +600,7 @@ async fn account_sas_resource_types_and_permissions() {
         )
         .await;
     assert_eq!(r.status, 201, "{}", r.body);
-    denied(
+    lacks_permission(
         &s.send_unsigned(
             "DELETE",
             &with_token(&entity_path("sas", "n", "1"), &entities),
@@ -595,15 +609,14 @@ async fn account_sas_resource_types_and_permissions() {
         )
         .await,
     );
-    denied(
-        &s.send_unsigned(
-            "POST",
-            &with_token("Tables", &entities),
-            &json,
-            Some(r#"{"TableName":"nope"}"#),
-        )
-        .await,
-    );
+    s.send_unsigned(
+        "POST",
+        &with_token("Tables", &entities),
+        &json,
+        Some(r#"{"TableName":"nope"}"#),
+    )
+    .await
+    .expect_error(403, "AuthorizationResourceTypeMismatch");
     let expired = SasBuilder::account("sco")
         .permissions("rwdlacu")
         .window_from_now(Some(-7200), -60)
@@ -852,7 +865,7 @@ async fn a_batch_under_a_sas_is_checked_operation_by_operation() {
     let r = send(add_only.clone(), vec![insert("7"), delete.clone()]).await;
     assert_eq!(r.status, 202, "{}", r.body);
     assert!(r.body.contains("HTTP/1.1 403"), "{}", r.body);
-    assert!(r.body.contains("AuthenticationFailed"), "{}", r.body);
+    assert!(r.body.contains("AuthorizationPermissionMismatch"), "{}", r.body);
     assert!(r.body.contains("1:"), "{}", r.body);
     assert_eq!(stored(&s, "sas").await.len(), 5, "nothing was written");
 

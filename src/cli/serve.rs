@@ -35,6 +35,23 @@ use tableq_server::{Account, AuthMode, DEFAULT_PORT, Server, ServerConfig};
 use tableq_store::postgres::{PostgresBackend, PostgresConfig};
 use tableq_store::{Backend, DurableBackend, MemoryBackend};
 
+/// What `tableq serve --help` lists after the options: every operation it serves.
+pub const OPERATIONS: &str = "\
+Operations (every operation of the Table REST API; README, \"serve\"):
+  tables      query (GET /ACCT/Tables), create (POST), delete (DELETE /ACCT/Tables('t'))
+  entities    query (GET /ACCT/t()), get, insert, update/merge (If-Match), upsert, delete,
+              entity group transactions (POST /ACCT/$batch)
+  service     properties (GET/PUT /ACCT/?restype=service&comp=properties: logging, metrics,
+              CORS rules), stats (GET /ACCT-secondary/?restype=service&comp=stats)
+  table ACL   stored access policies (GET/PUT /ACCT/t?comp=acl), used by SAS tokens with si=
+  CORS        preflight (OPTIONS on any path, no authorization) and response headers from
+              the account's CORS rules
+  secondary   /ACCT-secondary/... serves reads of the account's data (writes: 403)
+Authorization: SharedKey, SharedKeyLite, table SAS (with stored policies, key ranges, sip)
+and account SAS; refusals carry the service's codes (AuthenticationFailed,
+AuthorizationPermissionMismatch, AuthorizationResourceTypeMismatch, AuthorizationFailure,
+AuthorizationSourceIPMismatch, AuthorizationProtocolMismatch).";
+
 /// Arguments of `tableq serve`.
 #[derive(Debug, Clone, ClapArgs)]
 pub struct Args {
