@@ -175,6 +175,29 @@ async fn stats_on_the_secondary_and_reads_only_there() {
         "{sync}"
     );
 
+    // What the Python SDK sends for a path-style endpoint: `/{acct}-secondary/{acct}/…`,
+    // signed over the primary path.
+    let signed = server_support::dev_signer().headers(
+        "GET",
+        "/devstoreaccount1/?restype=service&comp=stats",
+        None,
+    );
+    let headers: Vec<(&str, &str)> = signed
+        .iter()
+        .map(|(k, v)| (*k, v.as_str()))
+        .collect();
+    let r = s
+        .exchange(
+            "GET",
+            &format!("{secondary}/devstoreaccount1/?restype=service&comp=stats"),
+            &headers,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.body.contains("<Status>live</Status>"), "{}", r.body);
+
     // On the primary: 400 InvalidQueryParameterValue.
     let r = s
         .send("GET", "?restype=service&comp=stats", &[], None)

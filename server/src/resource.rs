@@ -90,8 +90,29 @@ fn query_value(query: Option<&str>, name: &str) -> Option<String> {
         .map(|(_, v)| percent_decode_str(v).decode_utf8_lossy().into_owned())
 }
 
+/// `/{acct}-secondary/{acct}/…` → `/{acct}-secondary/…`: the Python SDK reaches the
+/// secondary of a path-style endpoint by putting `/{acct}-secondary` before the primary path.
+fn without_repeated_account(path: &str) -> std::borrow::Cow<'_, str> {
+    let rest = path.strip_prefix('/').unwrap_or(path);
+    let (first, tail) = rest.split_once('/').unwrap_or((rest, ""));
+    if let Some(base) = first.strip_suffix(crate::auth::SECONDARY_SUFFIX)
+        && !base.is_empty()
+    {
+        let (second, after) = tail.split_once('/').map_or((tail, None), |(a, b)| (a, Some(b)));
+        if second == base {
+            return match after {
+                Some(after) => format!("/{first}/{after}").into(),
+                None => format!("/{first}").into(),
+            };
+        }
+    }
+    path.into()
+}
+
 /// Splits `/{account}/{resource}` and reads the query string's `restype` and `comp`.
 pub fn parse_target(path: &str, query: Option<&str>) -> Result<RequestTarget, ApiError> {
+    let path = without_repeated_account(path);
+    let path = path.as_ref();
     let rest = path.strip_prefix('/').unwrap_or(path);
     let rest = rest.strip_suffix('/').unwrap_or(rest);
     let restype = query_value(query, "restype");
@@ -268,6 +289,14 @@ mod tests {
             t("/acct-secondary", "comp=stats&restype=service"),
             Ok(Target::ServiceStats)
         );
+        // The Python SDK's secondary form of a path-style endpoint.
+        assert_eq!(
+            t("/acct-secondary/acct/", "restype=service&comp=stats"),
+            Ok(Target::ServiceStats)
+        );
+        let p = parse_target("/acct-secondary/acct/Tables", None).unwrap();
+        assert_eq!(p.account, "acct-secondary");
+        assert!(matches!(p.target, Target::Resource(Resource::Tables { .. })));
         assert_eq!(
             t("/acct/Orders", "comp=acl"),
             Ok(Target::TableAcl {

@@ -359,14 +359,32 @@ fn check_shared_key(
     };
     let text = string_to_sign(scheme, key.name(), &signed);
     if key.verify(&text, signature) {
-        Ok(())
-    } else {
-        Err(denied(format!(
-            "the {scheme_text} signature does not match the string to sign {text:?} with the \
-             key of account `{}`",
-            key.name()
-        )))
+        return Ok(());
     }
+    // The Python SDK sends a secondary-endpoint request for a path-style endpoint to
+    // `/{acct}-secondary/{acct}/…` but signs the primary path `/{acct}/…` (it moves the request
+    // to the secondary host after signing): accept that signature too.
+    let secondary_prefix = format!("/{}{SECONDARY_SUFFIX}", key.name());
+    if let Some(primary_path) = parts.uri.path().strip_prefix(&secondary_prefix)
+        && primary_path.starts_with(&format!("/{}", key.name()))
+    {
+        let primary = string_to_sign(
+            scheme,
+            key.name(),
+            &SignedParts {
+                path: primary_path,
+                ..signed
+            },
+        );
+        if key.verify(&primary, signature) {
+            return Ok(());
+        }
+    }
+    Err(denied(format!(
+        "the {scheme_text} signature does not match the string to sign {text:?} with the key \
+         of account `{}`",
+        key.name()
+    )))
 }
 
 /// What `method` on `target` is, for SAS permissions.

@@ -1,7 +1,10 @@
 """Authorization with the Python SDK: the account key (connection string and
 `AzureNamedKeyCredential`, SharedKey signatures), SAS tokens made by `generate_table_sas` and
 `generate_account_sas` (permissions, time window, key ranges), and wrong credentials, which
-the SDK raises as `ClientAuthenticationError` (403 `AuthenticationFailed`)."""
+the SDK raises as `ClientAuthenticationError` (403 `AuthenticationFailed`). What a valid SAS
+does not allow is a 403 `HttpResponseError` with the service's code
+(`AuthorizationPermissionMismatch`, `AuthorizationFailure`,
+`AuthorizationResourceTypeMismatch`), as against the service."""
 
 from datetime import datetime, timedelta, timezone
 
@@ -49,13 +52,20 @@ def assert_denied(err):
     helpers.assert_error(err, 403, "AuthenticationFailed")
 
 
-def denied_write(action):
-    """A write refused with 403 AuthenticationFailed. `create_entity` re-raises the pipeline's
-    error as it is (an `HttpResponseError`, see helpers.assert_error), other calls raise
-    `ClientAuthenticationError`; both carry the status and code."""
+def denied_write(action, code="AuthenticationFailed"):
+    """A write refused with 403 `code`. `create_entity` re-raises the pipeline's error as it
+    is (an `HttpResponseError`, see helpers.assert_error), other calls raise
+    `ClientAuthenticationError` for `AuthenticationFailed`; all carry the status and code."""
     with pytest.raises(HttpResponseError) as info:
         action()
-    assert_denied(info.value)
+    helpers.assert_error(info.value, 403, code)
+
+
+def refused(action, code):
+    """A call refused with 403 `code` (an `HttpResponseError`)."""
+    with pytest.raises(HttpResponseError) as info:
+        action()
+    helpers.assert_error(info.value, 403, code)
 
 
 def test_named_key_credential_signs_requests(endpoint):
@@ -86,9 +96,9 @@ def test_table_sas_permissions(endpoint, table):
     reader = sas_table(endpoint, table.table_name, read)
     assert len(list(reader.list_entities())) == 5
     assert reader.get_entity("b", "5")["V"] == 1
-    denied_write(lambda: reader.create_entity({"PartitionKey": "x", "RowKey": "1"}))
-    with pytest.raises(ClientAuthenticationError):
-        reader.delete_entity("a", "1")
+    denied_write(lambda: reader.create_entity({"PartitionKey": "x", "RowKey": "1"}),
+                 "AuthorizationPermissionMismatch")
+    refused(lambda: reader.delete_entity("a", "1"), "AuthorizationPermissionMismatch")
     assert len(list(table.list_entities())) == 5
 
     writer = sas_table(endpoint, table.table_name, generate_table_sas(
@@ -121,11 +131,10 @@ def test_table_sas_key_range(endpoint, table):
     assert keys(ranged.query_entities("V eq 1")) == [("b", "5"), ("c", "1")]
     # Single-entity operations outside it fail; inside it they work.
     for pk, rk in [("a", "1"), ("b", "1"), ("d", "1")]:
-        with pytest.raises(ClientAuthenticationError):
-            ranged.get_entity(pk, rk)
-        denied_write(lambda: ranged.create_entity({"PartitionKey": pk, "RowKey": rk + "x"}))
-        with pytest.raises(ClientAuthenticationError):
-            ranged.delete_entity(pk, rk)
+        refused(lambda: ranged.get_entity(pk, rk), "AuthorizationFailure")
+        denied_write(lambda: ranged.create_entity({"PartitionKey": pk, "RowKey": rk + "x"}),
+                     "AuthorizationFailure")
+        refused(lambda: ranged.delete_entity(pk, rk), "AuthorizationFailure")
     ranged.create_entity({"PartitionKey": "b", "RowKey": "3"})
     assert ranged.get_entity("c", "1")["V"] == 1
     assert keys(table.list_entities()) == [("a", "1"), ("b", "1"), ("b", "3"), ("b", "5"), ("c", "1"), ("d", "1")]
@@ -134,7 +143,8 @@ def test_table_sas_key_range(endpoint, table):
 def test_table_sas_for_another_table_is_refused(endpoint, make_table):
     first, second = make_table(), make_table()
     token = generate_table_sas(dev_credential(), first.table_name, permission="raud", expiry=soon())
-    denied_write(lambda: sas_table(endpoint, second.table_name, token).create_entity({"PartitionKey": "p", "RowKey": "r"}))
+    denied_write(lambda: sas_table(endpoint, second.table_name, token).create_entity({"PartitionKey": "p", "RowKey": "r"}),
+                 "AuthorizationFailure")
     assert list(second.list_entities()) == []
 
 
@@ -150,17 +160,14 @@ def test_account_sas(endpoint, service, table):
             made.create_entity({"PartitionKey": "p", "RowKey": "r"})
             assert len(list(sas_service.get_table_client(table.table_name).list_entities())) == 5
             # No delete permission.
-            with pytest.raises(ClientAuthenticationError):
-                made.delete_entity("p", "r")
-            with pytest.raises(ClientAuthenticationError):
-                sas_service.delete_table(name)
+            refused(lambda: made.delete_entity("p", "r"), "AuthorizationPermissionMismatch")
+            refused(lambda: sas_service.delete_table(name), "AuthorizationPermissionMismatch")
         finally:
             service.delete_table(name)
     objects_only = generate_account_sas(dev_credential(), ResourceTypes(object=True),
                                         AccountSasPermissions(read=True, list=True), expiry=soon())
     with TableServiceClient(endpoint, credential=AzureSasCredential(objects_only), **helpers.CLIENT_KWARGS) as sas_service:
-        with pytest.raises(ClientAuthenticationError):
-            list(sas_service.list_tables())
+        refused(lambda: list(sas_service.list_tables()), "AuthorizationResourceTypeMismatch")
     expired = generate_account_sas(dev_credential(), ResourceTypes(container=True, object=True),
                                    "rwdlacu", expiry=soon(-1), start=soon(-2))
     with TableServiceClient(endpoint, credential=AzureSasCredential(expired), **helpers.CLIENT_KWARGS) as sas_service:
