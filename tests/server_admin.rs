@@ -182,10 +182,7 @@ async fn stats_on_the_secondary_and_reads_only_there() {
         "/devstoreaccount1/?restype=service&comp=stats",
         None,
     );
-    let headers: Vec<(&str, &str)> = signed
-        .iter()
-        .map(|(k, v)| (*k, v.as_str()))
-        .collect();
+    let headers: Vec<(&str, &str)> = signed.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let r = s
         .exchange(
             "GET",
@@ -197,6 +194,29 @@ async fn stats_on_the_secondary_and_reads_only_there() {
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.body.contains("<Status>live</Status>"), "{}", r.body);
+    // …and `/{acct}-secondary/…` signed over the primary path (the JS SDK's order of
+    // signing and rerouting).
+    let r = s
+        .exchange(
+            "GET",
+            &format!("{secondary}/?restype=service&comp=stats"),
+            &headers,
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    // A signature over another path is still refused.
+    let r = s
+        .exchange(
+            "GET",
+            &format!("{secondary}/Tables?restype=service&comp=stats"),
+            &headers,
+            None,
+            None,
+        )
+        .await;
+    r.expect_error(403, "AuthenticationFailed");
 
     // On the primary: 400 InvalidQueryParameterValue.
     let r = s

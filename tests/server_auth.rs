@@ -160,7 +160,10 @@ async fn missing_or_wrong_credentials_are_refused_and_nothing_is_written() {
         .await;
     let m = denied(&r);
     assert!(m.contains("`nobody1` is not served here"), "{m}");
-    assert!(!m.contains("devstoreaccount1"), "the hosted accounts are not told: {m}");
+    assert!(
+        !m.contains("devstoreaccount1"),
+        "the hosted accounts are not told: {m}"
+    );
 
     // Hand-made headers: a good signature over another path, a broken header, bad dates.
     let dev = server_support::dev_signer();
@@ -865,7 +868,11 @@ async fn a_batch_under_a_sas_is_checked_operation_by_operation() {
     let r = send(add_only.clone(), vec![insert("7"), delete.clone()]).await;
     assert_eq!(r.status, 202, "{}", r.body);
     assert!(r.body.contains("HTTP/1.1 403"), "{}", r.body);
-    assert!(r.body.contains("AuthorizationPermissionMismatch"), "{}", r.body);
+    assert!(
+        r.body.contains("AuthorizationPermissionMismatch"),
+        "{}",
+        r.body
+    );
     assert!(r.body.contains("1:"), "{}", r.body);
     assert_eq!(stored(&s, "sas").await.len(), 5, "nothing was written");
 

@@ -98,7 +98,9 @@ fn without_repeated_account(path: &str) -> std::borrow::Cow<'_, str> {
     if let Some(base) = first.strip_suffix(crate::auth::SECONDARY_SUFFIX)
         && !base.is_empty()
     {
-        let (second, after) = tail.split_once('/').map_or((tail, None), |(a, b)| (a, Some(b)));
+        let (second, after) = tail
+            .split_once('/')
+            .map_or((tail, None), |(a, b)| (a, Some(b)));
         if second == base {
             return match after {
                 Some(after) => format!("/{first}/{after}").into(),
@@ -296,7 +298,10 @@ mod tests {
         );
         let p = parse_target("/acct-secondary/acct/Tables", None).unwrap();
         assert_eq!(p.account, "acct-secondary");
-        assert!(matches!(p.target, Target::Resource(Resource::Tables { .. })));
+        assert!(matches!(
+            p.target,
+            Target::Resource(Resource::Tables { .. })
+        ));
         assert_eq!(
             t("/acct/Orders", "comp=acl"),
             Ok(Target::TableAcl {

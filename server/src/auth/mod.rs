@@ -361,23 +361,24 @@ fn check_shared_key(
     if key.verify(&text, signature) {
         return Ok(());
     }
-    // The Python SDK sends a secondary-endpoint request for a path-style endpoint to
-    // `/{acct}-secondary/{acct}/…` but signs the primary path `/{acct}/…` (it moves the request
-    // to the secondary host after signing): accept that signature too.
+    // A request to the secondary endpoint may be signed over the primary path, as the
+    // service signs host-style secondaries (the canonicalized resource names the account, not
+    // the secondary host). For path-style URLs: the Python SDK sends `/{acct}-secondary/{acct}/…`
+    // signed as `/{acct}/…`; the JS SDK (pointed at the secondary after signing) sends
+    // `/{acct}-secondary/…` signed as `/{acct}/…`.
     let secondary_prefix = format!("/{}{SECONDARY_SUFFIX}", key.name());
-    if let Some(primary_path) = parts.uri.path().strip_prefix(&secondary_prefix)
-        && primary_path.starts_with(&format!("/{}", key.name()))
-    {
-        let primary = string_to_sign(
-            scheme,
-            key.name(),
-            &SignedParts {
-                path: primary_path,
-                ..signed
-            },
-        );
-        if key.verify(&primary, signature) {
-            return Ok(());
+    if let Some(tail) = parts.uri.path().strip_prefix(&secondary_prefix) {
+        let account_prefix = format!("/{}", key.name());
+        let as_primary = format!("{account_prefix}{tail}");
+        let mut candidates = vec![as_primary.as_str()];
+        if tail.starts_with(&account_prefix) {
+            candidates.push(tail);
+        }
+        for path in candidates {
+            let primary = string_to_sign(scheme, key.name(), &SignedParts { path, ..signed });
+            if key.verify(&primary, signature) {
+                return Ok(());
+            }
         }
     }
     Err(denied(format!(

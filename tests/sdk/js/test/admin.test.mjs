@@ -98,7 +98,9 @@ test("getStatistics is answered on the secondary endpoint", async () => {
   // (`acct.table…` → `acct-secondary.table…`). For a path-style endpoint on an IP address the
   // new host name is invalid and the URL setter ignores it, so the request goes to the
   // primary path, where the service answers 400 (checked first). Point it where the Python
-  // SDK points for such endpoints — `/devstoreaccount1-secondary` — before it is signed.
+  // SDK points for such endpoints — `/devstoreaccount1-secondary` (this policy runs after the
+  // SDK signed the primary path, as its own rerouting does; the server accepts that, as the
+  // service accepts a secondary request signed like the primary one).
   await expectXmlOpError(() => service.getStatistics(), 400, "InvalidQueryParameterValue");
   service.pipeline.addPolicy({
     name: "pathStyleSecondary",
