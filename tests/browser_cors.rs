@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use tableq_server::auth::sign::{AccountKey, SasBuilder};
+use tableq_client::sign::{AccountKey, SasBuilder};
 
 #[test]
 fn a_browser_page_reaches_tableq_only_through_its_cors_rules() {

@@ -16,8 +16,12 @@
 //! `scripts/pg-cluster.sh` and stopped by their pids at the end (the JS suite is not repeated
 //! on the shards: the engine is the same, the sharded layout is what the Python run checks,
 //! and CI time is bounded). Those tests print `SKIPPED: …` and pass only when PostgreSQL's
-//! server binaries are not installed. The in-memory engine is covered by the Rust HTTP
-//! tests and the store suite.
+//! server binaries are not installed — and fail instead in CI where
+//! `/usr/lib/postgresql/15/bin` exists (`pg_cluster::skipped`). The in-memory engine is
+//! covered by the Rust HTTP tests and the store suite.
+
+#[path = "../store/tests/pg/cluster.rs"]
+mod pg_cluster;
 
 use std::io::Write;
 use std::path::Path;
@@ -71,18 +75,6 @@ fn notable_lines(output: &str) -> Vec<&str> {
                 || trimmed.starts_with("ℹ skipped")
         })
         .collect()
-}
-
-/// Whether PostgreSQL's server binaries are installed where `scripts/pg-cluster.sh` looks
-/// (`pg-cluster.sh bindir` answers with their directory, or fails).
-fn postgres_available(root: &Path) -> bool {
-    Command::new("bash")
-        .arg(root.join("scripts/pg-cluster.sh"))
-        .arg("bindir")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
 }
 
 /// Runs `scripts/sdk-tests.sh ARGS` with this test's `tableq` binary; panics with the failing
@@ -162,12 +154,9 @@ fn python_and_js_sdk_suites_pass_against_tableq_serve() {
 /// `suite` (`all` or `python`) against `tableq serve --store postgres://…` on `store` (`pg`
 /// or `pg-sharded`); skipped, with a printed reason, only when PostgreSQL is not installed.
 fn sdk_suites_on(store: &str, suite: &str, test: &str) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    if !postgres_available(root) {
-        eprintln!(
-            "SKIPPED: {test}: PostgreSQL server binaries not found (install Debian's \
-             postgresql-15, or set PG_BINDIR to the directory holding initdb and pg_ctl)"
-        );
+    if !pg_cluster::binaries_available() {
+        // SKIPPED with the reason, or a failure in CI where the binaries are installed.
+        pg_cluster::skipped(test);
         return;
     }
     let programs: &[&str] = if suite == "python" {
@@ -192,7 +181,6 @@ fn python_sdk_suite_passes_against_tableq_serve_on_postgres_with_3_shards() {
     sdk_suites_on(
         "pg-sharded",
         "python",
-        "pg-sharded",
         "python_sdk_suite_passes_against_tableq_serve_on_postgres_with_3_shards",
     );
 }

@@ -7,7 +7,7 @@ mod server_support;
 
 use serde_json::json;
 use server_support::{MINIMAL, Reply, TestServer};
-use tableq_server::auth::sign::{AccountKey, SasBuilder};
+use tableq_client::sign::{AccountKey, SasBuilder};
 
 const PROPERTIES: &str = "?restype=service&comp=properties";
 

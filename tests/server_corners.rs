@@ -7,7 +7,7 @@ mod server_support;
 
 use serde_json::json;
 use server_support::{FULL, MINIMAL, Reply, TestServer, entity_path, sign_raw};
-use tableq_server::auth::sign::{AccountKey, SasBuilder};
+use tableq_client::sign::{AccountKey, SasBuilder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn sas_url(s: &TestServer, path: &str, token: &str) -> String {
