@@ -1280,8 +1280,10 @@ pub fn service_properties_start_default_and_round_trip(f: &mut Fixture) {
 pub fn service_properties_are_validated(f: &mut Fixture) {
     let b = &*f.backend;
     b.set_service_properties(&sample_properties()).unwrap();
-    let mut six = ServiceProperties::default();
-    six.cors = vec![cors_rule("*"); 6];
+    let six = ServiceProperties {
+        cors: vec![cors_rule("*"); 6],
+        ..ServiceProperties::default()
+    };
     let e = b.set_service_properties(&six).unwrap_err();
     assert_eq!(code(&e), ErrorCode::InvalidXmlNodeValue);
     // Nothing was stored.
