@@ -83,6 +83,11 @@ export async function servePage(html) {
   return {
     origin,
     url: `${origin}/`,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    // The browser keeps its connections alive: close them, or close() waits for them.
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
