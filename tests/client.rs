@@ -367,9 +367,10 @@ fn sas_tokens_shared_key_lite_and_wrong_keys() {
             .insert(&Entity::new("p1", "x"))
             .await
             .unwrap_err();
+        // A valid token without the permission: the service's own code for it.
         assert_eq!(
             (code(&refused), refused.status()),
-            (ErrorCode::AuthenticationFailed, Some(403))
+            (ErrorCode::AuthorizationPermissionMismatch, Some(403))
         );
 
         let wrong = TableServiceClient::new(
