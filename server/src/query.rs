@@ -4,7 +4,7 @@
 //! Names and values are percent-decoded as UTF-8, with `+` read as a space (form encoding;
 //! clients send a literal plus as `%2B`). Every other `$`-option (`$orderby`, `$skip`,
 //! `$expand`, …) is rejected with 400 `InvalidInput` naming it; an option given twice is
-//! rejected too; an option with an empty value (`$select=&$filter=`) is absent. Parameters
+//! rejected too; an empty `$filter` or `$select` (`$select=&$filter=`) is absent. Parameters
 //! without `$` that this server does not use (`timeout`, SAS
 //! parameters, …) are ignored.
 //!
@@ -66,9 +66,10 @@ impl QueryParams {
             let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
             let name = decode(name)?;
             let value = decode(value)?;
-            // An empty `$filter=`, `$select=`, `$top=` or `$format=` is an absent option
-            // (Storage Explorer's first request for a table sends `$select=&$filter=`).
-            let empty_option = value.is_empty() && name.starts_with('$');
+            // An empty `$filter=` or `$select=` is an absent option (Storage Explorer's first
+            // request for a table sends `$select=&$filter=`); an empty `$top=` or `$format=`
+            // stays an invalid value.
+            let empty_option = value.is_empty() && (name == "$filter" || name == "$select");
             let slot = if name == "$format" {
                 &mut out.format
             } else {
@@ -120,8 +121,14 @@ mod tests {
         assert_eq!(q.select.as_deref(), Some("A,B"));
         assert_eq!(q.next_row_key.as_deref(), Some(""));
         assert_eq!(q.next_table_name.as_deref(), Some("x"));
-        let empty = QueryParams::parse(Some("$select=&$filter=&$top=&$format=")).unwrap();
+        let empty = QueryParams::parse(Some("$select=&$filter=")).unwrap();
         assert_eq!(empty, QueryParams::default());
+        let top = QueryParams::parse(Some("$top=")).unwrap();
+        assert_eq!(
+            top.top.as_deref(),
+            Some(""),
+            "an empty $top is parsed (and refused) later"
+        );
     }
 
     #[test]
