@@ -250,8 +250,10 @@ async fn run_server(
         }
     };
     let mut names = vec![tableq_server::DEV_ACCOUNT.to_owned()];
+    let mut others = Vec::new();
     for (account, store) in pairs {
         names.push(account.name.clone());
+        others.push((account.name.clone(), account.key.clone()));
         if let Err(e) = server.add_account(account, store) {
             eprintln!("error: {e}");
             return ExitCode::from(2);
@@ -273,11 +275,25 @@ async fn run_server(
             format!("{warning}\n")
         }
     };
+    // A ready connection string for every hosted account: the first one's line is the
+    // development account's (tools read it), then one per `--account`.
+    let endpoint = server.table_endpoint();
+    let origin = endpoint
+        .strip_suffix(&format!("/{}", tableq_server::DEV_ACCOUNT))
+        .unwrap_or(&endpoint);
+    let more: String = others
+        .iter()
+        .map(|(name, key)| {
+            format!(
+                "connection string ({name}): {}\n",
+                tableq_client::connection_string(&format!("{origin}/{name}"), name, key)
+            )
+        })
+        .collect();
     let banner = format!(
-        "tableq serve: Table service emulator on {}\nstorage: {}\nconnection string: {}\n\
-         (UseDevelopmentStorage=true works on the default port; stop with Ctrl-C)\n\
+        "tableq serve: Table service emulator on {endpoint}\nstorage: {}\nconnection string: {}\n\
+         {more}(UseDevelopmentStorage=true works on the default port; stop with Ctrl-C)\n\
          accounts: {}\n{auth_line}",
-        server.table_endpoint(),
         server.store_description(),
         server.connection_string(),
         names.join(", "),
