@@ -41,13 +41,15 @@ enum Command {
     #[command(after_long_help = cli::help::GEN)]
     Gen(cli::generate::Args),
     /// Run the Table service emulator (the REST protocol over HTTP) for the official SDKs.
-    #[command(after_long_help = cli::serve::OPERATIONS)]
+    #[command(after_long_help = cli::help::SERVE)]
     Serve(cli::serve::Args),
     /// Bulk-load entities (JSON lines) into a table: into a data directory or through a
     /// running server.
+    #[command(after_long_help = cli::help::IMPORT)]
     Import(cli::import::Args),
     /// HTTP load benchmark of the emulator (loads a data set, then measures latency and
     /// throughput of key queries, scans and inserts).
+    #[command(after_long_help = cli::help::BENCH_HTTP)]
     BenchHttp(cli::bench_http::Args),
     /// Print one stage of the query pipeline.
     #[command(subcommand)]
@@ -68,6 +70,8 @@ enum DebugCommand {
 }
 
 fn main() -> ExitCode {
+    // `tableq … | head -1`: a closed stdout or stderr ends any command quietly (exit 141).
+    cli::pipe::end_quietly_on_closed_pipes();
     let cli = Cli::parse();
     cli.color.apply();
     match cli.command {

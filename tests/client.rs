@@ -555,3 +555,33 @@ fn raw_connections_send_prepared_requests() {
         assert_eq!(json["value"].as_array().map(Vec::len), Some(3));
     });
 }
+
+#[test]
+fn the_banner_prints_a_working_connection_string_for_every_account() {
+    let key = "c2Vjb25kIGFjY291bnQga2V5";
+    let serve = Serve::start(&["--in-memory", "--account", &format!("second:{key}")]);
+    let banner = serve.banner(5);
+    let find = |prefix: &str| {
+        banner
+            .iter()
+            .find_map(|l| l.strip_prefix(prefix).map(str::to_owned))
+            .unwrap_or_else(|| panic!("no {prefix:?} in {banner:#?}"))
+    };
+    let dev = find("connection string: ");
+    let second = find("connection string (second): ");
+    assert!(
+        second.contains(&format!("AccountName=second;AccountKey={key};")),
+        "{second}"
+    );
+    runtime().block_on(async {
+        let second = TableServiceClient::from_connection_string(&second).unwrap();
+        assert_eq!(second.account(), "second");
+        second.create_table("OnlyHere").await.unwrap();
+        let dev = TableServiceClient::from_connection_string(&dev).unwrap();
+        assert!(
+            dev.list_tables().await.unwrap().is_empty(),
+            "accounts are separate"
+        );
+        assert_eq!(second.list_tables().await.unwrap(), ["OnlyHere"]);
+    });
+}

@@ -8,6 +8,8 @@ EXAMPLES:
     tableq eval --filter \"PartitionKey eq 'books' and Price lt 20\" samples/entities.jsonl
     tableq explain --filter \"PartitionKey eq 'a' and RowKey ge '2024'\"
     tableq gen --entities 1000000 > 1m.jsonl
+    tableq serve --in-memory
+    tableq gen --entities 1000 | tableq import --table people --endpoint http://127.0.0.1:10002/devstoreaccount1
 
 EXIT STATUS:
     0 success, 1 the input has problems (validate), 2 unusable input (an invalid query, an
@@ -111,3 +113,85 @@ EXAMPLES:
 
 EXIT STATUS:
     0 success, 2 stdout cannot be written.";
+
+/// `tableq serve --help`.
+pub const SERVE: &str = "\
+STORAGE:
+    --data DIR (default ./tableq-data) keeps every table durably in DIR (acknowledged writes
+    survive crashes and kill -9); --in-memory keeps nothing after the process; --store
+    postgres://user@host:port/db keeps the data in PostgreSQL. One server per data directory.
+
+OPERATIONS (every operation of the Table REST API; README, \"serve\"):
+    tables      query (GET /ACCT/Tables), create (POST), delete (DELETE /ACCT/Tables('t'))
+    entities    query (GET /ACCT/t()), get, insert, update/merge (If-Match), upsert, delete,
+                entity group transactions (POST /ACCT/$batch)
+    service     properties (GET/PUT /ACCT/?restype=service&comp=properties: logging,
+                metrics, CORS rules), stats (GET /ACCT-secondary/?restype=service&comp=stats)
+    table ACL   stored access policies (GET/PUT /ACCT/t?comp=acl), used by SAS with si=
+    CORS        preflight (OPTIONS on any path, no authorization) and response headers from
+                the account's CORS rules
+    secondary   /ACCT-secondary/... serves reads of the account's data (writes: 403)
+    Authorization: SharedKey, SharedKeyLite, table SAS (stored policies, key ranges, sip)
+    and account SAS; refusals carry the service's codes (AuthenticationFailed,
+    AuthorizationPermissionMismatch, AuthorizationResourceTypeMismatch,
+    AuthorizationFailure, AuthorizationSourceIPMismatch, AuthorizationProtocolMismatch).
+
+OUTPUT:
+    stdout: a banner — the table endpoint, the storage, and a ready connection string for
+    every hosted account (paste it into any Azure Tables SDK); a closed stdout does not
+    stop the server. stderr: one log line per request (RUST_LOG, default info).
+
+EXAMPLES:
+    tableq serve                                  # http://127.0.0.1:10002/devstoreaccount1
+    tableq serve --in-memory --port 0             # a free port, nothing kept
+    tableq serve --account myaccount:bXlzZWNyZXRrZXk=   # a second account with its key
+
+    Stop with Ctrl-C or SIGTERM: in-flight requests finish, the store is closed.
+
+EXIT STATUS:
+    0 clean shutdown, 2 the server cannot start (port taken, storage unusable or locked),
+    1 serving or closing the store failed.";
+
+/// `tableq import --help`.
+pub const IMPORT: &str = "\
+INPUT:
+    JSON lines (the validate/gen format) from FILE or standard input. Each line is judged
+    as an insert; invalid lines and keys that already exist are rejected by line number,
+    the rest are loaded. The table is created when missing.
+
+OUTPUT:
+    stderr: `created table T`, the first 20 rejections (`rejected: line N: <ErrorCode>:
+    <message>`) and a count by code, then `<input>: N loaded, M rejected in T (R entities/s)`.
+
+EXAMPLES:
+    tableq gen --entities 100000 | tableq import --table people --data ./tableq-data
+    tableq import --table people people.jsonl --endpoint http://127.0.0.1:10002/devstoreaccount1
+    tableq import --table people people.jsonl --endpoint URL --upsert     # replace existing
+
+    A run that stops early (Ctrl-C, an unreachable server, a full disk) keeps what was
+    acknowledged; run the same command again with --upsert to load the rest without
+    rejecting the lines already loaded.
+
+EXIT STATUS:
+    0 everything loaded, 1 some lines rejected, 2 the run could not start or stopped early.";
+
+/// `tableq bench-http --help`.
+pub const BENCH_HTTP: &str = "\
+WHAT IT DOES:
+    Loads `tableq gen` data (unless the table already holds it), then runs each scenario —
+    point get, point as $filter, partition query, RowKey range, OR of 5 points, selective
+    full scan, single inserts, 100-entity $batch inserts — for --seconds, checking every
+    answer.
+
+OUTPUT:
+    stdout: the load rate, a Markdown table (rows, clients, requests, req/s, p50, p99 per
+    scenario) and the server's peak memory; stderr: progress per scenario.
+
+EXAMPLES:
+    tableq bench-http --data /tmp/bench --entities 100000          # starts its own server
+    tableq bench-http --data /tmp/bench --only 'point get' --seconds 5
+    tableq bench-http --endpoint http://127.0.0.1:10002/devstoreaccount1 --server-pid 4242
+
+EXIT STATUS:
+    0 every scenario ran and every answer was right, 1 the run failed (reason on stderr),
+    2 it could not start (arguments, its own server).";

@@ -16,5 +16,6 @@ pub mod generate;
 pub mod help;
 pub mod import;
 pub mod input;
+pub mod pipe;
 pub mod serve;
 pub mod validate;

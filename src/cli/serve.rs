@@ -35,23 +35,6 @@ use tableq_server::{Account, AuthMode, DEFAULT_PORT, Server, ServerConfig};
 use tableq_store::postgres::{PostgresBackend, PostgresConfig};
 use tableq_store::{Backend, DurableBackend, MemoryBackend};
 
-/// What `tableq serve --help` lists after the options: every operation it serves.
-pub const OPERATIONS: &str = "\
-Operations (every operation of the Table REST API; README, \"serve\"):
-  tables      query (GET /ACCT/Tables), create (POST), delete (DELETE /ACCT/Tables('t'))
-  entities    query (GET /ACCT/t()), get, insert, update/merge (If-Match), upsert, delete,
-              entity group transactions (POST /ACCT/$batch)
-  service     properties (GET/PUT /ACCT/?restype=service&comp=properties: logging, metrics,
-              CORS rules), stats (GET /ACCT-secondary/?restype=service&comp=stats)
-  table ACL   stored access policies (GET/PUT /ACCT/t?comp=acl), used by SAS tokens with si=
-  CORS        preflight (OPTIONS on any path, no authorization) and response headers from
-              the account's CORS rules
-  secondary   /ACCT-secondary/... serves reads of the account's data (writes: 403)
-Authorization: SharedKey, SharedKeyLite, table SAS (with stored policies, key ranges, sip)
-and account SAS; refusals carry the service's codes (AuthenticationFailed,
-AuthorizationPermissionMismatch, AuthorizationResourceTypeMismatch, AuthorizationFailure,
-AuthorizationSourceIPMismatch, AuthorizationProtocolMismatch).";
-
 /// Arguments of `tableq serve`.
 #[derive(Debug, Clone, ClapArgs)]
 pub struct Args {
@@ -267,8 +250,10 @@ async fn run_server(
         }
     };
     let mut names = vec![tableq_server::DEV_ACCOUNT.to_owned()];
+    let mut others = Vec::new();
     for (account, store) in pairs {
         names.push(account.name.clone());
+        others.push((account.name.clone(), account.key.clone()));
         if let Err(e) = server.add_account(account, store) {
             eprintln!("error: {e}");
             return ExitCode::from(2);
@@ -290,11 +275,25 @@ async fn run_server(
             format!("{warning}\n")
         }
     };
+    // A ready connection string for every hosted account: the first one's line is the
+    // development account's (tools read it), then one per `--account`.
+    let endpoint = server.table_endpoint();
+    let origin = endpoint
+        .strip_suffix(&format!("/{}", tableq_server::DEV_ACCOUNT))
+        .unwrap_or(&endpoint);
+    let more: String = others
+        .iter()
+        .map(|(name, key)| {
+            format!(
+                "connection string ({name}): {}\n",
+                tableq_client::connection_string(&format!("{origin}/{name}"), name, key)
+            )
+        })
+        .collect();
     let banner = format!(
-        "tableq serve: Table service emulator on {}\nstorage: {}\nconnection string: {}\n\
-         (UseDevelopmentStorage=true works on the default port; stop with Ctrl-C)\n\
+        "tableq serve: Table service emulator on {endpoint}\nstorage: {}\nconnection string: {}\n\
+         {more}(UseDevelopmentStorage=true works on the default port; stop with Ctrl-C)\n\
          accounts: {}\n{auth_line}",
-        server.table_endpoint(),
         server.store_description(),
         server.connection_string(),
         names.join(", "),

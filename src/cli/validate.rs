@@ -59,7 +59,7 @@ pub fn run(args: Args) -> ExitCode {
     {
         problems += 1;
         if report(&mut out, "table", &e).is_err() {
-            return ExitCode::from(2);
+            return ExitCode::from(super::pipe::CLOSED_PIPE_STATUS as u8);
         }
     }
 
@@ -76,12 +76,13 @@ pub fn run(args: Args) -> ExitCode {
     let result = check_lines(reader, &mut out, &mut tally);
     let flushed = out.flush();
     match result {
-        Err(Stop::OutputClosed) => return ExitCode::from(2),
+        // The reader of stdout went away (`| head -1`): end quietly, as on SIGPIPE.
+        Err(Stop::OutputClosed) => return ExitCode::from(super::pipe::CLOSED_PIPE_STATUS as u8),
         Err(Stop::Unreadable(why)) => {
             eprintln!("error: cannot read {label}: {why}");
             return ExitCode::from(2);
         }
-        Ok(()) if flushed.is_err() => return ExitCode::from(2),
+        Ok(()) if flushed.is_err() => return ExitCode::from(super::pipe::CLOSED_PIPE_STATUS as u8),
         Ok(()) => {}
     }
     problems += tally.invalid;

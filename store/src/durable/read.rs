@@ -54,7 +54,6 @@ type BlockGuard = AccessGuard<'static, &'static [u8]>;
 /// [`DurableBackend`](super::DurableBackend): the [`EntitySource`] of a query page (see the
 /// module docs).
 pub struct DurableSnapshot {
-    rows: Rows,
     table: u64,
     names: Arc<Names>,
     /// The first storage failure a scan met (reported by `take_error`).
@@ -62,6 +61,12 @@ pub struct DurableSnapshot {
     /// Every block a scan or get of this snapshot read: rows borrow from here (created on
     /// first use: `Backend::get` needs none).
     blocks: OnceLock<Arena>,
+    /// The table in its read transaction. **Declared last, so dropped last**: it keeps the
+    /// read transaction registered with redb, and every page guard in `blocks` must be
+    /// released before it is; otherwise a commit between the two drops frees pages that a
+    /// guard still holds (redb's debug assertion "freed page still referenced" fired in
+    /// `tests/concurrency.rs` when `rows` came first).
+    rows: Rows,
 }
 
 /// Slots in the first segment of an [`Arena`]; segment `k` has `ARENA_BASE << k`.
