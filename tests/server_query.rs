@@ -481,3 +481,82 @@ async fn point_queries_answer_alike_inline_and_on_the_blocking_pool() {
     );
     assert!(r.header("x-ms-continuation-NextPartitionKey").is_some());
 }
+
+/// Sends `GET {target}` as raw HTTP/1.1 text (signed with the development key), exactly as
+/// written: the request target is not re-encoded by any client. Returns the status and the
+/// body.
+async fn raw_get(s: &TestServer, target: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", s.port))
+        .await
+        .expect("connect");
+    let request = server_support::sign_raw(&format!(
+        "GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: {NOMETA}\r\n\
+         Connection: close\r\n\r\n"
+    ));
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .await
+        .expect("read the response");
+    let status = response
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP response: {response}"));
+    let body = response
+        .split_once("\r\n\r\n")
+        .map_or(String::new(), |(_, b)| b.to_owned());
+    (status, body)
+}
+
+#[tokio::test]
+async fn boolean_literals_are_whole_conditions_in_any_letter_case() {
+    let s = TestServer::start().await;
+    s.create_table("grid").await;
+    grid(&s, "grid", 2).await;
+    let all = ["p0/r0", "p0/r1", "p1/r0", "p1/r1"];
+    for (query, expected) in [
+        ("$filter=true", &all[..]),
+        ("$filter=FALSE", &[][..]),
+        ("$filter=not%20false", &all[..]),
+        ("$filter=True&$top=1", &all[..1]),
+        (
+            "$filter=PartitionKey%20eq%20%27p1%27%20and%20True",
+            &all[2..],
+        ),
+        (
+            "$filter=PartitionKey%20eq%20%27p1%27%20and%20false",
+            &[][..],
+        ),
+        ("$filter=V%20gt%2010%20or%20tRuE", &all[..]),
+        ("$filter=(false%20or%20V%20eq%201)%20and%20true", &all[1..2]),
+    ] {
+        let (status, body) = raw_get(&s, &format!("/devstoreaccount1/grid()?{query}")).await;
+        assert_eq!(status, 200, "{query}: {body}");
+        let body: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{query}: {e}"));
+        assert_eq!(keys(&body), expected, "{query}");
+    }
+    // Still literals inside comparisons; two literals are no comparison.
+    s.insert(
+        "grid",
+        &json!({"PartitionKey": "b", "RowKey": "1", "On": true}),
+    )
+    .await;
+    let (status, body) = raw_get(&s, "/devstoreaccount1/grid()?$filter=On%20eq%20True").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(keys(&serde_json::from_str(&body).unwrap()), ["b/1"]);
+    let (status, body) = raw_get(&s, "/devstoreaccount1/grid()?$filter=FALSE%20ne%20On").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(keys(&serde_json::from_str(&body).unwrap()), ["b/1"]);
+    let (status, body) = raw_get(&s, "/devstoreaccount1/grid()?$filter=true%20eq%20false").await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("InvalidInput"), "{body}");
+    // Query Tables takes them too.
+    let (status, body) = raw_get(&s, "/devstoreaccount1/Tables?$filter=TRUE").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"grid\""), "{body}");
+    let (status, body) = raw_get(&s, "/devstoreaccount1/Tables?$filter=false").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(!body.contains("\"grid\""), "{body}");
+}
