@@ -1,7 +1,15 @@
-//! The query crates — tableq-model, -parser, -planner and -exec — do no I/O and are not
-//! async (the style guide's practice 7): none of them may depend, directly or through any
-//! chain of normal dependencies, on an async runtime, an HTTP crate or a storage engine.
-//! Storage engines belong to tableq-store, HTTP to tableq-server.
+//! The arrows between the crates (the style guide's practice 7 and "a thin binary over
+//! library crates"):
+//!
+//! * the query crates — tableq-model, -parser, -planner and -exec — do no I/O and are not
+//!   async: none of them may depend, directly or through any chain of normal dependencies,
+//!   on an async runtime, an HTTP crate or a storage engine;
+//! * tableq-store (the storage engines) has no HTTP dependency;
+//! * tableq-client (the REST client) depends on tableq-model alone among the workspace's
+//!   crates, and on no storage engine: it speaks HTTP, nothing else;
+//! * tableq-server (HTTP) names no storage engine: it holds `Arc<dyn Backend>` and leaves
+//!   the choice to its callers (checked on its source, outside doc comments and tests);
+//!   it may use tableq-client (the strings to sign, resource links).
 //!
 //! The test reads the resolved dependency graph from `cargo metadata` (offline first, so it
 //! passes without a network when the registry cache is warm; online only if that fails) and
@@ -107,38 +115,35 @@ fn metadata() -> Json {
 /// Every chain from a query crate to a forbidden package, through normal dependencies.
 /// Errors when the metadata lacks a query crate (the check would pass vacuously).
 fn violations(meta: &Json) -> Result<Vec<String>, String> {
-    let names: BTreeMap<&str, &str> = meta["packages"]
-        .as_array()
-        .ok_or("no packages in the metadata")?
+    chains(meta, QUERY_CRATES, FORBIDDEN)
+}
+
+/// Packages of an HTTP stack (clients, servers, their types and middleware).
+fn http_packages() -> Vec<(&'static str, &'static str)> {
+    FORBIDDEN
         .iter()
-        .filter_map(|p| Some((p["id"].as_str()?, p["name"].as_str()?)))
-        .collect();
-    // id -> ids of its normal dependencies (any platform).
-    let mut graph: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for node in meta["resolve"]["nodes"]
-        .as_array()
-        .ok_or("no resolved dependency graph in the metadata")?
-    {
-        let Some(id) = node["id"].as_str() else {
-            continue;
-        };
-        let normal = node["deps"].as_array().into_iter().flatten().filter(|d| {
-            d["dep_kinds"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|k| k["kind"].is_null())
-        });
-        graph.insert(id, normal.filter_map(|d| d["pkg"].as_str()).collect());
-    }
-    let forbidden: BTreeMap<&str, &str> = FORBIDDEN.iter().copied().collect();
+        .copied()
+        .filter(|(_, why)| why.contains("HTTP") || *why == "RPC")
+        .collect()
+}
+
+/// Packages of storage engines and database clients.
+fn storage_packages() -> Vec<(&'static str, &'static str)> {
+    FORBIDDEN
+        .iter()
+        .copied()
+        .filter(|(_, why)| *why == "storage engine" || *why == "database client")
+        .collect()
+}
+
+/// Every chain from one of `roots` to a `forbidden` package, through normal dependencies
+/// (any platform). Errors when the metadata lacks a root.
+fn chains(meta: &Json, roots: &[&str], forbidden: &[(&str, &str)]) -> Result<Vec<String>, String> {
+    let (names, graph) = graph(meta)?;
+    let forbidden: BTreeMap<&str, &str> = forbidden.iter().copied().collect();
     let mut found = Vec::new();
-    for krate in QUERY_CRATES {
-        let root = names
-            .iter()
-            .find(|(_, name)| *name == krate)
-            .map(|(id, _)| *id)
-            .ok_or_else(|| format!("{krate} is not in the workspace metadata"))?;
+    for krate in roots {
+        let root = package_id(&names, krate)?;
         // Breadth-first, remembering how each package was reached.
         let mut parent: BTreeMap<&str, &str> = BTreeMap::new();
         let mut seen: BTreeSet<&str> = BTreeSet::from([root]);
@@ -166,6 +171,60 @@ fn violations(meta: &Json) -> Result<Vec<String>, String> {
         }
     }
     Ok(found)
+}
+
+/// Package id → name, and id → ids of its normal dependencies (any platform).
+type Graph<'m> = (BTreeMap<&'m str, &'m str>, BTreeMap<&'m str, Vec<&'m str>>);
+
+fn graph(meta: &Json) -> Result<Graph<'_>, String> {
+    let names: BTreeMap<&str, &str> = meta["packages"]
+        .as_array()
+        .ok_or("no packages in the metadata")?
+        .iter()
+        .filter_map(|p| Some((p["id"].as_str()?, p["name"].as_str()?)))
+        .collect();
+    let mut graph: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for node in meta["resolve"]["nodes"]
+        .as_array()
+        .ok_or("no resolved dependency graph in the metadata")?
+    {
+        let Some(id) = node["id"].as_str() else {
+            continue;
+        };
+        let normal = node["deps"].as_array().into_iter().flatten().filter(|d| {
+            d["dep_kinds"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|k| k["kind"].is_null())
+        });
+        graph.insert(id, normal.filter_map(|d| d["pkg"].as_str()).collect());
+    }
+    Ok((names, graph))
+}
+
+fn package_id<'m>(names: &BTreeMap<&'m str, &'m str>, krate: &str) -> Result<&'m str, String> {
+    names
+        .iter()
+        .find(|(_, name)| **name == krate)
+        .map(|(id, _)| *id)
+        .ok_or_else(|| format!("{krate} is not in the workspace metadata"))
+}
+
+/// The workspace crates (`tableq*`) `krate` depends on directly (normal dependencies).
+fn direct_workspace_dependencies(meta: &Json, krate: &str) -> Result<Vec<String>, String> {
+    let (names, graph) = graph(meta)?;
+    let root = package_id(&names, krate)?;
+    let mut deps: Vec<String> = graph
+        .get(root)
+        .into_iter()
+        .flatten()
+        .filter_map(|id| names.get(id))
+        .filter(|name| name.starts_with("tableq"))
+        .map(|name| (*name).to_owned())
+        .collect();
+    deps.sort();
+    Ok(deps)
 }
 
 #[test]
@@ -210,4 +269,103 @@ fn a_forbidden_package_deep_in_the_graph_is_reported_with_its_chain() {
     let incomplete =
         serde_json::json!({"packages": [pkg("tableq-model")], "resolve": {"nodes": []}});
     assert!(violations(&incomplete).is_err());
+}
+
+#[test]
+fn the_store_has_no_http_dependency() {
+    let meta = metadata();
+    let found =
+        chains(&meta, &["tableq-store"], &http_packages()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        found.is_empty(),
+        "tableq-store must not depend on HTTP (that is tableq-server's and tableq-client's):\n  {}",
+        found.join("\n  ")
+    );
+}
+
+#[test]
+fn the_client_depends_on_the_model_alone_and_on_no_engine() {
+    let meta = metadata();
+    assert_eq!(
+        direct_workspace_dependencies(&meta, "tableq-client"),
+        Ok(vec!["tableq-model".to_owned()])
+    );
+    let found =
+        chains(&meta, &["tableq-client"], &storage_packages()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(found.is_empty(), "{}", found.join("\n  "));
+    // The server may use the client (signing, links); never the other way round.
+    let server = direct_workspace_dependencies(&meta, "tableq-server").unwrap();
+    assert!(server.contains(&"tableq-client".to_owned()), "{server:?}");
+    assert!(!server.contains(&"tableq".to_owned()), "{server:?}");
+}
+
+/// Names of storage engines that the server's code must not use.
+const ENGINE_NAMES: &[&str] = &[
+    "MemoryBackend",
+    "MemoryTable",
+    "DurableBackend",
+    "DurableOptions",
+    "PostgresBackend",
+    "PostgresConfig",
+    "tableq_store::memory",
+    "tableq_store::durable",
+    "tableq_store::postgres",
+    "redb",
+    "postgres::",
+];
+
+/// The lines of Rust source that are code: doc and line comments are left out, and so is
+/// everything from a `#[cfg(test)]` line on (the test module ends each file).
+fn code_lines(source: &str) -> impl Iterator<Item = (usize, &str)> {
+    source
+        .lines()
+        .enumerate()
+        .take_while(|(_, l)| l.trim() != "#[cfg(test)]")
+        .filter(|(_, l)| !l.trim_start().starts_with("//"))
+        .map(|(i, l)| (i + 1, l))
+}
+
+fn engine_mentions(dir: &std::path::Path, found: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            engine_mentions(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let source = std::fs::read_to_string(&path).unwrap_or_default();
+            for (line, text) in code_lines(&source) {
+                for name in ENGINE_NAMES {
+                    if text.contains(name) {
+                        found.push(format!("{}:{line}: {name}", path.display()));
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_server_names_no_storage_engine() {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("server/src");
+    assert!(
+        src.join("lib.rs").is_file(),
+        "{} is not the server's source",
+        src.display()
+    );
+    let mut found = Vec::new();
+    engine_mentions(&src, &mut found);
+    assert!(
+        found.is_empty(),
+        "tableq-server holds `Arc<dyn Backend>` and names no engine (its callers choose):\n  {}",
+        found.join("\n  ")
+    );
+    // The scan itself sees a name in code, and not in comments or tests.
+    let sample = "use x;\n/// MemoryBackend in a doc\nlet b = DurableBackend::open();\n#[cfg(test)]\nMemoryBackend";
+    let hits: Vec<usize> = code_lines(sample)
+        .filter(|(_, l)| ENGINE_NAMES.iter().any(|n| l.contains(n)))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(hits, [3]);
 }

@@ -26,8 +26,8 @@ use robust_support::{
     encode, entity_target, excerpt, request_oracle, sign_request,
 };
 use std::sync::Arc;
+use tableq_client::sign::{AccountKey, SasBuilder, Scheme, SharedKeySigner};
 use tableq_server::ServerConfig;
-use tableq_server::auth::sign::{AccountKey, SasBuilder, Scheme, SharedKeySigner};
 use tableq_store::DurableBackend;
 
 /// How a case's reply is judged.

@@ -14,7 +14,11 @@
 //! PostgreSQL server and on a coordinator hash-partitioned over 3 shards (postgres_fdw),
 //! both started by `scripts/sdk-tests.sh --store pg|pg-sharded` through
 //! `scripts/pg-cluster.sh` and stopped by their pids at the end. Those two tests print
-//! `SKIPPED: …` and pass only when PostgreSQL's server binaries are not installed.
+//! `SKIPPED: …` and pass only when PostgreSQL's server binaries are not installed — and
+//! fail instead in CI where `/usr/lib/postgresql/15/bin` exists (`pg_cluster::skipped`).
+
+#[path = "../store/tests/pg/cluster.rs"]
+mod pg_cluster;
 
 use std::io::Write;
 use std::path::Path;
@@ -68,18 +72,6 @@ fn notable_lines(output: &str) -> Vec<&str> {
                 || trimmed.starts_with("ℹ skipped")
         })
         .collect()
-}
-
-/// Whether PostgreSQL's server binaries are installed where `scripts/pg-cluster.sh` looks
-/// (`pg-cluster.sh bindir` answers with their directory, or fails).
-fn postgres_available(root: &Path) -> bool {
-    Command::new("bash")
-        .arg(root.join("scripts/pg-cluster.sh"))
-        .arg("bindir")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
 }
 
 /// Runs `scripts/sdk-tests.sh ARGS` with this test's `tableq` binary; panics with the failing
@@ -159,12 +151,9 @@ fn python_and_js_sdk_suites_pass_against_tableq_serve() {
 /// The Python suite against `tableq serve --store postgres://…` on `store` (`pg` or
 /// `pg-sharded`); skipped, with a printed reason, only when PostgreSQL is not installed.
 fn python_sdk_suite_on(store: &str, test: &str) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    if !postgres_available(root) {
-        eprintln!(
-            "SKIPPED: {test}: PostgreSQL server binaries not found (install Debian's \
-             postgresql-15, or set PG_BINDIR to the directory holding initdb and pg_ctl)"
-        );
+    if !pg_cluster::binaries_available() {
+        // SKIPPED with the reason, or a failure in CI where the binaries are installed.
+        pg_cluster::skipped(test);
         return;
     }
     run_sdk_tests(&["--suite", "python", "--store", store], &["python3"]);

@@ -7,7 +7,7 @@ mod server_support;
 
 use serde_json::json;
 use server_support::{MINIMAL, Reply, TestServer, entity_path};
-use tableq_server::auth::sign::{AccountKey, SasBuilder, Scheme, SharedKeySigner};
+use tableq_client::sign::{AccountKey, SasBuilder, Scheme, SharedKeySigner};
 use tableq_server::{Account, AuthMode, ServerConfig};
 
 const OTHER_KEY: &str = "b3RoZXIgYWNjb3VudCBrZXkgZm9yIHRlc3RzIG9ubHkgMDEyMzQ1Njc4OQ==";
@@ -164,7 +164,7 @@ async fn missing_or_wrong_credentials_are_refused_and_nothing_is_written() {
         Some("application/json"),
         "Mon, 01 Jan 2024 00:00:00 GMT",
     );
-    let now = tableq_server::auth::sign::http_date_now();
+    let now = tableq_client::sign::http_date_now();
     let fresh = dev.authorization("POST", path, Some("application/json"), &now);
     let iso = dev.authorization(
         "POST",

@@ -566,7 +566,7 @@ async fn boolean_literals_are_whole_conditions_in_any_letter_case() {
 /// the user wrote — exactly as for the same request signed with SharedKey.
 #[tokio::test]
 async fn a_sas_key_range_is_not_part_of_the_filter_text() {
-    use tableq_server::auth::sign::{AccountKey, SasBuilder};
+    use tableq_client::sign::{AccountKey, SasBuilder};
     let s = TestServer::start().await;
     s.create_table("grid").await;
     grid(&s, "grid", 4).await;

@@ -13,13 +13,7 @@
 use std::time::Duration;
 use tableq_parser::FilterOptions;
 
-/// The development storage account's name.
-pub const DEV_ACCOUNT: &str = "devstoreaccount1";
-/// The development storage account's well-known key (public; see the data-model spec).
-pub const DEV_ACCOUNT_KEY: &str =
-    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
-/// The development storage table port.
-pub const DEFAULT_PORT: u16 = 10002;
+pub use tableq_client::{DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
 
 /// A storage account: the first path segment of every URL, and the key its requests are
 /// signed with.

@@ -10,8 +10,8 @@
 //! * [`ServerConfig`] / [`Account`] / [`AuthMode`] — the first account served, whether
 //!   requests must be signed, and the limits (body size, page work budget, filter limits);
 //!   [`Server::add_account`] hosts further accounts, each with its own store;
-//! * [`auth`] — SharedKey / SharedKeyLite and SAS checks; [`auth::sign`] signs requests
-//!   (for tests and tools);
+//! * [`auth`] — SharedKey / SharedKeyLite and SAS checks (the strings to sign and SAS fields
+//!   are `tableq_client::sign`'s, which clients sign with);
 //! * the pipeline every request takes (module `app`): path → account authorization →
 //!   protocol headers → query string → metadata level → method dispatch → handler;
 //!   `$batch` (module `batch`) runs each operation of a changeset through the same steps

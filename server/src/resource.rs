@@ -16,7 +16,7 @@
 //! assert_eq!(entity_link("t", "a'b", "😀"), "t(PartitionKey='a''b',RowKey='%F0%9F%98%80')");
 //! ```
 
-use percent_encoding::{AsciiSet, CONTROLS, percent_decode_str, utf8_percent_encode};
+use percent_encoding::percent_decode_str;
 use tableq_model::ErrorCode;
 
 use crate::error::ApiError;
@@ -87,48 +87,7 @@ fn decode(segment: &str) -> Result<String, ApiError> {
         .map_err(|_| invalid_uri("the path is not UTF-8 after percent-decoding"))
 }
 
-/// Characters escaped in links: controls, space, and those with a meaning in URLs.
-const LINK: &AsciiSet = &CONTROLS
-    .add(b' ')
-    .add(b'"')
-    .add(b'#')
-    .add(b'%')
-    .add(b'<')
-    .add(b'>')
-    .add(b'?')
-    .add(b'`')
-    .add(b'{')
-    .add(b'}')
-    .add(b'/')
-    .add(b'\\')
-    .add(b'^')
-    .add(b'|')
-    .add(b'[')
-    .add(b']')
-    .add(b'&')
-    .add(b'+');
-
-/// A string as an OData literal, percent-encoded for a URL path: `'a''b'`.
-fn literal_in_link(value: &str) -> String {
-    let quoted = value.replace('\'', "''");
-    format!("'{}'", utf8_percent_encode(&quoted, LINK))
-}
-
-/// The link of an entity relative to the account: `t(PartitionKey='p',RowKey='r')`,
-/// percent-encoded (ASCII, usable in headers).
-pub fn entity_link(table: &str, partition_key: &str, row_key: &str) -> String {
-    format!(
-        "{}(PartitionKey={},RowKey={})",
-        utf8_percent_encode(table, LINK),
-        literal_in_link(partition_key),
-        literal_in_link(row_key)
-    )
-}
-
-/// The link of a table relative to the account: `Tables('t')`.
-pub fn table_link(name: &str) -> String {
-    format!("Tables({})", literal_in_link(name))
-}
+pub use tableq_client::path::{entity_link, table_link};
 
 #[cfg(test)]
 mod tests {

@@ -30,7 +30,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use tableq_server::auth::sign::AccountKey;
+use tableq_client::sign::AccountKey;
 use tableq_server::{Account, AuthMode, DEFAULT_PORT, Server, ServerConfig};
 use tableq_store::postgres::{PostgresBackend, PostgresConfig};
 use tableq_store::{Backend, DurableBackend, MemoryBackend};

@@ -6,7 +6,7 @@
 //!
 //! Every request goes through [`Client::send`], the single place where credentials are
 //! added ([`Client::authorize`]): by default a SharedKey signature with the development
-//! account's key (`tableq_server::auth::sign`), as the Python SDK signs.
+//! account's key (`tableq_client::sign`), as the Python SDK signs.
 #![allow(dead_code)]
 
 pub mod request_oracle;
@@ -16,7 +16,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tableq_server::auth::sign::{AccountKey, Scheme, SharedKeySigner};
+use tableq_client::sign::{AccountKey, Scheme, SharedKeySigner};
 
 /// The development account.
 pub const ACCOUNT: &str = "devstoreaccount1";

@@ -30,9 +30,9 @@ use axum::http::{HeaderName, HeaderValue, Method, Request, Uri};
 use http_body_util::BodyExt;
 use std::sync::Arc;
 use std::time::Duration;
+use tableq_client::sign::{AccountKey, Scheme, SharedKeySigner};
 use tableq_model::{Entity, Property, Value};
 use tableq_server::DEV_ACCOUNT;
-use tableq_server::auth::sign::{AccountKey, Scheme, SharedKeySigner};
 use tableq_store::{Backend, MemoryBackend, WriteOp};
 use tower::ServiceExt;
 

@@ -12,7 +12,7 @@ use reqwest::Method;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::Value;
 use std::sync::Arc;
-use tableq_server::auth::sign::{AccountKey, Scheme, SharedKeySigner};
+use tableq_client::sign::{AccountKey, Scheme, SharedKeySigner};
 use tableq_server::{Account, Server, ServerConfig, ServerError};
 use tableq_store::{Backend, MemoryBackend};
 use tokio::sync::oneshot;

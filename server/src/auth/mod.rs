@@ -1,9 +1,8 @@
 //! Authorization: the accounts a server hosts, and the checks every request passes after
 //! its path is parsed and before any handler runs.
 //!
-//! * [`sign`] (public) — account keys, SharedKey / SharedKeyLite strings to sign and
-//!   signers, SAS builders: what the server verifies with, and what tests and tools sign
-//!   with;
+//! * `tableq_client::sign` — account keys, SharedKey / SharedKeyLite strings to sign, SAS
+//!   fields: what the server verifies with, and what clients sign with;
 //! * `authorize` — the path's account must be hosted; then (unless [`AuthMode::Off`]) the
 //!   request must carry either an `Authorization: SharedKey|SharedKeyLite {account}:{sig}`
 //!   header whose signature matches, with an `x-ms-date` (or `Date`) within 15 minutes of
@@ -24,7 +23,7 @@
 //! GET /someoneelse/Tables        (any credentials)                                        → 403
 //! ```
 
-pub mod sign;
+pub(crate) use tableq_client::sign;
 
 mod sas;
 

@@ -13,12 +13,13 @@
 //! of the batch is first looked up, so that a re-import of existing data costs one lookup
 //! per entity rather than one commit per entity.
 
-use super::{Item, Loader, Mode, Outcome, worker_for};
+use super::{Item, Loader, Mode, Outcome};
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
+use tableq_client::load::worker_for;
 use tableq_store::{Backend, DurableBackend, OpenError, StoreError, WriteOp};
 
 /// The most operations in one batch (the service's batch limit).

@@ -44,6 +44,7 @@ use progress::Bar;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tableq::model::json::{DecodeOptions, decode_entity};
@@ -120,15 +121,6 @@ pub trait Loader {
     fn push(&mut self, item: Item) -> Result<(), String>;
     /// Writes everything still pending and waits for it.
     fn finish(self: Box<Self>) -> Result<(), String>;
-}
-
-/// Which of `workers` writers (threads or connections) loads `partition_key`: every line
-/// of a partition goes to the same one, so a partition's lines are written in file order.
-fn worker_for(partition_key: &str, workers: usize) -> usize {
-    use std::hash::{DefaultHasher, Hash, Hasher};
-    let mut hasher = DefaultHasher::new();
-    partition_key.hash(&mut hasher);
-    (hasher.finish() % workers.max(1) as u64) as usize
 }
 
 /// What a run achieved so far; shared by the reader and the writer threads.
@@ -248,7 +240,8 @@ pub fn run(args: Args) -> ExitCode {
 
     let started = Instant::now();
     let mut bar = Bar::new(opened.file.as_ref().map(|f| f.1));
-    let read = load(opened.reader, loader, &outcome, &mut bar);
+    let interrupted = watch_interrupt();
+    let read = load(opened.reader, loader, &outcome, &mut bar, &interrupted);
     bar.finish();
     let elapsed = started.elapsed();
     print_rejections(&outcome);
@@ -265,16 +258,24 @@ pub fn run(args: Args) -> ExitCode {
                 "error: cannot read {}: {why} (the lines before it were loaded)",
                 opened.label
             );
+            eprintln!("{RERUN_HINT}");
             ExitCode::from(2)
         }
         Err(Stop::Failed(why)) => {
             eprintln!("error: {why} (the import stopped; what was acknowledged before stays)");
+            eprintln!("{RERUN_HINT}");
             ExitCode::from(2)
         }
         Ok(()) if rejected > 0 => ExitCode::from(1),
         Ok(()) => ExitCode::SUCCESS,
     }
 }
+
+/// What to do after a run that stopped early: inserting the same input again would reject
+/// every line loaded before the stop as `EntityAlreadyExists`.
+const RERUN_HINT: &str = "hint: to finish the load, fix the cause and run the same command again with \
+     --upsert: lines loaded before the stop are then replaced instead of rejected as \
+     EntityAlreadyExists";
 
 /// Why a run stopped early.
 enum Stop {
@@ -288,6 +289,7 @@ fn load(
     mut loader: Box<dyn Loader>,
     outcome: &Outcome,
     bar: &mut Bar,
+    interrupted: &AtomicBool,
 ) -> Result<(), Stop> {
     let options = DecodeOptions::SERVICE;
     let mut lines = JsonLines::new(reader);
@@ -323,6 +325,10 @@ fn load(
             stop = Some(Stop::Failed(why));
             break;
         }
+        if interrupted.load(Ordering::Relaxed) {
+            stop = Some(Stop::Failed("interrupted (Ctrl-C)".into()));
+            break;
+        }
         bar.update(lines.bytes_read(), outcome);
     }
     let finished = loader.finish();
@@ -331,6 +337,33 @@ fn load(
         (None, Err(why), _) | (None, Ok(()), Some(why)) => Err(Stop::Failed(why)),
         (None, Ok(()), None) => Ok(()),
     }
+}
+
+/// A flag raised by the first Ctrl-C (SIGINT): the run then stops reading, writes what it
+/// has taken, and reports like any early stop. A second Ctrl-C ends the process at once
+/// (exit 130). Without a signal handler (it cannot be installed), Ctrl-C ends the process.
+fn watch_interrupt() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let raised = flag.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    if let Ok(runtime) = runtime {
+        let _ = std::thread::Builder::new()
+            .name("import-interrupt".into())
+            .spawn(move || {
+                runtime.block_on(async {
+                    if tokio::signal::ctrl_c().await.is_err() {
+                        return;
+                    }
+                    raised.store(true, Ordering::Relaxed);
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        std::process::exit(130);
+                    }
+                })
+            });
+    }
+    flag
 }
 
 fn reject_model(outcome: &Outcome, line: u64, e: ModelError) {

@@ -47,8 +47,31 @@ pub fn binaries_available() -> bool {
         .is_ok_and(|status| status.success())
 }
 
-/// Prints the `SKIPPED` line of a test that needs PostgreSQL when it is not installed.
+/// Where Debian installs PostgreSQL 15's server binaries: when this directory exists and
+/// the `CI` variable is set, the PostgreSQL tests must run — a server that cannot be
+/// found or started fails them instead of skipping them.
+pub const CI_BINDIR: &str = "/usr/lib/postgresql/15/bin";
+
+/// Whether PostgreSQL tests are mandatory here: `CI` is set (not empty, `0` or `false`) and
+/// [`CI_BINDIR`] exists.
+pub fn required() -> bool {
+    let ci = std::env::var("CI").is_ok_and(|v| {
+        let v = v.trim().to_ascii_lowercase();
+        !v.is_empty() && v != "0" && v != "false"
+    });
+    ci && std::path::Path::new(CI_BINDIR).is_dir()
+}
+
+/// Reports a test that needs PostgreSQL when it is not available: the `SKIPPED` line, or,
+/// where PostgreSQL is [`required`] (CI with the binaries installed), a panic that fails
+/// the test.
 pub fn skipped(what: &str) {
+    assert!(
+        !required(),
+        "{what}: CI is set and {CI_BINDIR} exists, but scripts/pg-cluster.sh finds no usable \
+         PostgreSQL binaries (`bash scripts/pg-cluster.sh bindir` says why); PostgreSQL tests \
+         are not skipped in CI"
+    );
     eprintln!(
         "SKIPPED: {what}: PostgreSQL binaries not found (install Debian's postgresql-15, or set \
          PG_BINDIR to the directory holding initdb and pg_ctl)"
@@ -56,8 +79,9 @@ pub fn skipped(what: &str) {
 }
 
 /// Starts one server (`shards` 0) or a coordinator over `shards` shards for this process, or
-/// `None` without binaries. With binaries present, a failed start panics with the script's
-/// messages (a test must not pass because its server did not start).
+/// `None` without binaries (the caller then reports [`skipped`], which fails where
+/// PostgreSQL is [`required`]). With binaries present, a failed start panics with the
+/// script's messages (a test must not pass because its server did not start).
 pub fn start(shards: usize) -> Option<Cluster> {
     if !binaries_available() {
         return None;

@@ -1,5 +1,6 @@
-//! Signing requests the way the Table service checks them — used by the server to verify
-//! and by tests and tools to sign: account keys ([`AccountKey`]), SharedKey and
+//! Signing requests the way the Table service checks them — the one home of the strings to
+//! sign: clients sign with it, and the emulator (`tableq-server`) verifies with it. Account
+//! keys ([`AccountKey`]), SharedKey and
 //! SharedKeyLite signatures ([`SharedKeySigner`], [`string_to_sign`]) and shared access
 //! signatures ([`SasBuilder`], [`SasFields`]).
 //!
@@ -19,7 +20,7 @@
 //! the string with the base64-decoded account key.
 //!
 //! ```
-//! use tableq_server::auth::sign::{AccountKey, Scheme, SharedKeySigner, SasBuilder};
+//! use tableq_client::sign::{AccountKey, Scheme, SharedKeySigner, SasBuilder};
 //! let key = AccountKey::development();
 //! let signer = SharedKeySigner::new(key.clone(), Scheme::SharedKeyLite);
 //! let auth = signer.authorization("GET", "/devstoreaccount1/Tables", None,
@@ -42,7 +43,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use sha2::Sha256;
 
-use crate::config::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
+use crate::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
 
 /// Why an account name or key cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
