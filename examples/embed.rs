@@ -14,7 +14,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 use tableq::exec::{Chunk, EntityRef, EntitySource, Executor, Key, OkRows, PageOptions, Scan};
 use tableq::model::order::OrdinalString;
 use tableq::model::{Entity, EntityView, Value, ValueRef};
-use tableq::parser::{FilterOptions, parse_filter, parse_select, parse_top};
+use tableq::parser::FilterOptions;
+use tableq::planner::{Query, QueryText};
 
 type KeyPair = (OrdinalString, OrdinalString);
 
@@ -173,11 +174,14 @@ struct Response {
 
 /// What the emulator does per request: parse, plan, execute one page on a fresh snapshot.
 fn handle(table: &EmulatorTable, request: &Request<'_>) -> Result<Response, String> {
-    let filter =
-        parse_filter(request.filter, &FilterOptions::default()).map_err(|e| e.to_string())?;
-    let select = parse_select(request.select).map_err(|e| e.to_string())?;
-    let top = parse_top(request.top).map_err(|e| e.to_string())?;
-    let plan = tableq::planner::plan(&filter, Some(&select), Some(&top));
+    let text = QueryText {
+        filter: Some(request.filter),
+        select: Some(request.select),
+        top: Some(request.top),
+    };
+    // An invalid option names itself: `$top: error: …` with carets under its text.
+    let query = Query::parse(text, &FilterOptions::default()).map_err(|e| e.to_string())?;
+    let plan = query.plan();
     let continuation = match (&request.next_partition_key, &request.next_row_key) {
         (Some(pk), Some(rk)) => Some(Key::new(pk.clone(), rk.clone())),
         _ => None,

@@ -34,6 +34,29 @@ fn ast_prints_canonical_form_and_tree() {
 }
 
 #[test]
+fn ast_of_boolean_literals() {
+    let o = tableq(&[
+        "debug",
+        "ast",
+        "--filter",
+        "PartitionKey eq 'a' and not FALSE",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        "canonical: PartitionKey eq 'a' and not false\n\
+         tree:\n  \
+           and 0..33\n    \
+             comparison 0..19: PartitionKey eq 'a' (Edm.String)\n    \
+             not 24..33\n      \
+               constant 28..33: false\n"
+    );
+    let o = tableq(&["debug", "tokens", "--filter", "True"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "0..4        literal     true  (Edm.Boolean)\n");
+}
+
+#[test]
 fn ast_normalises_spacing_and_literals() {
     let o = tableq(&[
         "debug",

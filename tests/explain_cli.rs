@@ -200,3 +200,33 @@ fn comparison_limit_options() {
     assert_eq!(capped["ranges"].as_array().map(Vec::len), Some(1));
     assert_ne!(capped["residual"], "true");
 }
+
+#[test]
+fn boolean_literals_fold_into_the_plan() {
+    let mut text = String::new();
+    for filter in [
+        "true",
+        "FALSE",
+        "not false",
+        "PartitionKey eq 'a' and True",
+        "Age gt 30 and true",
+        "Age gt 30 or TRUE",
+        "PartitionKey eq 'a' and false",
+    ] {
+        let o = tableq(&["explain", "--filter", filter]);
+        assert!(o.status.success(), "{filter}: {}", stderr(&o));
+        text.push_str(&format!(
+            "$ tableq explain --filter \"{filter}\"\n{}\n",
+            stdout(&o)
+        ));
+    }
+    // `false` reads nothing, `true` everything with no residual.
+    assert_eq!(
+        json(&["--filter", "false"])["ranges"],
+        serde_json::json!([])
+    );
+    let all = json(&["--filter", "True"]);
+    assert_eq!(all["ranges"][0]["strategy"], "full");
+    assert_eq!(all["residual"], "true");
+    insta::assert_snapshot!("explain_boolean_literals", text);
+}

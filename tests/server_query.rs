@@ -481,3 +481,152 @@ async fn point_queries_answer_alike_inline_and_on_the_blocking_pool() {
     );
     assert!(r.header("x-ms-continuation-NextPartitionKey").is_some());
 }
+
+/// Sends `GET {target}` as raw HTTP/1.1 text (signed with the development key), exactly as
+/// written: the request target is not re-encoded by any client. Returns the status and the
+/// body.
+async fn raw_get(s: &TestServer, target: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", s.port))
+        .await
+        .expect("connect");
+    let request = server_support::sign_raw(&format!(
+        "GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: {NOMETA}\r\n\
+         Connection: close\r\n\r\n"
+    ));
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .await
+        .expect("read the response");
+    let status = response
+        .get(9..12)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("not an HTTP response: {response}"));
+    let body = response
+        .split_once("\r\n\r\n")
+        .map_or(String::new(), |(_, b)| b.to_owned());
+    (status, body)
+}
+
+#[tokio::test]
+async fn boolean_literals_are_whole_conditions_in_any_letter_case() {
+    let s = TestServer::start().await;
+    s.create_table("grid").await;
+    grid(&s, "grid", 2).await;
+    let all = ["p0/r0", "p0/r1", "p1/r0", "p1/r1"];
+    for (query, expected) in [
+        ("$filter=true", &all[..]),
+        ("$filter=FALSE", &[][..]),
+        ("$filter=not%20false", &all[..]),
+        ("$filter=True&$top=1", &all[..1]),
+        (
+            "$filter=PartitionKey%20eq%20%27p1%27%20and%20True",
+            &all[2..],
+        ),
+        (
+            "$filter=PartitionKey%20eq%20%27p1%27%20and%20false",
+            &[][..],
+        ),
+        ("$filter=V%20gt%2010%20or%20tRuE", &all[..]),
+        ("$filter=(false%20or%20V%20eq%201)%20and%20true", &all[1..2]),
+    ] {
+        let (status, body) = raw_get(&s, &format!("/devstoreaccount1/grid()?{query}")).await;
+        assert_eq!(status, 200, "{query}: {body}");
+        let body: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{query}: {e}"));
+        assert_eq!(keys(&body), expected, "{query}");
+    }
+    // Still literals inside comparisons; two literals are no comparison.
+    s.insert(
+        "grid",
+        &json!({"PartitionKey": "b", "RowKey": "1", "On": true}),
+    )
+    .await;
+    let (status, body) = raw_get(&s, "/devstoreaccount1/grid()?$filter=On%20eq%20True").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(keys(&serde_json::from_str(&body).unwrap()), ["b/1"]);
+    let (status, body) = raw_get(&s, "/devstoreaccount1/grid()?$filter=FALSE%20ne%20On").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(keys(&serde_json::from_str(&body).unwrap()), ["b/1"]);
+    let (status, body) = raw_get(&s, "/devstoreaccount1/grid()?$filter=true%20eq%20false").await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("InvalidInput"), "{body}");
+    // Query Tables takes them too.
+    let (status, body) = raw_get(&s, "/devstoreaccount1/Tables?$filter=TRUE").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"grid\""), "{body}");
+    let (status, body) = raw_get(&s, "/devstoreaccount1/Tables?$filter=false").await;
+    assert_eq!(status, 200, "{body}");
+    assert!(!body.contains("\"grid\""), "{body}");
+}
+
+/// A SAS token's key range is a typed restriction joined to the parsed `$filter`: the
+/// user's filter keeps the whole comparison limit, and a diagnostic points into the text
+/// the user wrote — exactly as for the same request signed with SharedKey.
+#[tokio::test]
+async fn a_sas_key_range_is_not_part_of_the_filter_text() {
+    use tableq_client::sign::{AccountKey, SasBuilder};
+    let s = TestServer::start().await;
+    s.create_table("grid").await;
+    grid(&s, "grid", 4).await;
+    // From (p1, r2) to (p2, r1), inclusive: the range of the issue, six comparisons as text.
+    let token = SasBuilder::table("grid")
+        .permissions("r")
+        .window_from_now(None, 3600)
+        .start_key("p1", Some("r2"))
+        .end_key("p2", Some("r1"))
+        .sign(&AccountKey::development());
+    let with_token = |params: &[(&str, &str)]| format!("{}&{token}", query_path("grid", params));
+
+    // Twelve comparisons of the user's own (V = 10 i + j) work under the token…
+    let twelve = (0..12)
+        .map(|k| format!("V eq {}", [10, 11, 12, 13, 20, 21, 22, 23, 30, 31, 0, 1][k]))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let r = s
+        .send_unsigned("GET", &with_token(&[("$filter", &twelve)]), &[], None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(keys(&r.json()), ["p1/r2", "p1/r3", "p2/r0", "p2/r1"]);
+    // …as do fifteen, the service's limit; sixteen are refused as the user's sixteen.
+    let fifteen = vec!["V eq 12"; 15].join(" or ");
+    let r = s
+        .send_unsigned("GET", &with_token(&[("$filter", &fifteen)]), &[], None)
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(keys(&r.json()), ["p1/r2"]);
+    let sixteen = vec!["V eq 12"; 16].join(" or ");
+    let m = s
+        .send_unsigned("GET", &with_token(&[("$filter", &sixteen)]), &[], None)
+        .await
+        .expect_error(400, "InvalidInput");
+    assert!(
+        m.contains("the filter has 16 comparisons; at most 15"),
+        "{m}"
+    );
+
+    // A typo's diagnostic is the one the same filter gets under SharedKey: the caret
+    // points into the user's own text, which is all the diagnostic shows.
+    for typo in ["V eq", "V EQ 3 and RowKey ge 'r1'", "(V eq 1"] {
+        let under_sas = s
+            .send_unsigned("GET", &with_token(&[("$filter", typo)]), &[], None)
+            .await
+            .expect_error(400, "InvalidInput");
+        let under_key = s
+            .get(&query_path("grid", &[("$filter", typo)]))
+            .await
+            .expect_error(400, "InvalidInput");
+        let diagnostic = |m: &str| -> Vec<String> {
+            // Drop the RequestId and Time lines.
+            let lines: Vec<&str> = m.lines().collect();
+            lines[..lines.len().saturating_sub(2)]
+                .iter()
+                .map(|l| l.to_string())
+                .collect()
+        };
+        assert_eq!(diagnostic(&under_sas), diagnostic(&under_key), "{typo}");
+        assert!(under_sas.contains(&format!("1 | {typo}")), "{under_sas}");
+        assert!(!under_sas.contains("PartitionKey"), "{under_sas}");
+    }
+}

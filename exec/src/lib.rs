@@ -18,6 +18,9 @@
 //!   visitor ([`Executor::execute_page_with`], no allocation per row). Failures are an
 //!   [`ExecError`]: invalid options, or the source's error unchanged in
 //!   [`ExecError::Source`].
+//! * [`stream`] — the same answers over JSON lines that arrive in input order (a file or a
+//!   pipe read once), testing each line against [`KeySet::contains`](tableq_planner::plan::KeySet::contains)
+//!   and the compiled residual: the engine of `tableq eval`'s default `stream` mode.
 //!
 //! Plans reach the executor valid by construction (sorted, disjoint, non-empty key ranges;
 //! a normalised residual — see [`tableq_planner::plan`](mod@tableq_planner::plan)), so it needs no fallback for
@@ -60,6 +63,7 @@ pub mod key;
 pub mod memory;
 pub mod result;
 pub mod source;
+pub mod stream;
 
 pub use compile::CompiledPredicate;
 pub use executor::{DEFAULT_PAGE_SIZE, ExecError, Executor, PageOptions, Pages, Tuning};

@@ -344,3 +344,13 @@ impl SourceRow for Entity {
         }
     }
 }
+
+/// A JSON line decoded in place (the [`stream`](crate::stream) engine's rows).
+impl SourceRow for tableq_model::json::BorrowedEntity<'_> {
+    fn to_entity(&self) -> Entity {
+        tableq_model::json::BorrowedEntity::to_entity(self)
+    }
+    fn for_each_property(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
+        tableq_model::json::ListProperties::for_each_custom(self, f);
+    }
+}

@@ -1,7 +1,8 @@
 //! The spanned abstract syntax tree of `$filter`, `$select` and `$top`.
 //!
 //! The AST is a faithful copy of the syntax: a literal-first comparison (`30 lt Age`) stays
-//! literal-first, a bare boolean property stays bare. Parentheses are not nodes: `and`/`or`
+//! literal-first, a bare boolean property stays bare, a Boolean literal used as a condition
+//! (`$filter=true`, `A and false`) is an [`Expr::Constant`]. Parentheses are not nodes: `and`/`or`
 //! are n-ary ([`Expr::And`]/[`Expr::Or`] hold the operands of one chain), so nesting depth is
 //! bounded by the parser's nesting limit and a 32 KiB chain of `or` is a flat vector, never a
 //! deep tree. `Display` prints canonical OData with the fewest parentheses that keep the
@@ -31,6 +32,9 @@ pub enum Expr {
     Comparison(Comparison),
     /// A bare property, meaning `Prop eq true`.
     BoolProperty(Property),
+    /// A Boolean literal as a whole condition (`true`, `FALSE`): matches every entity or
+    /// none. Written in any letter case; printed lowercase.
+    Constant(bool, Span),
 }
 
 /// A comparison between one property and one literal.
@@ -91,7 +95,7 @@ impl Expr {
     /// The span of the whole expression.
     pub fn span(&self) -> Span {
         match self {
-            Expr::Or(_, s) | Expr::And(_, s) | Expr::Not(_, s) => *s,
+            Expr::Or(_, s) | Expr::And(_, s) | Expr::Not(_, s) | Expr::Constant(_, s) => *s,
             Expr::Comparison(c) => c.span,
             Expr::BoolProperty(p) => p.span,
         }

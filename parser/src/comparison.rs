@@ -1,5 +1,5 @@
-//! The leaves of the `$filter` grammar: a comparison (property-first or literal-first) or a
-//! bare boolean property, and the specific errors for everything that looks like one but is
+//! The leaves of the `$filter` grammar: a comparison (property-first or literal-first), a
+//! bare boolean property or a Boolean literal as a condition, and the specific errors for everything that looks like one but is
 //! not (unsupported OData constructs, wrongly-cased keywords, missing operands).
 //!
 //! Each function looks at most three tokens ahead and either returns the node or fails;
@@ -11,13 +11,14 @@ use crate::input::{
     EXPECT_LITERAL, EXPECT_OP, EXPECT_OPERAND, EXPECT_PROPERTY, PResult, SyntaxError, Tokens,
 };
 use crate::{Span, Token, names};
-use tableq_model::CmpOp;
+use tableq_model::{CmpOp, Value};
 
 /// The lowercase keyword a wrongly-cased word stands for, if any (`EQ` → `eq`).
 pub(crate) fn keyword_for(word: &str) -> Option<&'static str> {
-    const KEYWORDS: [&str; 14] = [
-        "and", "or", "not", "eq", "ne", "gt", "ge", "lt", "le", "true", "false", "null", "NaN",
-        "INF",
+    // `true`/`false` are absent: the lexer reads them in any letter case, so a wrongly-cased
+    // one never reaches the parser as a name.
+    const KEYWORDS: [&str; 12] = [
+        "and", "or", "not", "eq", "ne", "gt", "ge", "lt", "le", "null", "NaN", "INF",
     ];
     KEYWORDS
         .into_iter()
@@ -49,13 +50,16 @@ fn unsupported_operator(word: &str) -> Option<Unsupported> {
     }
 }
 
-/// A comparison or a bare boolean property (after any `not`s and `(`s).
+/// A comparison, a bare boolean property or a Boolean constant (after any `not`s and `(`s).
 pub(crate) fn primary(i: Tokens<'_>) -> PResult<'_, Expr> {
     let Some((tok, span)) = i.peek() else {
         return missing_operand(i);
     };
     match tok {
         Token::Ident(name) => ident_led(i, name, *span),
+        Token::Literal(Value::Boolean(b)) if is_constant_condition(i) => {
+            Ok((i.advance(1), Expr::Constant(*b, *span)))
+        }
         Token::Literal(_) | Token::Str(_) => literal_led(i),
         Token::Null => SyntaxError::new(ErrorKind::Unsupported(Unsupported::Null), *span).fail(),
         Token::Parameter(name) => parameter(name, *span).fail(),
@@ -68,6 +72,22 @@ pub(crate) fn primary(i: Tokens<'_>) -> PResult<'_, Expr> {
         _ => SyntaxError::new(ErrorKind::UnexpectedToken(tok.to_string()), *span)
             .expected(EXPECT_OPERAND)
             .fail(),
+    }
+}
+
+/// Whether the Boolean literal at the start of `i` is a whole condition (`true`,
+/// `A and false`) rather than the first operand of a comparison (`true eq Active`): it is
+/// one unless an operator follows — a comparison operator, or a word that the literal-first
+/// comparison reports more precisely (a wrongly-cased `EQ`, an unsupported `in`). Anything
+/// else after it is then reported by the caller as input that cannot follow a condition.
+fn is_constant_condition(i: Tokens<'_>) -> bool {
+    match i.peek2() {
+        Some((Token::Op(_), _)) => false,
+        Some((Token::Ident(w), _)) => {
+            unsupported_operator(w).is_none()
+                && keyword_for(w).is_none_or(|k| CmpOp::from_keyword(k).is_none())
+        }
+        _ => true,
     }
 }
 
@@ -221,9 +241,9 @@ fn property(name: &str, span: Span) -> Result<Property, nom::Err<SyntaxError>> {
 fn bad_second_operand<T>(t: &Token<'_>, whole: Span, at: Span, op: &CmpOp) -> PResult<'static, T> {
     let e = match t {
         Token::Ident(w) => SyntaxError::new(ErrorKind::PropertyVsProperty, whole).hint_opt(
-            // `TRUE`, `Null`, `nan`: a literal keyword in the wrong case.
+            // `Null`, `nan`: a literal keyword in the wrong case.
             keyword_for(w)
-                .filter(|k| matches!(*k, "true" | "false" | "null" | "NaN" | "INF"))
+                .filter(|k| matches!(*k, "null" | "NaN" | "INF"))
                 .and_then(|_| keyword_hint(w))
                 .or_else(|| {
                     Some(format!(
@@ -303,25 +323,19 @@ fn literal_led(i: Tokens<'_>) -> PResult<'_, Expr> {
                     .hint(format!("keywords are lowercase: did you mean `{k}`?"))
                     .fail();
             }
-            missing_operator(&value.to_string(), *lit_span, i.advance(1))
+            missing_operator(&value.to_string(), i.advance(1))
         }
-        _ => missing_operator(&value.to_string(), *lit_span, i.advance(1)),
+        _ => missing_operator(&value.to_string(), i.advance(1)),
     }
 }
 
-fn missing_operator<T>(lit_text: &str, lit_span: Span, after: Tokens<'_>) -> PResult<'static, T> {
-    let e = SyntaxError::new(
+fn missing_operator<T>(lit_text: &str, after: Tokens<'_>) -> PResult<'static, T> {
+    SyntaxError::new(
         ErrorKind::MissingOperator(lit_text.to_owned()),
         after.here(),
     )
-    .expected(EXPECT_OP);
-    let e = if matches!(lit_text, "true" | "false") {
-        e.hint("a constant alone is not a condition: compare a property, e.g. `Active eq true`")
-    } else {
-        let _ = lit_span;
-        e
-    };
-    e.fail()
+    .expected(EXPECT_OP)
+    .fail()
 }
 
 /// The error for a token that follows a complete expression but cannot continue it.

@@ -97,7 +97,7 @@ pub enum ErrorKind {
     /// An operator or connective without its operand; says where (`after `and``).
     #[error("missing operand {0}")]
     MissingOperand(String),
-    /// A literal not followed by a comparison operator (`true` alone).
+    /// A literal not followed by a comparison operator (`5` alone).
     #[error("missing comparison operator after `{0}`")]
     MissingOperator(String),
     /// `A eq 1 eq 2`.

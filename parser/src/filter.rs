@@ -5,8 +5,9 @@
 //! or_expr    := and_expr ( "or" and_expr )*
 //! and_expr   := unary ( "and" unary )*
 //! unary      := "not" unary | primary
-//! primary    := "(" or_expr ")" | comparison | bool_prop
+//! primary    := "(" or_expr ")" | comparison | bool_prop | bool_lit
 //! comparison := operand cmp_op operand   -- one property, one literal
+//! bool_lit   := "true" | "false"         -- any letter case; a constant condition
 //! ```
 //!
 //! Every decision is made on the next token (LL(1)), and every error is a `nom` *failure*
@@ -299,17 +300,18 @@ pub(crate) fn parse(text: &str, options: &FilterOptions) -> Result<Filter, Parse
 }
 
 /// The number of comparisons and bare boolean properties (recursion bounded by the
-/// nesting limit, like the tree itself).
+/// nesting limit, like the tree itself). A Boolean literal counts as no comparison.
 fn count_comparisons(expr: &Expr) -> usize {
     match expr {
         Expr::Or(xs, _) | Expr::And(xs, _) => xs.iter().map(count_comparisons).sum(),
         Expr::Not(x, _) => count_comparisons(x),
         Expr::Comparison(_) | Expr::BoolProperty(_) => 1,
+        Expr::Constant(..) => 0,
     }
 }
 
 /// The spans of all comparisons and bare boolean properties, in source order
-/// (an explicit stack: no recursion).
+/// (an explicit stack: no recursion). Boolean literals are not comparisons.
 pub(crate) fn comparison_spans(expr: &Expr) -> Vec<Span> {
     let mut out = Vec::new();
     let mut stack = vec![expr];
@@ -319,6 +321,7 @@ pub(crate) fn comparison_spans(expr: &Expr) -> Vec<Span> {
             Expr::Not(x, _) => stack.push(x),
             Expr::Comparison(c) => out.push(c.span),
             Expr::BoolProperty(p) => out.push(p.span),
+            Expr::Constant(..) => {}
         }
     }
     out

@@ -1,7 +1,8 @@
 //! The `$filter` lexer: text to `(Token, Span)` pairs, built on a `logos` state machine.
 //!
 //! Owns every lexical rule of the spec: only U+0020 separates tokens (tabs and newlines are
-//! errors); keywords are lowercase only; every literal form (`'it''s'`, `5`, `5L`, `1.5e3d`,
+//! errors); keywords are lowercase only, except the Boolean literals `true`/`false`, which
+//! are recognised in any ASCII letter case (`True`, `FALSE`); every literal form (`'it''s'`, `5`, `5L`, `1.5e3d`,
 //! `NaN`, `INF`, `-INF`, `datetime'…'`, `guid'…'`, `X'…'`/`binary'…'`) is typed and checked
 //! here, so the parser only ever sees valid [`Value`]s. Two words or literals must be
 //! separated by a space (`'x'and` is an error); parentheses need none.
@@ -87,8 +88,10 @@ enum Raw<'s> {
     Op(CmpOp),
     #[token("null")]
     Null,
-    #[token("true", |_| Value::Boolean(true))]
-    #[token("false", |_| Value::Boolean(false))]
+    // The one case-insensitive word of the grammar (ASCII letters only: no Unicode case
+    // folding, so `ſ` is not an `s`).
+    #[regex("[tT][rR][uU][eE]", |_| Value::Boolean(true))]
+    #[regex("[fF][aA][lL][sS][eE]", |_| Value::Boolean(false))]
     #[token("NaN", |_| Value::Double(f64::NAN))]
     #[token("INF", |_| Value::Double(f64::INFINITY))]
     #[token("-INF", |_| Value::Double(f64::NEG_INFINITY))]
@@ -627,10 +630,32 @@ mod tests {
     #[test]
     fn keywords_are_lowercase_only() {
         for w in [
-            "EQ", "Eq", "AND", "Not", "TRUE", "False", "NULL", "nan", "inf", "eqx", "andy",
+            "EQ", "Eq", "AND", "Not", "NULL", "nan", "inf", "eqx", "andy", "Truex", "falsey",
+            "TRUE_", "tru", "fals", "\u{17f}", "falſe",
         ] {
             assert_eq!(one(w), Token::Ident(w), "{w}");
         }
+    }
+
+    #[test]
+    fn boolean_literals_in_any_letter_case() {
+        for (w, b) in [
+            ("true", true),
+            ("True", true),
+            ("TRUE", true),
+            ("tRuE", true),
+            ("false", false),
+            ("False", false),
+            ("FALSE", false),
+            ("fAlSe", false),
+        ] {
+            assert_eq!(one(w), Token::Literal(Value::Boolean(b)), "{w}");
+        }
+        // Canonical form is lowercase.
+        assert_eq!(one("TRUE").to_string(), "true");
+        // Still a word: glued to a literal it is an error, and a longer name is a name.
+        assert!(matches!(err("'x'True").kind(), ErrorKind::MissingSpace(..)));
+        assert_eq!(one("andTRUE"), Token::Ident("andTRUE"));
     }
 
     #[test]

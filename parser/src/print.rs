@@ -5,7 +5,8 @@
 //! chain under `not`, and a chain nested directly in a chain of the same kind (written with
 //! parentheses, e.g. `(A and B) and C`) are parenthesised. Operands keep their written order
 //! (a literal-first comparison stays literal-first) and literals print in canonical form
-//! (`5L`, `1.5`, `'it''s'`, `datetime'…Z'`, lowercase `guid'…'`, `X'0aff'`). Hence
+//! (`5L`, `1.5`, `'it''s'`, `datetime'…Z'`, lowercase `guid'…'`, `X'0aff'`, and `true` /
+//! `false` for a Boolean literal in any letter case). Hence
 //! `parse(print(ast)) == ast` for every well-formed AST (chains hold at least two operands).
 //!
 //! ```
@@ -59,6 +60,7 @@ fn write_expr(f: &mut fmt::Formatter<'_>, e: &Expr, pos: Position) -> fmt::Resul
         }
         Expr::Comparison(c) => write!(f, "{c}")?,
         Expr::BoolProperty(p) => write!(f, "{p}")?,
+        Expr::Constant(b, _) => write!(f, "{b}")?,
     }
     if parens {
         f.write_str(")")?;
@@ -102,6 +104,7 @@ fn write_tree(f: &mut fmt::Formatter<'_>, root: &Expr) -> fmt::Result {
                 c.literal.value.edm_type()
             )?,
             Expr::BoolProperty(p) => writeln!(f, "{indent}property {span:?}: {p}")?,
+            Expr::Constant(b, _) => writeln!(f, "{indent}constant {span:?}: {b}")?,
         }
     }
     Ok(())

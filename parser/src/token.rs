@@ -1,7 +1,8 @@
 //! The tokens of `$filter`, as produced by [`crate::lex`].
 //!
-//! Literals are already typed ([`Value`]); `true`/`false`, `NaN`, `INF` and `-INF` are
-//! literals too. Keywords are lowercase only: `EQ` or `Not` lex as [`Token::Ident`].
+//! Literals are already typed ([`Value`]); `true`/`false` (in any letter case), `NaN`, `INF`
+//! and `-INF` are literals too. Keywords are lowercase only: `EQ` or `Not` lex as
+//! [`Token::Ident`].
 //!
 //! ```
 //! use tableq_parser::{lex, Token};

@@ -125,9 +125,58 @@ fn bare_boolean_properties() {
     roundtrip("Active");
     roundtrip("not Active");
     roundtrip("Active and Age gt 3");
-    // Wrongly-cased keywords are identifiers: a lone `TRUE` is a property named TRUE.
-    roundtrip("TRUE");
+    // Wrongly-cased keywords are identifiers: a lone `Not` is a property named Not.
     roundtrip("Not");
+}
+
+#[test]
+fn boolean_literals_are_conditions() {
+    assert!(matches!(expr("true"), Expr::Constant(true, s) if s.range() == (0..4)));
+    assert!(matches!(expr("FALSE"), Expr::Constant(false, _)));
+    roundtrip("true");
+    roundtrip("false");
+    roundtrip("not false");
+    roundtrip("PartitionKey eq 'a' and true");
+    roundtrip("(A or false) and not (true or B eq 1)");
+    // Any letter case; printed lowercase.
+    parses_to("True", "true");
+    parses_to("not FALSE", "not false");
+    parses_to(
+        "PartitionKey eq 'a' and True",
+        "PartitionKey eq 'a' and true",
+    );
+    parses_to("(tRuE)", "true");
+    // Still a literal inside comparisons, on either side.
+    parses_to("Active eq True", "Active eq true");
+    parses_to("false ne Active", "false ne Active");
+    let Expr::Comparison(c) = expr("FALSE ne Active") else {
+        panic!("expected a comparison")
+    };
+    assert_eq!(
+        (c.literal.value, c.literal_first),
+        (Value::Boolean(false), true)
+    );
+    // A constant counts as no comparison.
+    let many = vec!["A eq 1"; 15].join(" and ");
+    parse(&format!("{many} and true and not false"));
+    // Errors around constants.
+    assert_eq!(error("true eq false").kind(), &ErrorKind::LiteralVsLiteral);
+    assert!(matches!(
+        error("true Active").kind(),
+        ErrorKind::TrailingInput(_)
+    ));
+    assert_eq!(
+        error("true and").kind(),
+        &ErrorKind::MissingOperand("after `and`".into())
+    );
+    assert_eq!(
+        error("true EQ A").hint(),
+        Some("keywords are lowercase: did you mean `eq`?")
+    );
+    assert_eq!(
+        error("true in (A)").kind(),
+        &ErrorKind::Unsupported(Unsupported::In)
+    );
 }
 
 #[test]
@@ -234,11 +283,6 @@ fn uppercase_keywords_suggest_lowercase() {
         error("NOT (A eq 1)").hint(),
         Some("keywords are lowercase: did you mean `not`?")
     );
-    assert_eq!(
-        error("A eq TRUE").hint(),
-        Some("keywords are lowercase: did you mean `true`?")
-    );
-    assert_eq!(error("A eq False").kind(), &ErrorKind::PropertyVsProperty);
     assert_eq!(
         error("5 Gt A").hint(),
         Some("keywords are lowercase: did you mean `gt`?")
@@ -359,10 +403,6 @@ fn structural_errors() {
     );
     assert_eq!(error("(").kind(), &ErrorKind::UnexpectedEnd);
     assert_eq!(error(")").kind(), &ErrorKind::UnexpectedToken(")".into()));
-    assert_eq!(
-        error("true").kind(),
-        &ErrorKind::MissingOperator("true".into())
-    );
     assert_eq!(error("5").kind(), &ErrorKind::MissingOperator("5".into()));
     assert_eq!(
         error("A eq (1)").kind(),

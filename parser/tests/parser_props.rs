@@ -21,11 +21,16 @@ fn property() -> impl Strategy<Value = Property> {
         Just("Timestamp".to_owned()),
         Just("Größe".to_owned()),
         Just("名前".to_owned()),
-        Just("TRUE".to_owned()),
         Just("Not".to_owned()),
         Just("EQ".to_owned()),
+        Just("Truex".to_owned()),
     ]
-    .prop_filter("not a keyword", |n| !RESERVED.contains(&n.as_str()))
+    .prop_filter("not a keyword", |n| {
+        // `true`/`false` are Boolean literals in any letter case.
+        !RESERVED.contains(&n.as_str())
+            && !n.eq_ignore_ascii_case("true")
+            && !n.eq_ignore_ascii_case("false")
+    })
     .prop_map(|name| Property {
         name,
         span: Span::default(),
@@ -75,7 +80,11 @@ fn comparison() -> impl Strategy<Value = Expr> {
 }
 
 fn expr() -> impl Strategy<Value = Expr> {
-    let leaf = prop_oneof![4 => comparison(), 1 => property().prop_map(Expr::BoolProperty)];
+    let leaf = prop_oneof![
+        8 => comparison(),
+        2 => property().prop_map(Expr::BoolProperty),
+        1 => any::<bool>().prop_map(|b| Expr::Constant(b, Span::default())),
+    ];
     leaf.prop_recursive(5, 48, 4, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 2..5)
@@ -164,6 +173,7 @@ fn soup_part() -> impl Strategy<Value = String> {
             "\"",
             "true",
             "TRUE",
+            "False",
             "=",
             "any",
         ])
@@ -198,7 +208,7 @@ fn check_no_panic_and_roundtrip(text: &str) {
     }
 }
 
-/// Every comparison and bare property of a parsed filter, in source order.
+/// Every comparison, bare property and constant of a parsed filter, in source order.
 fn leaves(e: &Expr, out: &mut Vec<Expr>) {
     match e {
         Expr::Or(xs, _) | Expr::And(xs, _) => xs.iter().for_each(|x| leaves(x, out)),
@@ -241,6 +251,7 @@ proptest! {
                     prop_assert_eq!(lit[0].0.value(), Some(c.literal.value.clone()));
                 }
                 Expr::BoolProperty(p) => prop_assert_eq!(&text[p.span.range()], p.name.as_str()),
+                Expr::Constant(b, s) => prop_assert_eq!(&text[s.range()], b.to_string()),
                 _ => {}
             }
         }

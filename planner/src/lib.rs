@@ -15,6 +15,11 @@
 //! 4. [`plan`](mod@plan) — the [`Plan`] with a [`Strategy`] per range; [`explain`] renders it as text
 //!    or as one stable JSON object.
 //!
+//! [`Query`] ([`query`]) is the front door over these stages: it takes the `$filter`,
+//! `$select` and `$top` texts, reports an invalid one as a [`QueryError`] naming the option,
+//! takes typed restrictions that are not the user's text (a SAS key range), and makes the
+//! plan. The server and every command-line tool build their plans through it.
+//!
 //! The types a plan is made of are **valid by construction**: a [`Predicate`] is an opaque
 //! node built only by normalising constructors and inspected through
 //! [`Predicate::kind`] ([`PredicateKind`]), and a [`KeySet`] keeps its ranges private —
@@ -57,12 +62,14 @@ pub mod lower;
 pub mod naive;
 pub mod plan;
 pub mod predicate;
+pub mod query;
 pub mod rules;
 
 pub use explain::Explanation;
 pub use extract::{DEFAULT_MAX_RANGES, Extraction, extract_key_ranges};
 pub use plan::{KeyInterval, KeyRange, KeySet, KeySetError, Plan, Strategy};
 pub use predicate::{Comparison, Predicate, PredicateKind};
+pub use query::{Query, QueryError, QueryText};
 
 use tableq_parser::ast::{Filter, Select, Top};
 
@@ -142,7 +149,16 @@ impl Planner {
         select: Option<&Select>,
         top: Option<&Top>,
     ) -> Explanation {
-        let lowered = lower::lower(filter);
+        self.explain_predicate(lower::lower(filter), select, top)
+    }
+
+    /// [`Planner::explain`] of an already lowered predicate.
+    pub fn explain_predicate(
+        &self,
+        lowered: Predicate,
+        select: Option<&Select>,
+        top: Option<&Top>,
+    ) -> Explanation {
         let (rewritten, mut steps) = rules::Driver::new()
             .record(self.verbose)
             .run(lowered.clone());

@@ -2,9 +2,10 @@
 //!
 //! One function per AST node kind. A literal-first comparison (`30 lt Age`) becomes
 //! `Age gt 30` (by [`CmpOp::swap`](tableq_model::CmpOp::swap)), a bare boolean property
-//! `Active` becomes `Active eq true`, an empty filter becomes [`Predicate::TRUE`], and
-//! `and`/`or`/`not` go through the normalising constructors (flatten, fold, dedupe,
-//! De Morgan). Nothing else is rewritten here: semantic rewrites are the named rules of
+//! `Active` becomes `Active eq true`, an empty filter and the literal `true` become
+//! [`Predicate::TRUE`], the literal `false` [`Predicate::FALSE`], and `and`/`or`/`not` go
+//! through the normalising constructors (flatten, fold the constants, dedupe, De Morgan):
+//! `x and true` is `x`, `x or true` is `true`, `not false` is `true`. Nothing else is rewritten here: semantic rewrites are the named rules of
 //! [`crate::rules`].
 //!
 //! Recursion depth is the AST's nesting depth, which the parser bounds (100 levels).
@@ -43,6 +44,7 @@ pub fn lower_expr(expr: &Expr) -> Predicate {
         Expr::Not(operand, _) => Predicate::negate(lower_expr(operand)),
         Expr::Comparison(c) => lower_comparison(c),
         Expr::BoolProperty(p) => lower_bool_property(p),
+        Expr::Constant(b, _) => Predicate::constant(*b),
     }
 }
 

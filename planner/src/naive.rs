@@ -3,7 +3,8 @@
 //! [`matches()`] evaluates the **original AST** of a filter on one entity, with no lowering,
 //! no normalisation, no rewrite rules and no key ranges: `or`/`and`/`not` are plain boolean
 //! logic and every comparison goes straight to [`tableq_model::compare`] (a literal-first
-//! comparison with its operator swapped, a bare property as `eq true`). Everything the
+//! comparison with its operator swapped, a bare property as `eq true`, a Boolean literal as
+//! itself). Everything the
 //! planner does must agree with it on every filter and every entity set.
 //!
 //! ```
@@ -33,5 +34,6 @@ pub fn eval<E: EntityView + ?Sized>(expr: &Expr, entity: &E) -> bool {
             c.literal.value.as_ref(),
         ),
         Expr::BoolProperty(p) => compare(entity.get(&p.name), CmpOp::Eq, ValueRef::Boolean(true)),
+        Expr::Constant(b, _) => *b,
     }
 }

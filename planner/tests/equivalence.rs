@@ -108,6 +108,7 @@ fn arb_leaf() -> impl Strategy<Value = Expr> {
         12 => arb_comparison(),
         1 => prop::sample::select(vec!["Flag", "A", "PartitionKey"])
             .prop_map(|p| Expr::BoolProperty(Property { name: p.to_owned(), span: Span::default() })),
+        1 => any::<bool>().prop_map(|b| Expr::Constant(b, Span::default())),
     ]
 }
 

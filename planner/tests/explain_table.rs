@@ -216,6 +216,22 @@ const CASES: &[(&str, &str, &str)] = &[
         "Id eq guid'a455c695-df98-5678-aaaa-81d3367e5a34' and Data eq X'0aff' and Big eq 5L",
     ),
     ("Ratio eq 2d", "full", "Ratio eq 2.0"),
+    // Boolean literals are constant conditions, folded away; `false` reads nothing.
+    ("true", "full", "true"),
+    ("FALSE", "", "true"),
+    ("not false", "full", "true"),
+    ("not True", "", "true"),
+    ("PartitionKey eq 'a' and True", "partition", "true"),
+    ("PartitionKey eq 'a' and false", "", "true"),
+    ("PartitionKey eq 'a' or false", "partition", "true"),
+    ("PartitionKey eq 'a' or true", "full", "true"),
+    ("Age gt 30 and true", "full", "Age gt 30"),
+    ("Age gt 30 or true", "full", "true"),
+    ("Age gt 30 or (false and B eq 1)", "full", "Age gt 30"),
+    ("not (Age gt 30 and false)", "full", "true"),
+    // …and still literals inside comparisons.
+    ("Active eq True", "full", "Active eq true"),
+    ("false ne Active", "full", "Active ne false"),
 ];
 
 fn plan(filter: &str) -> Plan {

@@ -40,8 +40,9 @@ use std::time::Instant;
 use tableq_exec::PageOptions;
 use tableq_model::json::{DecodeOptions, MetadataLevel, decode_entity, decode_payload};
 use tableq_model::{Entity, ErrorCode};
-use tableq_parser::{FilterOptions, parse_filter, parse_select, parse_top};
+use tableq_parser::FilterOptions;
 use tableq_planner::plan::Plan;
+use tableq_planner::{Query, QueryText};
 use tableq_store::{IfMatch, WriteOp, Written};
 
 use crate::context::{
@@ -54,6 +55,7 @@ use crate::continuation::{
 use crate::encode::{Links, PageWriter, entity_body};
 use crate::error::ApiError;
 use crate::negotiate::{self, Prefer};
+use crate::query::QueryParams;
 use crate::resource::{Resource, entity_link};
 use crate::tables::check_name;
 
@@ -384,13 +386,15 @@ pub(crate) async fn get(
     row_key: String,
 ) -> Result<Response, ApiError> {
     check_name(&table)?;
-    let select = match &ctx.query.select {
-        Some(s) => {
-            let parsed = parse_select(s).map_err(|e| ApiError::query("$select", &e))?;
-            tableq_planner::projection(Some(&parsed))
-        }
-        None => None,
-    };
+    let select = Query::parse(
+        QueryText {
+            select: ctx.query.select.as_deref(),
+            ..QueryText::default()
+        },
+        &state.config.filter_options,
+    )
+    .map_err(|e| ApiError::invalid_query(&e))?
+    .projection();
     let backend = state.backend.clone();
     let name = table.clone();
     let entity = short_read(&*state.backend, move || {
@@ -432,10 +436,8 @@ pub(crate) async fn query(
         ctx.query.next_partition_key.as_deref(),
         ctx.query.next_row_key.as_deref(),
     )?;
-    let query = QueryText {
-        filter: ctx.query.filter.clone().unwrap_or_default(),
-        select: ctx.query.select.clone(),
-        top: ctx.query.top.clone(),
+    let query = QueryRequest {
+        params: ctx.query.clone(),
         options: state.config.filter_options,
     };
     let budget = state.config.page_budget;
@@ -452,7 +454,7 @@ pub(crate) async fn query(
             .map_err(ApiError::store)?;
         Ok((writer.finish(), page.continuation))
     };
-    let (body, next) = if query.filter.len() <= SHORT_FILTER_BYTES {
+    let (body, next) = if query.filter_len() <= SHORT_FILTER_BYTES {
         let plan = query.plan()?;
         if is_short_read(&plan) {
             short_read(&*state.backend, move || run(plan)).await?
@@ -478,32 +480,32 @@ pub(crate) async fn query(
     Ok(response)
 }
 
-/// A query's text parameters, not yet parsed.
-struct QueryText {
-    filter: String,
-    select: Option<String>,
-    top: Option<String>,
+/// A query's parameters, not yet parsed, and the parser's limits.
+struct QueryRequest {
+    params: QueryParams,
     options: FilterOptions,
 }
 
-impl QueryText {
-    /// Parses and plans the query (400 with a caret diagnostic on the first error).
+impl QueryRequest {
+    /// The length of the `$filter` text in bytes.
+    fn filter_len(&self) -> usize {
+        self.params.filter.as_deref().map_or(0, str::len)
+    }
+
+    /// Parses and plans the query (400 with a caret diagnostic on the first error), limited
+    /// to the restriction authorization added.
     fn plan(&self) -> Result<Plan, ApiError> {
-        let filter = parse_filter(&self.filter, &self.options)
-            .map_err(|e| ApiError::query("$filter", &e))?;
-        let select = self
-            .select
-            .as_deref()
-            .map(parse_select)
-            .transpose()
-            .map_err(|e| ApiError::query("$select", &e))?;
-        let top = self
-            .top
-            .as_deref()
-            .map(parse_top)
-            .transpose()
-            .map_err(|e| ApiError::query("$top", &e))?;
-        Ok(tableq_planner::plan(&filter, select.as_ref(), top.as_ref()))
+        let text = QueryText {
+            filter: self.params.filter.as_deref(),
+            select: self.params.select.as_deref(),
+            top: self.params.top.as_deref(),
+        };
+        let mut query =
+            Query::parse(text, &self.options).map_err(|e| ApiError::invalid_query(&e))?;
+        if let Some(restriction) = &self.params.restriction {
+            query.restrict(restriction.clone());
+        }
+        Ok(query.plan())
     }
 }
 
@@ -518,10 +520,11 @@ mod tests {
     use super::*;
 
     fn plan_of(filter: &str) -> Plan {
-        QueryText {
-            filter: filter.to_owned(),
-            select: None,
-            top: None,
+        QueryRequest {
+            params: QueryParams {
+                filter: Some(filter.to_owned()),
+                ..QueryParams::default()
+            },
             options: FilterOptions::unlimited(),
         }
         .plan()

@@ -31,6 +31,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tableq_model::{ErrorCode, ModelError};
 use tableq_parser::ParseError;
+use tableq_planner::QueryError;
 use tableq_store::StoreError;
 
 use crate::negotiate;
@@ -97,6 +98,12 @@ impl ApiError {
     /// parser's one-line summary and its caret rendering.
     pub fn query(option: &str, error: &ParseError) -> ApiError {
         ApiError::parse(ErrorCode::InvalidInput, option, error)
+    }
+
+    /// An invalid query option ([`QueryError`]) as 400 `InvalidInput`: the option's name,
+    /// the summary and the caret rendering of its text.
+    pub fn invalid_query(error: &QueryError) -> ApiError {
+        ApiError::query(error.option().name(), error.error())
     }
 
     /// A parse error as `code`, the diagnostic being `<what>: <summary>` followed by the

@@ -20,6 +20,7 @@
 use percent_encoding::percent_decode;
 use tableq_model::ErrorCode;
 use tableq_parser::QueryOption;
+use tableq_planner::Predicate;
 
 use crate::error::ApiError;
 
@@ -40,6 +41,11 @@ pub struct QueryParams {
     pub next_row_key: Option<String>,
     /// `NextTableName` (a continuation token).
     pub next_table_name: Option<String>,
+    /// Not a parameter of the URL: a condition authorization adds to an entity query (a SAS
+    /// token's key range), joined to the parsed `$filter` as a typed predicate
+    /// ([`tableq_planner::Query::restrict`]), so it never counts against the comparison
+    /// limit nor shows in a diagnostic.
+    pub restriction: Option<Predicate>,
 }
 
 fn decode(part: &str) -> Result<String, ApiError> {

@@ -26,7 +26,7 @@ use axum::response::Response;
 use std::sync::Arc;
 use tableq_exec::DEFAULT_PAGE_SIZE;
 use tableq_model::{DateTime, EntityView, ErrorCode, ValueRef, validate};
-use tableq_parser::{parse_filter, parse_select, parse_top};
+use tableq_planner::{Query, QueryText};
 use tableq_store::StoreError;
 
 use crate::context::{
@@ -152,9 +152,7 @@ impl EntityView for TableRow<'_> {
 
 /// `GET /Tables`.
 pub(crate) async fn query(state: &Arc<AppState>, ctx: &Ctx) -> Result<Response, ApiError> {
-    let filter_text = ctx.query.filter.clone().unwrap_or_default();
-    let select_text = ctx.query.select.clone();
-    let top_text = ctx.query.top.clone();
+    let params = ctx.query.clone();
     let from = match ctx.query.next_table_name.as_deref() {
         Some(t) if !t.is_empty() => Some(decode_token("NextTableName", t)?),
         _ => None,
@@ -162,15 +160,13 @@ pub(crate) async fn query(state: &Arc<AppState>, ctx: &Ctx) -> Result<Response, 
     let options = state.config.filter_options;
     let backend = state.backend.clone();
     let (names, next) = blocking(move || {
-        let filter =
-            parse_filter(&filter_text, &options).map_err(|e| ApiError::query("$filter", &e))?;
-        if let Some(s) = &select_text {
-            parse_select(s).map_err(|e| ApiError::query("$select", &e))?;
-        }
-        let top = match &top_text {
-            Some(t) => parse_top(t).map_err(|e| ApiError::query("$top", &e))?.value as usize,
-            None => DEFAULT_PAGE_SIZE,
+        let text = QueryText {
+            filter: params.filter.as_deref(),
+            select: params.select.as_deref(),
+            top: params.top.as_deref(),
         };
+        let query = Query::parse(text, &options).map_err(|e| ApiError::invalid_query(&e))?;
+        let top = query.top().map_or(DEFAULT_PAGE_SIZE, |t| t.value as usize);
         let tables = backend.tables().map_err(ApiError::store)?;
         let mut matching = tables
             .into_iter()
@@ -178,7 +174,7 @@ pub(crate) async fn query(state: &Arc<AppState>, ctx: &Ctx) -> Result<Response, 
                 from.as_deref()
                     .is_none_or(|f| validate::table_key(&t.name).as_str() >= f)
             })
-            .filter(|t| tableq_planner::naive::matches(&filter, &TableRow(&t.name)));
+            .filter(|t| tableq_planner::naive::matches(query.filter(), &TableRow(&t.name)));
         let names: Vec<String> = matching.by_ref().take(top).map(|t| t.name).collect();
         let next = matching.next().map(|t| validate::table_key(&t.name));
         Ok((names, next))

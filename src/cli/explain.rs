@@ -10,7 +10,7 @@ use crate::cli::args::Limits;
 use crate::cli::diagnostic::print_parse_error;
 use std::io::Write;
 use std::process::ExitCode;
-use tableq::parser::{parse_filter, parse_select, parse_top};
+use tableq::planner::{Query, QueryText};
 
 /// Arguments of `explain` / `debug plan`.
 #[derive(clap::Args)]
@@ -36,36 +36,23 @@ pub struct Args {
 
 /// Runs the command.
 pub fn run(args: Args) -> ExitCode {
-    let filter = match parse_filter(&args.filter, &args.limits.filter_options()) {
-        Ok(f) => f,
+    let text = QueryText {
+        filter: Some(&args.filter),
+        select: args.select.as_deref(),
+        top: args.top.as_deref(),
+    };
+    let query = match Query::parse(text, &args.limits.filter_options()) {
+        Ok(q) => q,
         Err(e) => {
-            print_parse_error(&e, "$filter");
+            print_parse_error(e.error(), e.option().name());
             return ExitCode::from(2);
         }
     };
-    let select = match args.select.as_deref().map(parse_select).transpose() {
-        Ok(s) => s,
-        Err(e) => {
-            print_parse_error(&e, "$select");
-            return ExitCode::from(2);
-        }
-    };
-    let top = match args.top.as_deref().map(parse_top).transpose() {
-        Ok(t) => t,
-        Err(e) => {
-            print_parse_error(&e, "$top");
-            return ExitCode::from(2);
-        }
-    };
-    let explanation =
-        args.limits
-            .planner()
-            .verbose(args.verbose)
-            .explain(&filter, select.as_ref(), top.as_ref());
+    let explanation = query.explain(&args.limits.planner().verbose(args.verbose));
     let text = if args.json {
         explanation.to_json().to_string()
     } else if args.verbose {
-        format!("filter:    {filter}\n{explanation}")
+        format!("filter:    {}\n{explanation}", query.filter())
     } else {
         explanation.to_string()
     };

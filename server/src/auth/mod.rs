@@ -12,7 +12,9 @@
 //!   store on every request, so a changed or removed policy takes effect at once;
 //! * `admit` — once the operation is known (method, target, `If-Match`): what a SAS
 //!   token allows — permissions, its table, its key range. A key-ranged token limits
-//!   queries by adding the range to `$filter`, and inserts by the keys in the body.
+//!   queries by a typed predicate over PartitionKey/RowKey ([`QueryParams::restriction`],
+//!   joined to the parsed `$filter` when the query is planned: never text, never counted
+//!   against the comparison limit), and inserts by the keys in the body.
 //!
 //! Every failure is a 403 before any handler runs, so nothing is written: a request that
 //! cannot be authenticated (no or a bad signature, an unknown account, a token out of its
@@ -38,7 +40,8 @@ use axum::http::{HeaderMap, Method, request::Parts};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tableq_model::ErrorCode;
+use tableq_model::{CmpOp, ErrorCode, Value};
+use tableq_planner::Predicate;
 use tableq_store::{Backend, StoreError};
 
 use crate::config::{Account, AuthMode, ServerConfig};
@@ -196,7 +199,7 @@ pub(crate) fn admit_operation(
         ..
     } = op
     {
-        query.filter = Some(restrict_filter(query.filter.as_deref(), sas));
+        query.restriction = Some(key_range(sas));
     }
     Ok(())
 }
@@ -477,7 +480,7 @@ pub(crate) async fn admit(
             keys: None,
             ..
         } => {
-            query.filter = Some(restrict_filter(query.filter.as_deref(), sas));
+            query.restriction = Some(key_range(sas));
             Ok(body)
         }
         Operation::Entity {
@@ -488,35 +491,29 @@ pub(crate) async fn admit(
     }
 }
 
-/// An OData string literal.
-fn literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
-/// `filter` limited to the token's key range.
-fn restrict_filter(filter: Option<&str>, sas: &SasGrant) -> String {
+/// The token's key range as a predicate over the keys: from its start (PartitionKey, and
+/// RowKey when given) to its end, both inclusive, in key order.
+fn key_range(sas: &SasGrant) -> Predicate {
+    let key = |name: &str, op, value: &str| Predicate::compare(name, op, Value::from(value));
     let mut range = Vec::new();
-    // (comparison without a row key bound, strict comparison, row key comparison)
+    // (operator without a RowKey bound, PartitionKey operator past the bound's partition,
+    // RowKey operator inside it)
     let ends = [
-        (sas.start(), ("ge", "gt", "ge")),
-        (sas.end(), ("le", "lt", "le")),
+        (sas.start(), (CmpOp::Ge, CmpOp::Gt, CmpOp::Ge)),
+        (sas.end(), (CmpOp::Le, CmpOp::Lt, CmpOp::Le)),
     ];
     for (bound, (inclusive, pk_op, rk_op)) in ends {
         let Some(bound) = bound else { continue };
-        let pk = literal(&bound.partition_key);
+        let pk = bound.partition_key.as_str();
         range.push(match &bound.row_key {
-            None => format!("PartitionKey {inclusive} {pk}"),
-            Some(rk) => format!(
-                "(PartitionKey {pk_op} {pk} or (PartitionKey eq {pk} and RowKey {rk_op} {}))",
-                literal(rk)
-            ),
+            None => key("PartitionKey", inclusive, pk),
+            Some(rk) => Predicate::or([
+                key("PartitionKey", pk_op, pk),
+                Predicate::and([key("PartitionKey", CmpOp::Eq, pk), key("RowKey", rk_op, rk)]),
+            ]),
         });
     }
-    let range = range.join(" and ");
-    match filter.map(str::trim).filter(|f| !f.is_empty()) {
-        Some(f) => format!("({f}) and {range}"),
-        None => range,
-    }
+    Predicate::and(range)
 }
 
 /// Reads an insert's body, checks its keys against the token's range, and puts it back.
@@ -617,7 +614,7 @@ mod tests {
     }
 
     #[test]
-    fn key_ranges_restrict_query_filters() {
+    fn key_ranges_are_predicates_over_the_keys() {
         let key = AccountKey::development();
         let token = SasBuilder::table("t")
             .permissions("r")
@@ -627,15 +624,23 @@ mod tests {
             .sign(&key);
         let (fields, sig) = sas::read_token(Some(&token)).unwrap().unwrap();
         let grant = sas::verify(&key, fields, &sig, chrono::Utc::now()).unwrap();
+        let range = key_range(&grant);
         assert_eq!(
-            restrict_filter(Some("Age gt 3 or X"), &grant),
-            "(Age gt 3 or X) and (PartitionKey gt 'a''1' or (PartitionKey eq 'a''1' and \
-             RowKey ge 'r')) and PartitionKey le 'b'"
-        );
-        assert_eq!(
-            restrict_filter(Some("  "), &grant),
-            "(PartitionKey gt 'a''1' or (PartitionKey eq 'a''1' and RowKey ge 'r')) and \
+            range.to_string(),
+            "(PartitionKey gt 'a''1' or PartitionKey eq 'a''1' and RowKey ge 'r') and \
              PartitionKey le 'b'"
         );
+        // The predicate holds exactly where the token covers the keys.
+        let keys = ["", "a", "a'1", "a'10", "b", "b\0", "c", "q", "r", "s"];
+        for pk in keys {
+            for rk in keys {
+                let entity = tableq_model::Entity::new(pk, rk);
+                assert_eq!(range.eval(&entity), grant.covers(pk, rk), "{pk:?}/{rk:?}");
+            }
+        }
+        // Planned alone, the range is exact: no residual to evaluate.
+        let plan = tableq_planner::Planner::new().plan_predicate(range, None, None);
+        assert!(plan.is_exact(), "{plan}");
+        assert_eq!(plan.ranges.len(), 2);
     }
 }

@@ -18,8 +18,9 @@
 //!    does not (then neither is printed); a warning names both lines, `--strict` makes it
 //!    fatal. Nothing is printed on stdout before the input has been read completely, so a
 //!    fatal problem never leaves half an output.
-//! 3. **Engines** ([`Engine`]): `stream` (the default for one query, [`stream`]) evaluates
-//!    while reading, in parallel, and keeps only the matches; `table` (the default with
+//! 3. **Engines** ([`Engine`]): `stream` (the default for one query, [`stream`]: the reading
+//!    driver of [`tableq::exec::stream`]) evaluates while reading, in parallel, and keeps only
+//!    the matches; `table` (the default with
 //!    `--queries`, [`table`]) loads an indexed in-memory table once and runs each query
 //!    through the planner's key ranges and the parallel executor. Both print the same rows.
 //! 4. **Output**: the matches as JSON lines in ascending (PartitionKey, RowKey) order, in the
@@ -38,10 +39,8 @@
 //! unreadable input, or (with `--strict`) invalid input.
 
 mod blocks;
-mod keys;
 mod progress;
 mod queries;
-mod ranges;
 mod stream;
 mod table;
 
@@ -55,6 +54,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use tableq::exec::Key;
+use tableq::exec::stream::Repeat;
 use tableq::model::ModelError;
 use tableq::model::json::{EntityWriter, EnvelopeRef, ListProperties, MetadataLevel};
 
@@ -348,7 +348,7 @@ pub(crate) fn fatal_line(line: u64, e: &ModelError) -> Failure {
 pub(crate) fn report_input(
     label: &str,
     skipped: u64,
-    repeats: &[keys::Repeat],
+    repeats: &[Repeat],
     strict: bool,
     warnings: &mut Warnings,
 ) -> Result<(), Failure> {
@@ -378,7 +378,7 @@ pub(crate) fn report_input(
     Ok(())
 }
 
-fn repeat_message(r: &keys::Repeat) -> String {
+fn repeat_message(r: &Repeat) -> String {
     format!(
         "line {} repeats the keys of line {} (PartitionKey {}, RowKey {})",
         r.later,

@@ -11,8 +11,7 @@
 use super::{Args, Engine, Failure};
 use crate::cli::diagnostic::print_parse_error;
 use std::time::{Duration, Instant};
-use tableq::parser::{parse_filter, parse_select, parse_top};
-use tableq::planner::Plan;
+use tableq::planner::{Plan, QueryText};
 
 /// One parsed and planned query.
 pub(crate) struct Query {
@@ -132,29 +131,18 @@ fn parts_of(line: &str, args: &Args) -> Result<Parts, String> {
 /// Parses and plans one query; `at` prefixes the diagnostics' labels.
 fn plan(args: &Args, number: usize, line: u64, parts: &Parts, at: &str) -> Result<Query, Failure> {
     let started = Instant::now();
-    let report = |option: &str, e| {
-        print_parse_error(&e, &format!("{at}{option}"));
-        Failure::Reported
+    let text = QueryText {
+        filter: Some(&parts.filter),
+        select: parts.select.as_deref(),
+        top: parts.top.as_deref(),
     };
-    let filter = parse_filter(&parts.filter, &args.limits.filter_options())
-        .map_err(|e| report("$filter", e))?;
-    let select = parts
-        .select
-        .as_deref()
-        .map(parse_select)
-        .transpose()
-        .map_err(|e| report("$select", e))?;
-    let top = parts
-        .top
-        .as_deref()
-        .map(parse_top)
-        .transpose()
-        .map_err(|e| report("$top", e))?;
+    let query =
+        tableq::planner::Query::parse(text, &args.limits.filter_options()).map_err(|e| {
+            print_parse_error(e.error(), &format!("{at}{}", e.option()));
+            Failure::Reported
+        })?;
     let parse_time = started.elapsed();
-    let plan = args
-        .limits
-        .planner()
-        .plan(&filter, select.as_ref(), top.as_ref());
+    let plan = query.plan_with(&args.limits.planner());
     let plan_time = started.elapsed() - parse_time;
     let mut text = parts.filter.clone();
     if let Some(s) = &parts.select {

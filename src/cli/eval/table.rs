@@ -7,12 +7,12 @@
 //! queries; costs memory in proportion to the input (≈ 190 bytes per entity plus the key
 //! log).
 
-use super::keys::{KeyLog, find_repeats};
 use super::queries::Query;
 use super::{Context, Failure, Outcome, Output, Warnings, fatal_line, report_input, row_writer};
 use crate::cli::input::{Input, JsonLines, Line, Unreadable, line_too_long};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use tableq::exec::stream::{KeyLog, find_repeats};
 use tableq::exec::{Executor, Key, MemorySnapshot, PageOptions, SourceRow};
 use tableq::model::json::{
     BorrowedEntity, DecodeOptions, ListProperties, decode_borrowed, decode_entity,

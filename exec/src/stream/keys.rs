@@ -1,15 +1,15 @@
-//! Keys seen in the input and the repeated ones: a compact log of (PartitionKey, RowKey,
+//! Keys seen in an input and the repeated ones: a compact log of (PartitionKey, RowKey,
 //! line) per entity, and the resolution of repeats — the later line wins, as an upsert
-//! would.
+//! would. Used by the [stream](super) engine and by drivers that load an input into a table.
 //!
 //! A [`KeyLog`] stores the keys of one block of input back to back in one byte buffer
 //! (about 20 bytes plus the key bytes per entity); [`find_repeats`] groups the entries of
 //! many logs by a hash of the key, compares keys exactly within a group, and reports every
 //! line whose key a later line repeats.
 
+use crate::key::compare_keys;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
-use tableq::exec::compare_keys;
 
 /// The keys of one block of input, with their line numbers (relative to the block).
 #[derive(Debug, Default)]
@@ -46,7 +46,13 @@ impl KeyLog {
         self.entries.len()
     }
 
-    /// The key at `index` and its line (relative to the block).
+    /// Whether no key was logged.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The key at `index` (as returned by [`push`](KeyLog::push)) and its line (relative to
+    /// the block). Panics when no key has that index.
     pub fn get(&self, index: u32) -> (&str, &str, u32) {
         let e = self.entries[index as usize];
         let pk_end = (e.start + e.pk_len) as usize;
