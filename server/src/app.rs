@@ -52,6 +52,7 @@ use crate::cors;
 use crate::encode::Links;
 use crate::entities::{self, WriteTarget};
 use crate::error::ApiError;
+use crate::explorer::{self, explain, explain::ExplainMode};
 use crate::negotiate;
 use crate::query::QueryParams;
 use crate::resource::{Resource, Target, describe, parse_target};
@@ -63,7 +64,11 @@ struct RequestId(String);
 
 /// The router of a server.
 pub(crate) fn router(state: Arc<Hosted>) -> Router {
-    Router::new()
+    let mut router = Router::new();
+    if state.primary().config.explorer {
+        router = explorer::routes(router);
+    }
+    router
         .fallback(dispatch)
         .layer(middleware::from_fn_with_state(state.clone(), common))
         .with_state(state)
@@ -333,7 +338,10 @@ async fn route(
         },
         // Writes were dispatched above.
         Resource::Entities { table } => match method {
-            Method::GET => entities::query(state, ctx, table.name.clone()).await,
+            Method::GET => match explain::mode(&ctx.headers)? {
+                Some(ExplainMode::Plan) => explain::plan(state, ctx, table.name.clone()).await,
+                stats => entities::query(state, ctx, table.name.clone(), stats.is_some()).await,
+            },
             _ => not_allowed(&resource, ALLOW_ENTITIES),
         },
         Resource::Entity {

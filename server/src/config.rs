@@ -8,6 +8,7 @@
 //! assert_eq!(config.account.name, DEV_ACCOUNT);
 //! assert_eq!(config.auth, AuthMode::Required);
 //! assert_eq!(config.max_body_bytes, 4 * 1024 * 1024);
+//! assert!(config.explorer);
 //! ```
 
 use std::time::Duration;
@@ -64,6 +65,10 @@ pub struct ServerConfig {
     pub filter_options: FilterOptions,
     /// How long a graceful shutdown waits for in-flight requests (default 30 s).
     pub shutdown_grace: Duration,
+    /// Whether the table explorer (a browser UI) is served under `/_explorer/` (default
+    /// `true`; `tableq serve --no-explorer` turns it off). It talks to the same REST API,
+    /// signed like every client, so it never reaches more than REST allows.
+    pub explorer: bool,
 }
 
 impl Default for ServerConfig {
@@ -75,6 +80,7 @@ impl Default for ServerConfig {
             page_budget: Duration::from_secs(5),
             filter_options: FilterOptions::default(),
             shutdown_grace: Duration::from_secs(30),
+            explorer: true,
         }
     }
 }

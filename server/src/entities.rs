@@ -42,7 +42,7 @@ use tableq_model::json::{DecodeOptions, MetadataLevel, decode_entity, decode_pay
 use tableq_model::{Entity, ErrorCode};
 use tableq_parser::FilterOptions;
 use tableq_planner::plan::Plan;
-use tableq_planner::{Query, QueryText};
+use tableq_planner::{Query, QueryError, QueryText};
 use tableq_store::{IfMatch, WriteOp, Written};
 
 use crate::context::{
@@ -54,6 +54,7 @@ use crate::continuation::{
 };
 use crate::encode::{Links, PageWriter, entity_body};
 use crate::error::ApiError;
+use crate::explorer::explain;
 use crate::negotiate::{self, Prefer};
 use crate::query::QueryParams;
 use crate::resource::{Resource, entity_link};
@@ -425,12 +426,16 @@ pub(crate) async fn get(
 ///
 /// A short `$filter` is parsed and planned on the event loop; a plan of a few exact keys is
 /// then a short read ([`short_read`]). Every other page (and the planning of a long filter)
-/// runs on the blocking pool within the page budget.
+/// runs on the blocking pool within the page budget. With `stats`, the response carries
+/// the executor's statistics of the page (`x-tableq-stats`, see
+/// [`crate::explorer::explain`]).
 pub(crate) async fn query(
     state: &Arc<AppState>,
     ctx: &Ctx,
     table: String,
+    stats: bool,
 ) -> Result<Response, ApiError> {
+    let started = Instant::now();
     check_name(&table)?;
     let continuation = entity_continuation(
         ctx.query.next_partition_key.as_deref(),
@@ -452,9 +457,9 @@ pub(crate) async fn query(
                 writer.row(row)
             })
             .map_err(ApiError::store)?;
-        Ok((writer.finish(), page.continuation))
+        Ok((writer.finish(), page.continuation, page.stats))
     };
-    let (body, next) = if query.filter_len() <= SHORT_FILTER_BYTES {
+    let (body, next, page_stats) = if query.filter_len() <= SHORT_FILTER_BYTES {
         let plan = query.plan()?;
         if is_short_read(&plan) {
             short_read(&*state.backend, move || run(plan)).await?
@@ -477,13 +482,24 @@ pub(crate) async fn query(
             &encode_token(&next.row_key),
         )?;
     }
+    if stats {
+        set_header(
+            &mut response,
+            explain::STATS_HEADER,
+            &explain::stats_value(&page_stats, started.elapsed()),
+        )?;
+    }
     Ok(response)
 }
 
-/// A query's parameters, not yet parsed, and the parser's limits.
-struct QueryRequest {
-    params: QueryParams,
-    options: FilterOptions,
+/// A query's parameters, not yet parsed, and the parser's limits: the one way from a
+/// request to its [`Query`], for the query itself and for its explain
+/// ([`crate::explorer::explain`]).
+pub(crate) struct QueryRequest {
+    /// The query string, with the restriction authorization added.
+    pub params: QueryParams,
+    /// The parser's limits.
+    pub options: FilterOptions,
 }
 
 impl QueryRequest {
@@ -492,20 +508,27 @@ impl QueryRequest {
         self.params.filter.as_deref().map_or(0, str::len)
     }
 
-    /// Parses and plans the query (400 with a caret diagnostic on the first error), limited
-    /// to the restriction authorization added.
-    fn plan(&self) -> Result<Plan, ApiError> {
+    /// Parses the query, limited to the restriction authorization added.
+    pub(crate) fn query(&self) -> Result<Query, QueryError> {
         let text = QueryText {
             filter: self.params.filter.as_deref(),
             select: self.params.select.as_deref(),
             top: self.params.top.as_deref(),
         };
-        let mut query =
-            Query::parse(text, &self.options).map_err(|e| ApiError::invalid_query(&e))?;
+        let mut query = Query::parse(text, &self.options)?;
         if let Some(restriction) = &self.params.restriction {
             query.restrict(restriction.clone());
         }
-        Ok(query.plan())
+        Ok(query)
+    }
+
+    /// Parses and plans the query (400 with a caret diagnostic on the first error), limited
+    /// to the restriction authorization added.
+    fn plan(&self) -> Result<Plan, ApiError> {
+        Ok(self
+            .query()
+            .map_err(|e| ApiError::invalid_query(&e))?
+            .plan())
     }
 }
 

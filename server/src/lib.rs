@@ -61,6 +61,7 @@ mod cors;
 mod encode;
 mod entities;
 pub mod error;
+mod explorer;
 pub mod negotiate;
 pub mod query;
 pub mod resource;

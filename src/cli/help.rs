@@ -136,10 +136,17 @@ OPERATIONS (every operation of the Table REST API; README, \"serve\"):
     AuthorizationPermissionMismatch, AuthorizationResourceTypeMismatch,
     AuthorizationFailure, AuthorizationSourceIPMismatch, AuthorizationProtocolMismatch).
 
+EXPLORER:
+    http://HOST:PORT/_explorer/ is a table explorer for a browser (tables, an entity grid
+    and editor, JSON-lines import/export, filters checked as you type, the plan and
+    statistics of each query). It signs its requests in the browser with the account key
+    or a SAS token you give it, like any client. --no-explorer turns it off.
+
 OUTPUT:
-    stdout: a banner — the table endpoint, the storage, and a ready connection string for
-    every hosted account (paste it into any Azure Tables SDK); a closed stdout does not
-    stop the server. stderr: one log line per request (RUST_LOG, default info).
+    stdout: a banner — the table endpoint, the storage, a ready connection string for
+    every hosted account (paste it into any Azure Tables SDK) and the explorer's URL; a
+    closed stdout does not stop the server. stderr: one log line per request (RUST_LOG,
+    default info).
 
 EXAMPLES:
     tableq serve                                  # http://127.0.0.1:10002/devstoreaccount1

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! tableq serve [--host 127.0.0.1] [--port 10002] [--data DIR | --in-memory | --store URL]
-//!              [--account NAME:BASE64KEY]... [--no-auth]
+//!              [--account NAME:BASE64KEY]... [--no-auth] [--no-explorer]
 //! ```
 //!
 //! Requests must be signed (SharedKey, SharedKeyLite or SAS) with the key of the account in
@@ -11,7 +11,9 @@
 //! `--data DIR`, the development account in `DIR` itself and account NAME in
 //! `DIR/accounts/NAME`; on PostgreSQL, the development account in the URL's schema
 //! (default `tableq`) and account NAME in schema `<schema>_NAME`. `--no-auth` turns
-//! signature checking off (the banner says so loudly).
+//! signature checking off (the banner says so loudly). The table explorer (a browser UI,
+//! `tableq_server`'s explorer module) is served under `/_explorer/` and printed in the
+//! banner; `--no-explorer` turns it off.
 //!
 //! Wires the flags to `tableq-store` (the engine: durable in `--data DIR`, default
 //! `./tableq-data`; in memory; or PostgreSQL with `--store postgres://…`) and
@@ -67,6 +69,9 @@ pub struct Args {
     /// and write everything).
     #[arg(long)]
     no_auth: bool,
+    /// Do not serve the table explorer (the browser UI under /_explorer/).
+    #[arg(long)]
+    no_explorer: bool,
 }
 
 /// `NAME:BASE64KEY` → an account (name and key checked).
@@ -221,7 +226,7 @@ async fn serve(args: Args) -> ExitCode {
     // Engines may own blocking resources (a database client's runtime) that must not be
     // dropped on an async worker: the last references are released on the blocking pool.
     let keep = stores.clone();
-    let code = run_server(addr, accounts, stores, auth).await;
+    let code = run_server(addr, accounts, stores, auth, !args.no_explorer).await;
     let _ = tokio::task::spawn_blocking(move || drop(keep)).await;
     code
 }
@@ -231,6 +236,7 @@ async fn run_server(
     accounts: Vec<Account>,
     stores: Vec<Arc<dyn Backend>>,
     auth: AuthMode,
+    explorer: bool,
 ) -> ExitCode {
     let mut pairs = accounts.into_iter().zip(stores);
     let Some((first, first_store)) = pairs.next() else {
@@ -240,6 +246,7 @@ async fn run_server(
     let config = ServerConfig {
         account: first,
         auth,
+        explorer,
         ..ServerConfig::default()
     };
     let mut server = match Server::bind(addr, first_store, config).await {
@@ -290,10 +297,15 @@ async fn run_server(
             )
         })
         .collect();
+    let explorer_line = if explorer {
+        format!("explorer: {origin}/_explorer/ (browse, query and edit in a browser)\n")
+    } else {
+        String::new()
+    };
     let banner = format!(
         "tableq serve: Table service emulator on {endpoint}\nstorage: {}\nconnection string: {}\n\
          {more}(UseDevelopmentStorage=true works on the default port; stop with Ctrl-C)\n\
-         accounts: {}\n{auth_line}",
+         accounts: {}\n{auth_line}{explorer_line}",
         server.store_description(),
         server.connection_string(),
         names.join(", "),

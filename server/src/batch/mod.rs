@@ -381,7 +381,7 @@ async fn query(state: &Arc<AppState>, outer: &Ctx, op: Operation) -> Answer {
             _,
         )) => entities::get(state, &ctx, table.name, partition_key.value, row_key.value).await,
         Ok((Resource::Entities { table }, ctx, _)) => {
-            entities::query(state, &ctx, table.name).await
+            entities::query(state, &ctx, table.name, false).await
         }
         Ok(_) => Err(ApiError::new(
             ErrorCode::InvalidInput,
