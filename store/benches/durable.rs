@@ -21,11 +21,11 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tableq_exec::{EntitySource, Executor, MemorySnapshot, PageOptions};
+use tableq_exec::{EntitySource, Executor, PageOptions};
 use tableq_model::{DateTime, Entity, EntityView, Property, Value};
 use tableq_parser::{FilterOptions, parse_filter};
 use tableq_planner::plan::Plan;
-use tableq_store::{Backend, DurableBackend, DurableOptions, WriteOp};
+use tableq_store::{Backend, DurableBackend, DurableOptions, MemorySnapshot, WriteOp};
 
 const PARTITIONS: u64 = 100;
 const NAMES: [&str; 8] = [

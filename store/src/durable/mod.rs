@@ -27,7 +27,8 @@
 //!   a point get is one redb lookup and a binary search in the block.
 //! * **Reads** (`read.rs`): a [`DurableSnapshot`] is one redb read transaction (an MVCC
 //!   snapshot) of one table: the [`EntitySource`](tableq_exec::EntitySource) the executor
-//!   runs a query page on, with property slots (interned name numbers, `names.rs`) and
+//!   runs a query page on, with property slots (interned name numbers, the row codec's
+//!   `Names`) and
 //!   `split` at block boundaries for parallel scans.
 //!
 //! The data directory holds one file, [`DATA_FILE`]; redb locks it, so a second server on
@@ -48,7 +49,7 @@
 mod block;
 mod edit;
 mod keys;
-mod names;
+mod locate;
 mod open;
 mod read;
 mod writer;
@@ -58,9 +59,9 @@ pub use read::{DurableRow, DurableRows, DurableSnapshot};
 
 use crate::backend::{Backend, QueryPage, ScanExplain, TableInfo};
 use crate::clock::Clock;
+use crate::codec::Names;
 use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
-use names::Names;
 use redb::{Database, ReadableDatabase};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -7,9 +7,9 @@
 //!   tableq.redb             the redb file: meta, tables, names, rows (see `schema` in mod.rs)
 //! ```
 
-use super::names::Names;
 use super::schema::{META, META_CLOCK, META_FORMAT, META_NEXT_TABLE, NAMES, ROWS, TABLES};
 use super::{Catalog, DurableOptions, TableEntry};
+use crate::codec::Names;
 use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, StorageError, TableHandle};
 use std::collections::HashMap;
 use std::io;

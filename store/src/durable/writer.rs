@@ -25,11 +25,11 @@
 //! ```
 
 use super::edit::{self, RowsTable};
-use super::names::Names;
 use super::open::{decode_table, encode_table};
 use super::schema::{META, META_CLOCK, META_NEXT_TABLE, NAMES, ROWS, TABLES};
 use super::{Shared, TableEntry};
 use crate::backend::TableInfo;
+use crate::codec::Names;
 use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
 use crate::resolve::{StateReader, resolve};
@@ -40,7 +40,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 use tableq_model::{DateTime, Entity, validate};
 
 use super::block::BlockView;
-use super::keys::{entity_key, partition_prefix, table_end, table_prefix};
+use super::keys::{table_end, table_prefix};
+use super::locate::{floor_block, search_keys};
 
 /// Most requests committed together.
 const MAX_GROUP: usize = 256;
@@ -113,22 +114,12 @@ struct TxnReader<'a, 'txn> {
 
 impl StateReader for TxnReader<'_, '_> {
     fn current(&mut self, pk: &str, rk: &str) -> Result<Option<Entity>, StoreError> {
-        let key = entity_key(self.table, pk, rk);
-        let Some(item) = self
-            .rows
-            .range::<&[u8]>(..=key.as_slice())
-            .map_err(storage)?
-            .next_back()
-        else {
+        let (key, partition) = search_keys(self.table, pk, rk);
+        let found = floor_block(self.rows.range::<&[u8]>(..=key.as_slice()), &partition)
+            .map_err(storage)?;
+        let Some((_, bytes)) = found else {
             return Ok(None);
         };
-        let (block_key, bytes) = item.map_err(storage)?;
-        if !block_key
-            .value()
-            .starts_with(&partition_prefix(self.table, pk))
-        {
-            return Ok(None);
-        }
         let view = BlockView::parse(bytes.value()).map_err(storage)?;
         let Some(i) = view.find(rk) else {
             return Ok(None);
