@@ -16,7 +16,8 @@
 //!   serialised, atomic batches) and their versions, [`MemorySnapshot`]s (a compact layout
 //!   with a persistent write overlay; also what `tableq eval` loads files into);
 //! * [`PostgresBackend`] — the PostgreSQL engine (one server or a partitioned cluster);
-//! * [`DurableBackend`] — the durable engine (redb, group commit; [`durable`]);
+//! * [`DurableBackend`] — the durable engine (redb behind a write-ahead log, group commit,
+//!   [`FsyncPolicy`]; [`durable`]);
 //! * [`StoreError`] / [`BatchError`] — failures with the service's error codes;
 //! * the row codec (`codec`, crate-private) — how both engines that store rows in their
 //!   own layout (memory partitions, durable blocks) encode property values.
@@ -37,9 +38,9 @@ pub mod postgres;
 pub mod resolve;
 
 pub use self::postgres::{PostgresBackend, PostgresConfig, PostgresError};
-pub use backend::{Backend, QueryPage, ScanExplain, TableInfo};
+pub use backend::{Backend, QueryPage, ScanExplain, TableInfo, WriteLogStats};
 pub use clock::Clock;
-pub use durable::{DurableBackend, DurableOptions, DurableSnapshot, OpenError};
+pub use durable::{DurableBackend, DurableOptions, DurableSnapshot, FsyncPolicy, OpenError};
 pub use error::{BatchError, StoreError};
 pub use memory::{
     MemoryBackend, MemoryError, MemoryRow, MemoryRows, MemorySnapshot, MemoryTable, MemoryWriter,
