@@ -97,7 +97,7 @@ pub struct WriteLogStats {
 /// A storage engine with the Table service's semantics (see the module docs).
 pub trait Backend: Send + Sync {
     /// A one-line description for start-up banners and logs, e.g.
-    /// `durable (redb) at ./tableq-data`.
+    /// `durable at ./tableq-data (write-ahead log fsynced every 1000 ms: …)`.
     fn describe(&self) -> String;
 
     /// Creates a table. Fails if the name is invalid or taken (case-insensitively).

@@ -415,12 +415,21 @@ impl std::fmt::Debug for DurableBackend {
 }
 
 impl Backend for DurableBackend {
+    /// Where the data is, and what an acknowledged write survives under the fsync policy.
     fn describe(&self) -> String {
-        format!(
-            "durable (redb + write-ahead log, fsync {}) at {}",
-            self.fsync,
-            self.dir.display()
-        )
+        let survives = match self.fsync {
+            FsyncPolicy::Always => "write-ahead log fsynced before every reply: an \
+                                    acknowledged write survives a crash of the process or of \
+                                    the machine"
+                .to_owned(),
+            FsyncPolicy::Interval(every) => format!(
+                "write-ahead log fsynced every {} ms: an acknowledged write survives a crash \
+                 of the process; a crash of the machine may lose the writes of the last {} ms",
+                every.as_millis(),
+                every.as_millis()
+            ),
+        };
+        format!("durable at {} ({survives})", self.dir.display())
     }
 
     fn create_table(&self, name: &str) -> Result<TableInfo, StoreError> {

@@ -413,3 +413,32 @@ fn checkpoints_empty_the_log_when_it_passes_its_bound() {
     assert!(stats.log_bytes < 4096 + 1024, "{stats:?}");
     assert!(std::fs::metadata(dir.path().join(WAL_FILE)).unwrap().len() < 4096 + 1024);
 }
+
+#[test]
+fn an_uninitialised_data_file_is_replaced() {
+    // What an older build left after a start on a full disk: a file that never got its
+    // header (empty, or zero-filled). It holds no data: a start replaces it.
+    for contents in [Vec::new(), vec![0u8; 3 << 20]] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(DATA_FILE), &contents).unwrap();
+        let store = DurableBackend::open(dir.path()).unwrap();
+        store.create_table("t1x").unwrap();
+        store.write("t1x", insert("a", 1)).unwrap();
+        store.close().unwrap();
+        let store = DurableBackend::open(dir.path()).unwrap();
+        assert_eq!(values(&store, &["a"]), [Some(1)]);
+        // No temporary file is left behind.
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+    }
+    // A file that is not all zeros is never discarded: it is reported.
+    let dir = tempfile::tempdir().unwrap();
+    let mut junk = vec![0u8; 4096];
+    junk[4000] = 1;
+    std::fs::write(dir.path().join(DATA_FILE), &junk).unwrap();
+    assert!(DurableBackend::open(dir.path()).is_err());
+    assert_eq!(std::fs::read(dir.path().join(DATA_FILE)).unwrap(), junk);
+}
