@@ -272,9 +272,18 @@ impl DurableBackend {
             interval: options.checkpoint_interval,
         };
         let mut writer = writer::Writer::new(shared.clone(), opened.names, log, checkpoints);
-        let replayed = writer
-            .replay(&contents, opened.wal_lsn)
-            .map_err(|e| bad_log(e.to_string()))?;
+        // A replay that cannot write (a full disk) is an I/O error; anything else is a log
+        // that does not fit the data file.
+        let replayed =
+            writer
+                .replay(&contents, opened.wal_lsn)
+                .map_err(|e| match writer::io_kind(&e) {
+                    Some(kind) => OpenError::Io {
+                        path: dir.join(DATA_FILE),
+                        source: io::Error::new(kind, e.to_string()),
+                    },
+                    None => bad_log(e.to_string()),
+                })?;
         drop(contents);
         drop(bytes);
         let io = |source: io::Error| OpenError::Io {

@@ -526,7 +526,7 @@ fn is_disk_full(e: &io::Error) -> bool {
 }
 
 /// The kind of the I/O error behind a storage failure, if it is one (redb wraps them).
-fn io_kind(e: &StoreError) -> Option<io::ErrorKind> {
+pub(crate) fn io_kind(e: &StoreError) -> Option<io::ErrorKind> {
     let StoreError::Storage(inner) = e else {
         return None;
     };
