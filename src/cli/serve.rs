@@ -2,8 +2,13 @@
 //!
 //! ```text
 //! tableq serve [--host 127.0.0.1] [--port 10002] [--data DIR | --in-memory | --store URL]
-//!              [--account NAME:BASE64KEY]... [--no-auth]
+//!              [--fsync always|interval=MS] [--account NAME:BASE64KEY]... [--no-auth]
 //! ```
+//!
+//! `--fsync` sets when the durable store's write-ahead log is `fsync`ed: `interval=MS`
+//! (default `interval=1000`: an acknowledged write survives `kill -9`; a machine crash may
+//! lose the last MS of writes) or `always` (every reply after `fsync`, group-committed).
+//! The banner's `storage:` line states which.
 //!
 //! Requests must be signed (SharedKey, SharedKeyLite or SAS) with the key of the account in
 //! their URL: the development account `devstoreaccount1` with its well-known key, and every
@@ -33,7 +38,7 @@ use std::sync::Arc;
 use tableq_client::sign::AccountKey;
 use tableq_server::{Account, AuthMode, DEFAULT_PORT, Server, ServerConfig};
 use tableq_store::postgres::{PostgresBackend, PostgresConfig};
-use tableq_store::{Backend, DurableBackend, MemoryBackend};
+use tableq_store::{Backend, DurableBackend, DurableOptions, FsyncPolicy, MemoryBackend};
 
 /// Arguments of `tableq serve`.
 #[derive(Debug, Clone, ClapArgs)]
@@ -55,6 +60,17 @@ pub struct Args {
     /// Keep everything in memory (nothing survives the process).
     #[arg(long)]
     in_memory: bool,
+    /// When the durable store's write-ahead log is fsynced: `interval=MS` (an acknowledged
+    /// write survives a crash of the process; a machine crash may lose the last MS of
+    /// writes) or `always` (replies wait for the fsync; writers share it).
+    #[arg(
+        long,
+        value_name = "always|interval=MS",
+        default_value = "interval=1000",
+        value_parser = FsyncPolicy::parse,
+        conflicts_with_all = ["in_memory", "store"]
+    )]
+    fsync: FsyncPolicy,
     /// Keep the data in PostgreSQL: `postgres://user[:password]@host[:port]/database`, with
     /// libpq-style parameters and tableq's `schema=NAME`, `pool_size=N` (README, "Scaling out").
     #[arg(long, value_name = "URL", conflicts_with_all = ["in_memory", "data"])]
@@ -161,7 +177,8 @@ fn open_store(args: &Args, account: &str, first: bool) -> Result<Arc<dyn Backend
     } else {
         args.data.join("accounts").join(account)
     };
-    let backend = DurableBackend::open(&dir).map_err(|e| format!("--data: {e}"))?;
+    let options = DurableOptions::default().with_fsync(args.fsync);
+    let backend = DurableBackend::open_with(&dir, options).map_err(|e| format!("--data: {e}"))?;
     Ok(Arc::new(backend))
 }
 

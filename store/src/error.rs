@@ -73,6 +73,11 @@ pub enum StoreError {
     /// The store is closed or shutting down (503 `ServerBusy`).
     #[error("the store is closed")]
     Closed,
+    /// Writes are refused for now — the disk is full, the write-ahead log cannot be written
+    /// — while reads go on (503 `ServerBusy`: clients retry). The message names the cause;
+    /// writes resume by themselves once it is gone. Nothing of the write was applied.
+    #[error("writes are refused for now: {0}")]
+    WritesRefused(String),
 }
 
 impl StoreError {
@@ -89,7 +94,7 @@ impl StoreError {
             StoreError::DuplicateRow { .. } => ErrorCode::InvalidDuplicateRow,
             StoreError::InvalidSetting(_) => ErrorCode::InvalidXmlNodeValue,
             StoreError::Storage(_) => ErrorCode::InternalError,
-            StoreError::Closed => ErrorCode::ServerBusy,
+            StoreError::Closed | StoreError::WritesRefused(_) => ErrorCode::ServerBusy,
         }
     }
 
