@@ -1,10 +1,11 @@
 //! The request pipeline: one axum fallback route, so that every request — whatever its
 //! path — goes through the same steps, in this order:
 //!
-//! 1. **common headers and the request log** (middleware [`common`]): a request id, then on
-//!    the way out `x-ms-request-id`, `x-ms-version`, `Date`, the echoed
-//!    `x-ms-client-request-id`, and one `info` log line (method, path, status, duration,
-//!    request id);
+//! 0. **operator endpoints, metrics and the request log** (middleware
+//!    [`observe::layer`]): `/health`, `/health/ready` and `/metrics` are answered there;
+//!    every other request is counted, timed and logged (one `info` line);
+//! 1. **common headers** (middleware [`common`]): a request id, then on the way out
+//!    `x-ms-request-id`, `x-ms-version`, `Date` and the echoed `x-ms-client-request-id`;
 //! 2. **path** → account + [`Resource`] ([`crate::resource::parse_path`]);
 //! 3. **authorization** ([`crate::auth`]): the account's store, the signature or SAS token —
 //!    before any handler runs; once the method is known, what a SAS token allows;
@@ -35,7 +36,6 @@ use axum::response::Response;
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::auth::{self, Hosted};
 use crate::batch;
@@ -44,6 +44,7 @@ use crate::encode::Links;
 use crate::entities::{self, WriteTarget};
 use crate::error::ApiError;
 use crate::negotiate;
+use crate::observe::{self, Observed, Shared};
 use crate::query::QueryParams;
 use crate::resource::{Resource, describe, parse_path};
 use crate::tables;
@@ -52,20 +53,24 @@ use crate::tables;
 #[derive(Debug, Clone)]
 struct RequestId(String);
 
-/// The router of a server.
-pub(crate) fn router(state: Arc<Hosted>) -> Router {
+/// The router of a server; [`observe::layer`] wraps it all (health endpoints, metrics,
+/// the request log).
+pub(crate) fn router(state: Arc<Hosted>, shared: Arc<Shared>) -> Router {
+    let observed = Observed {
+        shared,
+        hosted: state.clone(),
+    };
     Router::new()
         .fallback(dispatch)
         .layer(middleware::from_fn(common))
+        .layer(middleware::from_fn_with_state(observed, observe::layer))
         .with_state(state)
 }
 
-/// Step 1: request id, common response headers, the request log line.
+/// Step 1: request id and common response headers (the request log line is
+/// [`observe::layer`]'s).
 async fn common(mut request: Request, next: Next) -> Response {
-    let started = Instant::now();
     let request_id = uuid::Uuid::new_v4().to_string();
-    let method = request.method().clone();
-    let path = request.uri().path().to_owned();
     let client_request_id = request.headers().get("x-ms-client-request-id").cloned();
     let version = negotiate::response_version(request.headers());
     request
@@ -85,18 +90,6 @@ async fn common(mut request: Request, next: Next) -> Response {
     if let Some(v) = client_request_id {
         headers.insert("x-ms-client-request-id", v);
     }
-    let status = response.status().as_u16();
-    let error_code = response
-        .headers()
-        .get(crate::error::ERROR_CODE_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    tracing::info!(
-        target: "tableq_server::request",
-        "{method} {path} {status}{}{error_code} {:.1}ms request_id={request_id}",
-        if error_code.is_empty() { "" } else { " " },
-        started.elapsed().as_secs_f64() * 1000.0,
-    );
     response
 }
 
@@ -156,6 +149,7 @@ const ALLOW_ENTITY: &str = "GET, PUT, MERGE, PATCH, DELETE";
 async fn handle(hosted: &Hosted, request: Request) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
     let path = parse_path(parts.uri.path())?;
+    observe::note_request(&parts.method, &parts.headers, &path);
     let (state, grant) = auth::authorize(hosted, &parts, &path.account)?;
     let state = &state;
     let request_id = parts

@@ -442,6 +442,7 @@ pub(crate) async fn query(
     let backend = state.backend.clone();
     let links = ctx.links.clone();
     let level = ctx.level;
+    let record = crate::observe::current();
     let run = move |plan: Plan| {
         let options = PageOptions::default().with_deadline(Instant::now() + budget);
         let mut writer = PageWriter::begin(&links, &table, level, plan.select.as_deref());
@@ -450,6 +451,7 @@ pub(crate) async fn query(
                 writer.row(row)
             })
             .map_err(ApiError::store)?;
+        crate::observe::note_rows(&record, page.stats.examined, page.stats.matched);
         Ok((writer.finish(), page.continuation))
     };
     let (body, next) = if query.filter.len() <= SHORT_FILTER_BYTES {

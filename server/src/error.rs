@@ -138,6 +138,17 @@ impl ApiError {
         }
     }
 
+    /// 408 `RequestTimeout`: the client stopped sending its request (the body stalled).
+    pub(crate) fn request_timeout(detail: impl Into<String>) -> ApiError {
+        ApiError {
+            status: StatusCode::REQUEST_TIMEOUT,
+            code: "RequestTimeout",
+            sentence: "The request did not arrive within the time the server allows.",
+            detail: Some(detail.into()),
+            allow: None,
+        }
+    }
+
     /// 500 `InternalError` for a failure inside the server.
     pub fn internal(detail: impl Into<String>) -> ApiError {
         ApiError::new(ErrorCode::InternalError, detail)

@@ -51,19 +51,25 @@
 mod app;
 pub mod auth;
 mod batch;
+mod body;
 pub mod config;
+pub mod connection;
 mod context;
 pub mod continuation;
 mod encode;
 mod entities;
 pub mod error;
 pub mod negotiate;
+mod observe;
 pub mod query;
 pub mod resource;
 mod server;
 mod tables;
 
-pub use config::{Account, AuthMode, DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY, ServerConfig};
+pub use config::{
+    Account, AuthMode, ConnectionLimits, DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY, LogFormat,
+    ServerConfig,
+};
 pub use error::ApiError;
 pub use server::{Server, ServerError, shutdown_signal};
 
@@ -86,7 +92,9 @@ pub fn router(
     config: ServerConfig,
 ) -> Result<axum::Router, ServerError> {
     let name = config.account.name.clone();
+    server::check_account_name(&name)?;
+    let shared = std::sync::Arc::new(observe::Shared::new(&config));
     let hosted = auth::Hosted::new(backend, config)
         .map_err(|reason| ServerError::Account { name, reason })?;
-    Ok(app::router(std::sync::Arc::new(hosted)))
+    Ok(app::router(std::sync::Arc::new(hosted), shared))
 }

@@ -137,6 +137,15 @@ pub trait Backend: Send + Sync {
         Ok(())
     }
 
+    /// What the engine reports about itself for monitoring (the emulator's `GET /metrics`:
+    /// sizes, connection pools, write timings; see [`crate::metrics`]). It must be cheap
+    /// and must not block.
+    ///
+    /// The default reports nothing.
+    fn metrics(&self) -> crate::metrics::StoreMetrics {
+        crate::metrics::StoreMetrics::new()
+    }
+
     /// How the engine would read `plan` on `table` (for `explain`).
     fn explain(&self, table: &str, plan: &Plan) -> Result<ScanExplain, StoreError> {
         self.table(table)?;

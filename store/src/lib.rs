@@ -16,7 +16,8 @@
 //!   `tableq-exec`'s `MemorySnapshot`, writers serialised, atomic batches);
 //! * [`PostgresBackend`] — the PostgreSQL engine (one server or a partitioned cluster);
 //! * [`DurableBackend`] — the durable engine (redb, group commit; [`durable`]);
-//! * [`StoreError`] / [`BatchError`] — failures with the service's error codes.
+//! * [`StoreError`] / [`BatchError`] — failures with the service's error codes;
+//! * [`metrics::StoreMetrics`] — what an engine reports about itself for monitoring.
 //!
 //! The data flows one way: a backend reads through `tableq-exec`'s `EntitySource` and
 //! `Executor`; `tableq-server` calls a backend and never names an engine.
@@ -28,6 +29,7 @@ pub mod clock;
 pub mod durable;
 pub mod error;
 pub mod memory;
+pub mod metrics;
 pub mod op;
 pub mod postgres;
 pub mod resolve;

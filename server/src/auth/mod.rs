@@ -28,7 +28,6 @@ mod sas;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method, request::Parts};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use std::sync::Arc;
 use tableq_model::ErrorCode;
 use tableq_store::Backend;
@@ -386,7 +385,7 @@ pub(crate) async fn admit(
         Operation::Entity {
             kind: EntityOp::Insert,
             ..
-        } => check_insert_keys(sas, body, max_body_bytes).await,
+        } => check_insert_keys(sas, body, headers, max_body_bytes).await,
         _ => Ok(body),
     }
 }
@@ -424,22 +423,13 @@ fn restrict_filter(filter: Option<&str>, sas: &SasGrant) -> String {
 
 /// Reads an insert's body, checks its keys against the token's range, and puts it back.
 /// A body that is not JSON or has no string keys passes: the handler rejects it.
-async fn check_insert_keys(sas: &SasGrant, body: Body, limit: usize) -> Result<Body, ApiError> {
-    let bytes = match Limited::new(body, limit).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<LengthLimitError>() => {
-            return Err(ApiError::new(
-                ErrorCode::RequestBodyTooLarge,
-                format!("the request body is larger than {limit} bytes"),
-            ));
-        }
-        Err(e) => {
-            return Err(ApiError::new(
-                ErrorCode::InvalidInput,
-                format!("the request body could not be read: {e}"),
-            ));
-        }
-    };
+async fn check_insert_keys(
+    sas: &SasGrant,
+    body: Body,
+    headers: &HeaderMap,
+    limit: usize,
+) -> Result<Body, ApiError> {
+    let bytes = crate::context::read_bytes(body, headers, limit).await?;
     if let Ok(serde_json::Value::Object(entity)) = serde_json::from_slice(&bytes)
         && let (Some(pk), Some(rk)) = (
             entity.get("PartitionKey").and_then(|v| v.as_str()),
