@@ -216,9 +216,15 @@ async fn serve_connection<A: Acceptor>(
             LINGER
         };
         let mut io = conn.into_parts().io.into_inner();
+        let cut_short = async {
+            // A shutdown shortens a linger that started before it.
+            let _ = shutdown.wait_for(|fired| *fired).await;
+            tokio::time::sleep(LINGER_AT_SHUTDOWN).await;
+        };
         tokio::select! {
             () = lingering_close(io.get_mut(), linger) => {}
             _ = state.close_requested() => {}
+            () = cut_short => {}
         }
     }
     drop(slot);

@@ -373,8 +373,7 @@ impl Registry {
             let first = log.0.is_none();
             tracing::warn!(
                 target: "tableq_server",
-                "connection cap reached: {} connections open (cap {}, --max-connections); {}{}",
-                self.limits.cap,
+                "connection cap reached: {} connections open (--max-connections); {}{}",
                 self.limits.cap,
                 if evicting {
                     "closing the connection that waited longest for a request to make room"
