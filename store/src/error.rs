@@ -69,6 +69,14 @@ pub enum StoreError {
     /// The store is closed or shutting down (503 `ServerBusy`).
     #[error("the store is closed")]
     Closed,
+    /// The storage engine did not answer in time (a frozen or overloaded database): 500
+    /// `OperationTimedOut`. The write may or may not have been applied.
+    #[error("the storage engine did not answer in time: {0}")]
+    Timeout(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The storage engine cannot be reached or has no free connection now (503
+    /// `ServerBusy`: retry later). The write was not applied.
+    #[error("the storage engine is unavailable: {0}")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl StoreError {
@@ -84,7 +92,8 @@ impl StoreError {
             StoreError::Invalid(e) => e.code,
             StoreError::DuplicateRow { .. } => ErrorCode::InvalidDuplicateRow,
             StoreError::Storage(_) => ErrorCode::InternalError,
-            StoreError::Closed => ErrorCode::ServerBusy,
+            StoreError::Closed | StoreError::Unavailable(_) => ErrorCode::ServerBusy,
+            StoreError::Timeout(_) => ErrorCode::OperationTimedOut,
         }
     }
 

@@ -49,6 +49,7 @@ pg_cases!(fixture;
     point_partition_and_range_plans,
     concurrent_if_match_increments_lose_no_update,
     concurrent_inserts_are_all_kept,
+    create_table_racing_delete_table_never_reports_not_found,
     // durable_suite!
     data_survives_reopen,
     timestamps_keep_increasing_after_reopen,
