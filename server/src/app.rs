@@ -119,7 +119,11 @@ async fn dispatch(State(state): State<Arc<Hosted>>, request: Request) -> Respons
     match outcome {
         Ok(response) => response,
         Err(error) => {
-            if error.status().is_server_error() {
+            if error.status() == axum::http::StatusCode::SERVICE_UNAVAILABLE {
+                // Overload or a store that is down for a moment: expected under load, and
+                // possibly many per second.
+                tracing::warn!(target: "tableq_server::request", "request {request_id}: {error}");
+            } else if error.status().is_server_error() {
                 tracing::error!(target: "tableq_server::request", "request {request_id}: {error}");
             }
             error.into_response_for(&request_id)
