@@ -1,9 +1,6 @@
 //! The request pipeline: one axum fallback route, so that every request — whatever its
 //! path — goes through the same steps, in this order:
 //!
-//! 0. **operator endpoints, metrics and the request log** (middleware
-//!    [`observe::layer`]): `/health`, `/health/ready` and `/metrics` are answered there;
-//!    every other request is counted, timed and logged (one `info` line);
 //! 1. **common headers** (middleware [`common`]): a request id, then on the way out
 //!    `x-ms-request-id`, `x-ms-version`, `Date` and the echoed `x-ms-client-request-id`;
 //! 2. **path** → account + [`Resource`] ([`crate::resource::parse_path`]);
@@ -44,7 +41,7 @@ use crate::encode::Links;
 use crate::entities::{self, WriteTarget};
 use crate::error::ApiError;
 use crate::negotiate;
-use crate::observe::{self, Observed, Shared};
+use crate::observe;
 use crate::query::QueryParams;
 use crate::resource::{Resource, describe, parse_path};
 use crate::tables;
@@ -53,22 +50,17 @@ use crate::tables;
 #[derive(Debug, Clone)]
 struct RequestId(String);
 
-/// The router of a server; [`observe::layer`] wraps it all (health endpoints, metrics,
-/// the request log).
-pub(crate) fn router(state: Arc<Hosted>, shared: Arc<Shared>) -> Router {
-    let observed = Observed {
-        shared,
-        hosted: state.clone(),
-    };
+/// The router of a server (the connection layer around it — operator endpoints, metrics,
+/// the request log — is [`observe::serve`]).
+pub(crate) fn router(state: Arc<Hosted>) -> Router {
     Router::new()
         .fallback(dispatch)
         .layer(middleware::from_fn(common))
-        .layer(middleware::from_fn_with_state(observed, observe::layer))
         .with_state(state)
 }
 
 /// Step 1: request id and common response headers (the request log line is
-/// [`observe::layer`]'s).
+/// [`observe::serve`]'s).
 async fn common(mut request: Request, next: Next) -> Response {
     let request_id = uuid::Uuid::new_v4().to_string();
     let client_request_id = request.headers().get("x-ms-client-request-id").cloned();

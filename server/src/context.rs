@@ -100,7 +100,7 @@ pub(crate) async fn read_body(
     limit: usize,
 ) -> Result<String, ApiError> {
     negotiate::check_body_content_type(headers)?;
-    body_text(crate::body::read(body, headers, limit).await?)
+    body_text(crate::body::read(body, headers, limit).await?.into_vec())
 }
 
 /// Reads a request body of at most `limit` bytes (else 413 `RequestBodyTooLarge`), under
@@ -110,7 +110,7 @@ pub(crate) async fn read_bytes(
     headers: &HeaderMap,
     limit: usize,
 ) -> Result<Bytes, ApiError> {
-    Ok(Bytes::from(crate::body::read(body, headers, limit).await?))
+    Ok(crate::body::read(body, headers, limit).await?.into_bytes())
 }
 
 /// A request body as text: 400 `InvalidInput` naming the first byte that is not UTF-8.

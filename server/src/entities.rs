@@ -442,7 +442,6 @@ pub(crate) async fn query(
     let backend = state.backend.clone();
     let links = ctx.links.clone();
     let level = ctx.level;
-    let record = crate::observe::current();
     let run = move |plan: Plan| {
         let options = PageOptions::default().with_deadline(Instant::now() + budget);
         let mut writer = PageWriter::begin(&links, &table, level, plan.select.as_deref());
@@ -451,10 +450,9 @@ pub(crate) async fn query(
                 writer.row(row)
             })
             .map_err(ApiError::store)?;
-        crate::observe::note_rows(&record, page.stats.examined, page.stats.matched);
-        Ok((writer.finish(), page.continuation))
+        Ok((writer.finish(), page.continuation, page.stats))
     };
-    let (body, next) = if query.filter.len() <= SHORT_FILTER_BYTES {
+    let (body, next, stats) = if query.filter.len() <= SHORT_FILTER_BYTES {
         let plan = query.plan()?;
         if is_short_read(&plan) {
             short_read(&*state.backend, move || run(plan)).await?
@@ -464,6 +462,7 @@ pub(crate) async fn query(
     } else {
         blocking(move || run(query.plan()?)).await?
     };
+    crate::observe::note_rows(stats.examined, stats.matched);
     let mut response = json_response(StatusCode::OK, ctx.level, body);
     if let Some(next) = next {
         set_header(

@@ -53,7 +53,7 @@ pub mod auth;
 mod batch;
 mod body;
 pub mod config;
-pub mod connection;
+mod connection;
 mod context;
 pub mod continuation;
 mod encode;
@@ -76,7 +76,9 @@ pub use server::{Server, ServerError, shutdown_signal};
 /// The whole request pipeline as an axum [`Router`](axum::Router) serving `config`'s account
 /// from `backend` (authorization as configured), without a listener: for driving requests
 /// in-process (the request-path fuzz target and its replay test call it with
-/// `tower::ServiceExt::oneshot`). Unlike [`Server::run_until`] it never closes the store.
+/// `tower::ServiceExt::oneshot`). Unlike [`Server::run_until`] it never closes the store,
+/// and it is the Table protocol alone: the operator endpoints (`/health`, `/metrics`), the
+/// request log, the metrics and the request-body budget belong to the server's connections.
 /// An account name or key that cannot be used is a [`ServerError::Account`].
 ///
 /// ```
@@ -92,9 +94,7 @@ pub fn router(
     config: ServerConfig,
 ) -> Result<axum::Router, ServerError> {
     let name = config.account.name.clone();
-    server::check_account_name(&name)?;
-    let shared = std::sync::Arc::new(observe::Shared::new(&config));
     let hosted = auth::Hosted::new(backend, config)
         .map_err(|reason| ServerError::Account { name, reason })?;
-    Ok(app::router(std::sync::Arc::new(hosted), shared))
+    Ok(app::router(std::sync::Arc::new(hosted)))
 }

@@ -22,8 +22,8 @@ use crate::app;
 use crate::auth::Hosted;
 use crate::config::{Account, ServerConfig};
 use crate::connection::{self, CloseReason, PlainTcp, Registry, Resolved};
-use crate::observe::Shared;
 use crate::observe::health::RESERVED_ACCOUNT_NAMES;
+use crate::observe::{Observed, Shared};
 
 /// Why a server could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -210,7 +210,11 @@ impl Server {
         } = self;
         let grace = hosted.primary().config.shutdown_grace;
         let hosted = Arc::new(hosted);
-        let router = app::router(hosted.clone(), shared.clone());
+        let router = app::router(hosted.clone());
+        let observed = Arc::new(Observed {
+            shared: shared.clone(),
+            hosted: hosted.clone(),
+        });
         let registry = Arc::new(Registry::new(limits, shared.metrics.clone()));
         tokio::spawn(registry.clone().sweep());
         let (fired_tx, fired_rx) = watch::channel(false);
@@ -218,6 +222,7 @@ impl Server {
             listener,
             Arc::new(PlainTcp),
             router,
+            observed,
             registry.clone(),
             fired_rx,
         ));

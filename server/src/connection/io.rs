@@ -14,9 +14,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tower_service::Service;
 
 use super::registry::ConnState;
+use crate::observe::{self, Observed};
 
 /// A byte stream whose reads and blocked writes are reported to a [`ConnState`].
 pub(crate) struct Tracked<Io> {
@@ -86,18 +86,28 @@ impl<Io: AsyncWrite + Unpin> AsyncWrite for Tracked<Io> {
     }
 }
 
-/// The hyper service of one connection: the router, with the request's start and end
-/// reported to the connection's [`ConnState`] (the end also when the request is dropped,
-/// e.g. because the client went away).
+/// The hyper service of one connection: each request served by [`observe::serve`] (the
+/// operator endpoints, or the router with metrics and the log), its start and end reported
+/// to the connection's [`ConnState`] (the end also when the request is dropped, e.g.
+/// because the client went away).
 #[derive(Clone)]
 pub(crate) struct ConnService {
     router: Router,
+    observed: Arc<Observed>,
     state: Arc<ConnState>,
 }
 
 impl ConnService {
-    pub(crate) fn new(router: Router, state: Arc<ConnState>) -> ConnService {
-        ConnService { router, state }
+    pub(crate) fn new(
+        router: Router,
+        observed: Arc<Observed>,
+        state: Arc<ConnState>,
+    ) -> ConnService {
+        ConnService {
+            router,
+            observed,
+            state,
+        }
     }
 }
 
@@ -118,11 +128,12 @@ impl hyper::service::Service<Request<Incoming>> for ConnService {
     fn call(&self, request: Request<Incoming>) -> Self::Future {
         self.state.begin_request();
         let in_request = InRequest(self.state.clone());
-        let mut router = self.router.clone();
+        let router = self.router.clone();
+        let observed = self.observed.clone();
         Box::pin(async move {
-            let response = router.call(request).await;
+            let response = observe::serve(&observed, router, request).await;
             drop(in_request);
-            response
+            Ok(response)
         })
     }
 }

@@ -6,7 +6,9 @@
 //! accepted TCP stream: [`PlainTcp`] serves it as it is; an acceptor that performs a TLS
 //! handshake can serve HTTPS beside it, with the same timeouts, cap and shutdown (the
 //! handshake runs in the connection's task, within the header timeout). Everything here is
-//! generic over the stream (`AsyncRead + AsyncWrite`).
+//! generic over the stream (`AsyncRead + AsyncWrite`), and several listeners (HTTP and
+//! HTTPS) can share one [`Registry`] — one cap, one sweeper — by running one
+//! [`accept_loop`] each.
 //!
 //! One connection's life:
 //!
@@ -37,6 +39,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
+use crate::observe::Observed;
 use io::{ConnService, Tracked};
 pub(crate) use registry::{CloseReason, Registry, Resolved};
 
@@ -49,7 +52,7 @@ const LINGER_BYTES: usize = 8 * 1024 * 1024;
 
 /// Turns an accepted TCP stream into the byte stream HTTP is served over (see the module
 /// docs): [`PlainTcp`] for HTTP; a TLS acceptor for HTTPS.
-pub trait Acceptor: Send + Sync + 'static {
+pub(crate) trait Acceptor: Send + Sync + 'static {
     /// The stream HTTP is served over.
     type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
 
@@ -61,7 +64,7 @@ pub trait Acceptor: Send + Sync + 'static {
 
 /// Plain HTTP: the TCP stream as it is.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct PlainTcp;
+pub(crate) struct PlainTcp;
 
 impl Acceptor for PlainTcp {
     type Io = TcpStream;
@@ -78,6 +81,7 @@ pub(crate) async fn accept_loop<A: Acceptor>(
     listener: tokio::net::TcpListener,
     acceptor: Arc<A>,
     router: Router,
+    observed: Arc<Observed>,
     registry: Arc<Registry>,
     mut shutdown: watch::Receiver<bool>,
 ) {
@@ -117,7 +121,7 @@ pub(crate) async fn accept_loop<A: Acceptor>(
         let task = serve_connection(
             tcp,
             acceptor.clone(),
-            router.clone(),
+            ConnService::new(router.clone(), observed.clone(), slot.state.clone()),
             builder.clone(),
             slot,
             shutdown.clone(),
@@ -159,7 +163,7 @@ impl AcceptErrors {
 async fn serve_connection<A: Acceptor>(
     tcp: TcpStream,
     acceptor: Arc<A>,
-    router: Router,
+    service: ConnService,
     builder: Arc<http1::Builder>,
     slot: registry::Slot,
     mut shutdown: watch::Receiver<bool>,
@@ -180,7 +184,6 @@ async fn serve_connection<A: Acceptor>(
         },
         _ = state.close_requested() => return,
     };
-    let service = ConnService::new(router, state.clone());
     let mut conn = builder.serve_connection(TokioIo::new(Tracked::new(io, state.clone())), service);
     let mut draining = false;
     let finished = loop {

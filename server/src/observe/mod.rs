@@ -3,17 +3,23 @@
 //! request of one server shares beyond its account (the metrics, the request-body budget,
 //! the body timeout).
 //!
-//! [`layer`] is the outermost middleware of the router. It answers `GET /health`,
-//! `/health/ready` and `/metrics` itself (before any account or authorization, so
-//! orchestrators and Prometheus need no key; which is why no account may be named `health`
-//! or `metrics`), and around every other request:
+//! [`serve`] runs every request of a connection (called by the connection's hyper
+//! service, `crate::connection`). It answers `GET /health`, `/health/ready` and `/metrics`
+//! itself (before any account or authorization, so orchestrators and Prometheus need no
+//! key; which is why no account may be named `health` or `metrics`), and around every
+//! other request, which goes to the router:
 //!
-//! * opens the request's [`RequestScope`] (a task-local) that the pipeline fills as it
-//!   learns things: the operation and table ([`note_request`], once the path is parsed),
-//!   rows examined and returned ([`note_rows`], for queries), body-budget reservations to
-//!   release when the request is answered, and whether the connection must close;
+//! * opens the request's scope (a task-local) that the pipeline fills as it learns things:
+//!   the operation and table ([`note_request`], once the path is parsed), rows examined and
+//!   returned ([`note_rows`], for queries), body-budget reservations to release when the
+//!   request is answered ([`hold`]), and whether the connection must close
+//!   ([`close_connection`]);
 //! * after the response: `Connection: close` if asked, the request metrics, and one log
 //!   line (`text` or `json`, [`crate::config::LogFormat`]).
+//!
+//! It is no router middleware, so that a request pays for no boxed layer: the in-process
+//! router ([`crate::router`]) serves the Table protocol alone, without the operator
+//! endpoints, metrics, log or body budget.
 //!
 //! ```text
 //! 2026-01-01T10:00:00.000000Z  INFO tableq_server::request: GET /devstoreaccount1/t() 200 0.4ms request_id=… operation=QueryEntities table=t rows=12/3
@@ -23,13 +29,16 @@
 pub(crate) mod health;
 pub(crate) mod metrics;
 
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, header};
-use axum::middleware::Next;
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, Method, Request, header};
 use axum::response::Response;
-use std::sync::{Arc, Mutex, PoisonError};
+use hyper::body::Incoming;
+use std::cell::RefCell;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::OwnedSemaphorePermit;
+use tower_service::Service;
 
 use crate::auth::Hosted;
 use crate::body::BodyBudget;
@@ -66,20 +75,62 @@ impl Shared {
 }
 
 tokio::task_local! {
-    static REQUEST: Arc<RequestScope>;
+    static REQUEST: RequestScope;
 }
 
 /// One request's scope (see the module docs).
-#[derive(Debug)]
-pub(crate) struct RequestScope {
-    /// The server's shared state.
-    pub shared: Arc<Shared>,
-    record: Mutex<Record>,
+struct RequestScope {
+    shared: Arc<Shared>,
+    record: RefCell<Record>,
+}
+
+/// The Table service's operations, as the metrics and the log name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Operation {
+    QueryTables,
+    CreateTable,
+    DeleteTable,
+    EntityGroupTransaction,
+    QueryEntities,
+    InsertEntity,
+    GetEntity,
+    DeleteEntity,
+    UpdateEntity,
+    InsertOrReplaceEntity,
+    MergeEntity,
+    InsertOrMergeEntity,
+    /// Anything else: an unknown path or method, a request refused before its operation
+    /// was known.
+    Other,
+}
+
+impl Operation {
+    /// How many operations there are.
+    pub(crate) const COUNT: usize = 13;
+
+    /// The service's name of the operation.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Operation::QueryTables => "QueryTables",
+            Operation::CreateTable => "CreateTable",
+            Operation::DeleteTable => "DeleteTable",
+            Operation::EntityGroupTransaction => "EntityGroupTransaction",
+            Operation::QueryEntities => "QueryEntities",
+            Operation::InsertEntity => "InsertEntity",
+            Operation::GetEntity => "GetEntity",
+            Operation::DeleteEntity => "DeleteEntity",
+            Operation::UpdateEntity => "UpdateEntity",
+            Operation::InsertOrReplaceEntity => "InsertOrReplaceEntity",
+            Operation::MergeEntity => "MergeEntity",
+            Operation::InsertOrMergeEntity => "InsertOrMergeEntity",
+            Operation::Other => "Other",
+        }
+    }
 }
 
 #[derive(Debug, Default)]
 struct Record {
-    operation: Option<&'static str>,
+    operation: Option<Operation>,
     account: Option<String>,
     table: Option<String>,
     rows: Option<(u64, u64)>,
@@ -87,25 +138,20 @@ struct Record {
     held: Vec<OwnedSemaphorePermit>,
 }
 
-impl RequestScope {
-    fn record(&self) -> std::sync::MutexGuard<'_, Record> {
-        self.record.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Asks for `Connection: close` on the response (the request was not read whole).
-    pub(crate) fn close_connection(&self) {
-        self.record().close = true;
-    }
-
-    /// Keeps a body-budget reservation until the request is answered.
-    pub(crate) fn hold(&self, permit: OwnedSemaphorePermit) {
-        self.record().held.push(permit);
-    }
+/// The server's shared state, when running inside [`serve`].
+pub(crate) fn shared() -> Option<Arc<Shared>> {
+    REQUEST.try_with(|scope| scope.shared.clone()).ok()
 }
 
-/// The current request's scope, when running inside [`layer`].
-pub(crate) fn current() -> Option<Arc<RequestScope>> {
-    REQUEST.try_with(Arc::clone).ok()
+/// Asks for `Connection: close` on the response (the request was not read whole).
+pub(crate) fn close_connection() {
+    let _ = REQUEST.try_with(|scope| scope.record.borrow_mut().close = true);
+}
+
+/// Keeps a body-budget reservation until the request is answered (outside [`serve`] it is
+/// released at once).
+pub(crate) fn hold(permit: OwnedSemaphorePermit) {
+    let _ = REQUEST.try_with(move |scope| scope.record.borrow_mut().held.push(permit));
 }
 
 /// Notes the operation a request names (called once its path is parsed).
@@ -113,39 +159,46 @@ pub(crate) fn note_request(method: &Method, headers: &HeaderMap, path: &RequestP
     let _ = REQUEST.try_with(|scope| {
         let method =
             crate::negotiate::effective_method(method, headers).unwrap_or_else(|_| method.clone());
-        let mut record = scope.record();
-        record.operation = Some(operation_name(&method, &path.resource));
-        record.account = Some(path.account.clone());
-        record.table = table_of(&path.resource).map(str::to_owned);
+        let operation = operation_of(&method, &path.resource);
+        // The names are only for the log line.
+        let names =
+            tracing::enabled!(target: "tableq_server::request", tracing::Level::INFO).then(|| {
+                (
+                    path.account.clone(),
+                    table_of(&path.resource).map(str::to_owned),
+                )
+            });
+        let mut record = scope.record.borrow_mut();
+        record.operation = Some(operation);
+        if let Some((account, table)) = names {
+            record.account = Some(account);
+            record.table = table;
+        }
     });
 }
 
-/// Notes how many entities a query examined and returned, in the request `scope` (taken
-/// with [`current`] before the query went to a worker thread, where the task-local is not
-/// set).
-pub(crate) fn note_rows(scope: &Option<Arc<RequestScope>>, examined: u64, returned: u64) {
-    if let Some(scope) = scope {
-        scope.record().rows = Some((examined, returned));
-    }
+/// Notes how many entities a query examined and returned.
+pub(crate) fn note_rows(examined: u64, returned: u64) {
+    let _ = REQUEST.try_with(|scope| scope.record.borrow_mut().rows = Some((examined, returned)));
 }
 
 /// The Table service's name of the operation `method` on `resource` asks for (writes
 /// without `If-Match`; [`layer`] turns a conditional `PUT` into `UpdateEntity` and an
 /// unconditional merge into `InsertOrMergeEntity`).
-fn operation_name(method: &Method, resource: &Resource) -> &'static str {
+fn operation_of(method: &Method, resource: &Resource) -> Operation {
     #[allow(unreachable_patterns)]
     match (resource, method.as_str()) {
-        (Resource::Tables { .. } | Resource::Table { .. }, "GET") => "QueryTables",
-        (Resource::Tables { .. }, "POST") => "CreateTable",
-        (Resource::Table { .. }, "DELETE") => "DeleteTable",
-        (Resource::Batch { .. }, "POST") => "EntityGroupTransaction",
-        (Resource::Entities { .. }, "GET") => "QueryEntities",
-        (Resource::Entities { .. }, "POST") => "InsertEntity",
-        (Resource::Entity { .. }, "GET") => "GetEntity",
-        (Resource::Entity { .. }, "DELETE") => "DeleteEntity",
-        (Resource::Entity { .. }, "PUT") => "InsertOrReplaceEntity",
-        (Resource::Entity { .. }, "MERGE" | "PATCH") => "MergeEntity",
-        _ => "Other",
+        (Resource::Tables { .. } | Resource::Table { .. }, "GET") => Operation::QueryTables,
+        (Resource::Tables { .. }, "POST") => Operation::CreateTable,
+        (Resource::Table { .. }, "DELETE") => Operation::DeleteTable,
+        (Resource::Batch { .. }, "POST") => Operation::EntityGroupTransaction,
+        (Resource::Entities { .. }, "GET") => Operation::QueryEntities,
+        (Resource::Entities { .. }, "POST") => Operation::InsertEntity,
+        (Resource::Entity { .. }, "GET") => Operation::GetEntity,
+        (Resource::Entity { .. }, "DELETE") => Operation::DeleteEntity,
+        (Resource::Entity { .. }, "PUT") => Operation::InsertOrReplaceEntity,
+        (Resource::Entity { .. }, "MERGE" | "PATCH") => Operation::MergeEntity,
+        _ => Operation::Other,
     }
 }
 
@@ -159,25 +212,39 @@ fn table_of(resource: &Resource) -> Option<&str> {
     }
 }
 
-/// The outermost middleware (see the module docs).
-pub(crate) async fn layer(
-    State(observed): State<Observed>,
-    request: Request,
-    next: Next,
+/// Serves one request of a connection with `router` (see the module docs).
+pub(crate) async fn serve(
+    observed: &Observed,
+    mut router: Router,
+    request: Request<Incoming>,
 ) -> Response {
+    let request = request.map(Body::new);
     if let Some(asked) = health::asked(&request) {
-        return health::answer(&observed, asked).await;
+        return health::answer(observed, asked).await;
     }
     let started = Instant::now();
+    let logged = tracing::enabled!(target: "tableq_server::request", tracing::Level::INFO);
     let method = request.method().clone();
-    let path = request.uri().path().to_owned();
+    let path = if logged {
+        request.uri().path().to_owned()
+    } else {
+        String::new()
+    };
     let if_match = request.headers().contains_key(header::IF_MATCH);
-    let scope = Arc::new(RequestScope {
+    let scope = RequestScope {
         shared: observed.shared.clone(),
-        record: Mutex::new(Record::default()),
-    });
-    let mut response = REQUEST.scope(scope.clone(), next.run(request)).await;
-    let record = std::mem::take(&mut *scope.record());
+        record: RefCell::new(Record::default()),
+    };
+    let mut handled = std::pin::pin!(REQUEST.scope(scope, router.call(request)));
+    let mut response = match (&mut handled).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    };
+    let record = handled
+        .as_mut()
+        .take_value()
+        .map(|scope| scope.record.into_inner())
+        .unwrap_or_default();
     let took = started.elapsed();
     if record.close {
         response
@@ -185,22 +252,24 @@ pub(crate) async fn layer(
             .insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     let operation = match record.operation {
-        Some("InsertOrReplaceEntity") if if_match => "UpdateEntity",
-        Some("MergeEntity") if !if_match => "InsertOrMergeEntity",
+        Some(Operation::InsertOrReplaceEntity) if if_match => Operation::UpdateEntity,
+        Some(Operation::MergeEntity) if !if_match => Operation::InsertOrMergeEntity,
         Some(op) => op,
-        None => "Other",
+        None => Operation::Other,
     };
     let status = response.status().as_u16();
     observed.shared.metrics.request(operation, status, took);
-    log_request(
-        observed.shared.log_format,
-        &method,
-        &path,
-        &response,
-        operation,
-        &record,
-        took,
-    );
+    if logged {
+        log_request(
+            observed.shared.log_format,
+            &method,
+            &path,
+            &response,
+            operation.name(),
+            &record,
+            took,
+        );
+    }
     drop(record.held);
     response
 }
@@ -214,9 +283,6 @@ fn log_request(
     record: &Record,
     took: Duration,
 ) {
-    if !tracing::enabled!(target: "tableq_server::request", tracing::Level::INFO) {
-        return;
-    }
     let header = |name: &str| {
         response
             .headers()
@@ -265,7 +331,7 @@ fn log_request(
     }
 }
 
-/// The state of [`layer`]: the server's shared state and its accounts.
+/// What [`serve`] works with: the server's shared state and its accounts.
 #[derive(Clone)]
 pub(crate) struct Observed {
     /// What every request shares.
@@ -299,7 +365,7 @@ mod tests {
         ];
         for (method, resource, name) in cases {
             assert_eq!(
-                operation_name(&method, &resource),
+                operation_of(&method, &resource).name(),
                 name,
                 "{method} {resource:?}"
             );
