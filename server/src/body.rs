@@ -112,10 +112,10 @@ impl BodyBuf {
     /// length is unknown; the map only costs memory for the pages written.
     fn new(expected: Option<usize>, limit: usize) -> BodyBuf {
         let room = expected.unwrap_or(limit);
-        if room >= MAP_THRESHOLD || (expected.is_none() && room > 0) {
-            if let Ok(map) = MmapMut::map_anon(room.max(1)) {
-                return BodyBuf::Mapped { map, len: 0 };
-            }
+        if (room >= MAP_THRESHOLD || (expected.is_none() && room > 0))
+            && let Ok(map) = MmapMut::map_anon(room.max(1))
+        {
+            return BodyBuf::Mapped { map, len: 0 };
         }
         BodyBuf::Heap(Vec::with_capacity(expected.unwrap_or(0)))
     }
