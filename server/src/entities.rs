@@ -452,9 +452,9 @@ pub(crate) async fn query(
                 writer.row(row)
             })
             .map_err(ApiError::store)?;
-        Ok((writer.finish(), page.continuation))
+        Ok((writer.finish(), page.continuation, page.stats))
     };
-    let (body, next) = if query.filter_len() <= SHORT_FILTER_BYTES {
+    let (body, next, stats) = if query.filter_len() <= SHORT_FILTER_BYTES {
         let plan = query.plan()?;
         if is_short_read(&plan) {
             short_read(&*state.backend, move || run(plan)).await?
@@ -464,6 +464,7 @@ pub(crate) async fn query(
     } else {
         blocking(move || run(query.plan()?)).await?
     };
+    crate::observe::note_rows(stats.examined, stats.matched);
     let mut response = json_response(StatusCode::OK, ctx.level, body);
     if let Some(next) = next {
         set_header(

@@ -187,10 +187,13 @@ pub trait Backend: Send + Sync {
         Ok(())
     }
 
-    /// The engine's write-ahead log counters (`fsync` and checkpoint timings, sizes), for
-    /// metrics; `None` (the default) for an engine without one.
-    fn write_log_stats(&self) -> Option<WriteLogStats> {
-        None
+    /// What the engine reports about itself for monitoring (the emulator's `GET /metrics`:
+    /// sizes, connection pools, write timings; see [`crate::metrics`]). It must be cheap
+    /// and must not block.
+    ///
+    /// The default reports nothing.
+    fn metrics(&self) -> crate::metrics::StoreMetrics {
+        crate::metrics::StoreMetrics::new()
     }
 
     /// How the engine would read `plan` on `table` (for `explain`).

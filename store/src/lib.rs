@@ -24,6 +24,7 @@
 //! * [`StoreError`] / [`BatchError`] — failures with the service's error codes;
 //! * the row codec (`codec`, crate-private) — how both engines that store rows in their
 //!   own layout (memory partitions, durable blocks) encode property values.
+//! * [`metrics::StoreMetrics`] — what an engine reports about itself for monitoring.
 //!
 //! The data flows one way: a backend reads through `tableq-exec`'s `EntitySource` and
 //! `Executor`; `tableq-server` calls a backend and never names an engine.
@@ -37,6 +38,7 @@ mod codec;
 pub mod durable;
 pub mod error;
 pub mod memory;
+pub mod metrics;
 pub mod op;
 pub mod postgres;
 pub mod resolve;

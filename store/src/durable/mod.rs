@@ -198,7 +198,7 @@ pub struct DurableBackend {
     closing: Mutex<()>,
     closed: AtomicBool,
     dir: PathBuf,
-    /// The write-ahead log's counters (for [`Backend::write_log_stats`]).
+    /// The write-ahead log's counters (for [`DurableBackend::write_log_stats`]).
     log: Arc<WalShared>,
     fsync: FsyncPolicy,
 }
@@ -207,6 +207,25 @@ pub struct DurableBackend {
 const QUEUE_CAPACITY: usize = 4096;
 
 impl DurableBackend {
+    /// The write-ahead log's counters (what [`Backend::metrics`] reports): totals since the
+    /// store was opened, except the sizes.
+    pub fn write_log_stats(&self) -> WriteLogStats {
+        let c = &self.log.counters;
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        let seconds = |a: &std::sync::atomic::AtomicU64| load(a) as f64 / 1e9;
+        WriteLogStats {
+            fsync_policy: self.fsync.to_string(),
+            records: load(&c.records),
+            appended_bytes: load(&c.appended_bytes),
+            log_bytes: load(&c.log_bytes),
+            unsynced_records: load(&c.appended_lsn).saturating_sub(load(&c.synced_lsn)),
+            fsyncs: load(&c.fsyncs),
+            fsync_seconds: seconds(&c.fsync_nanos),
+            checkpoints: load(&c.checkpoints),
+            checkpoint_seconds: seconds(&c.checkpoint_nanos),
+        }
+    }
+
     /// Opens (creating if needed) the data directory `dir` with default options.
     ///
     /// Fails with a typed [`OpenError`] when the directory cannot be created or written,
@@ -603,21 +622,55 @@ impl Backend for DurableBackend {
         }
     }
 
-    fn write_log_stats(&self) -> Option<WriteLogStats> {
-        let c = &self.log.counters;
-        let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-        let seconds = |a: &std::sync::atomic::AtomicU64| load(a) as f64 / 1e9;
-        Some(WriteLogStats {
-            fsync_policy: self.fsync.to_string(),
-            records: load(&c.records),
-            appended_bytes: load(&c.appended_bytes),
-            log_bytes: load(&c.log_bytes),
-            unsynced_records: load(&c.appended_lsn).saturating_sub(load(&c.synced_lsn)),
-            fsyncs: load(&c.fsyncs),
-            fsync_seconds: seconds(&c.fsync_nanos),
-            checkpoints: load(&c.checkpoints),
-            checkpoint_seconds: seconds(&c.checkpoint_nanos),
-        })
+    fn metrics(&self) -> crate::metrics::StoreMetrics {
+        let stats = self.write_log_stats();
+        let mut m = crate::metrics::StoreMetrics::new();
+        m.counter(
+            "wal_records_total",
+            "Records appended to the write-ahead log (one per write, table change or setting)",
+            stats.records,
+        )
+        .counter(
+            "wal_appended_bytes_total",
+            "Bytes appended to the write-ahead log",
+            stats.appended_bytes,
+        )
+        .gauge(
+            "wal_log_bytes",
+            "The write-ahead log's size now (each checkpoint empties it)",
+            stats.log_bytes as f64,
+        )
+        .gauge(
+            "wal_unsynced_records",
+            "Records appended but not yet fsynced (0 under --fsync always)",
+            stats.unsynced_records as f64,
+        )
+        .counter(
+            "wal_fsyncs_total",
+            "fsyncs of the write-ahead log",
+            stats.fsyncs,
+        )
+        .gauge(
+            "wal_fsync_seconds_sum",
+            "Seconds spent in fsyncs of the write-ahead log since the store opened",
+            stats.fsync_seconds,
+        )
+        .counter(
+            "checkpoints_total",
+            "Checkpoints (durable commits of the data file, after which the log is emptied)",
+            stats.checkpoints,
+        )
+        .gauge(
+            "checkpoint_seconds_sum",
+            "Seconds spent in checkpoints since the store opened",
+            stats.checkpoint_seconds,
+        )
+        .gauge(
+            "writes_refused",
+            "1 while writes are refused (a full disk, a log that cannot be written), else 0",
+            if self.ready().is_err() { 1.0 } else { 0.0 },
+        );
+        m
     }
 
     fn close(&self) -> Result<(), StoreError> {
