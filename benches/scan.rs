@@ -1,4 +1,5 @@
-//! Criterion benchmark `scan`: the executor over a `MemorySnapshot` of synthetic entities
+//! Criterion benchmark `scan`: the executor over a `MemorySnapshot` (the memory engine of
+//! `tableq-store`) of synthetic entities
 //! (`tableq::datagen`, 100 partitions): point lookups at 10 k / 1 M / 10 M entities, partition
 //! scan, RowKey range, PartitionKey range, a full scan with a selective 3-comparison
 //! residual (compiled vs naive `Predicate::eval` vs a hand-written closure, 1 and 2 threads),
@@ -13,10 +14,11 @@ use std::hint::black_box;
 use std::sync::OnceLock;
 use std::time::Instant;
 use tableq::datagen::{GenOptions, Generator};
-use tableq::exec::{EntitySource, Executor, MemorySnapshot, PageOptions, ResultRow, Scan};
+use tableq::exec::{EntitySource, Executor, PageOptions, ResultRow, Scan};
 use tableq::model::{EntityView, ValueRef};
 use tableq::parser::{FilterOptions, parse_filter, parse_top};
 use tableq::planner::plan::{KeyRange, Plan};
+use tableq_store::{MemoryRow, MemorySnapshot};
 
 fn table(entities: u64) -> MemorySnapshot {
     let started = Instant::now();
@@ -209,7 +211,7 @@ fn full_scan_residual(c: &mut Criterion) {
         snapshot.slot("Score").expect("Score"),
         snapshot.slot("Active").expect("Active"),
     );
-    let closure = move |r: &tableq::exec::MemoryRow<'_>| {
+    let closure = move |r: &MemoryRow<'_>| {
         matches!(r.slot_value(age), Some(ValueRef::Int32(42)))
             && matches!(r.slot_value(score), Some(ValueRef::Double(d)) if d > 900.0)
             && matches!(r.slot_value(active), Some(ValueRef::Boolean(true)))
@@ -235,7 +237,7 @@ fn full_scan_residual(c: &mut Criterion) {
             usize::MAX,
         );
         // Chunks dealt round-robin to `threads` scoped threads; each counts its matches.
-        let parallel_count = |test: &(dyn Fn(&tableq::exec::MemoryRow<'_>) -> bool + Sync)| {
+        let parallel_count = |test: &(dyn Fn(&MemoryRow<'_>) -> bool + Sync)| {
             std::thread::scope(|s| {
                 let workers: Vec<_> = (0..threads)
                     .map(|t| {

@@ -18,6 +18,12 @@
 #   scripts/pg-cluster.sh env  DIR   prints the same assignments for a running cluster
 #   scripts/pg-cluster.sh down DIR   stops the servers by their recorded pids, removes DIR
 #   scripts/pg-cluster.sh reap       tears down clusters whose --owner-pid has exited
+#   scripts/pg-cluster.sh freeze DIR  stops every server process of the cluster (SIGSTOP to
+#                                    each postmaster and its children, by pid): the servers
+#                                    keep their connections open but answer nothing (a hung
+#                                    database, for fault tests); `thaw DIR` resumes them
+#   scripts/pg-cluster.sh restart DIR  restarts every server (pg_ctl restart -m fast): open
+#                                    connections are closed by the servers
 #   scripts/pg-cluster.sh bindir     prints the directory of the server binaries it would use,
 #                                    or fails (exit 1) when they are not installed
 #
@@ -211,6 +217,11 @@ cmd_down() {
     [[ -f "$dir/bindir" ]] || die "$dir is not a pg-cluster directory"
     BINDIR=$(cat "$dir/bindir")
     local name pid
+    # A frozen cluster (a fault test that stopped half-way) must run again to stop.
+    if [[ -f "$dir/frozen.pids" ]]; then
+        # shellcheck disable=SC2046
+        kill -CONT $(cat "$dir/frozen.pids") 2>/dev/null || true
+    fi
     if [[ -f "$dir/servers" ]]; then
         # Shards after the coordinator has gone: stop in reverse order of start.
         for name in $(tac "$dir/servers"); do
@@ -243,11 +254,54 @@ cmd_reap_quiet() {
     done
 }
 
+# The pids of every process of the cluster's servers: each postmaster and its children.
+server_pids() {
+    local dir=$1 name pid
+    [[ -f "$dir/servers" ]] || die "$dir is not a running cluster (no $dir/servers)"
+    for name in $(cat "$dir/servers"); do
+        [[ -f "$dir/$name/postmaster.pid" ]] || continue
+        pid=$(head -n 1 "$dir/$name/postmaster.pid")
+        echo "$pid"
+        pgrep -P "$pid" || true
+    done
+}
+
+cmd_freeze() {
+    local dir=${1:?usage: freeze DIR}
+    server_pids "$dir" >"$dir/frozen.pids"
+    # shellcheck disable=SC2046
+    kill -STOP $(cat "$dir/frozen.pids")
+    note "froze $(wc -l <"$dir/frozen.pids") server processes of $dir"
+}
+
+cmd_thaw() {
+    local dir=${1:?usage: thaw DIR}
+    [[ -f "$dir/frozen.pids" ]] || die "$dir is not frozen"
+    # shellcheck disable=SC2046
+    kill -CONT $(cat "$dir/frozen.pids") 2>/dev/null || true
+    rm -f "$dir/frozen.pids"
+    note "thawed $dir"
+}
+
+cmd_restart() {
+    local dir=${1:?usage: restart DIR} name
+    [[ -f "$dir/bindir" ]] || die "$dir is not a pg-cluster directory"
+    BINDIR=$(cat "$dir/bindir")
+    for name in $(cat "$dir/servers"); do
+        as_pg "$BINDIR/pg_ctl" -D "$dir/$name" -l "$dir/$name.log" -m fast -w -t 60 restart >/dev/null \
+            || die "pg_ctl restart failed for $name"
+    done
+    note "restarted $dir"
+}
+
 case ${1:-} in
     up) shift; cmd_up "$@" ;;
+    freeze) shift; cmd_freeze "$@" ;;
+    thaw) shift; cmd_thaw "$@" ;;
+    restart) shift; cmd_restart "$@" ;;
     down) shift; cmd_down "$@" ;;
     env) shift; print_env "${1:?usage: env DIR}" ;;
     reap) cmd_reap_quiet ;;
     bindir) find_bindir || die "PostgreSQL binaries not found (install postgresql-15, or set PG_BINDIR)" ;;
-    *) sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

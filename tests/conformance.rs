@@ -12,12 +12,13 @@ mod corpus;
 use corpus::{Case, Expect, Limit};
 use std::collections::BTreeMap;
 use std::process::Command;
-use tableq::exec::{Executor, Key, MemorySnapshot, PageOptions, ResultRow};
+use tableq::exec::{Executor, Key, PageOptions, ResultRow};
 use tableq::model::json::{DecodeOptions, EntityWriter, MetadataLevel, decode_entity};
 use tableq::model::{Entity, order::compare_str};
 use tableq::parser::ast::{Filter, Select, Top};
 use tableq::parser::{ErrorKind, FilterOptions, ParseError, Unsupported};
 use tableq::parser::{parse_filter, parse_select, parse_top};
+use tableq_store::MemorySnapshot;
 
 /// Entities of every set, sorted by key (UTF-16 order).
 fn entity_sets() -> BTreeMap<String, Vec<Entity>> {

@@ -7,9 +7,9 @@
 //!   optional property-slot hook. Reads may fail with the source's own error type
 //!   ([`EntitySource::Error`]; [`OkRows`] and `Infallible` for sources that cannot). No I/O
 //!   and no async here: stores live with their users.
-//! * [`MemorySnapshot`] — an immutable version of a compact in-memory table:
-//!   sub-microsecond point lookups, bulk loading, and cheap derivation of the next version
-//!   ([`MemorySnapshot::with_changes`], the primitive under `tableq-store`'s memory engine).
+//! * [`VecSource`] — the simplest source: entities in a sorted vector, for tests, examples
+//!   and small embedded tables. Storage engines (a compact in-memory layout, a durable
+//!   file, PostgreSQL) live in `tableq-store`.
 //! * [`CompiledPredicate`] — the plan's residual compiled per source (names resolved once,
 //!   operators as outcome masks), agreeing with [`tableq_model::compare`].
 //! * [`Executor`] — runs a [`Plan`](tableq_planner::plan::Plan) in parallel (rayon), in key
@@ -30,16 +30,15 @@
 //! ([`tableq_model::order::compare_str`]).
 //!
 //! ```
-//! use tableq_exec::{Executor, Key, MemorySnapshot, PageOptions};
+//! use tableq_exec::{Executor, Key, PageOptions, VecSource};
 //! use tableq_model::{Entity, Value};
 //! use tableq_planner::{plan::{KeyRange, KeySet, Plan}, predicate::Predicate};
 //!
-//! let snapshot = MemorySnapshot::from_entities((0..5).map(|i| {
+//! let snapshot = VecSource::new((0..5).map(|i| {
 //!     let mut e = Entity::new("p", format!("r{i}"));
 //!     e.set("N", Value::Int32(i));
 //!     e
-//! }))
-//! .unwrap();
+//! }));
 //! // PartitionKey eq 'p', two per page.
 //! let plan = Plan {
 //!     ranges: KeySet::from(KeyRange::partition("p")),
@@ -60,14 +59,14 @@
 pub mod compile;
 pub mod executor;
 pub mod key;
-pub mod memory;
 pub mod result;
 pub mod source;
 pub mod stream;
+pub mod vec_source;
 
 pub use compile::CompiledPredicate;
 pub use executor::{DEFAULT_PAGE_SIZE, ExecError, Executor, PageOptions, Pages, Tuning};
 pub use key::{Chunk, Key, Scan, compare_keys};
-pub use memory::{MemoryError, MemoryRow, MemoryRows, MemorySnapshot, OverlayLimits, RowChange};
 pub use result::{ExecStats, Page, ResultRow, RowView};
 pub use source::{EntityRef, EntitySource, OkRows, PropertySlot, SlotLookup, SourceRow};
+pub use vec_source::{VecRows, VecSource};

@@ -16,7 +16,7 @@
 //!   state of the table: an entity is seen entirely before or entirely after a concurrent
 //!   write, never half-written, and two scans of the same source value agree. The executor
 //!   runs a page against one `&self`; to give each page a fresh view, make the source value a
-//!   snapshot (as [`MemorySnapshot`](crate::MemorySnapshot) is) and take a new one per page.
+//!   snapshot (as `tableq-store`'s `MemorySnapshot` is) and take a new one per page.
 //!   Entities inserted or deleted between pages are handled by the continuation protocol.
 //! * **Splits.** [`EntitySource::split`] cuts the front of a scan into contiguous, ordered
 //!   [`Chunk`]s that can be scanned independently and in parallel. The default returns the
@@ -32,8 +32,8 @@
 //!   past the page's end are ignored, like their rows. After a scan yielded an error the
 //!   executor does not ask that iterator for more. A source that cannot fail uses
 //!   [`std::convert::Infallible`] and wraps its row iterator in [`OkRows`]: the executor's
-//!   error paths then compile away (this is how [`MemorySnapshot`](crate::MemorySnapshot)
-//!   stays as fast as before errors existed).
+//!   error paths then compile away (this is how [`VecSource`](crate::VecSource) and
+//!   `tableq-store`'s `MemorySnapshot` stay as fast as if errors did not exist).
 //!
 //! # Example: a `BTreeMap` store
 //!

@@ -1,12 +1,12 @@
 //! Sources that fail: the executor hands back the source's own error, typed
 //! (`ExecError::Source`), exactly when a sequential scan of the page would meet it, and never
-//! returns wrong rows. The faulty source wraps a `MemorySnapshot` and fails at one key: when
+//! returns wrong rows. The faulty source wraps a `VecSource` and fails at one key: when
 //! a scan reaches it, when it is looked up, and (optionally) when a split covers it.
 
 use proptest::prelude::*;
 use tableq_exec::{
-    Chunk, EntitySource, ExecError, Executor, Key, MemoryRow, MemoryRows, MemorySnapshot,
-    PageOptions, ResultRow, Scan, SlotLookup, Tuning,
+    Chunk, EntityRef, EntitySource, ExecError, Executor, Key, OkRows, PageOptions, ResultRow, Scan,
+    SlotLookup, Tuning, VecRows, VecSource,
 };
 use tableq_model::{CmpOp, Entity, EntityView, Value};
 use tableq_planner::plan::{KeyInterval, KeyRange, KeySet, Plan};
@@ -17,26 +17,26 @@ use tableq_planner::predicate::Predicate;
 struct Fault(Key);
 
 struct Faulty<'a> {
-    inner: &'a MemorySnapshot,
+    inner: &'a VecSource,
     fault: Key,
     fail_split: bool,
 }
 
 struct FaultyRows<'a> {
-    rows: MemoryRows<'a>,
+    rows: OkRows<VecRows<'a>>,
     fault: &'a Key,
     failed: bool,
 }
 
 impl<'a> Iterator for FaultyRows<'a> {
-    type Item = Result<MemoryRow<'a>, Fault>;
+    type Item = Result<EntityRef<'a>, Fault>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed {
             // A well-behaved executor never asks again after an error.
             panic!("row requested after an error");
         }
-        let row = self.rows.next()?;
+        let Ok(row) = self.rows.next()?;
         if self
             .fault
             .cmp_pair(row.partition_key(), row.row_key())
@@ -52,7 +52,7 @@ impl<'a> Iterator for FaultyRows<'a> {
 impl EntitySource for Faulty<'_> {
     type Error = Fault;
     type Row<'a>
-        = MemoryRow<'a>
+        = EntityRef<'a>
     where
         Self: 'a;
     type Rows<'a>
@@ -68,15 +68,16 @@ impl EntitySource for Faulty<'_> {
         }
     }
 
-    fn get<'a>(&'a self, pk: &str, rk: &str) -> Result<Option<MemoryRow<'a>>, Fault> {
+    fn get<'a>(&'a self, pk: &str, rk: &str) -> Result<Option<EntityRef<'a>>, Fault> {
         if self.fault.cmp_pair(pk, rk).is_eq() {
             return Err(Fault(self.fault.clone()));
         }
-        Ok(self.inner.get(pk, rk))
+        let Ok(row) = self.inner.get(pk, rk);
+        Ok(row)
     }
 
     fn split(&self, scan: Scan<'_>, rows: usize, max: usize) -> Result<Vec<Chunk>, Fault> {
-        let chunks = self.inner.split(scan, rows, max);
+        let Ok(chunks) = self.inner.split(scan, rows, max);
         let covered = |c: &Chunk| {
             let piece = Scan {
                 range: scan.range,
@@ -157,13 +158,14 @@ proptest! {
         threads in 1usize..3,
         chunk_rows in 1usize..4,
     ) {
-        let snapshot = MemorySnapshot::from_entities(entities).unwrap();
-        let all: Vec<Key> = snapshot.iter().map(|r| Key::new(r.partition_key(), r.row_key())).collect();
+        let snapshot = VecSource::new(entities);
+        let all: Vec<Key> = snapshot.entities().iter().map(|r| Key::new(r.partition_key(), r.row_key())).collect();
         let fault = fault_index.get(&all).clone();
         let plan = Plan { ranges, residual, select: None, top: None };
         let expected: Vec<Key> = snapshot
+            .entities()
             .iter()
-            .filter(|r| plan.matches(r))
+            .filter(|r| plan.matches(*r))
             .map(|r| Key::new(r.partition_key(), r.row_key()))
             .collect();
         let source = Faulty { inner: &snapshot, fault: fault.clone(), fail_split };
@@ -182,9 +184,8 @@ proptest! {
 }
 
 /// 10 000 entities of one partition, read in waves of eight 16-row chunks on two threads.
-fn one_partition() -> MemorySnapshot {
-    MemorySnapshot::from_entities((0..10_000).map(|i| Entity::new("p", format!("r{i:05}"))))
-        .unwrap()
+fn one_partition() -> VecSource {
+    VecSource::new((0..10_000).map(|i| Entity::new("p", format!("r{i:05}"))))
 }
 
 fn parallel<'s>(source: &'s Faulty<'s>) -> Executor<'s, Faulty<'s>> {

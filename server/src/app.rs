@@ -1,10 +1,10 @@
 //! The request pipeline: one axum fallback route, so that every request — whatever its
 //! path — goes through the same steps, in this order:
 //!
-//! 1. **common headers and the request log** (middleware [`common`]): a request id, then on
-//!    the way out `x-ms-request-id`, `x-ms-version`, `Date`, the echoed
-//!    `x-ms-client-request-id`, and one `info` log line (method, path, status, duration,
-//!    request id);
+//! 1. **common headers** (middleware [`common`]): a request id, then on the way out
+//!    `x-ms-request-id`, `x-ms-version`, `Date`, the echoed `x-ms-client-request-id` and,
+//!    for a request with `Origin`, the CORS headers (the request log line is
+//!    [`observe::serve`]'s);
 //! 2. **path** → account + [`Target`] ([`crate::resource::parse_target`]): a [`Resource`],
 //!    or an administration operation the query string selects (service properties and
 //!    stats, a table's ACL). `OPTIONS` is a CORS preflight ([`crate::cors`]) on any path and
@@ -42,7 +42,6 @@ use axum::response::Response;
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Instant;
 
 use crate::admin;
 use crate::auth::{self, Hosted};
@@ -54,6 +53,7 @@ use crate::entities::{self, WriteTarget};
 use crate::error::ApiError;
 use crate::explorer::{self, explain, explain::ExplainMode};
 use crate::negotiate;
+use crate::observe;
 use crate::query::QueryParams;
 use crate::resource::{Resource, Target, describe, parse_target};
 use crate::tables;
@@ -62,7 +62,8 @@ use crate::tables;
 #[derive(Debug, Clone)]
 struct RequestId(String);
 
-/// The router of a server.
+/// The router of a server (the connection layer around it — operator endpoints, metrics,
+/// the request log — is [`observe::serve`]).
 pub(crate) fn router(state: Arc<Hosted>) -> Router {
     let mut router = Router::new();
     if state.primary().config.explorer {
@@ -80,17 +81,22 @@ fn account_segment(path: &str) -> &str {
     rest.split('/').next().unwrap_or("")
 }
 
-/// Step 1: request id, common response headers, CORS headers, the request log line.
+/// Step 1: request id, common response headers, CORS headers (the request log line is
+/// [`observe::serve`]'s).
 async fn common(State(hosted): State<Arc<Hosted>>, mut request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let origin = request
+    // What the CORS headers on the way out need, only for a request with `Origin`.
+    let cors_request = request
         .headers()
         .get(header::ORIGIN)
         .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+        .map(|origin| {
+            (
+                origin.to_owned(),
+                request.method().clone(),
+                request.uri().path().to_owned(),
+            )
+        });
     let request_id = uuid::Uuid::new_v4().to_string();
-    let method = request.method().clone();
-    let path = request.uri().path().to_owned();
     let client_request_id = request.headers().get("x-ms-client-request-id").cloned();
     let version = negotiate::response_version(request.headers());
     request
@@ -110,7 +116,7 @@ async fn common(State(hosted): State<Arc<Hosted>>, mut request: Request, next: N
     if let Some(v) = client_request_id {
         headers.insert("x-ms-client-request-id", v);
     }
-    if let Some(origin) = origin
+    if let Some((origin, method, path)) = cors_request
         && method != Method::OPTIONS
         && let Some(state) = hosted.state(account_segment(&path))
     {
@@ -123,18 +129,6 @@ async fn common(State(hosted): State<Arc<Hosted>>, mut request: Request, next: N
             ),
         }
     }
-    let status = response.status().as_u16();
-    let error_code = response
-        .headers()
-        .get(crate::error::ERROR_CODE_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    tracing::info!(
-        target: "tableq_server::request",
-        "{method} {path} {status}{}{error_code} {:.1}ms request_id={request_id}",
-        if error_code.is_empty() { "" } else { " " },
-        started.elapsed().as_secs_f64() * 1000.0,
-    );
     response
 }
 
@@ -164,7 +158,11 @@ async fn dispatch(State(state): State<Arc<Hosted>>, request: Request) -> Respons
     match outcome {
         Ok(response) => response,
         Err(error) => {
-            if error.status().is_server_error() {
+            if error.status() == axum::http::StatusCode::SERVICE_UNAVAILABLE {
+                // Overload or a store that is down for a moment: expected under load, and
+                // possibly many per second.
+                tracing::warn!(target: "tableq_server::request", "request {request_id}: {error}");
+            } else if error.status().is_server_error() {
                 tracing::error!(target: "tableq_server::request", "request {request_id}: {error}");
             }
             error.into_response_for(&request_id)
@@ -194,10 +192,12 @@ const ALLOW_ENTITY: &str = "GET, PUT, MERGE, PATCH, DELETE";
 async fn handle(hosted: &Hosted, request: Request) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
     if parts.method == Method::OPTIONS {
+        observe::note_preflight();
         let state = hosted.state(account_segment(parts.uri.path()));
         return cors::preflight(state, &parts.headers).await;
     }
     let path = parse_target(parts.uri.path(), parts.uri.query())?;
+    observe::note_request(&parts.method, &parts.headers, &path);
     let (state, secondary, grant) = auth::authorize(hosted, &parts, &path.account).await?;
     let state = &state;
     let request_id = parts

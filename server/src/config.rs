@@ -8,6 +8,7 @@
 //! assert_eq!(config.account.name, DEV_ACCOUNT);
 //! assert_eq!(config.auth, AuthMode::Required);
 //! assert_eq!(config.max_body_bytes, 4 * 1024 * 1024);
+//! assert_eq!(config.connections.header_timeout.as_secs(), 10);
 //! assert!(config.explorer);
 //! ```
 
@@ -65,10 +66,71 @@ pub struct ServerConfig {
     pub filter_options: FilterOptions,
     /// How long a graceful shutdown waits for in-flight requests (default 30 s).
     pub shutdown_grace: Duration,
+    /// Connection handling: the timeouts that close slow or idle connections, and the cap
+    /// on open connections.
+    pub connections: ConnectionLimits,
+    /// The most request-body bytes held in memory at once, over all requests of the server
+    /// (default 128 MiB): a request whose body does not fit waits up to
+    /// [`body_budget_wait`](ServerConfig::body_budget_wait), then gets 503 `ServerBusy`.
+    pub body_budget_bytes: usize,
+    /// How long a request waits for room in the body budget (default 2 s).
+    pub body_budget_wait: Duration,
+    /// The shape of the request log (default [`LogFormat::Text`]).
+    pub log_format: LogFormat,
     /// Whether the table explorer (a browser UI) is served under `/_explorer/` (default
     /// `true`; `tableq serve --no-explorer` turns it off). It talks to the same REST API,
     /// signed like every client, so it never reaches more than REST allows.
     pub explorer: bool,
+}
+
+/// How each request is logged (one `info` event of target `tableq_server::request`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// A readable line: `GET /acct/t() 200 1.2ms request_id=… operation=QueryEntities …`.
+    #[default]
+    Text,
+    /// Every item as its own event field (`method`, `path`, `status`, `error_code`,
+    /// `operation`, `account`, `table`, `duration_ms`, `rows_examined`, `rows_returned`,
+    /// `request_id`), for a subscriber that writes JSON (`tableq serve --log-format json`).
+    Json,
+}
+
+/// How connections are kept in check (every field has a default that suits a local
+/// emulator under normal and hostile clients alike).
+///
+/// ```
+/// use tableq_server::config::ConnectionLimits;
+/// let limits = ConnectionLimits::default();
+/// assert_eq!(limits.idle_timeout.as_secs(), 120);
+/// assert_eq!(limits.max_connections, None); // derived from the open-file limit
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// The longest a request's header may take to arrive, from its first byte (default
+    /// 10 s); then the connection is closed.
+    pub header_timeout: Duration,
+    /// The longest a request body may go without a byte arriving, and a response without
+    /// the client taking a byte of it (default 30 s); then the request fails (408) or the
+    /// connection is closed.
+    pub body_timeout: Duration,
+    /// The longest a keep-alive connection may stay idle between requests (default 2 min).
+    pub idle_timeout: Duration,
+    /// The most connections open at once; `None` (the default) derives it from the
+    /// process's open-file limit (`ulimit -n`), keeping room for the store's files and
+    /// database connections. At the cap, the connection that has waited longest for a
+    /// request is closed to make room; when every connection is busy, new ones wait.
+    pub max_connections: Option<usize>,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> ConnectionLimits {
+        ConnectionLimits {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(120),
+            max_connections: None,
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -80,6 +142,10 @@ impl Default for ServerConfig {
             page_budget: Duration::from_secs(5),
             filter_options: FilterOptions::default(),
             shutdown_grace: Duration::from_secs(30),
+            connections: ConnectionLimits::default(),
+            body_budget_bytes: 128 * 1024 * 1024,
+            body_budget_wait: Duration::from_secs(2),
+            log_format: LogFormat::Text,
             explorer: true,
         }
     }

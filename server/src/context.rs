@@ -1,6 +1,7 @@
 //! What every handler works with: the shared state, the per-request context (request id,
 //! links, metadata level, query parameters, headers), the request body under its size
-//! limit, response builders, and the bridge that runs blocking work off the async workers.
+//! limit (read by [`crate::body`]), response builders, and the bridge that runs blocking
+//! work off the async workers.
 //!
 //! Handlers follow one shape: check what the request names, read the body (if any) with
 //! [`read_body`], do every store call and every CPU-heavy step inside [`blocking`] (or
@@ -17,7 +18,6 @@
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use std::sync::Arc;
 use tableq_model::ErrorCode;
 use tableq_model::json::MetadataLevel;
@@ -109,53 +109,25 @@ where
 }
 
 /// Reads a JSON request body as text: its `Content-Type` must be JSON (or absent), its size
-/// at most `limit` bytes (else 413 `RequestBodyTooLarge`, without reading the rest), its
-/// bytes UTF-8.
+/// at most `limit` bytes (else 413 `RequestBodyTooLarge`), its bytes UTF-8. The body is read
+/// under the server's body budget and body timeout ([`crate::body`]).
 pub(crate) async fn read_body(
     body: Body,
     headers: &HeaderMap,
     limit: usize,
 ) -> Result<String, ApiError> {
     negotiate::check_body_content_type(headers)?;
-    body_text(read_bytes(body, headers, limit).await?.to_vec())
+    body_text(crate::body::read(body, headers, limit).await?.into_vec())
 }
 
-/// Reads a request body of at most `limit` bytes (else 413 `RequestBodyTooLarge`, without
-/// reading the rest: a `Content-Length` over the limit is refused before any byte is read).
+/// Reads a request body of at most `limit` bytes (else 413 `RequestBodyTooLarge`), under
+/// the server's body budget and body timeout ([`crate::body`]).
 pub(crate) async fn read_bytes(
     body: Body,
     headers: &HeaderMap,
     limit: usize,
 ) -> Result<Bytes, ApiError> {
-    let too_large = || {
-        ApiError::new(
-            ErrorCode::RequestBodyTooLarge,
-            format!("the request body is larger than {limit} bytes"),
-        )
-    };
-    if let Some(len) = headers.get(header::CONTENT_LENGTH) {
-        let len: u64 = len
-            .to_str()
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::InvalidHeaderValue,
-                    "Content-Length is not a number",
-                )
-            })?;
-        if len > limit as u64 {
-            return Err(too_large());
-        }
-    }
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<LengthLimitError>() => Err(too_large()),
-        Err(e) => Err(ApiError::new(
-            ErrorCode::InvalidInput,
-            format!("the request body could not be read: {e}"),
-        )),
-    }
+    Ok(crate::body::read(body, headers, limit).await?.into_bytes())
 }
 
 /// A request body as text: 400 `InvalidInput` naming the first byte that is not UTF-8.

@@ -469,6 +469,7 @@ pub(crate) async fn query(
     } else {
         blocking(move || run(query.plan()?)).await?
     };
+    crate::observe::note_rows(page_stats.examined, page_stats.matched);
     let mut response = json_response(StatusCode::OK, ctx.level, body);
     if let Some(next) = next {
         set_header(

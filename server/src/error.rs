@@ -47,6 +47,9 @@ pub struct ApiError {
     sentence: &'static str,
     detail: Option<String>,
     allow: Option<&'static str>,
+    /// What only the server's log may see (a storage failure's own text, which can name
+    /// the database server and its configuration).
+    logged: Option<String>,
 }
 
 impl ApiError {
@@ -67,6 +70,7 @@ impl ApiError {
             sentence: code.service_message(),
             detail: None,
             allow: None,
+            logged: None,
         }
     }
 
@@ -86,10 +90,42 @@ impl ApiError {
         e
     }
 
-    /// A store failure: the store's code, and its message as the diagnostic.
+    /// A store failure: the store's code, and its message as the diagnostic — except for
+    /// the engine's own failures (5xx), whose text can name the database server and its
+    /// configuration: the response says what kind of failure it was and that the server's
+    /// log has the details under the request id; the text goes to the log only
+    /// ([`Display`](std::fmt::Display) shows it).
+    ///
+    /// ```
+    /// use tableq_server::ApiError;
+    /// use tableq_store::StoreError;
+    /// let e = ApiError::store(StoreError::storage("cannot reach app@db:5432/tables"));
+    /// assert_eq!(e.code(), "InternalError");
+    /// assert!(!e.body("id", "now").contains("app@db"));
+    /// assert!(e.to_string().contains("app@db:5432/tables"));
+    /// ```
     pub fn store(error: StoreError) -> ApiError {
         match error {
             StoreError::Invalid(e) => ApiError::model(e),
+            other if other.code().http_status() >= 500 => {
+                let what = match &other {
+                    StoreError::Timeout(_) => {
+                        "the storage engine did not answer in time (the operation may or may \
+                         not have been applied)"
+                    }
+                    StoreError::Unavailable(_) | StoreError::Closed => {
+                        "the storage engine is unavailable right now; retry the request"
+                    }
+                    _ => "the storage engine failed",
+                };
+                ApiError {
+                    logged: Some(other.to_string()),
+                    ..ApiError::new(
+                        other.code(),
+                        format!("{what}; the server's log has the details under this RequestId"),
+                    )
+                }
+            }
             other => ApiError::new(other.code(), other.to_string()),
         }
     }
@@ -142,6 +178,19 @@ impl ApiError {
             sentence: "The requested operation is not implemented on the specified resource.",
             detail: Some(detail.into()),
             allow: None,
+            logged: None,
+        }
+    }
+
+    /// 408 `RequestTimeout`: the client stopped sending its request (the body stalled).
+    pub(crate) fn request_timeout(detail: impl Into<String>) -> ApiError {
+        ApiError {
+            status: StatusCode::REQUEST_TIMEOUT,
+            code: "RequestTimeout",
+            sentence: "The request did not arrive within the time the server allows.",
+            detail: Some(detail.into()),
+            allow: None,
+            logged: None,
         }
     }
 
@@ -248,6 +297,9 @@ impl std::fmt::Display for ApiError {
         )?;
         if let Some(d) = &self.detail {
             write!(f, " {d}")?;
+        }
+        if let Some(l) = &self.logged {
+            write!(f, " [{l}]")?;
         }
         Ok(())
     }

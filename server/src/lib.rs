@@ -54,7 +54,9 @@ mod admin;
 mod app;
 pub mod auth;
 mod batch;
+mod body;
 pub mod config;
+mod connection;
 mod context;
 pub mod continuation;
 mod cors;
@@ -63,20 +65,26 @@ mod entities;
 pub mod error;
 mod explorer;
 pub mod negotiate;
+mod observe;
 pub mod query;
 pub mod resource;
 mod server;
 mod tables;
 pub mod xml;
 
-pub use config::{Account, AuthMode, DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY, ServerConfig};
+pub use config::{
+    Account, AuthMode, ConnectionLimits, DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY, LogFormat,
+    ServerConfig,
+};
 pub use error::ApiError;
 pub use server::{Server, ServerError, shutdown_signal};
 
 /// The whole request pipeline as an axum [`Router`](axum::Router) serving `config`'s account
 /// from `backend` (authorization as configured), without a listener: for driving requests
 /// in-process (the request-path fuzz target and its replay test call it with
-/// `tower::ServiceExt::oneshot`). Unlike [`Server::run_until`] it never closes the store.
+/// `tower::ServiceExt::oneshot`). Unlike [`Server::run_until`] it never closes the store,
+/// and it is the Table protocol alone: the operator endpoints (`/health`, `/metrics`), the
+/// request log, the metrics and the request-body budget belong to the server's connections.
 /// An account name or key that cannot be used is a [`ServerError::Account`].
 ///
 /// ```

@@ -6,11 +6,14 @@
 //! requests finish (for at most [`ServerConfig::shutdown_grace`]) and closes the store, so
 //! that every acknowledged write is durable when it returns. [`shutdown_signal`] is the
 //! future for Ctrl-C / SIGTERM.
+//!
+//! Connections are accepted and served by [`crate::connection`] (timeouts, the connection
+//! cap, lingering close), over plain TCP ([`PlainTcp`]).
 
-use axum::serve::ListenerExt;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 use tableq_store::{Backend, StoreError};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -18,6 +21,9 @@ use tokio::sync::watch;
 use crate::app;
 use crate::auth::Hosted;
 use crate::config::{Account, ServerConfig};
+use crate::connection::{self, CloseReason, PlainTcp, Registry, Resolved};
+use crate::observe::health::RESERVED_ACCOUNT_NAMES;
+use crate::observe::{Observed, Shared};
 
 /// Why a server could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +82,21 @@ pub struct Server {
     listener: TcpListener,
     local_addr: SocketAddr,
     hosted: Hosted,
+    shared: Arc<Shared>,
+    limits: Resolved,
+}
+
+/// Refuses account names that the operator endpoints (`/health`, `/metrics`) take.
+pub(crate) fn check_account_name(name: &str) -> Result<(), ServerError> {
+    if RESERVED_ACCOUNT_NAMES.contains(&name) {
+        return Err(ServerError::Account {
+            name: name.to_owned(),
+            reason: format!(
+                "`/{name}` is the server's own endpoint (GET /health, /health/ready, /metrics),                  so no account can be named {name:?}; choose another name"
+            ),
+        });
+    }
+    Ok(())
 }
 
 impl std::fmt::Debug for Server {
@@ -97,6 +118,9 @@ impl Server {
         config: ServerConfig,
     ) -> Result<Server, ServerError> {
         let name = config.account.name.clone();
+        check_account_name(&name)?;
+        let shared = Arc::new(Shared::new(&config));
+        let limits = Resolved::new(&config.connections);
         let hosted =
             Hosted::new(backend, config).map_err(|reason| ServerError::Account { name, reason })?;
         let listener = TcpListener::bind(addr)
@@ -109,6 +133,8 @@ impl Server {
             listener,
             local_addr,
             hosted,
+            shared,
+            limits,
         })
     }
 
@@ -122,6 +148,7 @@ impl Server {
         backend: Arc<dyn Backend>,
     ) -> Result<(), ServerError> {
         let name = account.name.clone();
+        check_account_name(&name)?;
         self.hosted
             .add(account, backend)
             .map_err(|reason| ServerError::Account { name, reason })
@@ -157,6 +184,12 @@ impl Server {
         )
     }
 
+    /// The most connections the server keeps open at once (configured, or derived from
+    /// the open-file limit).
+    pub fn max_connections(&self) -> usize {
+        self.limits.cap
+    }
+
     /// A one-line description of the store (e.g. for a start-up banner).
     pub fn store_description(&self) -> String {
         self.hosted.primary().backend.describe()
@@ -169,48 +202,49 @@ impl Server {
         F: Future<Output = ()> + Send + 'static,
     {
         let Server {
-            listener, hosted, ..
+            listener,
+            hosted,
+            shared,
+            limits,
+            ..
         } = self;
         let grace = hosted.primary().config.shutdown_grace;
         let hosted = Arc::new(hosted);
         let router = app::router(hosted.clone());
-        let (fired_tx, mut fired_rx) = watch::channel(false);
-        let signal = async move {
-            shutdown.await;
-            tracing::info!(target: "tableq_server", "shutting down: finishing in-flight requests");
-            let _ = fired_tx.send(true);
-        };
-        // Responses go out in one write; without Nagle's delay a small one leaves at once.
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(target: "tableq_server", "cannot set TCP_NODELAY: {e}");
-            }
+        let observed = Arc::new(Observed {
+            shared: shared.clone(),
+            hosted: hosted.clone(),
         });
-        // The peer address reaches handlers as `ConnectInfo` (SAS `sip` checks).
-        let serve = axum::serve(
+        let registry = Arc::new(Registry::new(limits, shared.metrics.clone()));
+        tokio::spawn(registry.clone().sweep());
+        let (fired_tx, fired_rx) = watch::channel(false);
+        let accepting = tokio::spawn(connection::accept_loop(
             listener,
-            router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
-        )
-        .with_graceful_shutdown(signal);
-        let deadline = async move {
-            while !*fired_rx.borrow() {
-                if fired_rx.changed().await.is_err() {
-                    // The signal future was dropped without firing: serve forever.
-                    std::future::pending::<()>().await;
-                }
-            }
-            tokio::time::sleep(grace).await;
+            Arc::new(PlainTcp),
+            router,
+            observed,
+            registry.clone(),
+            fired_rx,
+        ));
+        shutdown.await;
+        tracing::info!(target: "tableq_server", "shutting down: finishing in-flight requests");
+        let _ = fired_tx.send(true);
+        let served = match accepting.await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(ServerError::Serve(std::io::Error::other(e.to_string()))),
         };
-        let served = tokio::select! {
-            r = serve => r.map_err(ServerError::Serve),
-            () = deadline => {
-                tracing::warn!(
-                    target: "tableq_server",
-                    "requests still running after {grace:?}; stopping without them"
-                );
-                Ok(())
-            }
-        };
+        if tokio::time::timeout(grace, registry.drained())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                target: "tableq_server",
+                "requests still running after {grace:?}; stopping without them"
+            );
+            registry.close_all(CloseReason::Shutdown);
+            let _ = tokio::time::timeout(Duration::from_secs(1), registry.drained()).await;
+        }
+        drop(registry);
         // Closed, and released, on the blocking pool: an engine may block while closing or
         // own resources that must not be dropped on an async worker.
         let closed = tokio::task::spawn_blocking(move || {

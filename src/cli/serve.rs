@@ -2,8 +2,19 @@
 //!
 //! ```text
 //! tableq serve [--host 127.0.0.1] [--port 10002] [--data DIR | --in-memory | --store URL]
-//!              [--account NAME:BASE64KEY]... [--no-auth] [--no-explorer]
+//!              [--fsync always|interval=MS] [--account NAME:BASE64KEY]... [--no-auth] [--no-explorer]
+//!              [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-connections N]
+//!              [--body-budget SIZE] [--body-budget-wait D] [--log-format text|json]
 //! ```
+//!
+//! `--fsync` sets when the durable store's write-ahead log is `fsync`ed: `interval=MS`
+//! (default `interval=1000`: an acknowledged write survives `kill -9`; a machine crash may
+//! lose the last MS of writes) or `always` (every reply after `fsync`, group-committed).
+//! The banner's `storage:` line states which.
+//!
+//! The connection and body limits (README, "Operating tableq") take durations such as
+//! `10s`, `500ms` or `2min` (humantime) and sizes such as `128MiB`, `64K` or `1048576`
+//! (bytes; `K`/`M`/`G` are binary multiples).
 //!
 //! Requests must be signed (SharedKey, SharedKeyLite or SAS) with the key of the account in
 //! their URL: the development account `devstoreaccount1` with its well-known key, and every
@@ -32,10 +43,13 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 use tableq_client::sign::AccountKey;
-use tableq_server::{Account, AuthMode, DEFAULT_PORT, Server, ServerConfig};
+use tableq_server::{
+    Account, AuthMode, ConnectionLimits, DEFAULT_PORT, LogFormat, Server, ServerConfig,
+};
 use tableq_store::postgres::{PostgresBackend, PostgresConfig};
-use tableq_store::{Backend, DurableBackend, MemoryBackend};
+use tableq_store::{Backend, DurableBackend, DurableOptions, FsyncPolicy, MemoryBackend};
 
 /// Arguments of `tableq serve`.
 #[derive(Debug, Clone, ClapArgs)]
@@ -57,6 +71,17 @@ pub struct Args {
     /// Keep everything in memory (nothing survives the process).
     #[arg(long)]
     in_memory: bool,
+    /// When the durable store's write-ahead log is fsynced: `interval=MS` (an acknowledged
+    /// write survives a crash of the process; a machine crash may lose the last MS of
+    /// writes) or `always` (replies wait for the fsync; writers share it).
+    #[arg(
+        long,
+        value_name = "always|interval=MS",
+        default_value = "interval=1000",
+        value_parser = FsyncPolicy::parse,
+        conflicts_with_all = ["in_memory", "store"]
+    )]
+    fsync: FsyncPolicy,
     /// Keep the data in PostgreSQL: `postgres://user[:password]@host[:port]/database`, with
     /// libpq-style parameters and tableq's `schema=NAME`, `pool_size=N` (README, "Scaling out").
     #[arg(long, value_name = "URL", conflicts_with_all = ["in_memory", "data"])]
@@ -72,6 +97,86 @@ pub struct Args {
     /// Do not serve the table explorer (the browser UI under /_explorer/).
     #[arg(long)]
     no_explorer: bool,
+    #[command(flatten)]
+    limits: LimitArgs,
+    /// How each request is logged on stderr: `text` (one readable line) or `json` (one JSON
+    /// object per line with method, path, status, operation, table, duration, rows examined
+    /// and returned, request id).
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    log_format: LogFormatArg,
+}
+
+/// The connection and request-body limits of `tableq serve`.
+#[derive(Debug, Clone, ClapArgs)]
+struct LimitArgs {
+    /// Close a connection whose request header is not complete this long after its first
+    /// byte.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    header_timeout: Duration,
+    /// Fail a request (408) whose body goes this long without a byte arriving, and close a
+    /// connection whose client takes no byte of a response for as long.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    body_timeout: Duration,
+    /// Close a keep-alive connection idle this long between requests.
+    #[arg(long, value_name = "DURATION", default_value = "2min", value_parser = parse_duration)]
+    idle_timeout: Duration,
+    /// The most connections open at once [default: the open-file limit (`ulimit -n`) less
+    /// an eighth of it, at least 64, kept for the store].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: Option<u32>,
+    /// The most request-body bytes held in memory at once, over all requests; beyond it a
+    /// request waits (--body-budget-wait), then gets 503 ServerBusy.
+    #[arg(long, value_name = "SIZE", default_value = "128MiB", value_parser = parse_size)]
+    body_budget: usize,
+    /// How long a request waits for room in the body budget.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration)]
+    body_budget_wait: Duration,
+}
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum LogFormatArg {
+    /// One readable line per request.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// A duration such as `10s`, `500ms`, `2min` (not zero).
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(text.trim())
+        .map_err(|e| format!("{e} (want a duration such as 10s, 500ms or 2min)"))?;
+    if d.is_zero() {
+        return Err("a duration of zero would close everything at once".into());
+    }
+    Ok(d)
+}
+
+/// A size such as `128MiB`, `64K`, `1G` or `1048576` (bytes; binary multiples; not zero).
+fn parse_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (want e.g. 128MiB, 64K or 1048576)"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        other => return Err(format!("unknown size unit {other:?} (use K, M or G)")),
+    };
+    let bytes = n
+        .checked_mul(1u64 << shift)
+        .and_then(|b| usize::try_from(b).ok())
+        .ok_or_else(|| format!("{text:?} is too large"))?;
+    if bytes == 0 {
+        return Err("a size of zero would refuse every request body".into());
+    }
+    Ok(bytes)
 }
 
 /// `NAME:BASE64KEY` → an account (name and key checked).
@@ -105,7 +210,7 @@ fn accounts(args: &Args) -> Result<Vec<Account>, String> {
 
 /// Runs the server until Ctrl-C / SIGTERM.
 pub fn run(args: Args) -> ExitCode {
-    init_logging();
+    init_logging(args.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("tableq-serve")
@@ -120,7 +225,7 @@ pub fn run(args: Args) -> ExitCode {
     runtime.block_on(serve(args))
 }
 
-fn init_logging() {
+fn init_logging(format: LogFormatArg) {
     use tracing_subscriber::EnvFilter;
     let filter = match EnvFilter::try_from_default_env() {
         Ok(f) => f,
@@ -131,11 +236,19 @@ fn init_logging() {
             EnvFilter::new("info")
         }
     };
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormatArg::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+        LogFormatArg::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .try_init(),
+    };
 }
 
 /// The store of one account the flags ask for (blocking: connects to a database server,
@@ -166,7 +279,8 @@ fn open_store(args: &Args, account: &str, first: bool) -> Result<Arc<dyn Backend
     } else {
         args.data.join("accounts").join(account)
     };
-    let backend = DurableBackend::open(&dir).map_err(|e| format!("--data: {e}"))?;
+    let options = DurableOptions::default().with_fsync(args.fsync);
+    let backend = DurableBackend::open_with(&dir, options).map_err(|e| format!("--data: {e}"))?;
     Ok(Arc::new(backend))
 }
 
@@ -226,7 +340,7 @@ async fn serve(args: Args) -> ExitCode {
     // Engines may own blocking resources (a database client's runtime) that must not be
     // dropped on an async worker: the last references are released on the blocking pool.
     let keep = stores.clone();
-    let code = run_server(addr, accounts, stores, auth, !args.no_explorer).await;
+    let code = run_server(addr, accounts, stores, auth, &args).await;
     let _ = tokio::task::spawn_blocking(move || drop(keep)).await;
     code
 }
@@ -236,17 +350,30 @@ async fn run_server(
     accounts: Vec<Account>,
     stores: Vec<Arc<dyn Backend>>,
     auth: AuthMode,
-    explorer: bool,
+    args: &Args,
 ) -> ExitCode {
     let mut pairs = accounts.into_iter().zip(stores);
     let Some((first, first_store)) = pairs.next() else {
         eprintln!("error: no account to serve");
         return ExitCode::from(2);
     };
+    let limits = &args.limits;
     let config = ServerConfig {
         account: first,
         auth,
-        explorer,
+        explorer: !args.no_explorer,
+        connections: ConnectionLimits {
+            header_timeout: limits.header_timeout,
+            body_timeout: limits.body_timeout,
+            idle_timeout: limits.idle_timeout,
+            max_connections: limits.max_connections.map(|n| n as usize),
+        },
+        body_budget_bytes: limits.body_budget,
+        body_budget_wait: limits.body_budget_wait,
+        log_format: match args.log_format {
+            LogFormatArg::Text => LogFormat::Text,
+            LogFormatArg::Json => LogFormat::Json,
+        },
         ..ServerConfig::default()
     };
     let mut server = match Server::bind(addr, first_store, config).await {
@@ -297,7 +424,7 @@ async fn run_server(
             )
         })
         .collect();
-    let explorer_line = if explorer {
+    let explorer_line = if !args.no_explorer {
         format!("explorer: {origin}/_explorer/ (browse, query and edit in a browser)\n")
     } else {
         String::new()
@@ -315,11 +442,41 @@ async fn run_server(
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
     }
+    tracing::info!(
+        target: "tableq_server",
+        "limits: at most {} connections; header {:?}, body {:?}, idle {:?}; request bodies in \
+         memory at most {} bytes",
+        server.max_connections(),
+        limits.header_timeout,
+        limits.body_timeout,
+        limits.idle_timeout,
+        limits.body_budget,
+    );
     match server.run_until(shutdown).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_durations_parse() {
+        assert_eq!(parse_size("128MiB"), Ok(128 << 20));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("MiB").is_err());
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2min"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("soon").is_err());
     }
 }

@@ -7,12 +7,16 @@
 //!   `loop_{durable,memory}_1thread` — a hand-written loop testing `Age eq 42` by slot;
 //! * `point_get/{backend_get,source_get}/{10k,1M}` — `Backend::get` (read transaction,
 //!   lookup, owned `Entity`) and `EntitySource::get` on an open snapshot;
-//! * `durable_insert/{1,8}_writers` — single-entity inserts, each acknowledged only once
-//!   durable, from 1 and from 8 threads (group commit shares `fsync`s);
-//! * `durable_insert/batch_100` — one `write_batch` of 100 inserts.
+//! * `durable_insert/{interval,always}/{1,8}_writers` — single-entity inserts from 1 and
+//!   from 8 threads, acknowledged once the write-ahead log record is written (`interval`,
+//!   the default `--fsync`) or `fsync`ed (`always`; group commit shares `fsync`s);
+//! * `durable_insert/{interval,always}/batch_100` — one `write_batch` of 100 inserts;
+//! * `recovery/replay_1m` — opening a data directory whose log holds 1 M entities written
+//!   since the last checkpoint (100 partitions, batches of 100): the time `open` takes to
+//!   replay and checkpoint them (what a restart after a crash waits for).
 //!
 //! Run: `cargo bench -p tableq-store --bench durable -- --warm-up-time 1 --measurement-time 3`
-//! (`TABLEQ_BENCH_BLOCK=rows,bytes` sets the block limits; `TABLEQ_BENCH_SKIP_1M=1` skips the 1 M-entity table; `TABLEQ_BENCH_DIR` chooses where the data directories go; the default is the system
+//! (`TABLEQ_BENCH_BLOCK=rows,bytes` sets the block limits; `TABLEQ_BENCH_SKIP_1M=1` skips the 1 M-entity table and the recovery benchmark; `TABLEQ_BENCH_DIR` chooses where the data directories go; the default is the system
 //! temporary directory, which must be on a real disk for the insert numbers to mean
 //! anything). Results: `benches/README.md`.
 
@@ -21,11 +25,11 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tableq_exec::{EntitySource, Executor, MemorySnapshot, PageOptions};
+use tableq_exec::{EntitySource, Executor, PageOptions};
 use tableq_model::{DateTime, Entity, EntityView, Property, Value};
 use tableq_parser::{FilterOptions, parse_filter};
 use tableq_planner::plan::Plan;
-use tableq_store::{Backend, DurableBackend, DurableOptions, WriteOp};
+use tableq_store::{Backend, DurableBackend, DurableOptions, FsyncPolicy, MemorySnapshot, WriteOp};
 
 const PARTITIONS: u64 = 100;
 const NAMES: [&str; 8] = [
@@ -298,56 +302,144 @@ fn scans_and_gets(c: &mut Criterion) {
 }
 
 fn inserts(c: &mut Criterion) {
-    let dir = tempfile::tempdir_in(bench_root()).expect("temporary directory");
-    let store = Arc::new(DurableBackend::open_with(dir.path(), options()).expect("open"));
-    store.create_table("ins").expect("create table");
-    let next = Arc::new(AtomicU64::new(0));
     let mut group = c.benchmark_group("durable_insert");
     group.sample_size(20);
     group.measurement_time(Duration::from_secs(5));
-    for writers in [1usize, 8] {
-        group.throughput(Throughput::Elements(writers as u64));
-        group.bench_function(format!("{writers}_writers"), |b| {
-            // Each iteration: every writer inserts one entity and waits for its ack.
-            b.iter_custom(|iters| {
-                let started = Instant::now();
-                std::thread::scope(|s| {
-                    for _ in 0..writers {
-                        let (store, next) = (&store, &next);
-                        s.spawn(move || {
-                            for _ in 0..iters {
-                                let i = next.fetch_add(1, Ordering::Relaxed);
-                                let mut e = entity(i);
-                                e.set_partition_key(format!("w{}", i % 16));
-                                e.set_row_key(format!("{i:012}"));
-                                store
-                                    .write("ins", WriteOp::Insert { entity: e })
-                                    .expect("insert");
-                            }
-                        });
-                    }
-                });
-                started.elapsed()
+    for (mode, fsync) in [
+        ("interval", FsyncPolicy::default()),
+        ("always", FsyncPolicy::Always),
+    ] {
+        let dir = tempfile::tempdir_in(bench_root()).expect("temporary directory");
+        let store = Arc::new(
+            DurableBackend::open_with(dir.path(), options().with_fsync(fsync)).expect("open"),
+        );
+        store.create_table("ins").expect("create table");
+        let next = Arc::new(AtomicU64::new(0));
+        for writers in [1usize, 8] {
+            group.throughput(Throughput::Elements(writers as u64));
+            group.bench_function(format!("{mode}/{writers}_writers"), |b| {
+                // Each iteration: every writer inserts one entity and waits for its ack.
+                b.iter_custom(|iters| {
+                    let started = Instant::now();
+                    std::thread::scope(|s| {
+                        for _ in 0..writers {
+                            let (store, next) = (&store, &next);
+                            s.spawn(move || {
+                                for _ in 0..iters {
+                                    let i = next.fetch_add(1, Ordering::Relaxed);
+                                    let mut e = entity(i);
+                                    e.set_partition_key(format!("w{}", i % 16));
+                                    e.set_row_key(format!("{i:012}"));
+                                    store
+                                        .write("ins", WriteOp::Insert { entity: e })
+                                        .expect("insert");
+                                }
+                            });
+                        }
+                    });
+                    started.elapsed()
+                })
+            });
+        }
+        group.throughput(Throughput::Elements(100));
+        group.bench_function(format!("{mode}/batch_100"), |b| {
+            b.iter(|| {
+                let ops: Vec<WriteOp> = (0..100)
+                    .map(|_| {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let mut e = entity(i);
+                        e.set_partition_key("batch");
+                        e.set_row_key(format!("{i:012}"));
+                        WriteOp::Insert { entity: e }
+                    })
+                    .collect();
+                black_box(store.write_batch("ins", ops).expect("batch").len())
             })
         });
     }
-    group.throughput(Throughput::Elements(100));
-    group.bench_function("batch_100", |b| {
-        b.iter(|| {
-            let ops: Vec<WriteOp> = (0..100)
-                .map(|_| {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let mut e = entity(i);
-                    e.set_partition_key("batch");
-                    e.set_row_key(format!("{i:012}"));
-                    WriteOp::Insert { entity: e }
-                })
-                .collect();
-            black_box(store.write_batch("ins", ops).expect("batch").len())
-        })
-    });
     group.finish();
 }
 
-criterion_group!(benches, scans_and_gets, inserts);
+/// What a crash leaves after `n` entities were written since the last checkpoint: the
+/// durable file as of that checkpoint and the log holding the writes.
+fn crashed_directory(n: u64) -> (tempfile::TempDir, Vec<u8>, std::path::PathBuf) {
+    let dir = tempfile::tempdir_in(bench_root()).expect("temporary directory");
+    let never = options().with_checkpoints(u64::MAX, Duration::from_secs(24 * 3600));
+    let store = DurableBackend::open_with(dir.path(), never.clone()).expect("open");
+    store.create_table("bench").expect("create table");
+    store.close().expect("close");
+    let durable = std::fs::read(dir.path().join(tableq_store::durable::DATA_FILE))
+        .expect("read the data file");
+    let store = DurableBackend::open_with(dir.path(), never).expect("reopen");
+    let started = Instant::now();
+    let per = n / PARTITIONS;
+    for p in 0..PARTITIONS {
+        let mut ops = Vec::with_capacity(100);
+        for r in 0..per {
+            ops.push(WriteOp::Insert {
+                entity: entity(r * PARTITIONS + p),
+            });
+            if ops.len() == 100 {
+                store
+                    .write_batch("bench", std::mem::take(&mut ops))
+                    .expect("load");
+            }
+        }
+        if !ops.is_empty() {
+            store.write_batch("bench", ops).expect("load");
+        }
+    }
+    let log = dir.path().join("log-copy");
+    std::fs::copy(dir.path().join(tableq_store::durable::WAL_FILE), &log).expect("copy the log");
+    eprintln!(
+        "recovery: {n} entities written in {:.1} s; log of {:.0} MiB",
+        started.elapsed().as_secs_f64(),
+        std::fs::metadata(&log).map_or(0, |m| m.len()) as f64 / (1 << 20) as f64
+    );
+    // Dropping the store would checkpoint: the copies are the crash.
+    std::mem::forget(store);
+    (dir, durable, log)
+}
+
+fn recovery(c: &mut Criterion) {
+    if std::env::var_os("TABLEQ_BENCH_SKIP_1M").is_some() {
+        return;
+    }
+    let n = 1_000_000;
+    let (dir, durable, log) = crashed_directory(n);
+    let mut group = c.benchmark_group("recovery");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(n));
+    group.bench_function("replay_1m", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let restart = tempfile::tempdir_in(bench_root()).expect("temporary directory");
+                std::fs::write(
+                    restart.path().join(tableq_store::durable::DATA_FILE),
+                    &durable,
+                )
+                .expect("data file");
+                std::fs::copy(&log, restart.path().join(tableq_store::durable::WAL_FILE))
+                    .expect("log");
+                let started = Instant::now();
+                let store = DurableBackend::open_with(restart.path(), options()).expect("replay");
+                total += started.elapsed();
+                assert_eq!(
+                    store
+                        .get("bench", "p000", "r00000000")
+                        .map(|e| e.is_some())
+                        .ok(),
+                    Some(true)
+                );
+                drop(store);
+            }
+            total
+        })
+    });
+    group.finish();
+    drop(dir);
+}
+
+criterion_group!(benches, scans_and_gets, inserts, recovery);
 criterion_main!(benches);

@@ -13,7 +13,7 @@
 //! * `memory_insert/one_partition_shuffled/…` — the same with RowKeys in random order;
 //! * `memory_insert/own_partition/…` — every entity in a partition of its own;
 //! * `memory_layout/one_partition/…` — the bare layout primitive
-//!   `MemorySnapshot::with_changes` with one `RowChange::Put` per call (no semantics, no
+//!   `MemorySnapshot::with_changes` with one `Change::Put` per call (no semantics, no
 //!   locks).
 //!
 //! Times are on-CPU time of the benchmarking thread by default (see [`Stopwatch`]; the
@@ -27,9 +27,8 @@
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use tableq_exec::{MemorySnapshot, RowChange};
 use tableq_model::{DateTime, Entity, Property, Value};
-use tableq_store::{Backend, MemoryBackend, WriteOp};
+use tableq_store::{Backend, Change, MemoryBackend, MemorySnapshot, WriteOp};
 
 /// Inserts per stream.
 const N: usize = 100_000;
@@ -249,7 +248,7 @@ fn layout_inserts(c: &mut Criterion) {
                     let mut version = MemorySnapshot::new();
                     total += stretch.time(stream, |entity| {
                         version = version
-                            .with_changes([RowChange::Put(entity)])
+                            .with_changes([Change::Put(entity)])
                             .expect("the layout holds the entity");
                     });
                     black_box(version.len());

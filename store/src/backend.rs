@@ -12,8 +12,10 @@
 //!   entities.
 //! * **Writes** go through [`crate::resolve()`] (the service's semantics) under exclusive write
 //!   access to the table, are applied atomically (all operations of a
-//!   [`write_batch`](Backend::write_batch) or none), and return only once durable for a
-//!   durable engine. Concurrent writers are serialised: no lost update.
+//!   [`write_batch`](Backend::write_batch) or none), and return only once as durable as
+//!   the engine promises (the durable engine: in its write-ahead log, `fsync`ed per its
+//!   [`FsyncPolicy`](crate::FsyncPolicy)). Concurrent writers are serialised: no lost
+//!   update.
 //! * **Reads** see committed writes only. A [`query`](Backend::query) page runs against one
 //!   consistent snapshot; across pages, the continuation protocol of `tableq-exec` applies
 //!   (every entity present for the whole paging is returned exactly once, in key order).
@@ -75,10 +77,35 @@ impl ScanExplain {
     }
 }
 
+/// The counters of an engine's write-ahead log, for metrics
+/// ([`Backend::write_log_stats`]): totals since the engine was opened, except the sizes.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct WriteLogStats {
+    /// The durability mode, as `--fsync` spells it (`always`, `interval=1000`).
+    pub fsync_policy: String,
+    /// Records appended (one per write, table creation or deletion).
+    pub records: u64,
+    /// Bytes appended.
+    pub appended_bytes: u64,
+    /// The log file's size now (it is emptied by each checkpoint).
+    pub log_bytes: u64,
+    /// Records appended but not yet `fsync`ed (0 under `always`).
+    pub unsynced_records: u64,
+    /// `fsync`s of the log.
+    pub fsyncs: u64,
+    /// Seconds spent in them (with `fsyncs`, a Prometheus summary's `_sum` and `_count`).
+    pub fsync_seconds: f64,
+    /// Checkpoints (durable commits of the data file, after which the log is emptied).
+    pub checkpoints: u64,
+    /// Seconds spent in them.
+    pub checkpoint_seconds: f64,
+}
+
 /// A storage engine with the Table service's semantics (see the module docs).
 pub trait Backend: Send + Sync {
     /// A one-line description for start-up banners and logs, e.g.
-    /// `durable (redb) at ./tableq-data`.
+    /// `durable at ./tableq-data (write-ahead log fsynced every 1000 ms: …)`.
     fn describe(&self) -> String;
 
     /// Creates a table. Fails if the name is invalid or taken (case-insensitively).
@@ -158,6 +185,15 @@ pub trait Backend: Send + Sync {
     /// The default, `Ok(())`, suits an engine that has no failure mode of its own (memory).
     fn ready(&self) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    /// What the engine reports about itself for monitoring (the emulator's `GET /metrics`:
+    /// sizes, connection pools, write timings; see [`crate::metrics`]). It must be cheap
+    /// and must not block.
+    ///
+    /// The default reports nothing.
+    fn metrics(&self) -> crate::metrics::StoreMetrics {
+        crate::metrics::StoreMetrics::new()
     }
 
     /// How the engine would read `plan` on `table` (for `explain`).

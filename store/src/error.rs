@@ -73,6 +73,19 @@ pub enum StoreError {
     /// The store is closed or shutting down (503 `ServerBusy`).
     #[error("the store is closed")]
     Closed,
+    /// Writes are refused for now — the disk is full, the write-ahead log cannot be written
+    /// — while reads go on (503 `ServerBusy`: clients retry). The message names the cause;
+    /// writes resume by themselves once it is gone. Nothing of the write was applied.
+    #[error("writes are refused for now: {0}")]
+    WritesRefused(String),
+    /// The storage engine did not answer in time (a frozen or overloaded database): 500
+    /// `OperationTimedOut`. The write may or may not have been applied.
+    #[error("the storage engine did not answer in time: {0}")]
+    Timeout(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The storage engine cannot be reached or has no free connection now (503
+    /// `ServerBusy`: retry later). The write was not applied.
+    #[error("the storage engine is unavailable: {0}")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl StoreError {
@@ -89,7 +102,10 @@ impl StoreError {
             StoreError::DuplicateRow { .. } => ErrorCode::InvalidDuplicateRow,
             StoreError::InvalidSetting(_) => ErrorCode::InvalidXmlNodeValue,
             StoreError::Storage(_) => ErrorCode::InternalError,
-            StoreError::Closed => ErrorCode::ServerBusy,
+            StoreError::Closed | StoreError::WritesRefused(_) | StoreError::Unavailable(_) => {
+                ErrorCode::ServerBusy
+            }
+            StoreError::Timeout(_) => ErrorCode::OperationTimedOut,
         }
     }
 

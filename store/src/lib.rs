@@ -12,14 +12,19 @@
 //!   merge, validation, one strictly increasing Timestamp per write), once for every
 //!   engine;
 //! * [`Clock`] — Timestamps that strictly increase per entity;
-//! * [`MemoryBackend`] — the in-memory engine, its tables [`MemoryTable`]s (versions of
-//!   `tableq-exec`'s `MemorySnapshot`, writers serialised, atomic batches);
+//! * [`MemoryBackend`] — the in-memory engine, its tables [`MemoryTable`]s (writers
+//!   serialised, atomic batches) and their versions, [`MemorySnapshot`]s (a compact layout
+//!   with a persistent write overlay; also what `tableq eval` loads files into);
 //! * [`PostgresBackend`] — the PostgreSQL engine (one server or a partitioned cluster);
-//! * [`DurableBackend`] — the durable engine (redb, group commit; [`durable`]);
+//! * [`DurableBackend`] — the durable engine (redb behind a write-ahead log, group commit,
+//!   [`FsyncPolicy`]; [`durable`]);
 //! * [`ServiceProperties`] ([`service`]) and [`SignedIdentifier`] ([`acl`]) — an account's
 //!   service properties (CORS rules among them) and a table's stored access policies, as
 //!   typed values every engine stores;
-//! * [`StoreError`] / [`BatchError`] — failures with the service's error codes.
+//! * [`StoreError`] / [`BatchError`] — failures with the service's error codes;
+//! * the row codec (`codec`, crate-private) — how both engines that store rows in their
+//!   own layout (memory partitions, durable blocks) encode property values.
+//! * [`metrics::StoreMetrics`] — what an engine reports about itself for monitoring.
 //!
 //! The data flows one way: a backend reads through `tableq-exec`'s `EntitySource` and
 //! `Executor`; `tableq-server` calls a backend and never names an engine.
@@ -29,9 +34,11 @@
 pub mod acl;
 pub mod backend;
 pub mod clock;
+mod codec;
 pub mod durable;
 pub mod error;
 pub mod memory;
+pub mod metrics;
 pub mod op;
 pub mod postgres;
 pub mod resolve;
@@ -39,11 +46,14 @@ pub mod service;
 
 pub use self::postgres::{PostgresBackend, PostgresConfig, PostgresError};
 pub use acl::{AccessPolicy, SignedIdentifier};
-pub use backend::{Backend, QueryPage, ScanExplain, TableInfo};
+pub use backend::{Backend, QueryPage, ScanExplain, TableInfo, WriteLogStats};
 pub use clock::Clock;
-pub use durable::{DurableBackend, DurableOptions, DurableSnapshot, OpenError};
+pub use durable::{DurableBackend, DurableOptions, DurableSnapshot, FsyncPolicy, OpenError};
 pub use error::{BatchError, StoreError};
-pub use memory::{MemoryBackend, MemoryTable, MemoryWriter};
+pub use memory::{
+    MemoryBackend, MemoryError, MemoryRow, MemoryRows, MemorySnapshot, MemoryTable, MemoryWriter,
+    OverlayLimits,
+};
 pub use op::{IfMatch, WriteOp, Written};
 pub use resolve::{Change, Resolved, StateReader, resolve};
 pub use service::{CorsMethod, CorsRule, ServiceProperties};

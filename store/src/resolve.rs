@@ -53,12 +53,15 @@ pub trait StateReader {
     -> Result<Option<Entity>, StoreError>;
 }
 
-/// One change to store.
+/// One change to store: what [`resolve`] decides, what every engine applies (the memory
+/// engine's [`MemorySnapshot::with_changes`](crate::MemorySnapshot::with_changes), the
+/// durable engine's blocks and write-ahead log, PostgreSQL's statements).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     /// Store this entity (its Timestamp is set), replacing any entity with its keys.
     Put(Entity),
-    /// Remove the entity with these keys (it exists).
+    /// Remove the entity with these keys ([`resolve`] only deletes entities that exist;
+    /// engines treat the removal of a missing key as doing nothing).
     Delete {
         /// The PartitionKey.
         partition_key: String,
@@ -68,6 +71,14 @@ pub enum Change {
 }
 
 impl Change {
+    /// A [`Change::Delete`].
+    pub fn delete(partition_key: impl Into<String>, row_key: impl Into<String>) -> Change {
+        Change::Delete {
+            partition_key: partition_key.into(),
+            row_key: row_key.into(),
+        }
+    }
+
     /// The (PartitionKey, RowKey) the change writes.
     pub fn keys(&self) -> (&str, &str) {
         match self {

@@ -46,6 +46,16 @@ mod default_blocks {
     durable_suite!(fixture);
 }
 
+/// The contract holds in both durability modes (the default is the fsync interval).
+mod fsync_always {
+    use super::*;
+    fn fixture() -> suite::Fixture {
+        fixture_with(small_blocks().with_fsync(tableq_store::FsyncPolicy::Always))
+    }
+    backend_suite!(fixture);
+    durable_suite!(fixture);
+}
+
 // ---------------------------------------------------------------------------------------
 // Opening: every unusable data directory is a clear, typed error.
 

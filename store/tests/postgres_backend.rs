@@ -51,6 +51,7 @@ pg_cases!(fixture;
     service_properties_start_default_and_round_trip,
     service_properties_are_validated,
     table_acls_round_trip_and_go_with_their_table,
+    create_table_racing_delete_table_never_reports_not_found,
     // durable_suite!
     data_survives_reopen,
     timestamps_keep_increasing_after_reopen,

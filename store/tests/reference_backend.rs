@@ -7,13 +7,13 @@ mod suite;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use tableq_exec::{Executor, Key, MemorySnapshot, PageOptions, RowView};
+use tableq_exec::{Executor, Key, PageOptions, RowView};
 use tableq_model::order::OrdinalString;
 use tableq_model::{Entity, validate};
 use tableq_planner::plan::Plan;
 use tableq_store::{
-    Backend, BatchError, Change, Clock, QueryPage, ServiceProperties, SignedIdentifier,
-    StateReader, StoreError, TableInfo, WriteOp, Written, acl, resolve,
+    Backend, BatchError, Change, Clock, MemorySnapshot, QueryPage, ServiceProperties,
+    SignedIdentifier, StateReader, StoreError, TableInfo, WriteOp, Written, acl, resolve,
 };
 
 type Rows = BTreeMap<(OrdinalString, OrdinalString), Entity>;

@@ -17,9 +17,10 @@
 //!   [`KEYS`]² entities is used, so a one-line input (just a filter) is a useful test.
 
 use std::sync::{Arc, OnceLock};
-use tableq_exec::{Executor, Key, MemorySnapshot, PageOptions, Tuning};
+use tableq_exec::{Executor, Key, PageOptions, Tuning};
 use tableq_model::{Entity, EntityView, Value};
 use tableq_parser::{FilterOptions, parse_filter, parse_top};
+use tableq_store::MemorySnapshot;
 
 /// Key strings: the least key, successors (`a`, `a\0`), a quote, and the two UTF-16 order
 /// traps (U+FFFF sorts after U+10000).

@@ -27,15 +27,15 @@
 //! the [`Pages`] iterator); this file holds the [`Executor`] and its public API.
 //!
 //! ```
-//! use tableq_exec::{Executor, MemorySnapshot, PageOptions};
+//! use tableq_exec::{Executor, VecSource, PageOptions};
 //! use tableq_model::{CmpOp, Entity, Value};
 //! use tableq_planner::{plan::{KeySet, Plan}, predicate::Predicate};
 //!
-//! let snapshot = MemorySnapshot::from_entities((0..100).map(|i| {
+//! let snapshot = VecSource::new((0..100).map(|i| {
 //!     let mut e = Entity::new(format!("p{}", i % 3), format!("r{i:03}"));
 //!     e.set("Age", Value::Int32(i));
 //!     e
-//! })).unwrap();
+//! }));
 //! let plan = Plan {
 //!     ranges: KeySet::all(),
 //!     residual: Predicate::compare("Age", CmpOp::Ge, Value::Int32(50)),
@@ -69,7 +69,7 @@ use wave::Waves;
 
 /// Why execution failed. `E` is the source's error type ([`EntitySource::Error`]; the
 /// default [`Infallible`] is that of sources that cannot fail, such as
-/// [`MemorySnapshot`](crate::MemorySnapshot)): a source error comes back as itself, typed,
+/// [`VecSource`](crate::VecSource)): a source error comes back as itself, typed,
 /// so a storage layer matches on it without downcasting.
 ///
 /// ```
@@ -216,10 +216,10 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
     /// caller streaming a response must discard (or abort) what it wrote for this page.
     ///
     /// ```
-    /// use tableq_exec::{Executor, MemorySnapshot, PageOptions};
+    /// use tableq_exec::{Executor, VecSource, PageOptions};
     /// use tableq_model::Entity;
     /// use tableq_planner::{plan::{KeySet, Plan}, predicate::Predicate};
-    /// let snapshot = MemorySnapshot::from_entities((0..3).map(|i| Entity::new("p", format!("r{i}")))).unwrap();
+    /// let snapshot = VecSource::new((0..3).map(|i| Entity::new("p", format!("r{i}"))));
     /// let plan = Plan { ranges: KeySet::all(), residual: Predicate::TRUE, select: None, top: None };
     /// let mut keys = Vec::new();
     /// let (next, stats) = Executor::new(&snapshot)

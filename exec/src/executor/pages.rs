@@ -7,10 +7,10 @@
 //! cause a result to be skipped or repeated.
 //!
 //! ```
-//! use tableq_exec::{Executor, Key, MemorySnapshot, PageOptions};
+//! use tableq_exec::{Executor, Key, VecSource, PageOptions};
 //! use tableq_model::Entity;
 //! use tableq_planner::{plan::{KeyRange, KeySet, Plan}, predicate::Predicate};
-//! let snapshot = MemorySnapshot::from_entities((0..5).map(|i| Entity::new("p", format!("r{i}")))).unwrap();
+//! let snapshot = VecSource::new((0..5).map(|i| Entity::new("p", format!("r{i}"))));
 //! let plan = Plan { ranges: KeySet::from(KeyRange::partition("p")), residual: Predicate::TRUE, select: None, top: None };
 //! let executor = Executor::new(&snapshot);
 //! let pages: Vec<_> = executor.pages(&plan, PageOptions::default().with_page_size(2)).collect::<Result<_, _>>().unwrap();

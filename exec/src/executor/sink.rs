@@ -3,12 +3,12 @@
 //! caller's closure on the calling thread (no allocation per row).
 //!
 //! ```
-//! use tableq_exec::{Executor, MemorySnapshot, PageOptions};
+//! use tableq_exec::{Executor, VecSource, PageOptions};
 //! use tableq_model::{Entity, Value};
 //! use tableq_planner::{plan::{KeySet, Plan}, predicate::Predicate};
 //! let mut e = Entity::new("p", "r");
 //! e.set("A", Value::Int32(1));
-//! let snapshot = MemorySnapshot::from_entities([e]).unwrap();
+//! let snapshot = VecSource::new([e]);
 //! let plan = Plan { ranges: KeySet::all(), residual: Predicate::TRUE, select: Some(vec!["A".into(), "B".into()]), top: None };
 //! let executor = Executor::new(&snapshot);
 //! // Owned rows (Materialize)…

@@ -15,10 +15,10 @@
 //! [`EntitySource::get`].
 //!
 //! ```
-//! use tableq_exec::{Executor, MemorySnapshot, PageOptions, Tuning};
+//! use tableq_exec::{Executor, VecSource, PageOptions, Tuning};
 //! use tableq_model::Entity;
 //! use tableq_planner::{plan::{KeySet, Plan}, predicate::Predicate};
-//! let snapshot = MemorySnapshot::from_entities((0..100).map(|i| Entity::new("p", format!("r{i:03}")))).unwrap();
+//! let snapshot = VecSource::new((0..100).map(|i| Entity::new("p", format!("r{i:03}"))));
 //! // Tiny chunks, every wave on the pool: 100 rows in several chunks, merged in key order.
 //! let tuning = Tuning { initial_chunk_rows: 4, max_chunk_rows: 16, small_wave_rows: 0 };
 //! let executor = Executor::new(&snapshot).with_threads(2).unwrap().with_tuning(tuning);

@@ -37,10 +37,9 @@ mod sas;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderMap, Method, request::Parts};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tableq_model::{CmpOp, ErrorCode, Value};
+use tableq_model::{CmpOp, Value};
 use tableq_planner::Predicate;
 use tableq_store::{Backend, StoreError};
 
@@ -486,7 +485,7 @@ pub(crate) async fn admit(
         Operation::Entity {
             kind: EntityOp::Insert,
             ..
-        } => check_insert_keys(sas, body, max_body_bytes).await,
+        } => check_insert_keys(sas, body, headers, max_body_bytes).await,
         _ => Ok(body),
     }
 }
@@ -518,22 +517,13 @@ fn key_range(sas: &SasGrant) -> Predicate {
 
 /// Reads an insert's body, checks its keys against the token's range, and puts it back.
 /// A body that is not JSON or has no string keys passes: the handler rejects it.
-async fn check_insert_keys(sas: &SasGrant, body: Body, limit: usize) -> Result<Body, ApiError> {
-    let bytes = match Limited::new(body, limit).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<LengthLimitError>() => {
-            return Err(ApiError::new(
-                ErrorCode::RequestBodyTooLarge,
-                format!("the request body is larger than {limit} bytes"),
-            ));
-        }
-        Err(e) => {
-            return Err(ApiError::new(
-                ErrorCode::InvalidInput,
-                format!("the request body could not be read: {e}"),
-            ));
-        }
-    };
+async fn check_insert_keys(
+    sas: &SasGrant,
+    body: Body,
+    headers: &HeaderMap,
+    limit: usize,
+) -> Result<Body, ApiError> {
+    let bytes = crate::context::read_bytes(body, headers, limit).await?;
     if let Ok(serde_json::Value::Object(entity)) = serde_json::from_slice(&bytes)
         && let (Some(pk), Some(rk)) = (
             entity.get("PartitionKey").and_then(|v| v.as_str()),

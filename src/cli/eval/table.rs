@@ -13,11 +13,12 @@ use crate::cli::input::{Input, JsonLines, Line, Unreadable, line_too_long};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tableq::exec::stream::{KeyLog, find_repeats};
-use tableq::exec::{Executor, Key, MemorySnapshot, PageOptions, SourceRow};
+use tableq::exec::{Executor, Key, PageOptions, SourceRow};
 use tableq::model::json::{
     BorrowedEntity, DecodeOptions, ListProperties, decode_borrowed, decode_entity,
 };
 use tableq::model::{DateTime, Entity, EntityView, ModelError, ValueRef};
+use tableq_store::MemorySnapshot;
 
 /// Loads `input` and runs every query.
 pub(super) fn run(
@@ -57,7 +58,7 @@ pub(super) fn run(
 /// of the execution time.
 fn execute(
     query: &Query,
-    executor: &Executor<'_, tableq::exec::MemorySnapshot>,
+    executor: &Executor<'_, MemorySnapshot>,
     out: &mut Output,
 ) -> Result<Outcome, Failure> {
     let plan = &query.plan;

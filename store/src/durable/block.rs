@@ -17,12 +17,12 @@
 //! position-independent: the `a` of a string, binary or Guid slot is an offset from the
 //! row's first byte, so a write copies unchanged rows between blocks as bytes.
 //!
-//! A slot is one custom property: `id_tag` is the property's name number
-//! (`names.rs`) shifted left by 4, or'ed with the type tag; the slots of a row are sorted by
-//! number. Values: Int32 in `a`; Int64, Double (bit pattern), DateTime (ticks) in `b:a`
-//! (high:low); Boolean in `a` (0 or 1); String and Binary as (`a` offset, `b` length) into
-//! the row; Guid as (`a` offset, `b` = 16). The timestamp is the Timestamp's ticks,
-//! `i64::MIN` for none.
+//! A slot is one custom property in the store's row codec (`crate::codec`, shared with the
+//! memory engine's partitions): `id_tag` is the property's name number shifted left by 4,
+//! or'ed with the type tag; the slots of a row are sorted by number. Values: Int32 in `a`;
+//! Int64, Double (bit pattern), DateTime (ticks) in `b:a` (high:low); Boolean in `a` (0 or
+//! 1); String and Binary as (`a` offset, `b` length) into the row; Guid as (`a` offset,
+//! `b` = 16). The timestamp is the Timestamp's ticks, `i64::MIN` for none.
 //!
 //! Readers never trust the bytes: [`BlockView::parse`] checks the header and the row
 //! offsets ([`BlockView::parse_header`] only the header, for splits and point lookups),
@@ -37,39 +37,21 @@
 //! ```
 
 use super::keys::compare_utf8;
-use super::names::{MAX_NAME_ID, Names};
+use crate::codec::{
+    Corrupt, MAX_NAME_ID, NameOverflow, Names, Payload, SLOT_BYTES as SLOT, Slot,
+    timestamp_from_ticks, timestamp_ticks,
+};
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use tableq_model::{DateTime, Entity, Property, ValueRef};
-use uuid::Uuid;
 
 /// The layout version in every block's first byte.
 pub(crate) const BLOCK_FORMAT: u8 = 1;
 
-const TAG_BINARY: u32 = 0;
-const TAG_BOOLEAN: u32 = 1;
-const TAG_DATETIME: u32 = 2;
-const TAG_DOUBLE: u32 = 3;
-const TAG_GUID: u32 = 4;
-const TAG_INT32: u32 = 5;
-const TAG_INT64: u32 = 6;
-const TAG_STRING: u32 = 7;
-const TAG_BITS: u32 = 4;
-const TAG_MASK: u32 = (1 << TAG_BITS) - 1;
-
-/// Timestamp marking "no Timestamp".
-const NO_TIMESTAMP: i64 = i64::MIN;
 /// Bytes of a block header before the PartitionKey.
 const BLOCK_HEAD: usize = 8;
 /// Bytes of a row header before the RowKey.
 const ROW_HEAD: usize = 12;
-/// Bytes of a slot.
-const SLOT: usize = 12;
-
-/// Why stored bytes are not a valid block or row.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("corrupt block: {0}")]
-pub(crate) struct Corrupt(pub(crate) &'static str);
 
 /// Why a row or block cannot be encoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -80,6 +62,12 @@ pub(crate) enum EncodeError {
     /// The table has used up its property-name numbers.
     #[error("the table has used {} distinct property names, the most it can hold", MAX_NAME_ID as u64 + 1)]
     TooManyNames,
+}
+
+impl From<NameOverflow> for EncodeError {
+    fn from(_: NameOverflow) -> EncodeError {
+        EncodeError::TooManyNames
+    }
 }
 
 #[inline]
@@ -101,11 +89,6 @@ fn i64_at(b: &[u8], o: usize) -> i64 {
     b.get(o..o + 8)
         .and_then(|s| s.try_into().ok())
         .map_or(0, i64::from_le_bytes)
-}
-
-#[inline]
-fn wide(a: u32, b: u32) -> u64 {
-    u64::from(a) | (u64::from(b) << 32)
 }
 
 /// A parsed (header-checked) block borrowed from its bytes.
@@ -340,12 +323,7 @@ impl<'b> RowRef<'b> {
         if self.0.len() < ROW_HEAD {
             return Err(Corrupt("row shorter than its header"));
         }
-        match i64_at(self.0, 0) {
-            NO_TIMESTAMP => Ok(None),
-            t => DateTime::from_ticks(t)
-                .map(Some)
-                .ok_or(Corrupt("Timestamp out of range")),
-        }
+        timestamp_from_ticks(i64_at(self.0, 0))
     }
 
     /// The slot table.
@@ -357,44 +335,41 @@ impl<'b> RowRef<'b> {
             .ok_or(Corrupt("slot table past the row's end"))
     }
 
+    /// The slots, decoded from their bytes.
     #[inline]
-    fn decode(&self, id_tag: u32, a: u32, b: u32) -> Result<ValueRef<'b>, Corrupt> {
-        let range = a as usize..a as usize + b as usize;
-        let bytes = || {
-            self.0
-                .get(range.clone())
+    fn slot_iter(&self) -> Result<impl Iterator<Item = Slot> + 'b, Corrupt> {
+        Ok(self
+            .slots()?
+            .chunks_exact(SLOT)
+            .map(|s| Slot::from_le_bytes(s.try_into().unwrap_or(&[0; SLOT]))))
+    }
+
+    /// A slot's value; its payload lies in the row (offsets from the row's first byte).
+    #[inline]
+    fn decode(&self, slot: Slot) -> Result<ValueRef<'b>, Corrupt> {
+        let row = self.0;
+        let payload = move |a: u32, b: u32| {
+            row.get(a as usize..a as usize + b as usize)
                 .ok_or(Corrupt("value past the row's end"))
         };
-        Ok(match id_tag & TAG_MASK {
-            TAG_STRING => ValueRef::String(
-                std::str::from_utf8(bytes()?).map_err(|_| Corrupt("string is not UTF-8"))?,
-            ),
-            TAG_INT32 => ValueRef::Int32(a as i32),
-            TAG_INT64 => ValueRef::Int64(wide(a, b) as i64),
-            TAG_DOUBLE => ValueRef::Double(f64::from_bits(wide(a, b))),
-            TAG_BOOLEAN if a <= 1 => ValueRef::Boolean(a == 1),
-            TAG_DATETIME => ValueRef::DateTime(
-                DateTime::from_ticks(wide(a, b) as i64).ok_or(Corrupt("DateTime out of range"))?,
-            ),
-            TAG_GUID => ValueRef::Guid(Uuid::from_bytes(
-                <[u8; 16]>::try_from(bytes()?).map_err(|_| Corrupt("Guid is not 16 bytes"))?,
-            )),
-            TAG_BINARY => ValueRef::Binary(bytes()?),
-            _ => return Err(Corrupt("unknown value tag")),
-        })
+        slot.decode(
+            move |a, b| {
+                std::str::from_utf8(payload(a, b)?).map_err(|_| Corrupt("string is not UTF-8"))
+            },
+            payload,
+        )
     }
 
     /// The value of the property with name number `id`.
     #[inline]
     pub(crate) fn value(&self, id: u32) -> Result<Option<ValueRef<'b>>, Corrupt> {
-        for slot in self.slots()?.chunks_exact(SLOT) {
-            let id_tag = u32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
-            match (id_tag >> TAG_BITS).cmp(&id) {
+        for bytes in self.slots()?.chunks_exact(SLOT) {
+            // Only the number is read until the slot is found.
+            match Slot::id_of_le_bytes(bytes).cmp(&id) {
                 Ordering::Less => {}
                 Ordering::Equal => {
-                    let a = u32::from_le_bytes([slot[4], slot[5], slot[6], slot[7]]);
-                    let b = u32::from_le_bytes([slot[8], slot[9], slot[10], slot[11]]);
-                    return self.decode(id_tag, a, b).map(Some);
+                    let slot = Slot::from_le_bytes(bytes.try_into().unwrap_or(&[0; SLOT]));
+                    return self.decode(slot).map(Some);
                 }
                 Ordering::Greater => return Ok(None),
             }
@@ -405,16 +380,13 @@ impl<'b> RowRef<'b> {
     /// Calls `f` with every property (name number, value), in number order.
     pub(crate) fn for_each(&self, mut f: impl FnMut(u32, ValueRef<'b>)) -> Result<(), Corrupt> {
         let mut prev: Option<u32> = None;
-        for slot in self.slots()?.chunks_exact(SLOT) {
-            let id_tag = u32::from_le_bytes([slot[0], slot[1], slot[2], slot[3]]);
-            let a = u32::from_le_bytes([slot[4], slot[5], slot[6], slot[7]]);
-            let b = u32::from_le_bytes([slot[8], slot[9], slot[10], slot[11]]);
-            let id = id_tag >> TAG_BITS;
+        for slot in self.slot_iter()? {
+            let id = slot.id();
             if prev.is_some_and(|p| p >= id) {
                 return Err(Corrupt("property numbers out of order"));
             }
             prev = Some(id);
-            f(id, self.decode(id_tag, a, b)?);
+            f(id, self.decode(slot)?);
         }
         Ok(())
     }
@@ -494,55 +466,23 @@ pub(crate) fn encode_row(
     props.sort_unstable_by_key(|(id, _)| *id);
     let data_start = ROW_HEAD + rk.len() + SLOT * count;
     let mut out = Vec::with_capacity(data_start + 16 * count);
-    let ts = entity.timestamp().map_or(NO_TIMESTAMP, DateTime::ticks);
-    out.extend_from_slice(&ts.to_le_bytes());
+    out.extend_from_slice(&timestamp_ticks(entity.timestamp()).to_le_bytes());
     out.extend_from_slice(&rk_len.to_le_bytes());
     out.extend_from_slice(&slot_count.to_le_bytes());
     out.extend_from_slice(rk);
     out.resize(data_start, 0);
-    let split = |v: u64| (v as u32, (v >> 32) as u32);
     for (k, (id, value)) in props.into_iter().enumerate() {
-        let mut data = |bytes: &[u8]| -> Result<(u32, u32), EncodeError> {
+        let slot = Slot::encode::<EncodeError>(id, value, |payload| {
             let at = u32::try_from(out.len()).map_err(|_| EncodeError::TooLarge("entity"))?;
-            let len = u32::try_from(bytes.len()).map_err(|_| EncodeError::TooLarge("value"))?;
-            out.extend_from_slice(bytes);
-            Ok((at, len))
-        };
-        let (tag, a, b) = match value {
-            ValueRef::String(s) => {
-                let (a, b) = data(s.as_bytes())?;
-                (TAG_STRING, a, b)
+            u32::try_from(payload.len()).map_err(|_| EncodeError::TooLarge("value"))?;
+            match payload {
+                Payload::Text(s) => out.extend_from_slice(s.as_bytes()),
+                Payload::Bytes(b) => out.extend_from_slice(b),
             }
-            ValueRef::Binary(bytes) => {
-                let (a, b) = data(bytes)?;
-                (TAG_BINARY, a, b)
-            }
-            ValueRef::Guid(g) => {
-                let (a, b) = data(g.as_bytes())?;
-                (TAG_GUID, a, b)
-            }
-            ValueRef::Int32(i) => (TAG_INT32, i as u32, 0),
-            ValueRef::Int64(i) => {
-                let (a, b) = split(i as u64);
-                (TAG_INT64, a, b)
-            }
-            ValueRef::Double(d) => {
-                let (a, b) = split(d.to_bits());
-                (TAG_DOUBLE, a, b)
-            }
-            ValueRef::Boolean(v) => (TAG_BOOLEAN, u32::from(v), 0),
-            ValueRef::DateTime(t) => {
-                let (a, b) = split(t.ticks() as u64);
-                (TAG_DATETIME, a, b)
-            }
-        };
-        if id > MAX_NAME_ID {
-            return Err(EncodeError::TooManyNames);
-        }
+            Ok(at)
+        })?;
         let o = ROW_HEAD + rk.len() + SLOT * k;
-        out[o..o + 4].copy_from_slice(&((id << TAG_BITS) | tag).to_le_bytes());
-        out[o + 4..o + 8].copy_from_slice(&a.to_le_bytes());
-        out[o + 8..o + 12].copy_from_slice(&b.to_le_bytes());
+        out[o..o + SLOT].copy_from_slice(&slot.to_le_bytes());
     }
     u32::try_from(out.len()).map_err(|_| EncodeError::TooLarge("entity"))?;
     Ok(out)
@@ -600,6 +540,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use tableq_model::Value;
+    use uuid::Uuid;
 
     /// Encodes entities with one shared name table.
     fn encode_all(entities: &[Entity], names: &mut Names) -> Vec<Vec<u8>> {

@@ -15,8 +15,9 @@
 //! * a block left empty is removed; one left small by deletes absorbs the next and the
 //!   previous block of its partition while the result fits in three quarters of the limits.
 //!
-//! Block lookups are redone from the transaction's current state for every block, so a
-//! split or merge earlier in the same write is seen by the changes after it.
+//! Block lookups (`locate.rs`, the rule the readers follow too) are redone from the
+//! transaction's current state for every block, so a split or merge earlier in the same
+//! write is seen by the changes after it.
 //!
 //! ```text
 //! before: [r01 r02 r03 r04]            insert r05 (append)     [r01 r02 r03 r04] [r05]
@@ -28,7 +29,8 @@ use super::block::{
     BlockView, EncodeError, RowRef, block_overhead, build_block, encode_row, row_share,
 };
 use super::keys::{compare_utf8, entity_key, partition_prefix};
-use super::names::Names;
+use super::locate::{BlockEntry, floor_block};
+use crate::codec::Names;
 use crate::error::StoreError;
 use crate::resolve::Change;
 use redb::{ReadableTable, Table};
@@ -54,17 +56,16 @@ fn storage(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> StoreError
     StoreError::storage(e)
 }
 
+/// A found block, copied out of the table (the edit rewrites the table under it).
+fn stored(found: Option<BlockEntry<'_>>) -> Option<Stored> {
+    found.map(|(k, v)| (k.value().to_vec(), v.value().to_vec()))
+}
+
 /// The last block `<= key` whose key starts with `prefix`.
 fn floor_in(rows: &RowsTable<'_>, key: &[u8], prefix: &[u8]) -> Result<Option<Stored>, StoreError> {
-    match rows.range::<&[u8]>(..=key).map_err(storage)?.next_back() {
-        Some(item) => {
-            let (k, v) = item.map_err(storage)?;
-            Ok(k.value()
-                .starts_with(prefix)
-                .then(|| (k.value().to_vec(), v.value().to_vec())))
-        }
-        None => Ok(None),
-    }
+    floor_block(rows.range::<&[u8]>(..=key), prefix)
+        .map(stored)
+        .map_err(storage)
 }
 
 /// The last block before `before` whose key starts with `prefix`.
@@ -73,15 +74,9 @@ fn prev_in(
     before: &[u8],
     prefix: &[u8],
 ) -> Result<Option<Stored>, StoreError> {
-    match rows.range::<&[u8]>(..before).map_err(storage)?.next_back() {
-        Some(item) => {
-            let (k, v) = item.map_err(storage)?;
-            Ok(k.value()
-                .starts_with(prefix)
-                .then(|| (k.value().to_vec(), v.value().to_vec())))
-        }
-        None => Ok(None),
-    }
+    floor_block(rows.range::<&[u8]>(..before), prefix)
+        .map(stored)
+        .map_err(storage)
 }
 
 /// The first block after `after` (or at/after it when `inclusive`) whose key starts with

@@ -1,25 +1,41 @@
 //! [`DurableBackend`]: the durable engine (`tableq serve`, the default): tables in one
-//! [redb](https://docs.rs/redb) file in a data directory, every acknowledged write on disk.
+//! [redb](https://docs.rs/redb) file in a data directory, every acknowledged write in a
+//! write-ahead log in front of it (`wal/`).
 //!
 //! # What survives what
 //!
 //! A write ([`Backend::write_batch`], `create_table`, `delete_table`) returns only after
-//! the redb transaction holding it committed with `Durability::Immediate` (its pages and
-//! the new root are `fsync`ed). So an acknowledged write survives a crash of the process
-//! (including `SIGKILL`) and, as far as the disk honours `fsync`, of the machine; a write
-//! that had not returned is either entirely there or entirely absent — a batch is never
-//! half applied, and a reply never reports a write that is not stored. What is lost is
-//! only what was never acknowledged. The Timestamp clock is re-seeded on opening from the
-//! largest stored Timestamp, so ETags keep increasing across restarts even when the system
-//! clock stepped back.
+//! its record was appended to the write-ahead log with `write(2)` and its redb commit made
+//! it visible; when the log is `fsync`ed is the [`FsyncPolicy`]:
+//!
+//! | crash | `interval=MS` (default: 1000) | `always` |
+//! |---|---|---|
+//! | the process (`kill -9`, a panic, an OOM kill) | nothing acknowledged is lost | nothing acknowledged is lost |
+//! | the machine or its power | the writes acknowledged in the last MS (plus the `fsync` under way) may be lost | nothing acknowledged is lost (as far as the disk honours `fsync`) |
+//!
+//! In every mode a write that had not returned is either entirely there or entirely absent
+//! — a batch is never half applied, and a reply never reports a write that is not stored —
+//! and a lost write is lost with every write after it (the log is replayed in order, up to
+//! its first missing record). Opening the data directory replays the log records past the
+//! last checkpoint (`replay.rs`). The Timestamp clock is re-seeded on opening from the
+//! largest stored or replayed Timestamp, so ETags keep increasing across restarts even when
+//! the system clock stepped back.
+//!
+//! A full disk (or any failure to write the log or the data file) refuses writes with
+//! [`StoreError::WritesRefused`] (503 `ServerBusy`, naming the cause) while reads go on;
+//! [`Backend::ready`] reports it, and writes resume by themselves once the disk takes them
+//! again (`writer.rs`).
 //!
 //! # Layout
 //!
-//! * **Group commit** (`writer.rs`): one writer thread owns redb's single write
+//! * **Group commit** (`writer.rs`, `txn.rs`): one writer thread owns redb's single write
 //!   transaction. Callers queue requests; the thread takes every queued request, resolves
 //!   each against the transaction's current state ([`crate::resolve()`] — a failing request
-//!   leaves no trace), applies it, commits once, and only then replies to all of them.
-//!   Writers arriving together share one `fsync`.
+//!   leaves no trace), applies it, appends the group's log records with one `write(2)`,
+//!   commits once, and only then replies to all of them. Writers arriving together share
+//!   one `write(2)` (and, under `always`, one `fsync`).
+//! * **Write-ahead log** (`wal/`, `replay.rs`): records, checkpoints, replay; the
+//!   background `fsync` of the interval mode.
 //! * **Blocks** (`block.rs`, `edit.rs`): rows of one partition are stored several to a redb
 //!   value (by default up to 256 rows or 64 KiB; a large entity alone), keyed by (table id,
 //!   PartitionKey, first RowKey) in a byte encoding whose order is the spec's UTF-16 order
@@ -27,11 +43,13 @@
 //!   a point get is one redb lookup and a binary search in the block.
 //! * **Reads** (`read.rs`): a [`DurableSnapshot`] is one redb read transaction (an MVCC
 //!   snapshot) of one table: the [`EntitySource`](tableq_exec::EntitySource) the executor
-//!   runs a query page on, with property slots (interned name numbers, `names.rs`) and
+//!   runs a query page on, with property slots (interned name numbers, the row codec's
+//!   `Names`) and
 //!   `split` at block boundaries for parallel scans.
 //!
-//! The data directory holds one file, [`DATA_FILE`]; redb locks it, so a second server on
-//! the same directory fails with [`OpenError::Locked`].
+//! The data directory holds two files, [`DATA_FILE`] (created atomically: initialised
+//! under a temporary name, then renamed) and the log [`WAL_FILE`]; redb locks the data
+//! file, so a second server on the same directory fails with [`OpenError::Locked`].
 //!
 //! ```
 //! use tableq_model::Entity;
@@ -48,32 +66,41 @@
 mod block;
 mod edit;
 mod keys;
-mod names;
+mod locate;
 mod open;
+mod options;
 mod read;
+mod replay;
 mod settings;
+mod txn;
+mod wal;
 mod writer;
 
 pub use open::{DATA_FILE, DEFAULT_DATA_DIR, FORMAT_VERSION, OpenError};
+pub use options::DurableOptions;
 pub use read::{DurableRow, DurableRows, DurableSnapshot};
+pub use wal::{FsyncPolicy, WAL_FILE};
 
 use crate::acl::{self, SignedIdentifier};
-use crate::backend::{Backend, QueryPage, ScanExplain, TableInfo};
+use crate::backend::{Backend, QueryPage, ScanExplain, TableInfo, WriteLogStats};
 use crate::clock::Clock;
+use crate::codec::Names;
 use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
 use crate::service::ServiceProperties;
-use names::Names;
 use redb::{Database, ReadableDatabase};
 use std::collections::BTreeMap;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Duration;
 use tableq_exec::{ExecError, Executor, Key, PageOptions, RowView};
 use tableq_model::{Entity, validate};
 use tableq_planner::plan::Plan;
-use writer::Request;
+use wal::{LogFile, Syncer, WalShared};
+use writer::{CheckpointLimits, Refusal, Request};
 
 /// redb tables of the data file.
 mod schema {
@@ -93,61 +120,9 @@ mod schema {
     pub(crate) const META_FORMAT: &str = "format";
     pub(crate) const META_NEXT_TABLE: &str = "next_table";
     pub(crate) const META_CLOCK: &str = "clock";
-}
-
-/// Tuning of a [`DurableBackend`] (see [`DurableBackend::open_with`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DurableOptions {
-    /// Bytes of redb's page cache (default 1 GiB; the cache is filled as pages are read).
-    pub cache_bytes: usize,
-    /// Most rows per block (default 256). Not part of the file format: blocks written with
-    /// other limits are read as they are. Larger blocks scan faster (redb's per-entry cost
-    /// and the cache misses of entering a block are paid once per block); smaller blocks
-    /// make single writes cheaper (a write rewrites the blocks it touches).
-    pub block_rows: usize,
-    /// Soft byte limit of a block (default 64 KiB): a block grows past it only to hold a
-    /// single larger entity.
-    pub block_bytes: usize,
-    /// Verify every page's checksum when opening (reads the whole file). A file that was
-    /// damaged outside redb is then reported as [`OpenError::Corrupt`]. Without it redb
-    /// trusts a cleanly closed file: damage is found only when the damaged page is read
-    /// (a storage error then; redb's own debug builds may panic on some damage). Recovery
-    /// after a crash checks the whole file in any case. Default `false`.
-    pub verify_on_open: bool,
-}
-
-impl Default for DurableOptions {
-    fn default() -> DurableOptions {
-        DurableOptions {
-            cache_bytes: 1 << 30,
-            block_rows: 256,
-            block_bytes: 64 * 1024,
-            verify_on_open: false,
-        }
-    }
-}
-
-impl DurableOptions {
-    /// Sets [`cache_bytes`](DurableOptions::cache_bytes).
-    pub fn with_cache_bytes(mut self, bytes: usize) -> DurableOptions {
-        self.cache_bytes = bytes;
-        self
-    }
-
-    /// Sets the block limits ([`block_rows`](DurableOptions::block_rows),
-    /// [`block_bytes`](DurableOptions::block_bytes)); each is at least 1.
-    pub fn with_block_limits(mut self, rows: usize, bytes: usize) -> DurableOptions {
-        self.block_rows = rows.max(1);
-        self.block_bytes = bytes.max(1);
-        self
-    }
-
-    /// Sets [`verify_on_open`](DurableOptions::verify_on_open).
-    pub fn with_verify_on_open(mut self, verify: bool) -> DurableOptions {
-        self.verify_on_open = verify;
-        self
-    }
+    /// The number of the last write-ahead log record the durable file contains (written
+    /// by every checkpoint; absent = 0).
+    pub(crate) const META_WAL_LSN: &str = "wal_lsn";
 }
 
 /// Block size limits (from [`DurableOptions`]).
@@ -180,6 +155,11 @@ pub(crate) struct Shared {
     pub(crate) catalog: RwLock<Catalog>,
     pub(crate) clock: Clock,
     pub(crate) limits: Limits,
+    /// Why writes are refused, while they are (the writer sets and clears it).
+    pub(crate) refusal: Mutex<Option<Refusal>>,
+    /// The data directory and the options it was opened with (to reopen it).
+    pub(crate) dir: PathBuf,
+    pub(crate) options: DurableOptions,
 }
 
 impl Shared {
@@ -203,10 +183,11 @@ impl Shared {
     }
 }
 
-/// The writer thread's queue and handle.
+/// The writer thread's queue and handle, and the background syncer.
 struct WriterHandle {
     queue: SyncSender<Request>,
     thread: std::thread::JoinHandle<()>,
+    syncer: Syncer,
 }
 
 /// The durable engine (see the module docs).
@@ -217,12 +198,34 @@ pub struct DurableBackend {
     closing: Mutex<()>,
     closed: AtomicBool,
     dir: PathBuf,
+    /// The write-ahead log's counters (for [`DurableBackend::write_log_stats`]).
+    log: Arc<WalShared>,
+    fsync: FsyncPolicy,
 }
 
 /// Most requests queued for the writer before callers wait for room.
 const QUEUE_CAPACITY: usize = 4096;
 
 impl DurableBackend {
+    /// The write-ahead log's counters (what [`Backend::metrics`] reports): totals since the
+    /// store was opened, except the sizes.
+    pub fn write_log_stats(&self) -> WriteLogStats {
+        let c = &self.log.counters;
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        let seconds = |a: &std::sync::atomic::AtomicU64| load(a) as f64 / 1e9;
+        WriteLogStats {
+            fsync_policy: self.fsync.to_string(),
+            records: load(&c.records),
+            appended_bytes: load(&c.appended_bytes),
+            log_bytes: load(&c.log_bytes),
+            unsynced_records: load(&c.appended_lsn).saturating_sub(load(&c.synced_lsn)),
+            fsyncs: load(&c.fsyncs),
+            fsync_seconds: seconds(&c.fsync_nanos),
+            checkpoints: load(&c.checkpoints),
+            checkpoint_seconds: seconds(&c.checkpoint_nanos),
+        }
+    }
+
     /// Opens (creating if needed) the data directory `dir` with default options.
     ///
     /// Fails with a typed [`OpenError`] when the directory cannot be created or written,
@@ -232,17 +235,48 @@ impl DurableBackend {
         DurableBackend::open_with(dir, DurableOptions::default())
     }
 
-    /// Opens the data directory `dir` with `options`.
+    /// Opens the data directory `dir` with `options`: the data file (created if missing),
+    /// then the write-ahead log, whose records past the last checkpoint are replayed and
+    /// checkpointed before this returns.
     pub fn open_with(
         dir: impl AsRef<Path>,
         options: DurableOptions,
     ) -> Result<DurableBackend, OpenError> {
-        let dir = dir.as_ref().to_path_buf();
+        DurableBackend::open_logged(dir.as_ref(), options, |file| Arc::new(wal::DiskLog(file)))
+    }
+
+    /// [`open_with`](DurableBackend::open_with), writing the log through `log_file` (tests
+    /// wrap the file to count or delay `fsync`s).
+    fn open_logged(
+        dir: &Path,
+        options: DurableOptions,
+        log_file: impl FnOnce(std::fs::File) -> Arc<dyn LogFile>,
+    ) -> Result<DurableBackend, OpenError> {
+        let dir = dir.to_path_buf();
         let opened = open::open(&dir, &options)?;
         let clock = Clock::new();
         if let Some(t) = opened.max_timestamp {
             clock.observe(t);
         }
+        let (file, bytes, wal_path) = open::open_log(&dir, opened.wal_lsn)?;
+        let bad_log = |detail: String| OpenError::Corrupt {
+            path: wal_path.clone(),
+            detail,
+        };
+        let contents = wal::read(&bytes, opened.wal_lsn + 1).map_err(|e| bad_log(e.to_string()))?;
+        let file = log_file(file);
+        file.truncate(contents.valid_len.max(wal::HEADER_LEN))
+            .map_err(|source| OpenError::Io {
+                path: wal_path.clone(),
+                source,
+            })?;
+        let next_lsn = contents.last_lsn().max(opened.wal_lsn) + 1;
+        let log = wal::Wal::new(
+            file,
+            options.fsync,
+            contents.valid_len.max(wal::HEADER_LEN),
+            next_lsn,
+        );
         let shared = Arc::new(Shared {
             db: RwLock::new(Some(opened.db)),
             catalog: RwLock::new(opened.catalog),
@@ -251,23 +285,72 @@ impl DurableBackend {
                 rows: options.block_rows.max(1),
                 bytes: options.block_bytes.max(1),
             },
+            refusal: Mutex::new(None),
+            dir: dir.clone(),
+            options: options.clone(),
         });
+        let checkpoints = CheckpointLimits {
+            log_bytes: options.checkpoint_log_bytes,
+            interval: options.checkpoint_interval,
+        };
+        let mut writer = writer::Writer::new(shared.clone(), opened.names, log, checkpoints);
+        // A replay that cannot write (a full disk) is an I/O error; anything else is a log
+        // that does not fit the data file.
+        let replayed =
+            writer
+                .replay(&contents, opened.wal_lsn)
+                .map_err(|e| match writer::io_kind(&e) {
+                    Some(kind) => OpenError::Io {
+                        path: dir.join(DATA_FILE),
+                        source: io::Error::new(kind, e.to_string()),
+                    },
+                    None => bad_log(e.to_string()),
+                })?;
+        drop(contents);
+        drop(bytes);
+        let io = |source: io::Error| OpenError::Io {
+            path: wal_path.clone(),
+            source,
+        };
+        if replayed > 0 {
+            writer.checkpoint().map_err(|e| OpenError::Storage {
+                path: dir.join(DATA_FILE),
+                source: Box::new(e),
+            })?;
+        } else {
+            writer.wal.reset().map_err(io)?;
+        }
+        let log = writer.wal.shared().clone();
         let (queue, requests): (SyncSender<Request>, Receiver<Request>) =
             mpsc::sync_channel(QUEUE_CAPACITY);
-        let writer = writer::Writer::new(shared.clone(), opened.names);
         let thread = std::thread::Builder::new()
             .name("tableq-durable-writer".into())
             .spawn(move || writer.run(requests))
-            .map_err(|source| OpenError::Io {
-                path: dir.clone(),
-                source,
-            })?;
+            .map_err(io)?;
+        // The timer: the background fsync (interval mode), checkpoints that are due, and
+        // the disk probe that ends a refusal of writes.
+        let (sync, tick) = match options.fsync {
+            FsyncPolicy::Always => (false, Duration::from_secs(1)),
+            FsyncPolicy::Interval(every) => (true, every.min(Duration::from_secs(1))),
+        };
+        let ticks = queue.clone();
+        let syncer = Syncer::start(log.clone(), sync, tick, move || {
+            // A full queue is busy writing: the next tick will do.
+            let _ = ticks.try_send(Request::Tick);
+        })
+        .map_err(io)?;
         Ok(DurableBackend {
             shared,
-            writer: RwLock::new(Some(WriterHandle { queue, thread })),
+            writer: RwLock::new(Some(WriterHandle {
+                queue,
+                thread,
+                syncer,
+            })),
             closing: Mutex::new(()),
             closed: AtomicBool::new(false),
             dir,
+            log,
+            fsync: options.fsync,
         })
     }
 
@@ -316,7 +399,15 @@ impl DurableBackend {
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         let mut result = Ok(());
-        if let Some(WriterHandle { queue, thread }) = handle {
+        if let Some(WriterHandle {
+            queue,
+            thread,
+            mut syncer,
+        }) = handle
+        {
+            // The syncer holds a sender of the queue: stop it first, so that the writer
+            // sees the queue close, checkpoints and ends.
+            syncer.stop();
             drop(queue);
             if thread.join().is_err() {
                 result = Err(writer_gone());
@@ -355,8 +446,21 @@ impl std::fmt::Debug for DurableBackend {
 }
 
 impl Backend for DurableBackend {
+    /// Where the data is, and what an acknowledged write survives under the fsync policy.
     fn describe(&self) -> String {
-        format!("durable (redb) at {}", self.dir.display())
+        let survives = match self.fsync {
+            FsyncPolicy::Always => "write-ahead log fsynced before every reply: an \
+                                    acknowledged write survives a crash of the process or of \
+                                    the machine"
+                .to_owned(),
+            FsyncPolicy::Interval(every) => format!(
+                "write-ahead log fsynced every {} ms: an acknowledged write survives a crash \
+                 of the process; a crash of the machine may lose the writes of the last {} ms",
+                every.as_millis(),
+                every.as_millis()
+            ),
+        };
+        format!("durable at {} ({survives})", self.dir.display())
     }
 
     fn create_table(&self, name: &str) -> Result<TableInfo, StoreError> {
@@ -485,9 +589,12 @@ impl Backend for DurableBackend {
         let limits = self.shared.limits;
         let mut explain = ScanExplain::engine("durable");
         explain.details.push(format!(
-            "redb file {}; rows in blocks of up to {} rows / {} KiB keyed by (table, \
-             PartitionKey, first RowKey); one read transaction per page",
+            "redb file {} behind the write-ahead log {} (fsync {}); rows in blocks of up to \
+             {} rows / {} KiB keyed by (table, PartitionKey, first RowKey); one read \
+             transaction per page",
             self.dir.join(DATA_FILE).display(),
+            self.dir.join(WAL_FILE).display(),
+            self.fsync,
             limits.rows,
             limits.bytes / 1024
         ));
@@ -500,7 +607,76 @@ impl Backend for DurableBackend {
         true
     }
 
+    /// Not ready while writes are refused (a full disk, a log that cannot be written or
+    /// synced, a data file being reopened after an I/O failure): the cause.
+    fn ready(&self) -> Result<(), StoreError> {
+        self.check_open()?;
+        match &*self
+            .shared
+            .refusal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            Some(refusal) => Err(StoreError::WritesRefused(refusal.reason.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn metrics(&self) -> crate::metrics::StoreMetrics {
+        let stats = self.write_log_stats();
+        let mut m = crate::metrics::StoreMetrics::new();
+        m.counter(
+            "wal_records_total",
+            "Records appended to the write-ahead log (one per write, table change or setting)",
+            stats.records,
+        )
+        .counter(
+            "wal_appended_bytes_total",
+            "Bytes appended to the write-ahead log",
+            stats.appended_bytes,
+        )
+        .gauge(
+            "wal_log_bytes",
+            "The write-ahead log's size now (each checkpoint empties it)",
+            stats.log_bytes as f64,
+        )
+        .gauge(
+            "wal_unsynced_records",
+            "Records appended but not yet fsynced (0 under --fsync always)",
+            stats.unsynced_records as f64,
+        )
+        .counter(
+            "wal_fsyncs_total",
+            "fsyncs of the write-ahead log",
+            stats.fsyncs,
+        )
+        .gauge(
+            "wal_fsync_seconds_sum",
+            "Seconds spent in fsyncs of the write-ahead log since the store opened",
+            stats.fsync_seconds,
+        )
+        .counter(
+            "checkpoints_total",
+            "Checkpoints (durable commits of the data file, after which the log is emptied)",
+            stats.checkpoints,
+        )
+        .gauge(
+            "checkpoint_seconds_sum",
+            "Seconds spent in checkpoints since the store opened",
+            stats.checkpoint_seconds,
+        )
+        .gauge(
+            "writes_refused",
+            "1 while writes are refused (a full disk, a log that cannot be written), else 0",
+            if self.ready().is_err() { 1.0 } else { 0.0 },
+        );
+        m
+    }
+
     fn close(&self) -> Result<(), StoreError> {
         self.shutdown()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,15 +1,26 @@
 //! Opening a data directory: checks with a clear, typed error for every way it can be
 //! unusable ([`OpenError`]), creation of a new data file, the format check of an existing
-//! one, and loading what stays in memory (catalog, property names, the clock's floor).
+//! one, loading what stays in memory (catalog, property names, the clock's floor, the last
+//! checkpointed log record), and opening the write-ahead log.
 //!
 //! ```text
 //! ./tableq-data/            the data directory (created if missing)
 //!   tableq.redb             the redb file: meta, tables, names, rows (see `schema` in mod.rs)
+//!   tableq.wal              the write-ahead log (`wal/`)
 //! ```
+//!
+//! **Creation is atomic.** A new data file (or log) is written under a temporary name
+//! (`tableq.redb.tmp`), made durable, and only then renamed into place, so a start that
+//! fails half way — a full disk, a kill — never leaves a file that later starts refuse.
+//! A data file left uninitialised by an older build (empty or all zero bytes: its header
+//! never reached the disk) holds no data and is replaced.
 
-use super::names::Names;
-use super::schema::{META, META_CLOCK, META_FORMAT, META_NEXT_TABLE, NAMES, ROWS, TABLES};
+use super::schema::{
+    META, META_CLOCK, META_FORMAT, META_NEXT_TABLE, META_WAL_LSN, NAMES, ROWS, TABLES,
+};
+use super::wal::{WAL_FILE, header};
 use super::{Catalog, DurableOptions, TableEntry};
+use crate::codec::Names;
 use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, StorageError, TableHandle};
 use std::collections::HashMap;
 use std::io;
@@ -21,9 +32,16 @@ use tableq_model::DateTime;
 pub const DEFAULT_DATA_DIR: &str = "./tableq-data";
 /// The file in the data directory that holds everything.
 pub const DATA_FILE: &str = "tableq.redb";
-/// The version of tableq's layout inside the redb file (tables, keys, blocks). A file of
-/// another version is refused with [`OpenError::IncompatibleFormat`].
-pub const FORMAT_VERSION: u64 = 1;
+/// The version of tableq's layout inside the redb file (tables, keys, blocks). Version 2
+/// adds the write-ahead log (a checkpoint records its last record number); a version 1 file
+/// (no log yet) is read and upgraded by its first checkpoint, so that an older tableq, which
+/// would ignore the log, refuses the upgraded file instead of losing records. Any other
+/// version is refused with [`OpenError::IncompatibleFormat`].
+pub const FORMAT_VERSION: u64 = 2;
+/// The oldest format version this build opens.
+const OLDEST_FORMAT: u64 = 1;
+/// Suffix of the temporary name a new file is initialised under.
+const TEMP_SUFFIX: &str = ".tmp";
 
 /// Why a data directory cannot be opened. Every variant names the path concerned and
 /// reads as a complete sentence for an operator.
@@ -139,6 +157,8 @@ pub(crate) struct Opened {
     pub(crate) names: HashMap<u64, Names>,
     /// The largest Timestamp any commit stored.
     pub(crate) max_timestamp: Option<DateTime>,
+    /// The number of the last log record the durable file contains.
+    pub(crate) wal_lsn: u64,
 }
 
 /// An I/O error on `path`, classified.
@@ -219,6 +239,71 @@ fn prepare_directory(dir: &Path) -> Result<(), OpenError> {
     }
 }
 
+fn builder(options: &DurableOptions) -> redb::Builder {
+    let mut builder = Database::builder();
+    builder
+        .set_cache_size(options.cache_bytes)
+        .set_check_integrity_on_open(options.verify_on_open);
+    builder
+}
+
+/// The same path with [`TEMP_SUFFIX`].
+fn temporary(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(TEMP_SUFFIX);
+    PathBuf::from(name)
+}
+
+/// Whether `path` is empty or all zero bytes (a file whose contents never reached the
+/// disk). Reads it in 1 MiB steps and stops at the first other byte.
+fn is_uninitialised(path: &Path) -> Result<bool, OpenError> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(|e| io_error(path, e))?;
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buffer).map_err(|e| io_error(path, e))?;
+        if n == 0 {
+            return Ok(true);
+        }
+        if buffer[..n].iter().any(|&b| b != 0) {
+            return Ok(false);
+        }
+    }
+}
+
+/// Makes a new file's name and contents durable: `fsync`s the directory after a rename.
+fn sync_directory(dir: &Path) -> Result<(), OpenError> {
+    // Directories cannot be opened for syncing everywhere (Windows); where they can, a
+    // failure is a real one.
+    match std::fs::File::open(dir) {
+        Ok(d) => d.sync_all().map_err(|e| io_error(dir, e)),
+        Err(_) => Ok(()),
+    }
+}
+
+/// Creates the data file atomically: initialised under a temporary name, closed (so its
+/// contents are durable), renamed into place. On failure no file is left behind.
+fn create_data_file(dir: &Path, file: &Path, options: &DurableOptions) -> Result<(), OpenError> {
+    let temp = temporary(file);
+    let _ = std::fs::remove_file(&temp);
+    let made = (|| {
+        let db = builder(options)
+            .create(&temp)
+            .map_err(|e| database_error(file, e))?;
+        initialise(&db, file)?;
+        db.close().map_err(|e| database_error(file, e))?;
+        std::fs::File::open(&temp)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| io_error(file, e))?;
+        std::fs::rename(&temp, file).map_err(|e| io_error(file, e))
+    })();
+    if made.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    made?;
+    sync_directory(dir)
+}
+
 /// Opens (or creates) the data file in `dir` and loads the catalog.
 pub(crate) fn open(dir: &Path, options: &DurableOptions) -> Result<Opened, OpenError> {
     prepare_directory(dir)?;
@@ -230,19 +315,63 @@ pub(crate) fn open(dir: &Path, options: &DurableOptions) -> Result<Opened, OpenE
                 reason: "it is not a regular file".into(),
             });
         }
-        _ => {}
+        Ok(_) => {
+            if is_uninitialised(&file)? {
+                std::fs::remove_file(&file).map_err(|e| io_error(&file, e))?;
+                create_data_file(dir, &file, options)?;
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => create_data_file(dir, &file, options)?,
+        Err(e) => return Err(io_error(&file, e)),
     }
-    let mut builder = Database::builder();
-    builder
-        .set_cache_size(options.cache_bytes)
-        .set_check_integrity_on_open(options.verify_on_open);
-    let db = builder
+    let db = builder(options)
         .create(&file)
         .map_err(|e| database_error(&file, e))?;
     if is_new(&db, &file)? {
+        // A file of this build always has its tables (it was created atomically); one
+        // without is from an older build that stopped before its first commit.
         initialise(&db, &file)?;
     }
     load(db, &file)
+}
+
+/// Opens the write-ahead log of `dir`, creating it atomically (empty, its first record
+/// numbered after `wal_lsn`) when missing or uninitialised; returns the file (read and
+/// write, positioned at its start), its bytes and its path.
+pub(crate) fn open_log(
+    dir: &Path,
+    wal_lsn: u64,
+) -> Result<(std::fs::File, Vec<u8>, PathBuf), OpenError> {
+    let path = dir.join(WAL_FILE);
+    let missing = match std::fs::metadata(&path) {
+        Ok(m) if !m.is_file() => {
+            return Err(OpenError::NotTableqData {
+                path,
+                reason: "it is not a regular file".into(),
+            });
+        }
+        Ok(m) => m.len() == 0,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => true,
+        Err(e) => return Err(io_error(&path, e)),
+    };
+    if missing {
+        let temp = temporary(&path);
+        let made = std::fs::write(&temp, header(wal_lsn + 1))
+            .and_then(|()| std::fs::File::open(&temp)?.sync_all())
+            .and_then(|()| std::fs::rename(&temp, &path));
+        if let Err(e) = made {
+            let _ = std::fs::remove_file(&temp);
+            return Err(io_error(&path, e));
+        }
+        sync_directory(dir)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io_error(&path, e))?;
+    let bytes = std::fs::read(&path).map_err(|e| io_error(&path, e))?;
+    Ok((file, bytes, path))
 }
 
 /// Whether the file holds no table at all (just created, or created by a run that stopped
@@ -272,7 +401,7 @@ fn is_new(db: &Database, file: &Path) -> Result<bool, OpenError> {
         .map_err(|e| storage_error(file, e))?
         .map(|v| v.value());
     match format {
-        Some(FORMAT_VERSION) => Ok(false),
+        Some(found) if (OLDEST_FORMAT..=FORMAT_VERSION).contains(&found) => Ok(false),
         Some(found) => Err(OpenError::IncompatibleFormat {
             path: file.to_path_buf(),
             what: "tableq",
@@ -334,6 +463,10 @@ fn load(db: Database, file: &Path) -> Result<Opened, OpenError> {
         ),
         None => None,
     };
+    let wal_lsn = meta
+        .get(META_WAL_LSN)
+        .map_err(|e| storage_error(file, e))?
+        .map_or(0, |v| v.value());
     let mut names: HashMap<u64, Names> = HashMap::new();
     for item in names_table.iter().map_err(|e| storage_error(file, e))? {
         let (key, name) = item.map_err(|e| storage_error(file, e))?;
@@ -363,6 +496,7 @@ fn load(db: Database, file: &Path) -> Result<Opened, OpenError> {
         catalog,
         names,
         max_timestamp,
+        wal_lsn,
     })
 }
 

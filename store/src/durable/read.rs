@@ -33,10 +33,12 @@
 //! ```
 
 use super::TableEntry;
-use super::block::{BlockView, Corrupt, RowRef};
+use super::block::{BlockView, RowRef};
 use super::keys::{entity_key, partition_end, partition_prefix, table_end, table_prefix};
-use super::names::Names;
+use super::locate::{floor_block, search_keys};
 use super::schema::ROWS;
+use crate::codec::Corrupt;
+use crate::codec::Names;
 use crate::error::StoreError;
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
 use std::ops::Bound;
@@ -194,22 +196,12 @@ impl DurableSnapshot {
 
     /// The block that holds `(pk, rk)` if it exists, and the row's index.
     fn lookup(&self, pk: &str, rk: &str) -> Result<Option<(Loaded, usize)>, StoreError> {
-        let key = entity_key(self.table, pk, rk);
-        let Some(item) = self
-            .rows
-            .range::<&[u8]>(..=key.as_slice())
-            .map_err(StoreError::storage)?
-            .next_back()
-        else {
+        let (key, partition) = search_keys(self.table, pk, rk);
+        let found = floor_block(self.rows.range::<&[u8]>(..=key.as_slice()), &partition)
+            .map_err(StoreError::storage)?;
+        let Some((_, guard)) = found else {
             return Ok(None);
         };
-        let (block_key, guard) = item.map_err(StoreError::storage)?;
-        if !block_key
-            .value()
-            .starts_with(&partition_prefix(self.table, pk))
-        {
-            return Ok(None);
-        }
         let loaded = Loaded::new(guard, false).map_err(StoreError::storage)?;
         let found = loaded.view().find(rk);
         Ok(found.map(|i| (loaded, i)))
@@ -279,23 +271,13 @@ impl DurableSnapshot {
         let Some(partition) = partition else {
             return key;
         };
-        let found = match self.rows.range::<&[u8]>(..=key.as_slice()) {
-            Ok(mut range) => match range.next_back() {
-                Some(Ok((k, _))) => Some(k.value().to_vec()),
-                Some(Err(e)) => {
-                    self.fail(StoreError::storage(e));
-                    None
-                }
-                None => None,
-            },
+        match floor_block(self.rows.range::<&[u8]>(..=key.as_slice()), partition) {
+            Ok(Some((k, _))) => k.value().to_vec(),
+            Ok(None) => key,
             Err(e) => {
                 self.fail(StoreError::storage(e));
-                None
+                key
             }
-        };
-        match found {
-            Some(k) if k.starts_with(partition) => k,
-            _ => key,
         }
     }
 

@@ -1,4 +1,5 @@
-//! The writer thread and its group commit.
+//! The writer thread: group commit through the write-ahead log, checkpoints, and the
+//! refusal of writes while the disk cannot take them.
 //!
 //! Every change — entity writes, table creation and deletion — is a [`Request`] queued for
 //! one thread, which owns redb's single write transaction at a time:
@@ -8,43 +9,55 @@
 //!    the transaction's current state (so a request sees the ones before it): an entity
 //!    write is resolved first ([`crate::resolve()`]: validation, existence, `If-Match`,
 //!    merge, Timestamp) and applied only if it succeeds, so a failing request leaves no
-//!    trace;
-//! 3. store the group's largest Timestamp (the clock's floor after a restart), publish the
-//!    property names the group added (readers must know them before they can see rows that
-//!    use them), and commit once with `Durability::Immediate`;
-//! 4. only then reply to every request of the group — with its result if the commit
-//!    succeeded, with a storage error (and nothing stored) if it failed.
+//!    trace; each request that changed something gets one log record (`wal/record.rs`);
+//! 3. append the group's records to the log with one `write(2)` — and `fsync` it under
+//!    [`FsyncPolicy::Always`](super::FsyncPolicy::Always) — then commit the transaction without waiting for the disk
+//!    (`Durability::None`: readers see it at once);
+//! 4. only then reply to every request of the group — with its result if both succeeded,
+//!    with an error (and nothing stored, the records taken back) if either failed.
 //!
-//! Callers that arrive while a commit is on disk queue up and share the next one, so many
-//! concurrent writers pay about one `fsync` per group, not one each. A storage failure
-//! while handling a request fails the whole group (its transaction is dropped, nothing is
-//! written); the in-memory name lists are rolled back with it.
+//! Callers that arrive while a group is being written queue up and share the next one, so
+//! concurrent writers pay one `write(2)` (and under `always` one `fsync`) per group.
+//!
+//! **Checkpoints** (a durable redb commit recording the last record number, then the log
+//! emptied) run between groups when the log passes its size bound, when the background
+//! timer finds one due, and on close. **Refusal**: when the log cannot be written (a full
+//! disk), when a background `fsync` failed, or when redb failed an I/O and must be reopened,
+//! writes are answered at once with [`StoreError::WritesRefused`] (503) naming the cause,
+//! reads go on, and [`Backend::ready`](crate::Backend::ready) reports the cause. Every
+//! timer tick, and every refused write at most every 200 ms, probes the disk (the log
+//! grows by 1 MiB and is cut back: `Wal::probe`); once it takes writes again, redb is reopened
+//! if needed (the log replayed into it, so nothing acknowledged is lost) and writes resume
+//! by themselves.
 //!
 //! ```text
-//! callers ──▶ queue ──▶ [writer] begin ─ resolve+apply A ─ resolve B (fails) ─ resolve+apply C ─ commit ──▶ replies A ✓ B ✗ C ✓
+//! callers ──▶ queue ──▶ [writer] begin ─ resolve+apply A ─ resolve B (fails) ─ resolve+apply C ─ log A,C ─ commit ──▶ replies A ✓ B ✗ C ✓
 //! ```
 
-use super::edit::{self, RowsTable};
-use super::names::Names;
-use super::open::{decode_table, encode_table};
-use super::schema::{META, META_CLOCK, META_NEXT_TABLE, NAMES, ROWS, TABLES};
-use super::settings;
-use super::{Shared, TableEntry};
+use super::Shared;
+use super::open::{self, FORMAT_VERSION};
+use super::schema::{META_FORMAT, META_NEXT_TABLE, META_WAL_LSN};
+use super::txn::{GroupState, Tables, TxnReader, storage};
+use super::wal::{self, Wal};
 use crate::backend::TableInfo;
+use crate::codec::Names;
 use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
-use crate::resolve::{StateReader, resolve};
-use redb::{Durability, ReadableTable, Table, WriteTransaction};
+use crate::resolve::resolve;
+use redb::{Durability, ReadableTable};
 use std::collections::HashMap;
+use std::io;
 use std::sync::mpsc::{Receiver, SyncSender};
-use std::sync::{Arc, PoisonError, RwLock};
-use tableq_model::{DateTime, Entity, validate};
-
-use super::block::BlockView;
-use super::keys::{entity_key, partition_prefix, table_end, table_prefix};
+use std::sync::{Arc, PoisonError};
+use std::time::{Duration, Instant};
+use tableq_model::validate;
 
 /// Most requests committed together.
 const MAX_GROUP: usize = 256;
+/// How often a failed checkpoint is tried again (at most).
+const CHECKPOINT_RETRY: Duration = Duration::from_secs(1);
+/// How often the disk is probed while writes are refused (at most).
+const PROBE_EVERY: Duration = Duration::from_millis(200);
 
 /// A change for the writer thread, with the channel its answer goes to.
 pub(crate) enum Request {
@@ -75,6 +88,9 @@ pub(crate) enum Request {
         stored: Option<String>,
         reply: SyncSender<Result<(), StoreError>>,
     },
+    /// The background timer: checkpoint if one is due, probe the disk if writes are
+    /// refused.
+    Tick,
 }
 
 /// A request's answer, held until the commit.
@@ -86,242 +102,369 @@ enum Answer {
     Setting(Result<(), StoreError>),
 }
 
-/// A catalog change to publish after the commit.
-enum CatalogChange {
-    Created { key: String, id: u64, name: String },
-    Deleted { key: String },
+/// When the writer checkpoints.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CheckpointLimits {
+    pub(crate) log_bytes: u64,
+    pub(crate) interval: Duration,
 }
 
-/// What a group changed in memory, to publish after the commit or undo after a failure.
-#[derive(Default)]
-struct GroupState {
-    /// Table id → (table key, number of names before the group), for tables that existed.
-    names_before: HashMap<u64, (String, usize)>,
-    /// Tables created by the group.
-    created: Vec<u64>,
-    /// Name lists of tables the group deleted.
-    deleted: Vec<(u64, Names)>,
-    /// Name lists published to readers before the commit, with what they replaced.
-    published: Vec<(Arc<TableEntry>, Arc<Names>)>,
-    catalog: Vec<CatalogChange>,
-    max_timestamp: Option<DateTime>,
+/// Why writes are refused, and what ends the refusal.
+#[derive(Debug, Clone)]
+pub(crate) struct Refusal {
+    /// The cause, as an operator reads it.
+    pub(crate) reason: String,
+    /// redb failed an I/O: the database must be reopened before writing again.
+    pub(crate) reopen: bool,
 }
 
 /// The writer thread's state.
 pub(crate) struct Writer {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     /// Table id → property names: the authoritative lists (readers get copies).
-    names: HashMap<u64, Names>,
-}
-
-fn storage(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> StoreError {
-    StoreError::storage(e)
-}
-
-/// Reads a table's current state inside the write transaction, for `resolve`.
-struct TxnReader<'a, 'txn> {
-    rows: &'a RowsTable<'txn>,
-    table: u64,
-    names: &'a Names,
-}
-
-impl StateReader for TxnReader<'_, '_> {
-    fn current(&mut self, pk: &str, rk: &str) -> Result<Option<Entity>, StoreError> {
-        let key = entity_key(self.table, pk, rk);
-        let Some(item) = self
-            .rows
-            .range::<&[u8]>(..=key.as_slice())
-            .map_err(storage)?
-            .next_back()
-        else {
-            return Ok(None);
-        };
-        let (block_key, bytes) = item.map_err(storage)?;
-        if !block_key
-            .value()
-            .starts_with(&partition_prefix(self.table, pk))
-        {
-            return Ok(None);
-        }
-        let view = BlockView::parse(bytes.value()).map_err(storage)?;
-        let Some(i) = view.find(rk) else {
-            return Ok(None);
-        };
-        let entity = view.row(i).to_entity(pk, self.names).map_err(storage)?;
-        Ok(Some(entity))
-    }
-}
-
-/// The redb tables a group writes (and the transaction, for the rarely written settings).
-struct Tables<'txn> {
-    txn: &'txn WriteTransaction,
-    meta: Table<'txn, &'static str, u64>,
-    tables: Table<'txn, &'static str, &'static [u8]>,
-    names: Table<'txn, (u64, u32), &'static str>,
-    rows: RowsTable<'txn>,
+    pub(crate) names: HashMap<u64, Names>,
+    /// Table id → catalog key.
+    pub(crate) table_keys: HashMap<u64, String>,
+    pub(crate) wal: Wal,
+    checkpoints: CheckpointLimits,
+    last_checkpoint: Instant,
+    last_checkpoint_failure: Option<Instant>,
+    /// The last probe of the disk while writes were refused.
+    last_probe: Option<Instant>,
 }
 
 impl Writer {
-    pub(crate) fn new(shared: Arc<Shared>, names: HashMap<u64, Names>) -> Writer {
-        Writer { shared, names }
-    }
-
-    /// Serves requests until every sender is gone (the backend is closing).
-    pub(crate) fn run(mut self, requests: Receiver<Request>) {
-        while let Ok(first) = requests.recv() {
-            let mut group = vec![first];
-            while group.len() < MAX_GROUP {
-                match requests.try_recv() {
-                    Ok(r) => group.push(r),
-                    Err(_) => break,
-                }
-            }
-            self.commit_group(group);
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        names: HashMap<u64, Names>,
+        wal: Wal,
+        checkpoints: CheckpointLimits,
+    ) -> Writer {
+        let table_keys = shared
+            .catalog
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(key, entry)| (entry.id, key.clone()))
+            .collect();
+        Writer {
+            shared,
+            names,
+            table_keys,
+            wal,
+            checkpoints,
+            last_checkpoint: Instant::now(),
+            last_checkpoint_failure: None,
+            last_probe: None,
         }
     }
 
-    fn begin(&self) -> Result<WriteTransaction, StoreError> {
-        let db = self
+    /// Serves requests until every sender is gone (the backend is closing), then
+    /// checkpoints so that the log is empty after a clean close.
+    pub(crate) fn run(mut self, requests: Receiver<Request>) {
+        while let Ok(first) = requests.recv() {
+            let mut group = Vec::with_capacity(8);
+            let mut tick = false;
+            let mut push = |r: Request, group: &mut Vec<Request>| match r {
+                Request::Tick => tick = true,
+                r => group.push(r),
+            };
+            push(first, &mut group);
+            while group.len() < MAX_GROUP {
+                match requests.try_recv() {
+                    Ok(r) => push(r, &mut group),
+                    Err(_) => break,
+                }
+            }
+            if tick {
+                self.tick();
+            }
+            if !group.is_empty() {
+                self.commit_group(group);
+            }
+            self.checkpoint_if_due(false);
+        }
+        if self.wal.record_bytes() > 0 && self.refusal().is_none() {
+            let _ = self.checkpoint();
+        }
+    }
+
+    /// The current refusal, if writes are refused.
+    fn refusal(&self) -> Option<Refusal> {
+        self.shared
+            .refusal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn set_refusal(&self, refusal: Option<Refusal>) {
+        *self
             .shared
-            .db
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let mut txn = db
-            .as_ref()
-            .ok_or(StoreError::Closed)?
-            .begin_write()
-            .map_err(storage)?;
-        txn.set_durability(Durability::Immediate).map_err(storage)?;
-        Ok(txn)
+            .refusal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = refusal;
     }
 
     fn commit_group(&mut self, mut group: Vec<Request>) {
-        let mut state = GroupState::default();
-        let result = self.run_group(&mut group, &mut state);
+        // A background fsync that failed: the log may have lost acknowledged records in
+        // the page cache; refuse writes until an fsync succeeds again.
+        if self.wal.shared().sync_error().is_some() && self.wal.shared().sync().is_err() {
+            let reason = format!(
+                "the write-ahead log {} cannot be synced to disk: {}",
+                self.log_path().display(),
+                self.wal.shared().sync_error().unwrap_or_default()
+            );
+            self.set_refusal(Some(Refusal {
+                reason,
+                reopen: false,
+            }));
+        }
+        if let Some(refusal) = self.refusal() {
+            // Not "blocked for ever": try the disk first (a few µs when it is fine).
+            if !self.recover(&refusal) {
+                let error = || StoreError::WritesRefused(refusal.reason.clone());
+                reply_all(group, error);
+                return;
+            }
+        }
+        let result = self.in_transaction(Durability::None, |w, t, state| {
+            let mut records = Vec::new();
+            let mut answers = Vec::with_capacity(group.len());
+            for request in group.iter_mut() {
+                answers.push(w.handle(request, t, state, &mut records)?);
+            }
+            // The log first: nothing becomes visible before its record is written.
+            let appended = w.wal.append(&records).map_err(|e| w.log_failure(&e))?;
+            Ok((answers, appended))
+        });
         match result {
-            Ok(answers) => {
+            Ok((answers, _)) => {
                 for (request, answer) in group.into_iter().zip(answers) {
                     reply(request, answer);
                 }
             }
             Err(e) => {
-                self.undo(state);
+                let e = self.failed(e);
                 let message = e.to_string();
-                for request in group {
-                    let error = || StoreError::storage(message.clone());
-                    let answer = match &request {
-                        Request::Write { .. } => Answer::Write(Err(error().into())),
-                        Request::CreateTable { .. } => Answer::CreateTable(Err(error())),
-                        Request::DeleteTable { .. } => Answer::DeleteTable(Err(error())),
-                        Request::SetServiceProperties { .. } | Request::SetTableAcl { .. } => {
-                            Answer::Setting(Err(error()))
-                        }
-                    };
-                    reply(request, answer);
-                }
+                let refused = matches!(e, StoreError::WritesRefused(_));
+                reply_all(group, || {
+                    if refused {
+                        StoreError::WritesRefused(message.clone())
+                    } else {
+                        StoreError::storage(message.clone())
+                    }
+                });
             }
         }
     }
 
-    /// Handles a group in one transaction and commits it; `Err` = nothing was stored.
-    fn run_group(
-        &mut self,
-        group: &mut [Request],
-        state: &mut GroupState,
-    ) -> Result<Vec<Answer>, StoreError> {
-        let txn = self.begin()?;
-        let answers = {
-            let mut t = Tables {
-                txn: &txn,
-                meta: txn.open_table(META).map_err(storage)?,
-                tables: txn.open_table(TABLES).map_err(storage)?,
-                names: txn.open_table(NAMES).map_err(storage)?,
-                rows: txn.open_table(ROWS).map_err(storage)?,
-            };
-            let mut answers = Vec::with_capacity(group.len());
-            for request in group.iter_mut() {
-                answers.push(self.handle(request, &mut t, state)?);
-            }
-            if let Some(ts) = state.max_timestamp {
-                let ticks = u64::try_from(ts.ticks()).map_err(storage)?;
-                t.meta.insert(META_CLOCK, ticks).map_err(storage)?;
-            }
-            answers
-        };
-        self.publish_names(state);
-        if state.catalog.is_empty() {
-            txn.commit().map_err(storage)?;
+    /// The error of a log append that failed, and the refusal it starts.
+    fn log_failure(&self, e: &io::Error) -> StoreError {
+        let reason = if is_disk_full(e) {
+            format!(
+                "the disk holding {} is full ({e}): writes are refused until space is freed; \
+                 reads go on",
+                self.log_path().display()
+            )
         } else {
-            // Readers begin their snapshot under the read lock: none sees the new catalog
-            // with an old snapshot or the reverse.
-            let mut catalog = self
+            format!(
+                "the write-ahead log {} cannot be written ({e}): writes are refused until it \
+                 can; reads go on",
+                self.log_path().display()
+            )
+        };
+        self.set_refusal(Some(Refusal {
+            reason: reason.clone(),
+            reopen: false,
+        }));
+        StoreError::WritesRefused(reason)
+    }
+
+    /// A failed group or checkpoint: a refusal stays as it is; a redb failure is an I/O
+    /// problem of the data file, after which redb refuses to write until reopened.
+    fn failed(&mut self, e: StoreError) -> StoreError {
+        if matches!(e, StoreError::WritesRefused(_) | StoreError::Closed) {
+            return e;
+        }
+        let Some(kind) = io_kind(&e) else {
+            return e;
+        };
+        let file = self.shared.dir.join(super::DATA_FILE);
+        let reason = if matches!(
+            kind,
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+        ) {
+            format!(
+                "the disk holding {} is full ({e}): writes are refused until space is freed; \
+                 reads go on",
+                file.display()
+            )
+        } else {
+            format!(
+                "the data file {} failed an I/O ({e}): writes are refused until it is reopened",
+                file.display()
+            )
+        };
+        self.set_refusal(Some(Refusal {
+            reason: reason.clone(),
+            reopen: true,
+        }));
+        StoreError::WritesRefused(reason)
+    }
+
+    /// Ends a refusal if the disk takes writes again: probes it (at most every
+    /// [`PROBE_EVERY`]), reopens redb if needed (replaying the log), and clears the
+    /// refusal. `true` = writes may go on.
+    fn recover(&mut self, refusal: &Refusal) -> bool {
+        if self.last_probe.is_some_and(|at| at.elapsed() < PROBE_EVERY) {
+            return false;
+        }
+        self.last_probe = Some(Instant::now());
+        if self.wal.probe().is_err() {
+            return false;
+        }
+        if self.wal.shared().sync_error().is_some() && self.wal.shared().sync().is_err() {
+            return false;
+        }
+        if refusal.reopen
+            && let Err(e) = self.reopen()
+        {
+            self.set_refusal(Some(Refusal {
+                reason: format!("{} (reopening failed: {e})", refusal.reason),
+                reopen: true,
+            }));
+            return false;
+        }
+        self.set_refusal(None);
+        true
+    }
+
+    /// The timer: end a refusal if the disk allows, checkpoint if one is due.
+    fn tick(&mut self) {
+        if let Some(refusal) = self.refusal() {
+            self.recover(&refusal);
+        }
+        self.checkpoint_if_due(true);
+    }
+
+    /// Checkpoints when the log passed its size bound, or (`timer`) when the interval has
+    /// passed with records pending.
+    fn checkpoint_if_due(&mut self, timer: bool) {
+        let pending = self.wal.record_bytes();
+        let due = pending >= self.checkpoints.log_bytes
+            || (timer
+                && pending > 0
+                && self.last_checkpoint.elapsed() >= self.checkpoints.interval);
+        let retry_wait = self
+            .last_checkpoint_failure
+            .is_some_and(|at| at.elapsed() < CHECKPOINT_RETRY);
+        if !due || retry_wait || self.refusal().is_some() {
+            return;
+        }
+        if let Err(e) = self.checkpoint() {
+            self.last_checkpoint_failure = Some(Instant::now());
+            self.failed(e);
+        }
+    }
+
+    /// A durable redb commit that records the last log record it contains; then the log is
+    /// emptied.
+    pub(crate) fn checkpoint(&mut self) -> Result<(), StoreError> {
+        let started = Instant::now();
+        let lsn = self.wal.last_lsn();
+        self.in_transaction(Durability::Immediate, |_, t, _| {
+            t.meta.insert(META_WAL_LSN, lsn).map_err(storage)?;
+            t.meta
+                .insert(META_FORMAT, FORMAT_VERSION)
+                .map_err(storage)?;
+            Ok(())
+        })?;
+        self.last_checkpoint = Instant::now();
+        self.last_checkpoint_failure = None;
+        // Every record is now in the durable file: the log may be emptied. If that fails
+        // the records stay, and are skipped by a replay (their numbers are not above the
+        // checkpoint's).
+        self.wal.reset().map_err(storage)?;
+        self.wal.count_checkpoint(started.elapsed());
+        Ok(())
+    }
+
+    /// Closes redb and opens it again (after an I/O failure), then replays the log into it
+    /// and checkpoints: what was acknowledged is back, and redb writes again.
+    fn reopen(&mut self) -> Result<(), StoreError> {
+        let options = self.shared.options.clone();
+        let opened = {
+            let mut db = self
                 .shared
-                .catalog
+                .db
                 .write()
                 .unwrap_or_else(PoisonError::into_inner);
-            txn.commit().map_err(storage)?;
-            for change in std::mem::take(&mut state.catalog) {
-                match change {
-                    CatalogChange::Created { key, id, name } => {
-                        let names = self.names.get(&id).cloned().unwrap_or_default();
-                        catalog.insert(
-                            key,
-                            Arc::new(TableEntry {
-                                id,
-                                name,
-                                names: RwLock::new(Arc::new(names)),
-                            }),
-                        );
-                    }
-                    CatalogChange::Deleted { key } => {
-                        catalog.remove(&key);
-                    }
-                }
+            if let Some(old) = db.take() {
+                // Its file is in an unknown state: its errors say nothing new.
+                let _ = old.close();
             }
-        }
-        Ok(answers)
+            let opened = open::open(&self.shared.dir, &options).map_err(storage)?;
+            *db = Some(opened.db);
+            (opened.catalog, opened.names, opened.wal_lsn)
+        };
+        let (catalog, names, wal_lsn) = opened;
+        self.table_keys = catalog
+            .iter()
+            .map(|(key, entry)| (entry.id, key.clone()))
+            .collect();
+        *self
+            .shared
+            .catalog
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = catalog;
+        self.names = names;
+        let bytes = std::fs::read(self.log_path()).map_err(storage)?;
+        let contents = wal::read(&bytes, wal_lsn + 1).map_err(storage)?;
+        self.replay(&contents, wal_lsn)?;
+        self.checkpoint()
     }
 
-    /// Handles one request; `Err` only for storage failures (which fail the group).
+    fn log_path(&self) -> std::path::PathBuf {
+        self.shared.dir.join(wal::WAL_FILE)
+    }
+
+    /// Handles one request; `Err` only for storage failures (which fail the group). Pushes
+    /// the request's log record, if it changed anything.
     fn handle(
         &mut self,
         request: &mut Request,
         t: &mut Tables<'_>,
         state: &mut GroupState,
+        records: &mut Vec<Vec<u8>>,
     ) -> Result<Answer, StoreError> {
         Ok(match request {
             Request::Write { table, ops, .. } => {
-                Answer::Write(self.write(table, std::mem::take(ops), t, state)?)
+                Answer::Write(self.write(table, std::mem::take(ops), t, state, records)?)
             }
             Request::CreateTable { name, .. } => {
-                Answer::CreateTable(self.create_table(name, t, state)?)
+                Answer::CreateTable(self.create_table(name, t, state, records)?)
             }
             Request::DeleteTable { name, .. } => {
-                Answer::DeleteTable(self.delete_table(name, t, state)?)
+                Answer::DeleteTable(self.delete_table(name, t, state, records)?)
             }
             Request::SetServiceProperties { stored, .. } => {
-                settings::put_service(t.txn, stored)?;
+                records.push(wal::encode::set_service(stored).map_err(storage)?);
+                super::settings::put_service(t.txn, stored)?;
                 Answer::Setting(Ok(()))
             }
             Request::SetTableAcl { name, stored, .. } => {
-                match Self::lookup(t, &validate::table_key(name))? {
+                match t.lookup(&validate::table_key(name))? {
                     Some((id, _)) => {
-                        settings::put_acl(t.txn, id, stored.as_deref())?;
+                        records.push(wal::encode::set_acl(id, stored.as_deref()).map_err(storage)?);
+                        super::settings::put_acl(t.txn, id, stored.as_deref())?;
                         Answer::Setting(Ok(()))
                     }
                     None => Answer::Setting(Err(StoreError::TableNotFound(name.clone()))),
                 }
             }
+            Request::Tick => unreachable_tick(),
         })
-    }
-
-    fn lookup(t: &Tables<'_>, key: &str) -> Result<Option<(u64, String)>, StoreError> {
-        match t.tables.get(key).map_err(storage)? {
-            Some(v) => decode_table(v.value())
-                .map(Some)
-                .ok_or_else(|| storage("corrupt table record")),
-            None => Ok(None),
-        }
     }
 
     fn write(
@@ -330,18 +473,13 @@ impl Writer {
         ops: Vec<WriteOp>,
         t: &mut Tables<'_>,
         state: &mut GroupState,
+        records: &mut Vec<Vec<u8>>,
     ) -> Result<Result<Vec<Written>, BatchError>, StoreError> {
         let key = validate::table_key(table);
-        let Some((id, _)) = Self::lookup(t, &key)? else {
+        let Some((id, _)) = t.lookup(&key)? else {
             return Ok(Err(StoreError::TableNotFound(table.to_owned()).into()));
         };
         let names = self.names.entry(id).or_default();
-        if !state.created.contains(&id) {
-            state
-                .names_before
-                .entry(id)
-                .or_insert_with(|| (key.clone(), names.len()));
-        }
         let mut reader = TxnReader {
             rows: &t.rows,
             table: id,
@@ -355,13 +493,9 @@ impl Writer {
         if resolved.changes.is_empty() {
             return Ok(Ok(resolved.written));
         }
-        let added = edit::apply(&mut t.rows, id, names, self.shared.limits, resolved.changes)?;
-        for number in added {
-            t.names
-                .insert((id, number), names.name(number))
-                .map_err(storage)?;
-        }
-        state.max_timestamp = state.max_timestamp.max(Some(resolved.timestamp));
+        records
+            .push(wal::encode::write(id, resolved.timestamp, &resolved.changes).map_err(storage)?);
+        self.apply_write(t, state, id, resolved.changes, resolved.timestamp)?;
         Ok(Ok(resolved.written))
     }
 
@@ -370,9 +504,10 @@ impl Writer {
         name: &str,
         t: &mut Tables<'_>,
         state: &mut GroupState,
+        records: &mut Vec<Vec<u8>>,
     ) -> Result<Result<TableInfo, StoreError>, StoreError> {
         let key = validate::table_key(name);
-        if let Some((_, existing)) = Self::lookup(t, &key)? {
+        if let Some((_, existing)) = t.lookup(&key)? {
             return Ok(Err(StoreError::TableAlreadyExists { existing }));
         }
         let id = t
@@ -380,20 +515,8 @@ impl Writer {
             .get(META_NEXT_TABLE)
             .map_err(storage)?
             .map_or(1, |v| v.value());
-        let next = id
-            .checked_add(1)
-            .ok_or_else(|| storage("table ids exhausted"))?;
-        t.meta.insert(META_NEXT_TABLE, next).map_err(storage)?;
-        t.tables
-            .insert(key.as_str(), encode_table(id, name).as_slice())
-            .map_err(storage)?;
-        self.names.insert(id, Names::default());
-        state.created.push(id);
-        state.catalog.push(CatalogChange::Created {
-            key,
-            id,
-            name: name.to_owned(),
-        });
+        records.push(wal::encode::create_table(id, name).map_err(storage)?);
+        self.add_table(t, state, key, id, name)?;
         Ok(Ok(TableInfo {
             name: name.to_owned(),
         }))
@@ -404,65 +527,80 @@ impl Writer {
         name: &str,
         t: &mut Tables<'_>,
         state: &mut GroupState,
+        records: &mut Vec<Vec<u8>>,
     ) -> Result<Result<(), StoreError>, StoreError> {
         let key = validate::table_key(name);
-        let Some((id, _)) = Self::lookup(t, &key)? else {
+        let Some((id, _)) = t.lookup(&key)? else {
             return Ok(Err(StoreError::TableToDeleteNotFound(name.to_owned())));
         };
-        t.tables.remove(key.as_str()).map_err(storage)?;
-        let (start, end) = (table_prefix(id), table_end(id));
-        t.rows
-            .retain_in::<&[u8], _>(start.as_slice()..end.as_slice(), |_, _| false)
-            .map_err(storage)?;
-        t.names
-            .retain_in((id, 0)..=(id, u32::MAX), |_, _| false)
-            .map_err(storage)?;
-        settings::put_acl(t.txn, id, None)?;
-        if let Some(names) = self.names.remove(&id) {
-            state.deleted.push((id, names));
-        }
-        state.catalog.push(CatalogChange::Deleted { key });
+        records.push(wal::encode::delete_table(id, &key).map_err(storage)?);
+        self.drop_table(t, state, key, id)?;
         Ok(Ok(()))
     }
+}
 
-    /// Gives readers the longer name lists of existing tables (before the commit).
-    fn publish_names(&self, state: &mut GroupState) {
-        let catalog = self
-            .shared
-            .catalog
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        for (id, (key, before)) in &state.names_before {
-            let Some(names) = self.names.get(id) else {
-                continue;
-            };
-            if names.len() == *before {
-                continue;
-            }
-            if let Some(entry) = catalog.get(key).filter(|e| e.id == *id) {
-                let mut slot = entry.names.write().unwrap_or_else(PoisonError::into_inner);
-                let previous = std::mem::replace(&mut *slot, Arc::new(names.clone()));
-                state.published.push((entry.clone(), previous));
-            }
+/// Ticks never reach `handle` (`run` takes them out of the group); answering one is a
+/// no-op rather than a panic.
+fn unreachable_tick() -> Answer {
+    Answer::DeleteTable(Ok(()))
+}
+
+/// Whether an I/O error means the disk (or the user's quota) is full.
+fn is_disk_full(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+    )
+}
+
+/// The kind of the I/O error behind a storage failure, if it is one (redb wraps them).
+pub(crate) fn io_kind(e: &StoreError) -> Option<io::ErrorKind> {
+    let StoreError::Storage(inner) = e else {
+        return None;
+    };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(inner.as_ref());
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<io::Error>() {
+            return Some(io.kind());
         }
+        let storage = c
+            .downcast_ref::<redb::StorageError>()
+            .or_else(|| match c.downcast_ref::<redb::CommitError>() {
+                Some(redb::CommitError::Storage(s)) => Some(s),
+                _ => None,
+            })
+            .or_else(|| match c.downcast_ref::<redb::TransactionError>() {
+                Some(redb::TransactionError::Storage(s)) => Some(s),
+                _ => None,
+            })
+            .or_else(|| match c.downcast_ref::<redb::TableError>() {
+                Some(redb::TableError::Storage(s)) => Some(s),
+                _ => None,
+            });
+        match storage {
+            Some(redb::StorageError::Io(io)) => return Some(io.kind()),
+            Some(redb::StorageError::PreviousIo) => return Some(io::ErrorKind::Other),
+            _ => {}
+        }
+        if let Some(redb::Error::Io(io)) = c.downcast_ref::<redb::Error>() {
+            return Some(io.kind());
+        }
+        cause = c.source();
     }
+    None
+}
 
-    /// Undoes the in-memory effects of a group that was not committed.
-    fn undo(&mut self, state: GroupState) {
-        for (entry, previous) in state.published {
-            *entry.names.write().unwrap_or_else(PoisonError::into_inner) = previous;
-        }
-        for (id, names) in state.deleted {
-            self.names.insert(id, names);
-        }
-        for id in state.created {
-            self.names.remove(&id);
-        }
-        for (id, (_, before)) in state.names_before {
-            if let Some(names) = self.names.get_mut(&id) {
-                names.truncate(before);
+fn reply_all(group: Vec<Request>, error: impl Fn() -> StoreError) {
+    for request in group {
+        let answer = match &request {
+            Request::Write { .. } => Answer::Write(Err(error().into())),
+            Request::CreateTable { .. } => Answer::CreateTable(Err(error())),
+            Request::DeleteTable { .. } | Request::Tick => Answer::DeleteTable(Err(error())),
+            Request::SetServiceProperties { .. } | Request::SetTableAcl { .. } => {
+                Answer::Setting(Err(error()))
             }
-        }
+        };
+        reply(request, answer);
     }
 }
 

@@ -1,7 +1,12 @@
-//! [`MemoryBackend`]: the in-memory engine (`tableq serve --in-memory`): a catalog of
-//! tables, each a [`MemoryTable`] (versions of compact partitions plus a write overlay,
-//! consistent snapshots), written through the shared semantics of [`crate::resolve()`].
-//! Nothing survives the process.
+//! The in-memory engine (`tableq serve --in-memory`, and `tableq eval`'s table):
+//!
+//! * [`MemorySnapshot`] (`snapshot/`) — one immutable version of a table in a compact
+//!   layout (partitions of row arrays plus a persistent write overlay), the
+//!   [`EntitySource`](tableq_exec::EntitySource) queries run on;
+//! * [`MemoryTable`] (`table.rs`) — one writable table: its current version and the lock
+//!   that serialises its writers;
+//! * [`MemoryBackend`] (this file) — the catalog of tables, written through the shared
+//!   semantics of [`crate::resolve()`]. Nothing survives the process.
 //!
 //! # The write path
 //!
@@ -22,7 +27,7 @@
 //! **Cost.** Deriving a version copies neither the table nor the partition written: the
 //! changed rows go to a persistent overlay (`O(log n)` tree nodes copied per row), and a
 //! partition is rebuilt compactly only once its overlay reaches a fixed fraction of it
-//! ([`tableq_exec::OverlayLimits`]), so each row is copied a bounded number of times on
+//! ([`OverlayLimits`]), so each row is copied a bounded number of times on
 //! average. A stream of single inserts into one partition thus costs the same per insert
 //! from the first to the hundred-thousandth (`O(log n)` amortised); `store/benches/memory.rs`
 //! measures it (`benches/README.md`, section "memory").
@@ -46,12 +51,14 @@ use crate::service::ServiceProperties;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
-use tableq_exec::{Executor, Key, MemorySnapshot, PageOptions, RowView, SourceRow};
+use tableq_exec::{Executor, Key, PageOptions, RowView, SourceRow};
 use tableq_model::{Entity, validate};
 use tableq_planner::plan::Plan;
 
+mod snapshot;
 mod table;
 
+pub use snapshot::{MemoryError, MemoryRow, MemoryRows, MemorySnapshot, OverlayLimits};
 pub use table::{MemoryTable, MemoryWriter};
 
 /// One table: its name as created, its rows, and its stored access policies.

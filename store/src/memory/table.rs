@@ -1,5 +1,5 @@
 //! [`MemoryTable`]: one writable in-memory table — the current version (an immutable
-//! [`MemorySnapshot`] from `tableq-exec`) behind a lock, and the lock that serialises its
+//! [`MemorySnapshot`]) behind a lock, and the lock that serialises its
 //! writers.
 //!
 //! * **Readers** take [`MemoryTable::snapshot`]: a reference-count increment under a read
@@ -25,9 +25,9 @@
 //! assert_eq!((before.len(), table.snapshot().len()), (2, 1));
 //! ```
 
+use super::{MemoryError, MemorySnapshot};
 use crate::resolve::Change;
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
-use tableq_exec::{MemoryError, MemorySnapshot, RowChange};
 
 /// A writable in-memory table (see the module docs).
 #[derive(Debug, Default)]
@@ -43,21 +43,6 @@ pub struct MemoryWriter<'a> {
     table: &'a MemoryTable,
     current: MemorySnapshot,
     _lock: MutexGuard<'a, ()>,
-}
-
-impl From<Change> for RowChange {
-    fn from(change: Change) -> RowChange {
-        match change {
-            Change::Put(e) => RowChange::Put(e),
-            Change::Delete {
-                partition_key,
-                row_key,
-            } => RowChange::Remove {
-                partition_key,
-                row_key,
-            },
-        }
-    }
 }
 
 impl MemoryTable {
@@ -114,9 +99,7 @@ impl MemoryWriter<'_> {
         self,
         changes: impl IntoIterator<Item = Change>,
     ) -> Result<MemorySnapshot, MemoryError> {
-        let next = self
-            .current
-            .with_changes(changes.into_iter().map(RowChange::from))?;
+        let next = self.current.with_changes(changes)?;
         let previous = std::mem::replace(
             &mut *self
                 .table

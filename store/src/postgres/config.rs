@@ -8,7 +8,17 @@
 //!
 //! * `schema=NAME` — the PostgreSQL schema holding tableq's tables (default `tableq`;
 //!   lowercase letters, digits and `_`, at most 63 characters);
-//! * `pool_size=N` — the most connections the engine opens (default 8).
+//! * `pool_size=N` — the most connections the engine opens (default 8);
+//! * `statement_timeout=MS` — the longest one statement may take, in milliseconds (default
+//!   20000): PostgreSQL cancels it after that (`SET statement_timeout`), and the engine gives
+//!   up on the connection shortly after in case the server cannot (frozen, unreachable) —
+//!   the operation fails with [`crate::StoreError::Timeout`] (500 `OperationTimedOut`);
+//! * `pool_timeout=MS` — the longest an operation waits for a connection, opening one
+//!   included, in milliseconds (default 10000): then [`crate::StoreError::Unavailable`] (503
+//!   `ServerBusy`).
+//!
+//! So an operation fails within `pool_timeout` + `statement_timeout` + 1 s per statement
+//! (31 s with the defaults) whatever the database does.
 //!
 //! ```
 //! use tableq_store::postgres::PostgresConfig;
@@ -19,6 +29,7 @@
 //! ```
 
 use std::time::Duration;
+use tokio_postgres::error::SqlState;
 
 /// Why the PostgreSQL engine could not be opened or failed (converted to
 /// [`crate::StoreError::Storage`] on the [`crate::Backend`] interface).
@@ -35,7 +46,7 @@ pub enum PostgresError {
         target: String,
         /// The client's error.
         #[source]
-        source: postgres::Error,
+        source: tokio_postgres::Error,
     },
     /// The server cannot hold tableq's data (version, encoding).
     #[error("PostgreSQL at {target} cannot be used: {message}")]
@@ -61,16 +72,33 @@ pub enum PostgresError {
         /// The pool size.
         size: usize,
     },
+    /// The server did not complete the connection in time.
+    #[error("PostgreSQL at {target} did not accept a connection within {after:?}")]
+    ConnectTimeout {
+        /// `user@host:port/database`.
+        target: String,
+        /// The connect timeout.
+        after: Duration,
+    },
+    /// A statement did not finish in time; the connection is dropped.
+    #[error("PostgreSQL did not answer within {after:?} (statement_timeout)")]
+    Timeout {
+        /// The statement timeout (plus the margin given to the server to cancel it itself).
+        after: Duration,
+    },
+    /// The connection failed earlier (timed out or closed) and cannot be used again.
+    #[error("the PostgreSQL connection is no longer usable")]
+    Unusable,
     /// A statement failed.
     #[error("PostgreSQL: {}", db_message(.0))]
-    Database(#[from] postgres::Error),
+    Database(#[from] tokio_postgres::Error),
     /// Stored data could not be decoded.
     #[error(transparent)]
     Decode(#[from] super::encode::DecodeError),
 }
 
 /// The server's message (with its SQLSTATE) when there is one, else the client's.
-fn db_message(e: &postgres::Error) -> String {
+fn db_message(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!(
             "{}: {} (SQLSTATE {})",
@@ -82,20 +110,47 @@ fn db_message(e: &postgres::Error) -> String {
     }
 }
 
+impl PostgresError {
+    /// Whether the error says the connection is gone (the server closed it, the network
+    /// failed): a read is retried once on a fresh connection.
+    pub fn is_connection_failure(&self) -> bool {
+        match self {
+            PostgresError::Database(e) => super::client::is_connection_failure(e),
+            _ => false,
+        }
+    }
+}
+
+/// Timeouts become [`crate::StoreError::Timeout`] (500 `OperationTimedOut`); an unreachable
+/// server, an exhausted pool or a lost connection [`crate::StoreError::Unavailable`] (503
+/// `ServerBusy`); anything else [`crate::StoreError::Storage`] (500).
 impl From<PostgresError> for crate::StoreError {
     fn from(e: PostgresError) -> crate::StoreError {
-        crate::StoreError::storage(e)
+        use crate::StoreError;
+        match &e {
+            PostgresError::Timeout { .. } => StoreError::Timeout(Box::new(e)),
+            PostgresError::Database(db) if db.code() == Some(&SqlState::QUERY_CANCELED) => {
+                StoreError::Timeout(Box::new(e))
+            }
+            PostgresError::PoolTimeout { .. }
+            | PostgresError::Connect { .. }
+            | PostgresError::ConnectTimeout { .. }
+            | PostgresError::Unusable => StoreError::Unavailable(Box::new(e)),
+            _ if e.is_connection_failure() => StoreError::Unavailable(Box::new(e)),
+            _ => StoreError::storage(e),
+        }
     }
 }
 
 /// Where and how to connect (see the module docs).
 #[derive(Clone)]
 pub struct PostgresConfig {
-    pub(crate) client: postgres::Config,
+    pub(crate) client: tokio_postgres::Config,
     target: String,
     pool_size: usize,
     schema: String,
     pub(crate) checkout_timeout: Duration,
+    pub(crate) statement_timeout: Duration,
     pub(crate) pushdown: bool,
 }
 
@@ -113,11 +168,18 @@ impl std::fmt::Debug for PostgresConfig {
 pub const DEFAULT_SCHEMA: &str = "tableq";
 /// The default pool size.
 pub const DEFAULT_POOL_SIZE: usize = 8;
+/// The default statement timeout.
+pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(20);
+/// The default time an operation waits for a connection.
+pub const DEFAULT_POOL_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the engine waits past the statement timeout for PostgreSQL to cancel a
+/// statement itself, before it gives up on the connection.
+pub(crate) const CANCEL_MARGIN: Duration = Duration::from_secs(1);
 
 impl PostgresConfig {
-    /// Parses a `postgres://` (or `postgresql://`) URL with the optional `schema` and
-    /// `pool_size` parameters (see the module docs). Without `connect_timeout`, connecting
-    /// gives up after 10 s.
+    /// Parses a `postgres://` (or `postgresql://`) URL with the optional `schema`,
+    /// `pool_size`, `statement_timeout` and `pool_timeout` parameters (see the module docs).
+    /// Without `connect_timeout`, connecting gives up after 10 s.
     pub fn from_url(url: &str) -> Result<PostgresConfig, PostgresError> {
         if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
             return Err(PostgresError::InvalidUrl(
@@ -130,6 +192,19 @@ impl PostgresConfig {
         };
         let mut schema = DEFAULT_SCHEMA.to_owned();
         let mut pool_size = DEFAULT_POOL_SIZE;
+        let mut statement_timeout = DEFAULT_STATEMENT_TIMEOUT;
+        let mut pool_timeout = DEFAULT_POOL_TIMEOUT;
+        let millis = |name: &str, v: &str| {
+            v.parse::<u64>()
+                .ok()
+                .filter(|ms| *ms > 0)
+                .map(Duration::from_millis)
+                .ok_or_else(|| {
+                    PostgresError::InvalidUrl(format!(
+                        "{name}={v}: want a number of milliseconds above 0"
+                    ))
+                })
+        };
         let mut rest: Vec<&str> = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             match pair.split_once('=') {
@@ -139,6 +214,10 @@ impl PostgresConfig {
                         PostgresError::InvalidUrl(format!("pool_size={v} is not a number"))
                     })?
                 }
+                Some(("statement_timeout", v)) => {
+                    statement_timeout = millis("statement_timeout", v)?
+                }
+                Some(("pool_timeout", v)) => pool_timeout = millis("pool_timeout", v)?,
                 _ => rest.push(pair),
             }
         }
@@ -147,9 +226,9 @@ impl PostgresConfig {
         } else {
             format!("{base}?{}", rest.join("&"))
         };
-        let mut client: postgres::Config = client_url
+        let mut client: tokio_postgres::Config = client_url
             .parse()
-            .map_err(|e: postgres::Error| PostgresError::InvalidUrl(e.to_string()))?;
+            .map_err(|e: tokio_postgres::Error| PostgresError::InvalidUrl(e.to_string()))?;
         if client.get_connect_timeout().is_none() {
             client.connect_timeout(Duration::from_secs(10));
         }
@@ -164,7 +243,8 @@ impl PostgresConfig {
             target,
             pool_size: DEFAULT_POOL_SIZE,
             schema: DEFAULT_SCHEMA.into(),
-            checkout_timeout: Duration::from_secs(30),
+            checkout_timeout: pool_timeout,
+            statement_timeout,
             pushdown: true,
         }
         .with_pool_size(pool_size)?
@@ -205,10 +285,28 @@ impl PostgresConfig {
         Ok(self)
     }
 
-    /// How long an operation waits for a free connection before failing (default 30 s).
+    /// How long an operation waits for a connection, opening one included, before failing
+    /// (default 10 s; URL parameter `pool_timeout`).
     pub fn with_checkout_timeout(mut self, timeout: Duration) -> PostgresConfig {
         self.checkout_timeout = timeout;
         self
+    }
+
+    /// The longest one statement may take (default 20 s; URL parameter
+    /// `statement_timeout`).
+    pub fn with_statement_timeout(mut self, timeout: Duration) -> PostgresConfig {
+        self.statement_timeout = timeout;
+        self
+    }
+
+    /// The statement timeout.
+    pub fn statement_timeout(&self) -> Duration {
+        self.statement_timeout
+    }
+
+    /// How long an operation waits for a connection.
+    pub fn pool_timeout(&self) -> Duration {
+        self.checkout_timeout
     }
 
     /// Turns residual pushdown off (`false`: every row of the key ranges is fetched and the
@@ -235,8 +333,8 @@ impl PostgresConfig {
     }
 }
 
-fn describe(c: &postgres::Config) -> String {
-    use postgres::config::Host;
+fn describe(c: &tokio_postgres::Config) -> String {
+    use tokio_postgres::config::Host;
     let host = match c.get_hosts().first() {
         Some(Host::Tcp(h)) => h.clone(),
         Some(Host::Unix(p)) => p.display().to_string(),
@@ -267,6 +365,13 @@ mod tests {
             c.client.get_connect_timeout(),
             Some(&Duration::from_secs(3))
         );
+        assert_eq!(c.statement_timeout(), DEFAULT_STATEMENT_TIMEOUT);
+        assert_eq!(c.pool_timeout(), DEFAULT_POOL_TIMEOUT);
+        let c =
+            PostgresConfig::from_url("postgres://u@h/db?statement_timeout=1500&pool_timeout=200")
+                .unwrap();
+        assert_eq!(c.statement_timeout(), Duration::from_millis(1500));
+        assert_eq!(c.pool_timeout(), Duration::from_millis(200));
         for bad in [
             "http://h/db",
             "postgres://h/db",
@@ -276,6 +381,8 @@ mod tests {
             "postgres://u@h/db?schema=pg_x",
             "postgres://u@h/db?schema=1a",
             "postgres://u@h/db?nonsense=1",
+            "postgres://u@h/db?statement_timeout=0",
+            "postgres://u@h/db?pool_timeout=soon",
             "postgres://u@h:notaport/db",
         ] {
             assert!(

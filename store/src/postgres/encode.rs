@@ -55,11 +55,11 @@
 //! assert_eq!(encode_str("plain"), "plain");
 //! ```
 
-use postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 use std::borrow::Cow;
 use std::error::Error;
 use std::fmt::Write as _;
 use tableq_model::{DateTime, Entity, Property, Value};
+use tokio_postgres::types::{FromSql, IsNull, ToSql, Type, to_sql_checked};
 
 type BoxError = Box<dyn Error + Sync + Send>;
 
@@ -392,7 +392,7 @@ impl ToSql for Jsonb {
     fn to_sql(
         &self,
         _ty: &Type,
-        out: &mut postgres::types::private::BytesMut,
+        out: &mut tokio_postgres::types::private::BytesMut,
     ) -> Result<IsNull, BoxError> {
         out.extend_from_slice(&[1]);
         out.extend_from_slice(self.0.as_bytes());
@@ -412,7 +412,7 @@ impl ToSql for JsonPath {
     fn to_sql(
         &self,
         _ty: &Type,
-        out: &mut postgres::types::private::BytesMut,
+        out: &mut tokio_postgres::types::private::BytesMut,
     ) -> Result<IsNull, BoxError> {
         out.extend_from_slice(&[1]);
         out.extend_from_slice(self.0.as_bytes());

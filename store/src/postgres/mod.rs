@@ -26,15 +26,30 @@
 //! (`SELECT … FOR UPDATE`), [`crate::resolve()`] decides, then plain `INSERT`/`UPDATE`/
 //! `DELETE`; unique violations, serialization failures and deadlocks are retried.
 //!
-//! # Why the synchronous `postgres` crate
+//! # Blocking calls with deadlines
 //!
 //! The [`Backend`] interface is blocking (callers run it off their async workers, like the
 //! embedded engines), and a page's statements are strictly sequential (each batch starts
-//! after the previous one's last key). The `postgres` crate is `tokio-postgres` behind
-//! blocking calls — same protocol code, prepared statements, binary parameters — without
-//! a runtime to manage here; a small pool (`pool.rs`) keeps one prepared-statement cache per
-//! connection. Call the engine from a thread that is not driving an async runtime
-//! (e.g. inside `tokio::task::spawn_blocking`): the client blocks on its own runtime.
+//! after the previous one's last key). Each connection is `tokio-postgres` behind blocking
+//! calls on a small runtime of its own (`client.rs`), every call bounded by the statement
+//! timeout; a small pool (`pool.rs`) keeps one prepared-statement cache per connection and
+//! bounds the wait for a connection. Call the engine from a thread that is not driving an
+//! async runtime (e.g. inside `tokio::task::spawn_blocking`).
+//!
+//! # When the database misbehaves
+//!
+//! * **Frozen or unreachable**: an operation fails within `pool_timeout` +
+//!   `statement_timeout` (+ 1 s) — [`StoreError::Timeout`] (500 `OperationTimedOut`) when a
+//!   statement ran out of time, [`StoreError::Unavailable`] (503 `ServerBusy`) when no
+//!   connection could be had — and the engine recovers by itself once the server answers
+//!   again (timed-out connections are dropped, new ones opened on demand).
+//! * **Restarted**: connections the restart closed are dropped with every idle one; a read
+//!   that met one is run again once on a fresh connection, and a write that failed before
+//!   its `COMMIT` was sent is run again (it cannot have been applied).
+//! * **Errors** name the server (`user@host:port/database`) for the operator's log; the
+//!   HTTP server never puts a storage failure's text in a response.
+//! * **Readiness** ([`Backend::ready`]): one bounded round trip, and not ready on a standby
+//!   (`pg_is_in_recovery()`).
 //!
 //! ```no_run
 //! use tableq_model::Entity;
@@ -47,10 +62,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod client;
 pub mod config;
 pub mod encode;
 mod pool;
 pub mod pushdown;
+mod resilience;
 pub mod schema;
 pub(crate) mod source;
 mod sql;
@@ -63,12 +80,13 @@ use crate::acl::{self, SignedIdentifier};
 use crate::backend::{Backend, QueryPage, ScanExplain, TableInfo};
 use crate::clock::Clock;
 use crate::error::{BatchError, StoreError};
+use crate::metrics::StoreMetrics;
 use crate::op::{WriteOp, Written};
 use crate::service::ServiceProperties;
 use encode::{JsonbText, decode_entity, encode_str};
 use pool::Pool;
-use postgres::IsolationLevel;
 use source::PageSource;
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{PoisonError, RwLock};
@@ -83,6 +101,7 @@ pub(crate) struct Statements {
     lookup_table: String,
     pub(crate) lock_table: String,
     create_table: String,
+    lookup_name: String,
     drop_table: String,
     drop_entities: String,
     list_tables: String,
@@ -108,6 +127,7 @@ impl Statements {
             create_table: format!(
                 "INSERT INTO {t} (key, name) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING id"
             ),
+            lookup_name: format!("SELECT name FROM {t} WHERE key = $1"),
             drop_table: format!("DELETE FROM {t} WHERE key = $1 RETURNING id"),
             drop_entities: format!("DELETE FROM {e} WHERE table_id = $1"),
             list_tables: format!("SELECT name FROM {t} ORDER BY key"),
@@ -161,6 +181,10 @@ pub struct PostgresBackend {
     pub(crate) clock: Clock,
     closed: AtomicBool,
     fetched: AtomicU64,
+    /// Reads run again on a fresh connection after meeting a closed one.
+    read_retries: AtomicU64,
+    /// Writes run again after their connection was closed before `COMMIT`.
+    write_retries: AtomicU64,
     /// Table key → id, as last seen: a hint for point gets, which check it in the same
     /// statement (a stale id finds no table row and is looked up again).
     ids: RwLock<HashMap<String, i64>>,
@@ -187,10 +211,10 @@ impl PostgresBackend {
     /// makes the clock start after the newest stored Timestamp.
     pub fn open_with(config: PostgresConfig) -> Result<PostgresBackend, PostgresError> {
         let pool = Pool::new(&config);
-        let mut conn = pool.connect()?;
+        let mut conn = pool.connect(pool.connect_timeout())?;
         let layout = schema::ensure(&mut conn, &config)?;
         if matches!(layout, Layout::Partitioned { .. }) {
-            pool.set_session_setup(pool::PARTITIONED_SESSION);
+            pool.add_session_setup(pool::PARTITIONED_SESSION);
             conn.client.batch_execute(pool::PARTITIONED_SESSION)?;
         }
         let sql = Statements::new(config.schema_name());
@@ -203,7 +227,8 @@ impl PostgresBackend {
             )?;
             let newest: Option<i64> = tx
                 .query_one(&format!("SELECT max(ts) FROM {}", sql.entities), &[])?
-                .try_get(0)?;
+                .try_get(0)
+                .map_err(PostgresError::from)?;
             tx.commit()?;
             if let Some(t) = newest.and_then(DateTime::from_ticks) {
                 clock.observe(t);
@@ -218,6 +243,8 @@ impl PostgresBackend {
             clock,
             closed: AtomicBool::new(false),
             fetched: AtomicU64::new(0),
+            read_retries: AtomicU64::new(0),
+            write_retries: AtomicU64::new(0),
             ids: RwLock::new(HashMap::new()),
         })
     }
@@ -251,31 +278,14 @@ impl PostgresBackend {
         Ok(self.pool.get()?)
     }
 
-    /// Runs `f` with a prepared statement for `sql` on a pooled connection.
-    fn with_statement<T>(
-        &self,
-        sql: &str,
-        f: impl FnOnce(&mut postgres::Client, &postgres::Statement) -> Result<T, PostgresError>,
-    ) -> Result<T, StoreError> {
-        let mut conn = self.conn()?;
-        let stmt = conn.prepared(sql).map_err(PostgresError::from)?;
-        Ok(f(&mut conn.client, &stmt)?)
-    }
-
     /// The id of the table with this key (remembered as a hint for point gets), if any.
     fn lookup_id(
         &self,
         conn: &mut pool::PooledConn<'_>,
         key: &str,
     ) -> Result<Option<i64>, StoreError> {
-        let lookup = conn
-            .prepared(&self.sql.lookup_table)
-            .map_err(PostgresError::from)?;
-        let id: Option<i64> = match conn
-            .client
-            .query_opt(&lookup, &[&key])
-            .map_err(PostgresError::from)?
-        {
+        let lookup = conn.prepared(&self.sql.lookup_table)?;
+        let id: Option<i64> = match conn.client.query_opt(&lookup, &[&key])? {
             Some(row) => Some(row.try_get(0).map_err(PostgresError::from)?),
             None => None,
         };
@@ -297,14 +307,17 @@ impl PostgresBackend {
         }
     }
 
-    /// Runs `f` on a page source for `table` and `plan` inside a read-only snapshot.
+    /// Runs `f` on a page source for `table` and `plan` inside a read-only snapshot (a
+    /// read: run again on a fresh connection after meeting a closed one, while `again`
+    /// allows).
     fn with_page<T>(
         &self,
         table: &str,
         plan: &Plan,
         continuation: Option<&Key>,
         options: &PageOptions,
-        f: impl FnOnce(&PageSource<'_>, &pushdown::Pushdown) -> Result<T, StoreError>,
+        again: &dyn Fn() -> bool,
+        mut f: impl FnMut(&PageSource<'_>, &pushdown::Pushdown) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let key = validate::table_key(table);
         let pushed = if self.config.pushdown {
@@ -312,43 +325,47 @@ impl PostgresBackend {
         } else {
             pushdown::nothing(&plan.residual)
         };
-        let mut conn = self.conn()?;
-        let lookup = conn
-            .prepared(&self.sql.lookup_table)
-            .map_err(PostgresError::from)?;
-        let mut tx = conn
-            .client
-            .build_transaction()
-            .isolation_level(IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .map_err(PostgresError::from)?;
-        let Some(row) = tx
-            .query_opt(&lookup, &[&key])
-            .map_err(PostgresError::from)?
-        else {
-            return Err(StoreError::TableNotFound(table.to_owned()));
-        };
-        let table_id: i64 = row.try_get(0).map_err(PostgresError::from)?;
-        let mut source = PageSource::new(
-            tx,
-            self.sql.entities.clone(),
-            table_id,
-            pushed.cond.clone(),
-            Self::page_limit(plan, options),
-            pushed.is_exact(),
-        );
-        source.prefetch_points(&plan.ranges, continuation);
-        let out = f(&source, &pushed);
-        let (tx, failure, fetched) = source.finish();
-        self.fetched.fetch_add(fetched, Ordering::Relaxed);
-        if let Some(e) = failure {
-            return Err(e.into());
-        }
-        let out = out?;
-        tx.commit().map_err(PostgresError::from)?;
-        Ok(out)
+        self.read(again, |conn| {
+            let lookup = conn.prepared(&self.sql.lookup_table)?;
+            let mut tx = conn.client.snapshot()?;
+            let Some(row) = tx.query_opt(&lookup, &[&key])? else {
+                return Err(StoreError::TableNotFound(table.to_owned()));
+            };
+            let table_id: i64 = row.try_get(0).map_err(PostgresError::from)?;
+            let mut source = PageSource::new(
+                tx,
+                self.sql.entities.clone(),
+                table_id,
+                pushed.cond.clone(),
+                Self::page_limit(plan, options),
+                pushed.is_exact(),
+            );
+            source.prefetch_points(&plan.ranges, continuation);
+            let out = f(&source, &pushed);
+            let (tx, failure, fetched) = source.finish();
+            self.fetched.fetch_add(fetched, Ordering::Relaxed);
+            if let Some(e) = failure {
+                return Err(e.into());
+            }
+            let out = out?;
+            tx.commit()?;
+            Ok(out)
+        })
     }
+}
+
+/// How often Create Table tries again when the table it conflicted with was deleted before
+/// it could look at it.
+const CREATE_ATTEMPTS: usize = 50;
+
+/// What one attempt of Create Table found.
+enum Created {
+    /// Created by this call.
+    Now,
+    /// It existed, with this name.
+    Before(String),
+    /// It conflicted, then was gone (deleted concurrently): try again.
+    Vanished,
 }
 
 impl Backend for PostgresBackend {
@@ -365,41 +382,57 @@ impl Backend for PostgresBackend {
         self.check_open()?;
         validate::table_name(name)?;
         let key = validate::table_key(name);
-        let created = self.with_statement(&self.sql.create_table, |c, s| {
-            Ok(c.query_opt(s, &[&key, &name])?.is_some())
-        })?;
-        if created {
-            return Ok(TableInfo { name: name.into() });
+        // `ON CONFLICT DO NOTHING` then a lookup, in one READ COMMITTED transaction: the
+        // lookup sees the row that conflicted unless a concurrent Delete Table removed it in
+        // between — then the insert is tried again, so a create racing a delete answers
+        // created or already-exists, never not-found.
+        for _ in 0..CREATE_ATTEMPTS {
+            let outcome = self.write_with_retry(|conn, committing| {
+                let create = conn.prepared(&self.sql.create_table)?;
+                let lookup = conn.prepared(&self.sql.lookup_name)?;
+                let mut tx = conn.client.transaction()?;
+                let outcome = if tx.query_opt(&create, &[&key, &name])?.is_some() {
+                    Created::Now
+                } else {
+                    match tx.query_opt(&lookup, &[&key])? {
+                        Some(row) => Created::Before(row.try_get(0).map_err(PostgresError::from)?),
+                        None => Created::Vanished,
+                    }
+                };
+                committing.set(true);
+                tx.commit()?;
+                Ok(outcome)
+            })?;
+            match outcome {
+                Created::Now => return Ok(TableInfo { name: name.into() }),
+                Created::Before(existing) => {
+                    return Err(StoreError::TableAlreadyExists { existing });
+                }
+                Created::Vanished => continue,
+            }
         }
-        match self.table(name) {
-            Ok(existing) => Err(StoreError::TableAlreadyExists {
-                existing: existing.name,
-            }),
-            Err(e) => Err(e),
-        }
+        // Created and deleted by others on every attempt: another create won each time.
+        Err(StoreError::TableAlreadyExists {
+            existing: name.to_owned(),
+        })
     }
 
     fn delete_table(&self, name: &str) -> Result<(), StoreError> {
+        self.check_open()?;
         let key = validate::table_key(name);
-        let mut conn = self.conn()?;
-        let drop_table = conn
-            .prepared(&self.sql.drop_table)
-            .map_err(PostgresError::from)?;
-        let drop_entities = conn
-            .prepared(&self.sql.drop_entities)
-            .map_err(PostgresError::from)?;
-        let mut tx = conn.client.transaction().map_err(PostgresError::from)?;
-        let Some(row) = tx
-            .query_opt(&drop_table, &[&key])
-            .map_err(PostgresError::from)?
-        else {
-            return Err(StoreError::TableToDeleteNotFound(name.to_owned()));
-        };
-        let id: i64 = row.try_get(0).map_err(PostgresError::from)?;
-        tx.execute(&drop_entities, &[&id])
-            .map_err(PostgresError::from)?;
-        tx.commit().map_err(PostgresError::from)?;
-        Ok(())
+        self.write_with_retry(|conn, committing| {
+            let drop_table = conn.prepared(&self.sql.drop_table)?;
+            let drop_entities = conn.prepared(&self.sql.drop_entities)?;
+            let mut tx = conn.client.transaction()?;
+            let Some(row) = tx.query_opt(&drop_table, &[&key])? else {
+                return Err(StoreError::TableToDeleteNotFound(name.to_owned()));
+            };
+            let id: i64 = row.try_get(0).map_err(PostgresError::from)?;
+            tx.execute(&drop_entities, &[&id])?;
+            committing.set(true);
+            tx.commit()?;
+            Ok(())
+        })
     }
 
     fn table(&self, name: &str) -> Result<TableInfo, StoreError> {
@@ -431,49 +464,49 @@ impl Backend for PostgresBackend {
     fn get(&self, table: &str, pk: &str, rk: &str) -> Result<Option<Entity>, StoreError> {
         let key = validate::table_key(table);
         let (epk, erk) = (encode_str(pk), encode_str(rk));
-        // The id hint makes the entity lookup a primary-key probe (on the one shard that
-        // holds `pk`) in the same statement that checks the table.
-        let hint = self
-            .ids
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&key)
-            .copied();
-        let mut conn = self.conn()?;
-        let get = conn.prepared(&self.sql.get).map_err(PostgresError::from)?;
-        let mut id = match hint {
-            Some(id) => id,
-            None => match self.lookup_id(&mut conn, &key)? {
+        self.read(&|| true, |conn| {
+            // The id hint makes the entity lookup a primary-key probe (on the one shard that
+            // holds `pk`) in the same statement that checks the table.
+            let hint = self
+                .ids
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&key)
+                .copied();
+            let get = conn.prepared(&self.sql.get)?;
+            let mut id = match hint {
                 Some(id) => id,
-                None => return Err(StoreError::TableNotFound(table.to_owned())),
-            },
-        };
-        for _ in 0..2 {
-            let rows = conn
-                .client
-                .query(&get, &[&key, &id, &epk.as_ref(), &erk.as_ref()])
-                .map_err(PostgresError::from)?;
-            if let Some(row) = rows.first() {
-                let ts: Option<i64> = row.try_get(0).map_err(PostgresError::from)?;
-                let Some(ts) = ts else {
-                    return Ok(None);
-                };
-                let props: JsonbText<'_> = row.try_get(1).map_err(PostgresError::from)?;
-                return Ok(Some(
-                    decode_entity(&epk, &erk, ts, props.0).map_err(PostgresError::from)?,
-                ));
+                None => match self.lookup_id(conn, &key)? {
+                    Some(id) => id,
+                    None => return Err(StoreError::TableNotFound(table.to_owned())),
+                },
+            };
+            for _ in 0..2 {
+                let rows = conn
+                    .client
+                    .query(&get, &[&key, &id, &epk.as_ref(), &erk.as_ref()])?;
+                if let Some(row) = rows.first() {
+                    let ts: Option<i64> = row.try_get(0).map_err(PostgresError::from)?;
+                    let Some(ts) = ts else {
+                        return Ok(None);
+                    };
+                    let props: JsonbText<'_> = row.try_get(1).map_err(PostgresError::from)?;
+                    return Ok(Some(
+                        decode_entity(&epk, &erk, ts, props.0).map_err(PostgresError::from)?,
+                    ));
+                }
+                // The table is gone, or was re-created with a new id.
+                match self.lookup_id(conn, &key)? {
+                    Some(fresh) if fresh != id => id = fresh,
+                    _ => break,
+                }
             }
-            // The table is gone, or was re-created with a new id.
-            match self.lookup_id(&mut conn, &key)? {
-                Some(fresh) if fresh != id => id = fresh,
-                _ => break,
-            }
-        }
-        self.ids
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&key);
-        Err(StoreError::TableNotFound(table.to_owned()))
+            self.ids
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&key);
+            Err(StoreError::TableNotFound(table.to_owned()))
+        })
     }
 
     fn query(
@@ -484,27 +517,41 @@ impl Backend for PostgresBackend {
         options: &PageOptions,
         visit: &mut dyn FnMut(RowView<'_>),
     ) -> Result<QueryPage, StoreError> {
-        self.with_page(table, plan, continuation, options, |source, pushed| {
-            let exec_plan = Plan {
-                ranges: plan.ranges.clone(),
-                residual: pushed.remaining.clone(),
-                select: plan.select.clone(),
-                top: plan.top,
-            };
-            let executor = Executor::new(source)
-                .with_threads(1)
-                .map_err(StoreError::storage)?;
-            let (continuation, stats) = executor
-                .execute_page_with(&exec_plan, continuation, options, visit)
-                .map_err(|e| match e {
-                    ExecError::Source(e) => StoreError::from(e),
-                    other => StoreError::storage(other),
-                })?;
-            Ok(QueryPage {
-                continuation,
-                stats,
-            })
-        })
+        // A page that handed rows to `visit` cannot start over on a fresh connection.
+        let delivered = Cell::new(false);
+        let mut visit = |row: RowView<'_>| {
+            delivered.set(true);
+            visit(row)
+        };
+        let again = || !delivered.get();
+        self.with_page(
+            table,
+            plan,
+            continuation,
+            options,
+            &again,
+            |source, pushed| {
+                let exec_plan = Plan {
+                    ranges: plan.ranges.clone(),
+                    residual: pushed.remaining.clone(),
+                    select: plan.select.clone(),
+                    top: plan.top,
+                };
+                let executor = Executor::new(source)
+                    .with_threads(1)
+                    .map_err(StoreError::storage)?;
+                let (continuation, stats) = executor
+                    .execute_page_with(&exec_plan, continuation, options, &mut visit)
+                    .map_err(|e| match e {
+                        ExecError::Source(e) => StoreError::from(e),
+                        other => StoreError::storage(other),
+                    })?;
+                Ok(QueryPage {
+                    continuation,
+                    stats,
+                })
+            },
+        )
     }
 
     fn write_batch(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<Written>, BatchError> {
@@ -533,7 +580,7 @@ impl Backend for PostgresBackend {
         properties.validate()?;
         let stored = properties.to_stored();
         self.with_statement(&self.sql.put_setting, |c, s| {
-            c.execute(s, &[&SERVICE_SETTING, &stored])?;
+            c.execute(s, &[&SERVICE_SETTING, &stored.as_str()])?;
             Ok(())
         })
     }
@@ -570,7 +617,7 @@ impl Backend for PostgresBackend {
     fn explain(&self, table: &str, plan: &Plan) -> Result<ScanExplain, StoreError> {
         let mut out = ScanExplain::engine("postgres");
         out.details.push(self.describe());
-        self.with_page(table, plan, None, &PageOptions::default(), |source, pushed| {
+        self.with_page(table, plan, None, &PageOptions::default(), &|| true, |source, pushed| {
             let d = &mut out.details;
             if pushed.conjuncts.is_empty() {
                 d.push("residual: none (the key ranges are exact)".into());
@@ -614,6 +661,14 @@ impl Backend for PostgresBackend {
             Ok(())
         })?;
         Ok(out)
+    }
+
+    fn ready(&self) -> Result<(), StoreError> {
+        self.check_ready()
+    }
+
+    fn metrics(&self) -> StoreMetrics {
+        self.report()
     }
 
     fn close(&self) -> Result<(), StoreError> {

@@ -1,17 +1,26 @@
-//! A small blocking connection pool: at most `size` [`postgres::Client`]s, each with its
-//! own cache of prepared statements (the fixed statements of the engine are prepared once
-//! per connection and then cost one round trip each).
+//! A small blocking connection pool: at most `size` connections ([`Client`]s with a
+//! deadline on every call), each with its own cache of prepared statements (the fixed
+//! statements of the engine are prepared once per connection and then cost one round trip
+//! each).
 //!
-//! A connection that failed (closed by the server, network error) is dropped instead of
-//! being returned; a new one is opened on demand. Checking out waits up to the configured
-//! timeout when every connection is in use.
+//! * Checking out waits up to the pool timeout (`pool_timeout`), opening a connection
+//!   included: then [`PostgresError::PoolTimeout`].
+//! * Every new connection runs `SET statement_timeout` (PostgreSQL cancels a statement past
+//!   it) and the layout's session setup.
+//! * A connection that timed out or was closed by the server is dropped when handed back
+//!   instead of being reused; when the server closed one, the idle ones are dropped too
+//!   (a restart closes them all, and each would otherwise fail once when next used).
+//! * The pool counts what happened (checkouts that timed out, connections opened and
+//!   dropped) for the engine's metrics ([`PoolStats`]).
 
-use super::config::{PostgresConfig, PostgresError};
-use postgres::{Client, NoTls, Statement};
+use super::client::{Client, ConnectFailure, Health};
+use super::config::{CANCEL_MARGIN, PostgresConfig, PostgresError};
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+use tokio_postgres::Statement;
 
 /// SQL run once on every new connection of a partitioned layout: `enable_sort = off` makes
 /// the coordinator merge per-shard remote `ORDER BY`s instead of fetching whole partitions
@@ -19,6 +28,9 @@ use std::time::{Duration, Instant};
 /// query of the engine is ordered by the key). A single server keeps the default: there
 /// the planner rightly sorts the few matches of a selective full scan.
 pub(crate) const PARTITIONED_SESSION: &str = "SET enable_sort = off";
+
+/// The shortest connect timeout a checkout near its deadline still allows.
+const MIN_CONNECT_TIMEOUT: Duration = Duration::from_millis(100);
 
 /// One connection and its prepared statements.
 pub(crate) struct Conn {
@@ -28,7 +40,7 @@ pub(crate) struct Conn {
 
 impl Conn {
     /// The prepared statement for `sql` (prepared on first use on this connection).
-    pub(crate) fn prepared(&mut self, sql: &str) -> Result<Statement, postgres::Error> {
+    pub(crate) fn prepared(&mut self, sql: &str) -> Result<Statement, PostgresError> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
@@ -41,63 +53,126 @@ impl Conn {
 struct State {
     idle: Vec<Conn>,
     open: usize,
+    waiting: usize,
+}
+
+/// What the pool did so far, and how it stands (for metrics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct PoolStats {
+    pub size: usize,
+    pub open: usize,
+    pub idle: usize,
+    pub waiting: usize,
+    pub checkout_timeouts: u64,
+    pub opened: u64,
+    pub connect_failures: u64,
+    pub dropped_timed_out: u64,
+    pub dropped_closed: u64,
 }
 
 /// The pool (see the module docs).
 pub(crate) struct Pool {
-    config: postgres::Config,
-    session: Mutex<&'static str>,
+    config: tokio_postgres::Config,
+    session: Mutex<String>,
     target: String,
     size: usize,
     timeout: Duration,
+    connect_timeout: Duration,
+    call_timeout: Duration,
     state: Mutex<State>,
     freed: Condvar,
+    checkout_timeouts: AtomicU64,
+    opened: AtomicU64,
+    connect_failures: AtomicU64,
+    dropped_timed_out: AtomicU64,
+    dropped_closed: AtomicU64,
 }
 
 impl Pool {
     pub(crate) fn new(config: &PostgresConfig) -> Pool {
+        let statement_ms = config.statement_timeout.as_millis();
         Pool {
             config: config.client.clone(),
-            session: Mutex::new(""),
+            session: Mutex::new(format!("SET statement_timeout = {statement_ms}")),
             target: config.target().to_owned(),
             size: config.pool_size(),
             timeout: config.checkout_timeout,
+            connect_timeout: config
+                .client
+                .get_connect_timeout()
+                .copied()
+                .unwrap_or(Duration::from_secs(10)),
+            call_timeout: config.statement_timeout + CANCEL_MARGIN,
             state: Mutex::new(State {
                 idle: Vec::new(),
                 open: 0,
+                waiting: 0,
             }),
             freed: Condvar::new(),
+            checkout_timeouts: AtomicU64::new(0),
+            opened: AtomicU64::new(0),
+            connect_failures: AtomicU64::new(0),
+            dropped_timed_out: AtomicU64::new(0),
+            dropped_closed: AtomicU64::new(0),
         }
     }
 
-    /// Opens a connection outside the pool's accounting (used once at start-up, with a clear
-    /// error for unreachable servers).
-    pub(crate) fn connect(&self) -> Result<Conn, PostgresError> {
-        let mut client = self
-            .config
-            .connect(NoTls)
-            .map_err(|source| PostgresError::Connect {
-                target: self.target.clone(),
-                source,
-            })?;
-        let session = *self.session.lock().unwrap_or_else(PoisonError::into_inner);
-        if !session.is_empty() {
-            client.batch_execute(session)?;
-        }
-        Ok(Conn {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Opens a connection outside the pool's accounting, within `connect_timeout` (at
+    /// start-up, with a clear error for unreachable servers; for readiness checks).
+    pub(crate) fn connect(&self, connect_timeout: Duration) -> Result<Conn, PostgresError> {
+        let client = Client::connect(&self.config, connect_timeout, self.call_timeout).map_err(
+            |failure| {
+                self.connect_failures.fetch_add(1, Ordering::Relaxed);
+                match failure {
+                    ConnectFailure::Refused(source) => PostgresError::Connect {
+                        target: self.target.clone(),
+                        source,
+                    },
+                    ConnectFailure::TimedOut(after) => PostgresError::ConnectTimeout {
+                        target: self.target.clone(),
+                        after,
+                    },
+                    ConnectFailure::Runtime(e) => PostgresError::Unsupported {
+                        target: self.target.clone(),
+                        message: format!("cannot start the client's runtime: {e}"),
+                    },
+                }
+            },
+        )?;
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        let mut conn = Conn {
             client,
             statements: HashMap::new(),
-        })
+        };
+        let session = self
+            .session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        conn.client.batch_execute(&session)?;
+        Ok(conn)
     }
 
-    /// Sets the SQL every new connection runs first (before any is pooled).
-    pub(crate) fn set_session_setup(&self, sql: &'static str) {
-        *self.session.lock().unwrap_or_else(PoisonError::into_inner) = sql;
+    /// The connect timeout of the URL (default 10 s).
+    pub(crate) fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    /// Adds SQL every new connection runs after `SET statement_timeout` (before any is
+    /// pooled).
+    pub(crate) fn add_session_setup(&self, sql: &str) {
+        let mut session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
+        session.push_str("; ");
+        session.push_str(sql);
     }
 
     /// Hands a connection back (e.g. the start-up one) to be reused.
     pub(crate) fn adopt(&self, conn: Conn) {
-        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut st = self.lock();
         if st.open < self.size {
             st.open += 1;
             st.idle.push(conn);
@@ -106,15 +181,25 @@ impl Pool {
         }
     }
 
+    /// An idle connection if there is one now, without waiting or connecting.
+    pub(crate) fn try_idle(&self) -> Option<PooledConn<'_>> {
+        let conn = self.lock().idle.pop()?;
+        Some(PooledConn {
+            pool: self,
+            conn: Some(conn),
+        })
+    }
+
     /// A connection: an idle one, a new one while fewer than `size` are open, or the next
-    /// one returned (waiting up to the timeout).
+    /// one returned — all within the pool timeout.
     pub(crate) fn get(&self) -> Result<PooledConn<'_>, PostgresError> {
         let deadline = Instant::now() + self.timeout;
-        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut st = self.lock();
         loop {
             if let Some(conn) = st.idle.pop() {
-                if conn.client.is_closed() {
+                if conn.client.health() != Health::Ok {
                     st.open -= 1;
+                    self.dropped_closed.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }
                 return Ok(PooledConn {
@@ -122,10 +207,15 @@ impl Pool {
                     conn: Some(conn),
                 });
             }
+            let now = Instant::now();
             if st.open < self.size {
                 st.open += 1;
                 drop(st);
-                return match self.connect() {
+                let connect_timeout = self
+                    .connect_timeout
+                    .min(deadline.saturating_duration_since(now))
+                    .max(MIN_CONNECT_TIMEOUT);
+                return match self.connect(connect_timeout) {
                     Ok(conn) => Ok(PooledConn {
                         pool: self,
                         conn: Some(conn),
@@ -136,49 +226,93 @@ impl Pool {
                     }
                 };
             }
-            let now = Instant::now();
             if now >= deadline {
+                self.checkout_timeouts.fetch_add(1, Ordering::Relaxed);
                 return Err(PostgresError::PoolTimeout {
                     waited: self.timeout,
                     size: self.size,
                 });
             }
+            st.waiting += 1;
             st = self
                 .freed
                 .wait_timeout(st, deadline - now)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
+            st.waiting -= 1;
         }
     }
 
     fn release_slot(&self) {
-        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut st = self.lock();
         st.open = st.open.saturating_sub(1);
         drop(st);
         self.freed.notify_one();
     }
 
     fn put_back(&self, conn: Conn) {
-        if conn.client.is_closed() {
-            self.release_slot();
-            return;
+        match conn.client.health() {
+            Health::Ok => {
+                self.lock().idle.push(conn);
+                self.freed.notify_one();
+            }
+            Health::TimedOut => {
+                self.dropped_timed_out.fetch_add(1, Ordering::Relaxed);
+                drop(conn);
+                self.release_slot();
+            }
+            Health::Closed => {
+                self.dropped_closed.fetch_add(1, Ordering::Relaxed);
+                drop(conn);
+                self.release_slot();
+                self.drop_idle();
+            }
         }
-        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        st.idle.push(conn);
-        drop(st);
-        self.freed.notify_one();
+    }
+
+    /// Drops every idle connection (after one was found closed by the server: a restart
+    /// closed the others too). They are reopened on demand.
+    pub(crate) fn drop_idle(&self) {
+        let idle = {
+            let mut st = self.lock();
+            let idle = std::mem::take(&mut st.idle);
+            st.open -= idle.len();
+            idle
+        };
+        if !idle.is_empty() {
+            self.dropped_closed
+                .fetch_add(idle.len() as u64, Ordering::Relaxed);
+            self.freed.notify_all();
+        }
+        drop(idle);
     }
 
     /// Closes every idle connection (connections in use close when returned after this
     /// only if the pool is dropped; the engine stops handing them out once closed).
     pub(crate) fn close_idle(&self) {
         let idle = {
-            let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut st = self.lock();
             st.open -= st.idle.len();
             std::mem::take(&mut st.idle)
         };
         for conn in idle {
-            let _ = conn.client.close();
+            conn.client.close();
+        }
+    }
+
+    /// How the pool stands.
+    pub(crate) fn stats(&self) -> PoolStats {
+        let st = self.lock();
+        PoolStats {
+            size: self.size,
+            open: st.open,
+            idle: st.idle.len(),
+            waiting: st.waiting,
+            checkout_timeouts: self.checkout_timeouts.load(Ordering::Relaxed),
+            opened: self.opened.load(Ordering::Relaxed),
+            connect_failures: self.connect_failures.load(Ordering::Relaxed),
+            dropped_timed_out: self.dropped_timed_out.load(Ordering::Relaxed),
+            dropped_closed: self.dropped_closed.load(Ordering::Relaxed),
         }
     }
 }

@@ -38,9 +38,10 @@
 //! Creation takes a transaction-scoped advisory lock, so two processes opening an empty
 //! database at once create the schema once.
 
-use super::config::{PostgresConfig, PostgresError};
+use super::client::{Client, ConnectFailure, Transaction};
+use super::config::{CANCEL_MARGIN, PostgresConfig, PostgresError};
 use super::pool::Conn;
-use postgres::NoTls;
+use std::time::Duration;
 
 /// The version this engine writes and reads.
 pub const SCHEMA_VERSION: &str = "1";
@@ -162,10 +163,7 @@ INSERT INTO \"{schema}\".meta VALUES ('schema_version', '{SCHEMA_VERSION}') ON C
     Ok(layout)
 }
 
-fn check_entities(
-    tx: &mut postgres::Transaction<'_>,
-    schema: &str,
-) -> Result<Layout, PostgresError> {
+fn check_entities(tx: &mut Transaction<'_>, schema: &str) -> Result<Layout, PostgresError> {
     let mismatch = |message: String| PostgresError::Schema {
         schema: schema.into(),
         message,
@@ -260,12 +258,30 @@ pub fn provision_sharded(
         ));
     }
     let connect = |c: &PostgresConfig| {
-        c.client
-            .connect(NoTls)
-            .map_err(|source| PostgresError::Connect {
+        let connect_timeout = c
+            .client
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(Duration::from_secs(10));
+        Client::connect(
+            &c.client,
+            connect_timeout,
+            c.statement_timeout + CANCEL_MARGIN,
+        )
+        .map_err(|failure| match failure {
+            ConnectFailure::Refused(source) => PostgresError::Connect {
                 target: c.target().into(),
                 source,
-            })
+            },
+            ConnectFailure::TimedOut(after) => PostgresError::ConnectTimeout {
+                target: c.target().into(),
+                after,
+            },
+            ConnectFailure::Runtime(e) => PostgresError::Unsupported {
+                target: c.target().into(),
+                message: format!("cannot start the client's runtime: {e}"),
+            },
+        })
     };
     for shard in shards {
         let mut client = connect(shard)?;
@@ -288,7 +304,7 @@ CREATE TABLE \"{schema}\".entities (\n    {}\n) PARTITION BY HASH (pk);\n",
     );
     let n = shards.len();
     for (i, shard) in shards.iter().enumerate() {
-        use postgres::config::Host;
+        use tokio_postgres::config::Host;
         let c = &shard.client;
         let host = match c.get_hosts().first() {
             Some(Host::Tcp(h)) => h.clone(),

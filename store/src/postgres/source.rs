@@ -19,10 +19,10 @@
 //!
 //! Rows are decoded to owned [`Entity`] values (the executor's row type here).
 
+use super::client::Transaction;
 use super::config::PostgresError;
 use super::encode::{JsonbText, decode_entity};
 use super::sql::{Cond, Param, SqlBuilder, points_cond, scan_cond};
-use postgres::Transaction;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};

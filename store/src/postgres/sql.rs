@@ -6,7 +6,6 @@
 //! controls (the validated schema name, fixed column names) are written into SQL text.
 
 use super::encode::{JsonPath, encode_str};
-use postgres::types::{ToSql, Type};
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 use std::ops::Bound;
@@ -14,6 +13,7 @@ use tableq_exec::Key;
 use tableq_model::CmpOp;
 use tableq_model::order::compare_str;
 use tableq_planner::plan::{KeyInterval, KeyRange};
+use tokio_postgres::types::{ToSql, Type};
 
 /// One bound parameter.
 #[derive(Debug, Clone)]

@@ -17,9 +17,15 @@
 //!    step 1, up to [`MAX_ATTEMPTS`] times: the retry re-decides it on the new state
 //!    (a racing insert then makes an `Insert` fail with `EntityAlreadyExists`).
 //!
+//! A write whose connection turns out closed by the server (a restart) before its `COMMIT`
+//! was sent cannot have been applied, and is run again too; a failure while committing is
+//! reported as it is (the outcome is unknown). A statement that runs out of time is not
+//! retried ([`crate::StoreError::Timeout`]).
+//!
 //! postgres_fdw commits the remote transactions at local commit without two-phase commit;
 //! a write that touches one shard (every batch of the service: one PartitionKey) is atomic.
 
+use super::client::{Health, Transaction};
 use super::config::PostgresError;
 use super::encode::{Jsonb, JsonbText, decode_entity, encode_props, encode_str};
 use super::sql::{Param, SqlBuilder, points_cond};
@@ -27,11 +33,10 @@ use super::{PostgresBackend, Statements};
 use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
 use crate::resolve::{Change, StateReader, resolve};
-use postgres::Transaction;
-use postgres::error::SqlState;
 use std::collections::HashMap;
 use std::time::Duration;
 use tableq_model::Entity;
+use tokio_postgres::error::SqlState;
 
 /// How often a write is attempted before a retryable failure is reported.
 pub(crate) const MAX_ATTEMPTS: u32 = 40;
@@ -46,8 +51,8 @@ enum Failure {
     Changed,
 }
 
-impl From<postgres::Error> for Failure {
-    fn from(e: postgres::Error) -> Failure {
+impl From<tokio_postgres::Error> for Failure {
+    fn from(e: tokio_postgres::Error) -> Failure {
         Failure::Database(e.into())
     }
 }
@@ -93,21 +98,29 @@ impl PostgresBackend {
             self.check_open()?;
             attempt += 1;
             let mut conn = self.pool.get().map_err(StoreError::from)?;
-            let stmts = self.prepare_write(&mut conn).map_err(StoreError::from)?;
+            let committing = std::cell::Cell::new(false);
             let outcome = (|| {
+                let stmts = self.prepare_write(&mut conn)?;
                 let mut tx = conn.client.transaction()?;
                 let written = self.attempt(&mut tx, &stmts, table, &key, ops.clone())?;
+                committing.set(true);
                 tx.commit()?;
                 Ok(written)
             })();
+            let closed_before_commit = conn.client.health() == Health::Closed && !committing.get();
             match outcome {
                 Ok(w) => return Ok(w),
-                Err(Failure::Final(e)) => return Err(e),
+                Err(Failure::Final(e)) if !closed_before_commit => return Err(e),
                 Err(Failure::Changed) if attempt < MAX_ATTEMPTS => backoff(attempt),
+                Err(_) if closed_before_commit && attempt < MAX_ATTEMPTS => {
+                    drop(conn);
+                    self.note_write_retry();
+                }
                 Err(Failure::Database(e)) if retryable(&e) && attempt < MAX_ATTEMPTS => {
                     drop(conn);
                     backoff(attempt);
                 }
+                Err(Failure::Final(e)) => return Err(e),
                 Err(Failure::Changed) => {
                     return Err(StoreError::storage(format!(
                         "the entities kept changing during {MAX_ATTEMPTS} attempts of this write"
@@ -255,12 +268,12 @@ impl PostgresBackend {
 
 /// The prepared statements of a write.
 struct WriteStatements {
-    lock_table: postgres::Statement,
-    lock_one: postgres::Statement,
-    insert_one: postgres::Statement,
-    insert_many: postgres::Statement,
-    update: postgres::Statement,
-    delete: postgres::Statement,
+    lock_table: tokio_postgres::Statement,
+    lock_one: tokio_postgres::Statement,
+    insert_one: tokio_postgres::Statement,
+    insert_many: tokio_postgres::Statement,
+    update: tokio_postgres::Statement,
+    delete: tokio_postgres::Statement,
 }
 
 type Existing = HashMap<(String, String), Entity>;

@@ -102,6 +102,7 @@ macro_rules! backend_suite {
             service_properties_start_default_and_round_trip,
             service_properties_are_validated,
             table_acls_round_trip_and_go_with_their_table,
+            create_table_racing_delete_table_never_reports_not_found,
         );
     };
 }
@@ -1155,6 +1156,72 @@ pub fn concurrent_inserts_are_all_kept(f: &mut Fixture) {
         t.join().unwrap();
     }
     assert_eq!(query_all(&*b, "many", &plan("", None, None)).len(), 400);
+}
+
+/// Create Table racing Delete Table (and inserts) on one name: a create succeeds or finds
+/// the table there (`TableAlreadyExists`), a delete succeeds or finds it gone — never
+/// `TableNotFound` from a create (issue 19, D8: PostgreSQL's insert-or-nothing followed by
+/// a separate lookup answered 404 when a delete slipped in between).
+pub fn create_table_racing_delete_table_never_reports_not_found(f: &mut Fixture) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let b = f.backend.clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let created = Arc::new(AtomicUsize::new(0));
+    let deleted = Arc::new(AtomicUsize::new(0));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(1500);
+    let mut threads = Vec::new();
+    for t in 0..9 {
+        let (b, stop, created, deleted) =
+            (b.clone(), stop.clone(), created.clone(), deleted.clone());
+        threads.push(std::thread::spawn(move || {
+            let mut i = 0u32;
+            while !stop.load(Ordering::Relaxed) && i < 2_000 {
+                i += 1;
+                match t % 3 {
+                    0 => match b.create_table("Racy") {
+                        Ok(_) => {
+                            created.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => assert!(
+                            matches!(e, StoreError::TableAlreadyExists { .. }),
+                            "create_table answered {e:?} ({:?})",
+                            e.code()
+                        ),
+                    },
+                    1 => match b.delete_table("racy") {
+                        Ok(()) => {
+                            deleted.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => assert!(
+                            matches!(e, StoreError::TableToDeleteNotFound(_)),
+                            "delete_table answered {e:?}"
+                        ),
+                    },
+                    _ => {
+                        let op = WriteOp::Insert {
+                            entity: entity("p", &format!("t{t}-{i}"), &[]),
+                        };
+                        match b.write("racy", op) {
+                            Ok(_) => {}
+                            Err(e) => assert!(
+                                matches!(e, StoreError::TableNotFound(_)),
+                                "insert answered {e:?}"
+                            ),
+                        }
+                    }
+                }
+            }
+        }));
+    }
+    while std::time::Instant::now() < deadline && !threads.iter().all(|t| t.is_finished()) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in threads {
+        t.join().expect("no thread saw a wrong answer");
+    }
+    assert!(created.load(Ordering::Relaxed) > 0);
+    assert!(deleted.load(Ordering::Relaxed) > 0);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,19 +1,22 @@
 //! [`MemorySnapshot`]: an immutable version of an in-memory table that holds millions of
 //! entities compactly, answers point lookups in well under a microsecond at any size, and
-//! derives its next version cheaply ([`MemorySnapshot::with_changes`]).
+//! derives its next version cheaply ([`MemorySnapshot::with_changes`]). It is the
+//! [`EntitySource`](tableq_exec::EntitySource) of the memory engine and of `tableq eval`.
 //!
-//! This module owns the *read layout* and nothing else: it stores what it is given. What a
-//! write means (insert vs replace, conditions, Timestamps) and how concurrent writers are
-//! serialised belong to the store (`tableq-store`'s memory engine keeps the current
-//! version of each table and swaps in the next one).
+//! This module owns the *storage layout* of the memory engine and nothing else: it stores
+//! the [`Change`]s it is given. What a write means (insert vs replace, conditions,
+//! Timestamps) is [`crate::resolve()`]'s, and how concurrent writers are serialised is
+//! [`MemoryTable`](super::MemoryTable)'s (it keeps the current version of a table and swaps
+//! in the next one). Property values are stored with the store's row codec
+//! (`crate::codec`, shared with the durable engine's blocks).
 //!
 //! # Design
 //!
 //! * **The base: immutable compact partitions** (see `partition.rs`): rows sorted by
 //!   RowKey in contiguous arenas — a 24-byte header and one 12-byte slot per property,
 //!   strings and bytes in shared per-partition buffers — plus a RowKey hash index.
-//!   Property names are interned table-wide to `u32` ids, which compiled predicates use
-//!   directly ([`SlotLookup::Slot`](crate::SlotLookup::Slot)). The base directory is a
+//!   Property names are interned table-wide to `u32` ids (`crate::codec::Names`), which
+//!   compiled predicates use directly ([`SlotLookup::Slot`](tableq_exec::SlotLookup::Slot)). The base directory is a
 //!   sorted vector of partitions plus a hash map PartitionKey → position: a point lookup
 //!   is two hash probes; a scan walks partitions in key order. [`MemorySnapshot::from_entities`]
 //!   builds a base directly (bulk load).
@@ -38,13 +41,13 @@
 //!   versions are derived after it.
 //!
 //! ```
-//! use tableq_exec::{MemorySnapshot, RowChange};
 //! use tableq_model::{Entity, Value};
+//! use tableq_store::{Change, MemorySnapshot};
 //!
 //! let mut e = Entity::new("p1", "r1");
 //! e.set("Age", Value::Int32(7));
 //! let v1 = MemorySnapshot::from_entities([e]).unwrap();
-//! let v2 = v1.with_changes([RowChange::remove("p1", "r1")]).unwrap();
+//! let v2 = v1.with_changes([Change::delete("p1", "r1")]).unwrap();
 //! assert!(v1.get("p1", "r1").is_some()); // an earlier version keeps its contents
 //! assert!(v2.get("p1", "r1").is_none());
 //! assert_eq!((v1.len(), v2.len()), (1, 0));
@@ -52,11 +55,13 @@
 
 mod overlay;
 mod partition;
-mod snapshot;
+mod read;
 mod tree;
 
-pub use snapshot::{MemoryRow, MemoryRows};
+pub use read::{MemoryRow, MemoryRows};
 
+use crate::codec::{NameOverflow, Names};
+use crate::resolve::Change;
 use overlay::PartitionOverlay;
 use partition::{Partition, PartitionBuilder};
 use std::collections::HashMap;
@@ -79,39 +84,10 @@ pub enum MemoryError {
     },
 }
 
-/// One change of [`MemorySnapshot::with_changes`]: what a key holds afterwards. No
-/// semantics beyond that: a put replaces whatever was there, a removal of a missing key
-/// changes nothing.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RowChange {
-    /// The key holds exactly this entity (stored as given, Timestamp included).
-    Put(Entity),
-    /// The key holds nothing.
-    Remove {
-        /// The PartitionKey.
-        partition_key: String,
-        /// The RowKey.
-        row_key: String,
-    },
-}
-
-impl RowChange {
-    /// A [`RowChange::Remove`].
-    pub fn remove(partition_key: impl Into<String>, row_key: impl Into<String>) -> RowChange {
-        RowChange::Remove {
-            partition_key: partition_key.into(),
-            row_key: row_key.into(),
-        }
-    }
-
-    /// The (PartitionKey, RowKey) the change writes.
-    pub fn keys(&self) -> (&str, &str) {
-        match self {
-            RowChange::Put(e) => (e.partition_key(), e.row_key()),
-            RowChange::Remove {
-                partition_key,
-                row_key,
-            } => (partition_key, row_key),
+impl From<NameOverflow> for MemoryError {
+    fn from(_: NameOverflow) -> MemoryError {
+        MemoryError::PartitionTooLarge {
+            what: "property names",
         }
     }
 }
@@ -152,40 +128,15 @@ impl Default for OverlayLimits {
     }
 }
 
-/// Interned custom property names (append-only: ids never change).
-#[derive(Clone, Default)]
-pub(crate) struct Names {
-    ids: HashMap<Box<str>, u32>,
-    names: Vec<Box<str>>,
-}
-
-impl Names {
-    pub(crate) fn id(&self, name: &str) -> Option<u32> {
-        self.ids.get(name).copied()
-    }
-
-    pub(crate) fn name(&self, id: u32) -> &str {
-        self.names.get(id as usize).map_or("", |n| n)
-    }
-
-    pub(crate) fn intern(&mut self, name: &str) -> u32 {
-        if let Some(id) = self.ids.get(name) {
-            return *id;
-        }
-        let id = self.names.len() as u32;
-        self.names.push(name.into());
-        self.ids.insert(name.into(), id);
-        id
-    }
-}
-
-/// Something that assigns ids to property names (interning new ones).
+/// Something that assigns numbers to property names (interning new ones): a table's own
+/// list while bulk loading, a copy-on-write view of the shared list while writing.
 pub(crate) trait NameTable {
-    fn intern(&mut self, name: &str) -> u32;
+    /// The number of `name`; `None` once the numbers are exhausted.
+    fn intern(&mut self, name: &str) -> Option<u32>;
 }
 
 impl NameTable for Names {
-    fn intern(&mut self, name: &str) -> u32 {
+    fn intern(&mut self, name: &str) -> Option<u32> {
         Names::intern(self, name)
     }
 }
@@ -193,10 +144,10 @@ impl NameTable for Names {
 /// Copy-on-write interning for writes: the shared table is cloned only when a write brings
 /// a property name it does not know.
 impl NameTable for std::borrow::Cow<'_, Names> {
-    fn intern(&mut self, name: &str) -> u32 {
+    fn intern(&mut self, name: &str) -> Option<u32> {
         match self.id(name) {
-            Some(id) => id,
-            None => self.to_mut().intern(name),
+            Some(id) => Some(id),
+            None => self.to_mut().push(name),
         }
     }
 }
@@ -291,7 +242,7 @@ impl Default for TableState {
 }
 
 /// One immutable version of an in-memory table (see the module docs): the
-/// [`EntitySource`](crate::EntitySource) the executor reads. Cheap to clone; holding one
+/// [`EntitySource`](tableq_exec::EntitySource) the executor reads. Cheap to clone; holding one
 /// keeps its version of the data alive.
 #[derive(Clone, Default)]
 pub struct MemorySnapshot {
@@ -372,14 +323,6 @@ impl MemorySnapshot {
 }
 
 // Summaries, not contents: a table may hold millions of entities.
-impl std::fmt::Debug for Names {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Names")
-            .field("count", &self.names.len())
-            .finish()
-    }
-}
-
 impl std::fmt::Debug for MemorySnapshot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let s = &*self.state;

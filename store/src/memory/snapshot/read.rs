@@ -11,13 +11,13 @@
 use super::overlay::{PartitionOverlay, RowEntry};
 use super::partition::{Partition, RowHead};
 use super::tree::{Cursor, TreeEntry};
-use super::{MemorySnapshot, Names, TableState};
-use crate::key::{Chunk, Key, Scan};
-use crate::source::{EntitySource, OkRows, PropertySlot, SlotLookup, SourceRow};
+use super::{MemorySnapshot, TableState};
+use crate::codec::Names;
 use std::cmp::Ordering;
 use std::convert::Infallible;
 use std::hash::RandomState;
 use std::ops::Bound;
+use tableq_exec::{Chunk, EntitySource, Key, OkRows, PropertySlot, Scan, SlotLookup, SourceRow};
 use tableq_model::order::compare_str;
 use tableq_model::{DateTime, Entity, EntityView, ValueRef};
 use tableq_planner::plan::KeyInterval;
@@ -50,7 +50,7 @@ impl MemorySnapshot {
             .sum();
         let dir = s.base.partitions.capacity() * 8
             + s.base.by_key.capacity() * (size_of::<(std::sync::Arc<str>, u32)>() + 1);
-        let names: usize = s.names.names.iter().map(|n| 2 * n.len() + 48).sum();
+        let names: usize = s.names.iter().map(|n| 2 * n.len() + 48).sum();
         // Overlay: each block once, tree nodes at about 2/3 occupancy.
         let mut blocks = std::collections::HashSet::new();
         let mut overlay = 0;

@@ -7,34 +7,23 @@
 //!
 //! * `rows`: one 24-byte [`RowHead`] per entity, sorted by RowKey (UTF-16 ordinal): the
 //!   Timestamp, where the RowKey lies in `text`, where its property slots lie in `slots`;
-//! * `slots`: one 12-byte [`Slot`] per property — interned name id and type tag in one
-//!   `u32`, the value inline (numbers, booleans, DateTime ticks) or as an (offset, length)
-//!   into `text` (strings) or `bytes` (Guid, Binary); a row's slots are sorted by id;
+//! * `slots`: one 12-byte `Slot` per property, the store's row codec (`crate::codec`) —
+//!   interned name id and type tag in one `u32`, the value inline (numbers, booleans,
+//!   DateTime ticks) or as an (offset, length) into `text` (strings) or `bytes` (Guid,
+//!   Binary); a row's slots are sorted by id;
 //! * `index`: RowKey hash (32 bits) → row number, [`COLLISION`] when two RowKeys share a
 //!   hash (then a binary search decides).
 
-use crate::memory::{MemoryError, NameTable, Names};
+use super::{MemoryError, NameTable};
+use crate::codec::{NO_TIMESTAMP, Names, Payload, PayloadKind, Slot, timestamp_ticks};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 use std::sync::Arc;
 use tableq_model::{DateTime, Entity, Property, ValueRef, order::compare_str};
-use uuid::Uuid;
 
 /// Row number marking a hash shared by several RowKeys.
 const COLLISION: u32 = u32::MAX;
-/// Timestamp marking "no Timestamp".
-const NO_TIMESTAMP: i64 = i64::MIN;
-
-const TAG_BINARY: u32 = 0;
-const TAG_BOOLEAN: u32 = 1;
-const TAG_DATETIME: u32 = 2;
-const TAG_DOUBLE: u32 = 3;
-const TAG_GUID: u32 = 4;
-const TAG_INT32: u32 = 5;
-const TAG_INT64: u32 = 6;
-const TAG_STRING: u32 = 7;
-const TAG_BITS: u32 = 4;
 
 /// Per-row header (24 bytes).
 #[derive(Debug, Clone, Copy)]
@@ -44,25 +33,6 @@ pub(crate) struct RowHead {
     key_len: u32,
     slot_start: u32,
     slot_len: u32,
-}
-
-/// One property (12 bytes): `id << 4 | tag`, then the value or its location.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Slot {
-    id_tag: u32,
-    lo: u32,
-    hi: u32,
-}
-
-impl Slot {
-    #[inline]
-    fn id(self) -> u32 {
-        self.id_tag >> TAG_BITS
-    }
-    #[inline]
-    fn u64(self) -> u64 {
-        u64::from(self.lo) | (u64::from(self.hi) << 32)
-    }
 }
 
 /// Spreads a 32-bit hash over 64 bits for the index's `HashMap` (whose control bytes use the
@@ -196,28 +166,11 @@ impl Partition {
         None
     }
 
-    #[inline]
+    /// A slot's value (the arenas were written by this partition's builder: the codec's
+    /// unchecked read).
+    #[inline(always)]
     fn decode(&self, slot: Slot) -> ValueRef<'_> {
-        let (lo, hi) = (slot.lo as usize, slot.hi as usize);
-        match slot.id_tag & ((1 << TAG_BITS) - 1) {
-            TAG_STRING => ValueRef::String(self.text.get(lo..lo + hi).unwrap_or("")),
-            TAG_INT32 => ValueRef::Int32(slot.lo as i32),
-            TAG_INT64 => ValueRef::Int64(slot.u64() as i64),
-            TAG_DOUBLE => ValueRef::Double(f64::from_bits(slot.u64())),
-            TAG_BOOLEAN => ValueRef::Boolean(slot.lo != 0),
-            TAG_DATETIME => {
-                ValueRef::DateTime(DateTime::from_ticks(slot.u64() as i64).unwrap_or(DateTime::MIN))
-            }
-            TAG_GUID => {
-                let bytes: [u8; 16] = self
-                    .bytes
-                    .get(lo..lo + 16)
-                    .and_then(|b| b.try_into().ok())
-                    .unwrap_or([0; 16]);
-                ValueRef::Guid(Uuid::from_bytes(bytes))
-            }
-            _ => ValueRef::Binary(self.bytes.get(lo..lo + hi).unwrap_or(&[])),
-        }
+        slot.decode_trusted(|| &self.text, || &self.bytes)
     }
 
     /// The custom properties of a row as owned values.
@@ -403,45 +356,11 @@ impl PartitionBuilder {
     }
 
     fn push_slot(&mut self, id: u32, value: ValueRef<'_>) -> Result<(), MemoryError> {
-        let split = |v: u64| (v as u32, (v >> 32) as u32);
-        let (tag, lo, hi) = match value {
-            ValueRef::String(s) => {
-                let (start, len) = self.push_text(s)?;
-                (TAG_STRING, start, len)
-            }
-            ValueRef::Int32(i) => (TAG_INT32, i as u32, 0),
-            ValueRef::Int64(i) => {
-                let (lo, hi) = split(i as u64);
-                (TAG_INT64, lo, hi)
-            }
-            ValueRef::Double(d) => {
-                let (lo, hi) = split(d.to_bits());
-                (TAG_DOUBLE, lo, hi)
-            }
-            ValueRef::Boolean(b) => (TAG_BOOLEAN, u32::from(b), 0),
-            ValueRef::DateTime(t) => {
-                let (lo, hi) = split(t.ticks() as u64);
-                (TAG_DATETIME, lo, hi)
-            }
-            ValueRef::Guid(g) => {
-                let (start, len) = self.push_bytes(g.as_bytes())?;
-                (TAG_GUID, start, len)
-            }
-            ValueRef::Binary(b) => {
-                let (start, len) = self.push_bytes(b)?;
-                (TAG_BINARY, start, len)
-            }
-        };
-        if id >= 1 << (32 - TAG_BITS) {
-            return Err(MemoryError::PartitionTooLarge {
-                what: "property names",
-            });
-        }
-        self.slots.push(Slot {
-            id_tag: (id << TAG_BITS) | tag,
-            lo,
-            hi,
-        });
+        let slot = Slot::encode(id, value, |payload| match payload {
+            Payload::Text(s) => self.push_text(s).map(|(start, _)| start),
+            Payload::Bytes(b) => self.push_bytes(b).map(|(start, _)| start),
+        })?;
+        self.slots.push(slot);
         Ok(())
     }
 
@@ -454,17 +373,21 @@ impl PartitionBuilder {
         self.note_order(entity.row_key());
         let (key_start, key_len) = self.push_text(entity.row_key())?;
         let slot_start = to_u32(self.slots.len(), "slots")?;
-        let mut props: Vec<(u32, ValueRef<'_>)> = entity
-            .properties()
-            .iter()
-            .map(|p| (names.intern(&p.name), p.value.as_ref()))
-            .collect();
+        let mut props: Vec<(u32, ValueRef<'_>)> = Vec::with_capacity(entity.properties().len());
+        for p in entity.properties() {
+            let id = names
+                .intern(&p.name)
+                .ok_or(MemoryError::PartitionTooLarge {
+                    what: "property names",
+                })?;
+            props.push((id, p.value.as_ref()));
+        }
         props.sort_unstable_by_key(|(id, _)| *id);
         for (id, value) in props {
             self.push_slot(id, value)?;
         }
         let slot_len = to_u32(self.slots.len() - slot_start as usize, "slots")?;
-        let timestamp = entity.timestamp().map_or(NO_TIMESTAMP, DateTime::ticks);
+        let timestamp = timestamp_ticks(entity.timestamp());
         self.rows.push(RowHead {
             timestamp,
             key_start,
@@ -545,8 +468,8 @@ impl PartitionBuilder {
         let slots = from.slots.get(slots_lo..slots_hi).unwrap_or(&[]);
         let mut bytes_range: Option<(usize, usize)> = None;
         for s in slots {
-            if matches!(s.id_tag & ((1 << TAG_BITS) - 1), TAG_GUID | TAG_BINARY) {
-                let (b_lo, b_hi) = (s.lo as usize, (s.lo + s.hi) as usize);
+            if let Some((PayloadKind::Bytes, at, len)) = s.payload() {
+                let (b_lo, b_hi) = (at as usize, (at + len) as usize);
                 bytes_range = Some(match bytes_range {
                     Some((l, h)) => (l.min(b_lo), h.max(b_hi)),
                     None => (b_lo, b_hi),
@@ -568,13 +491,12 @@ impl PartitionBuilder {
             .push_str(from.text.get(text_lo..text_hi).unwrap_or(""));
         self.bytes
             .extend_from_slice(from.bytes.get(bytes_lo..bytes_hi).unwrap_or(&[]));
-        self.slots.extend(slots.iter().map(|s| {
-            let lo = match s.id_tag & ((1 << TAG_BITS) - 1) {
-                TAG_STRING => s.lo.wrapping_add(text_shift),
-                TAG_GUID | TAG_BINARY => s.lo.wrapping_add(bytes_shift),
-                _ => s.lo,
-            };
-            Slot { lo, ..*s }
+        self.slots.extend(slots.iter().map(|s| match s.payload() {
+            Some((PayloadKind::Text, at, _)) => s.with_payload_offset(at.wrapping_add(text_shift)),
+            Some((PayloadKind::Bytes, at, _)) => {
+                s.with_payload_offset(at.wrapping_add(bytes_shift))
+            }
+            None => *s,
         }));
         self.rows.extend(heads.iter().map(|h| RowHead {
             key_start: h.key_start.wrapping_add(text_shift),

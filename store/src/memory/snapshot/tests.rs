@@ -1,10 +1,9 @@
 use super::*;
-use crate::key::{Chunk, Key, Scan, compare_keys};
-use crate::source::SourceRow;
 use proptest::prelude::*;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use tableq_exec::{Chunk, Key, Scan, SourceRow, compare_keys};
 use tableq_model::order::OrdinalString;
 use tableq_model::{DateTime, EntityView, Value};
 use tableq_planner::plan::{KeyInterval, KeyRange};
@@ -43,8 +42,8 @@ fn keys(snapshot: &MemorySnapshot) -> Vec<(String, String)> {
         .collect()
 }
 
-fn put(pk: &str, rk: &str, n: i32) -> RowChange {
-    RowChange::Put(entity(pk, rk, n))
+fn put(pk: &str, rk: &str, n: i32) -> Change {
+    Change::Put(entity(pk, rk, n))
 }
 
 #[test]
@@ -54,9 +53,9 @@ fn versions_and_snapshots() {
         .with_changes([put("p", "b", 1), put("p", "a", 2), put("o", "z", 3)])
         .unwrap();
     let v2 = v1
-        .with_changes([put("p", "a", 4), RowChange::remove("o", "z")])
+        .with_changes([put("p", "a", 4), Change::delete("o", "z")])
         .unwrap();
-    let v3 = v2.with_changes([RowChange::remove("o", "z")]).unwrap();
+    let v3 = v2.with_changes([Change::delete("o", "z")]).unwrap();
     assert!(v0.is_empty());
     assert_eq!(
         keys(&v1),
@@ -87,11 +86,7 @@ fn versions_and_snapshots() {
     assert_eq!((v1.partition_count(), v2.partition_count()), (2, 1));
     // Within one call, the last change of a key wins.
     let v4 = v3
-        .with_changes([
-            put("q", "x", 1),
-            RowChange::remove("q", "x"),
-            put("q", "x", 2),
-        ])
+        .with_changes([put("q", "x", 1), Change::delete("q", "x"), put("q", "x", 2)])
         .unwrap();
     assert_eq!(
         v4.get("q", "x").map(|r| r.to_entity()),
@@ -150,7 +145,7 @@ fn all_value_types_round_trip() {
     let bulk = MemorySnapshot::from_entities([e.clone()]).unwrap();
     assert_eq!(bulk.get("p", "r").map(|r| r.to_entity()), Some(e.clone()));
     let written = MemorySnapshot::new()
-        .with_changes([RowChange::Put(e.clone())])
+        .with_changes([Change::Put(e.clone())])
         .unwrap();
     assert_eq!(
         written.get("p", "r").map(|r| r.to_entity()),
@@ -313,7 +308,7 @@ fn check_against_model(
     Ok(())
 }
 
-fn apply(model: &mut Model, batch: &[Op], n: &mut i32) -> Vec<RowChange> {
+fn apply(model: &mut Model, batch: &[Op], n: &mut i32) -> Vec<Change> {
     batch
         .iter()
         .map(|op| {
@@ -322,11 +317,11 @@ fn apply(model: &mut Model, batch: &[Op], n: &mut i32) -> Vec<RowChange> {
                 Op::Put(p, r) => {
                     let e = entity(p, r, *n);
                     model.insert(model_key(p, r), e.clone());
-                    RowChange::Put(e)
+                    Change::Put(e)
                 }
                 Op::Remove(p, r) => {
                     model.remove(&model_key(p, r));
-                    RowChange::remove(p.as_str(), r.as_str())
+                    Change::delete(p.as_str(), r.as_str())
                 }
             }
         })
@@ -390,7 +385,7 @@ proptest! {
         let bulk = MemorySnapshot::from_entities(keys_in.iter().enumerate().map(|(i, (p, r))| entity(p, r, i as i32))).unwrap();
         let mut model = Model::new();
         let mut n = 0;
-        let changes: Vec<RowChange> = written.iter().flat_map(|b| apply(&mut model, b, &mut n)).collect();
+        let changes: Vec<Change> = written.iter().flat_map(|b| apply(&mut model, b, &mut n)).collect();
         let mut overlaid = bulk.with_overlay_limits(OverlayLimits { min_rows: 1_000, divisor: 1 });
         for c in changes {
             overlaid = overlaid.with_changes([c]).unwrap();

@@ -1,13 +1,14 @@
-//! Interned property names: each table numbers the custom property names its entities use
-//! (0, 1, 2, … in order of first use), stores `(table id, number) → name` in redb, and
-//! keeps the whole list in memory. Rows store the number; compiled predicates resolve a
-//! name to its number once per query ([`tableq_exec::SlotLookup::Slot`]).
+//! Interned property names: a table numbers the custom property names its entities use
+//! (0, 1, 2, … in order of first use), and its rows store the number in each [`Slot`]
+//! (`super::Slot`); compiled predicates resolve a name to its number once per query
+//! ([`tableq_exec::SlotLookup::Slot`]).
 //!
 //! Invariants: numbers are never reused or changed while the table exists (the list is
-//! append-only); a row only refers to numbers that were stored in the same or an earlier
-//! commit; readers see a list that contains every number of their snapshot (the writer
-//! publishes a longer list *before* the commit that first uses the new numbers, see
-//! `writer.rs`).
+//! append-only, [`Names::truncate`] only undoes pushes that were never published); every
+//! number fits a slot (at most [`MAX_NAME_ID`]). The durable engine also stores
+//! `(table id, number) → name` in redb and publishes a longer list to readers before the
+//! commit that first uses the new numbers (`durable/writer.rs`); a memory table shares its
+//! list between versions and copies it when a write brings a new name.
 //!
 //! ```text
 //! table 3: 0 → "Active", 1 → "Age", 2 → "Name"      row slots: (1, Int32 42), (2, String …)
@@ -15,7 +16,7 @@
 
 use std::collections::HashMap;
 
-/// Largest number a name can get: the block layout keeps 28 bits for it.
+/// Largest number a name can get: a slot keeps 28 bits for it.
 pub(crate) const MAX_NAME_ID: u32 = (1 << 28) - 1;
 
 /// One table's property names, by number and by name.
@@ -53,6 +54,20 @@ impl Names {
         self.names.push(name.into());
         self.ids.insert(name.into(), id);
         Some(id)
+    }
+
+    /// The number of `name`, adding it if it is new; `None` once the numbers are exhausted.
+    #[inline]
+    pub(crate) fn intern(&mut self, name: &str) -> Option<u32> {
+        match self.id(name) {
+            Some(id) => Some(id),
+            None => self.push(name),
+        }
+    }
+
+    /// Every name, by number.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
+        self.names.iter().map(|n| &**n)
     }
 
     /// Drops every name from number `len` on (undoing pushes of a failed commit).

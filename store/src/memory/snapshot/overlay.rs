@@ -18,11 +18,12 @@
 
 use super::partition::{Partition, PartitionBuilder};
 use super::tree::{Tree, TreeEntry};
-use super::{MemoryError, MemorySnapshot, Names, RowChange, TableState};
-use crate::key::compare_keys;
+use super::{Change, MemoryError, MemorySnapshot, TableState};
+use crate::codec::Names;
 use std::borrow::Cow;
 use std::hash::RandomState;
 use std::sync::Arc;
+use tableq_exec::compare_keys;
 
 /// One key of a partition's overlay (see the module docs).
 #[derive(Clone)]
@@ -119,16 +120,16 @@ impl MemorySnapshot {
     /// ([`MemoryError::PartitionTooLarge`]); then no version is made.
     pub fn with_changes(
         &self,
-        changes: impl IntoIterator<Item = RowChange>,
+        changes: impl IntoIterator<Item = Change>,
     ) -> Result<MemorySnapshot, MemoryError> {
-        let mut changes: Vec<RowChange> = changes.into_iter().collect();
+        let mut changes: Vec<Change> = changes.into_iter().collect();
         if changes.is_empty() {
             return Ok(self.clone());
         }
         // Stable: equal keys keep their order, and the last of them wins.
         if changes.windows(2).any(|w| key_order(&w[0], &w[1]).is_ge()) {
             changes.sort_by(key_order);
-            let mut kept: Vec<RowChange> = Vec::with_capacity(changes.len());
+            let mut kept: Vec<Change> = Vec::with_capacity(changes.len());
             for c in changes {
                 match kept.last_mut() {
                     Some(last) if last.keys() == c.keys() => *last = c,
@@ -145,7 +146,7 @@ impl MemorySnapshot {
         let mut len = state.len;
         let mut partitions = state.partitions;
         let mut merged: Vec<(Arc<str>, Option<Arc<Partition>>)> = Vec::new();
-        let mut rest: &[RowChange] = &changes;
+        let mut rest: &[Change] = &changes;
         while let Some(first) = rest.first() {
             let key = first.keys().0;
             let n = rest.iter().take_while(|c| c.keys().0 == key).count();
@@ -164,11 +165,11 @@ impl MemorySnapshot {
             let mut b = PartitionBuilder::with_key(po.key.clone());
             for c in group {
                 match c {
-                    RowChange::Put(e) => {
+                    Change::Put(e) => {
                         b.reserve_entity(e);
                         b.push_entity(e, &mut names)?
                     }
-                    RowChange::Remove { row_key, .. } => b.push_key(row_key)?,
+                    Change::Delete { row_key, .. } => b.push_key(row_key)?,
                 }
             }
             let block = Arc::new(b.finish_block());
@@ -182,7 +183,7 @@ impl MemorySnapshot {
                         Some(e) => !e.removed,
                         None => base.is_some_and(|b| b.find(&state.hasher, row_key).is_some()),
                     },
-                    exists: matches!(c, RowChange::Put(_)),
+                    exists: matches!(c, Change::Put(_)),
                 };
                 // A removal of a key that holds nothing and hides nothing needs no entry.
                 if counted.exists || counted.existed || entry.is_some() {
@@ -262,7 +263,7 @@ impl MemorySnapshot {
     }
 }
 
-fn key_order(a: &RowChange, b: &RowChange) -> std::cmp::Ordering {
+fn key_order(a: &Change, b: &Change) -> std::cmp::Ordering {
     let ((pa, ra), (pb, rb)) = (a.keys(), b.keys());
     compare_keys(pa, ra, pb, rb)
 }

@@ -1,0 +1,442 @@
+//! What an operator sees of a running server: the request log, the metrics
+//! ([`metrics`]), and the health endpoints ([`health`]) — plus [`Shared`], what every
+//! request of one server shares beyond its account (the metrics, the request-body budget,
+//! the body timeout).
+//!
+//! [`serve`] runs every request of a connection (called by the connection's hyper
+//! service, `crate::connection`). It answers `GET /health`, `/health/ready` and `/metrics`
+//! itself (before any account or authorization, so orchestrators and Prometheus need no
+//! key; which is why no account may be named `health` or `metrics`), and around every
+//! other request, which goes to the router:
+//!
+//! * opens the request's scope (a task-local) that the pipeline fills as it learns things:
+//!   the operation and table ([`note_request`], once the path is parsed), rows examined and
+//!   returned ([`note_rows`], for queries), body-budget reservations to release when the
+//!   request is answered ([`hold`]), and whether the connection must close
+//!   ([`close_connection`]);
+//! * after the response: `Connection: close` if asked, the request metrics, and one log
+//!   line (`text` or `json`, [`crate::config::LogFormat`]).
+//!
+//! It is no router middleware, so that a request pays for no boxed layer: the in-process
+//! router ([`crate::router`]) serves the Table protocol alone, without the operator
+//! endpoints, metrics, log or body budget.
+//!
+//! ```text
+//! 2026-01-01T10:00:00.000000Z  INFO tableq_server::request: GET /devstoreaccount1/t() 200 0.4ms request_id=… operation=QueryEntities table=t rows=12/3
+//! {"timestamp":"…","level":"INFO","fields":{"message":"request","method":"GET","path":"/devstoreaccount1/t()","status":200,"operation":"QueryEntities","account":"devstoreaccount1","table":"t","duration_ms":0.41,"rows_examined":12,"rows_returned":3,"request_id":"…"},"target":"tableq_server::request"}
+//! ```
+
+pub(crate) mod health;
+pub(crate) mod metrics;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, Method, Request, header};
+use axum::response::Response;
+use hyper::body::Incoming;
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::OwnedSemaphorePermit;
+use tower_service::Service;
+
+use crate::auth::Hosted;
+use crate::body::BodyBudget;
+use crate::config::{LogFormat, ServerConfig};
+use crate::resource::{RequestTarget, Resource, Target};
+pub(crate) use metrics::Metrics;
+
+/// What every request of one server shares beyond its account.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// The server's metrics.
+    pub metrics: Arc<Metrics>,
+    /// The budget of request-body bytes in memory.
+    pub budget: BodyBudget,
+    /// How long a request body may go without a byte arriving.
+    pub body_timeout: Duration,
+    /// How requests are logged.
+    pub log_format: LogFormat,
+}
+
+impl Shared {
+    /// The shared state for a server configured by `config` (its first account's).
+    pub(crate) fn new(config: &ServerConfig) -> Shared {
+        let metrics = Arc::new(Metrics::new());
+        let budget = BodyBudget::new(config.body_budget_bytes, config.body_budget_wait);
+        metrics.body_budget.set(budget.total() as i64);
+        Shared {
+            metrics,
+            budget,
+            body_timeout: config.connections.body_timeout,
+            log_format: config.log_format,
+        }
+    }
+}
+
+tokio::task_local! {
+    static REQUEST: RequestScope;
+}
+
+/// One request's scope (see the module docs).
+struct RequestScope {
+    shared: Arc<Shared>,
+    record: RefCell<Record>,
+}
+
+/// The Table service's operations, as the metrics and the log name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Operation {
+    QueryTables,
+    CreateTable,
+    DeleteTable,
+    EntityGroupTransaction,
+    QueryEntities,
+    InsertEntity,
+    GetEntity,
+    DeleteEntity,
+    UpdateEntity,
+    InsertOrReplaceEntity,
+    MergeEntity,
+    InsertOrMergeEntity,
+    GetTableServiceProperties,
+    SetTableServiceProperties,
+    GetTableServiceStats,
+    GetTableAcl,
+    SetTableAcl,
+    /// A CORS preflight (`OPTIONS`).
+    Preflight,
+    /// Anything else: an unknown path or method, a request refused before its operation
+    /// was known.
+    Other,
+}
+
+impl Operation {
+    /// How many operations there are.
+    pub(crate) const COUNT: usize = 19;
+
+    /// The service's name of the operation.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Operation::QueryTables => "QueryTables",
+            Operation::CreateTable => "CreateTable",
+            Operation::DeleteTable => "DeleteTable",
+            Operation::EntityGroupTransaction => "EntityGroupTransaction",
+            Operation::QueryEntities => "QueryEntities",
+            Operation::InsertEntity => "InsertEntity",
+            Operation::GetEntity => "GetEntity",
+            Operation::DeleteEntity => "DeleteEntity",
+            Operation::UpdateEntity => "UpdateEntity",
+            Operation::InsertOrReplaceEntity => "InsertOrReplaceEntity",
+            Operation::MergeEntity => "MergeEntity",
+            Operation::InsertOrMergeEntity => "InsertOrMergeEntity",
+            Operation::GetTableServiceProperties => "GetTableServiceProperties",
+            Operation::SetTableServiceProperties => "SetTableServiceProperties",
+            Operation::GetTableServiceStats => "GetTableServiceStats",
+            Operation::GetTableAcl => "GetTableAcl",
+            Operation::SetTableAcl => "SetTableAcl",
+            Operation::Preflight => "Preflight",
+            Operation::Other => "Other",
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Record {
+    operation: Option<Operation>,
+    account: Option<String>,
+    table: Option<String>,
+    rows: Option<(u64, u64)>,
+    close: bool,
+    held: Vec<OwnedSemaphorePermit>,
+}
+
+/// The server's shared state, when running inside [`serve`].
+pub(crate) fn shared() -> Option<Arc<Shared>> {
+    REQUEST.try_with(|scope| scope.shared.clone()).ok()
+}
+
+/// Asks for `Connection: close` on the response (the request was not read whole).
+pub(crate) fn close_connection() {
+    let _ = REQUEST.try_with(|scope| scope.record.borrow_mut().close = true);
+}
+
+/// Keeps a body-budget reservation until the request is answered (outside [`serve`] it is
+/// released at once).
+pub(crate) fn hold(permit: OwnedSemaphorePermit) {
+    let _ = REQUEST.try_with(move |scope| scope.record.borrow_mut().held.push(permit));
+}
+
+/// Notes the operation a request names (called once its path is parsed).
+pub(crate) fn note_request(method: &Method, headers: &HeaderMap, path: &RequestTarget) {
+    let _ = REQUEST.try_with(|scope| {
+        let method =
+            crate::negotiate::effective_method(method, headers).unwrap_or_else(|_| method.clone());
+        let operation = operation_of(&method, &path.target);
+        // The names are only for the log line.
+        let names =
+            tracing::enabled!(target: "tableq_server::request", tracing::Level::INFO).then(|| {
+                (
+                    path.account.clone(),
+                    table_of(&path.target).map(str::to_owned),
+                )
+            });
+        let mut record = scope.record.borrow_mut();
+        record.operation = Some(operation);
+        if let Some((account, table)) = names {
+            record.account = Some(account);
+            record.table = table;
+        }
+    });
+}
+
+/// Notes a CORS preflight (answered before its path is parsed).
+pub(crate) fn note_preflight() {
+    let _ =
+        REQUEST.try_with(|scope| scope.record.borrow_mut().operation = Some(Operation::Preflight));
+}
+
+/// Notes how many entities a query examined and returned.
+pub(crate) fn note_rows(examined: u64, returned: u64) {
+    let _ = REQUEST.try_with(|scope| scope.record.borrow_mut().rows = Some((examined, returned)));
+}
+
+/// The Table service's name of the operation `method` on `resource` asks for (writes
+/// without `If-Match`; [`layer`] turns a conditional `PUT` into `UpdateEntity` and an
+/// unconditional merge into `InsertOrMergeEntity`).
+fn operation_of(method: &Method, target: &Target) -> Operation {
+    let resource = match (target, method.as_str()) {
+        (Target::ServiceProperties, "GET") => return Operation::GetTableServiceProperties,
+        (Target::ServiceProperties, "PUT") => return Operation::SetTableServiceProperties,
+        (Target::ServiceStats, "GET") => return Operation::GetTableServiceStats,
+        (Target::TableAcl { .. }, "GET" | "HEAD") => return Operation::GetTableAcl,
+        (Target::TableAcl { .. }, "PUT") => return Operation::SetTableAcl,
+        (Target::Resource(resource), _) => resource,
+        _ => return Operation::Other,
+    };
+    #[allow(unreachable_patterns)]
+    match (resource, method.as_str()) {
+        (Resource::Tables { .. } | Resource::Table { .. }, "GET") => Operation::QueryTables,
+        (Resource::Tables { .. }, "POST") => Operation::CreateTable,
+        (Resource::Table { .. }, "DELETE") => Operation::DeleteTable,
+        (Resource::Batch { .. }, "POST") => Operation::EntityGroupTransaction,
+        (Resource::Entities { .. }, "GET") => Operation::QueryEntities,
+        (Resource::Entities { .. }, "POST") => Operation::InsertEntity,
+        (Resource::Entity { .. }, "GET") => Operation::GetEntity,
+        (Resource::Entity { .. }, "DELETE") => Operation::DeleteEntity,
+        (Resource::Entity { .. }, "PUT") => Operation::InsertOrReplaceEntity,
+        (Resource::Entity { .. }, "MERGE" | "PATCH") => Operation::MergeEntity,
+        _ => Operation::Other,
+    }
+}
+
+fn table_of(target: &Target) -> Option<&str> {
+    let resource = match target {
+        Target::TableAcl { table } => return Some(table),
+        Target::Resource(resource) => resource,
+        _ => return None,
+    };
+    #[allow(unreachable_patterns)]
+    match resource {
+        Resource::Table { table }
+        | Resource::Entities { table }
+        | Resource::Entity { table, .. } => Some(&table.name),
+        _ => None,
+    }
+}
+
+/// Serves one request of a connection with `router` (see the module docs).
+pub(crate) async fn serve(
+    observed: &Observed,
+    mut router: Router,
+    request: Request<Incoming>,
+) -> Response {
+    let request = request.map(Body::new);
+    if let Some(asked) = health::asked(&request) {
+        return health::answer(observed, asked).await;
+    }
+    let started = Instant::now();
+    let logged = tracing::enabled!(target: "tableq_server::request", tracing::Level::INFO);
+    let method = request.method().clone();
+    let path = if logged {
+        request.uri().path().to_owned()
+    } else {
+        String::new()
+    };
+    let if_match = request.headers().contains_key(header::IF_MATCH);
+    let scope = RequestScope {
+        shared: observed.shared.clone(),
+        record: RefCell::new(Record::default()),
+    };
+    let mut handled = std::pin::pin!(REQUEST.scope(scope, router.call(request)));
+    let mut response = match (&mut handled).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    };
+    let record = handled
+        .as_mut()
+        .take_value()
+        .map(|scope| scope.record.into_inner())
+        .unwrap_or_default();
+    let took = started.elapsed();
+    if record.close {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    let operation = match record.operation {
+        Some(Operation::InsertOrReplaceEntity) if if_match => Operation::UpdateEntity,
+        Some(Operation::MergeEntity) if !if_match => Operation::InsertOrMergeEntity,
+        Some(op) => op,
+        None => Operation::Other,
+    };
+    let status = response.status().as_u16();
+    observed.shared.metrics.request(operation, status, took);
+    if logged {
+        log_request(
+            observed.shared.log_format,
+            &method,
+            &path,
+            &response,
+            operation.name(),
+            &record,
+            took,
+        );
+    }
+    drop(record.held);
+    response
+}
+
+fn log_request(
+    format: LogFormat,
+    method: &Method,
+    path: &str,
+    response: &Response,
+    operation: &'static str,
+    record: &Record,
+    took: Duration,
+) {
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    };
+    let status = response.status().as_u16();
+    let error_code = header(crate::error::ERROR_CODE_HEADER);
+    let request_id = header("x-ms-request-id");
+    let ms = took.as_secs_f64() * 1000.0;
+    match format {
+        LogFormat::Text => {
+            use std::fmt::Write;
+            let mut extra = String::new();
+            let _ = write!(extra, " operation={operation}");
+            if let Some(t) = &record.table {
+                let _ = write!(extra, " table={t}");
+            }
+            if let Some((examined, returned)) = record.rows {
+                let _ = write!(extra, " rows={examined}/{returned}");
+            }
+            tracing::info!(
+                target: "tableq_server::request",
+                "{method} {path} {status}{}{error_code} {ms:.1}ms request_id={request_id}{extra}",
+                if error_code.is_empty() { "" } else { " " },
+            );
+        }
+        LogFormat::Json => {
+            tracing::info!(
+                target: "tableq_server::request",
+                method = %method,
+                path,
+                status,
+                error_code = (!error_code.is_empty()).then_some(error_code),
+                operation,
+                account = record.account.as_deref(),
+                table = record.table.as_deref(),
+                duration_ms = (ms * 1000.0).round() / 1000.0,
+                rows_examined = record.rows.map(|r| r.0),
+                rows_returned = record.rows.map(|r| r.1),
+                request_id,
+                "request"
+            );
+        }
+    }
+}
+
+/// What [`serve`] works with: the server's shared state and its accounts.
+#[derive(Clone)]
+pub(crate) struct Observed {
+    /// What every request shares.
+    pub shared: Arc<Shared>,
+    /// The accounts (for readiness and store metrics).
+    pub hosted: Arc<Hosted>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tableq_parser::resource::{KeyValue, TableName};
+
+    #[test]
+    fn operations_are_named_as_the_service_names_them() {
+        let t = || TableName::new("t");
+        let entity = Resource::Entity {
+            table: t(),
+            partition_key: KeyValue::new("p"),
+            row_key: KeyValue::new("r"),
+        };
+        let entities = Resource::Entities { table: t() };
+        let cases = [
+            (Method::GET, entity.clone(), "GetEntity"),
+            (Method::DELETE, entity.clone(), "DeleteEntity"),
+            (Method::PUT, entity.clone(), "InsertOrReplaceEntity"),
+            (Method::PATCH, entity.clone(), "MergeEntity"),
+            (Method::GET, entities.clone(), "QueryEntities"),
+            (Method::POST, entities.clone(), "InsertEntity"),
+            (Method::OPTIONS, entities, "Other"),
+        ];
+        for (method, resource, name) in cases {
+            let target = Target::Resource(resource);
+            assert_eq!(
+                operation_of(&method, &target).name(),
+                name,
+                "{method} {target:?}"
+            );
+        }
+        let admin = [
+            (
+                Method::GET,
+                Target::ServiceProperties,
+                "GetTableServiceProperties",
+            ),
+            (
+                Method::PUT,
+                Target::ServiceProperties,
+                "SetTableServiceProperties",
+            ),
+            (Method::GET, Target::ServiceStats, "GetTableServiceStats"),
+            (Method::PUT, Target::ServiceStats, "Other"),
+            (
+                Method::GET,
+                Target::TableAcl { table: "t".into() },
+                "GetTableAcl",
+            ),
+            (
+                Method::PUT,
+                Target::TableAcl { table: "t".into() },
+                "SetTableAcl",
+            ),
+        ];
+        for (method, target, name) in admin {
+            assert_eq!(
+                operation_of(&method, &target).name(),
+                name,
+                "{method} {target:?}"
+            );
+        }
+        assert_eq!(table_of(&Target::Resource(entity)), Some("t"));
+        assert_eq!(table_of(&Target::TableAcl { table: "t".into() }), Some("t"));
+        assert_eq!(table_of(&Target::ServiceStats), None);
+    }
+}

@@ -1,0 +1,96 @@
+//! [`DurableOptions`]: the tuning of a [`DurableBackend`](super::DurableBackend) — redb's
+//! cache, the block limits, the durability mode of the write-ahead log and its checkpoints.
+//!
+//! ```
+//! use std::time::Duration;
+//! use tableq_store::{DurableOptions, FsyncPolicy};
+//! let options = DurableOptions::default()
+//!     .with_fsync(FsyncPolicy::Always)
+//!     .with_checkpoints(16 << 20, Duration::from_secs(10));
+//! assert_eq!(options.fsync.to_string(), "always");
+//! ```
+
+use super::wal::FsyncPolicy;
+use std::time::Duration;
+
+/// Tuning of a [`DurableBackend`] (see [`DurableBackend::open_with`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DurableOptions {
+    /// Bytes of redb's page cache (default 1 GiB; the cache is filled as pages are read).
+    pub cache_bytes: usize,
+    /// Most rows per block (default 256). Not part of the file format: blocks written with
+    /// other limits are read as they are. Larger blocks scan faster (redb's per-entry cost
+    /// and the cache misses of entering a block are paid once per block); smaller blocks
+    /// make single writes cheaper (a write rewrites the blocks it touches).
+    pub block_rows: usize,
+    /// Soft byte limit of a block (default 64 KiB): a block grows past it only to hold a
+    /// single larger entity.
+    pub block_bytes: usize,
+    /// Verify every page's checksum when opening (reads the whole file). A file that was
+    /// damaged outside redb is then reported as [`OpenError::Corrupt`](super::OpenError::Corrupt). Without it redb
+    /// trusts a cleanly closed file: damage is found only when the damaged page is read
+    /// (a storage error then; redb's own debug builds may panic on some damage). Recovery
+    /// after a crash checks the whole file in any case. Default `false`.
+    pub verify_on_open: bool,
+    /// When the write-ahead log is `fsync`ed, i.e. what an acknowledged write survives
+    /// (default: in the background every second; see [`FsyncPolicy`]).
+    pub fsync: FsyncPolicy,
+    /// Checkpoint when the log holds this many bytes of records (default 64 MiB): bounds
+    /// the log, the time a replay takes after a crash (≈ 200 000 entities) and the memory
+    /// redb holds for commits not yet durable.
+    pub checkpoint_log_bytes: u64,
+    /// Checkpoint when this much time passed since the last checkpoint and the log holds
+    /// records (default 30 s).
+    pub checkpoint_interval: Duration,
+}
+
+impl Default for DurableOptions {
+    fn default() -> DurableOptions {
+        DurableOptions {
+            cache_bytes: 1 << 30,
+            block_rows: 256,
+            block_bytes: 64 * 1024,
+            verify_on_open: false,
+            fsync: FsyncPolicy::default(),
+            checkpoint_log_bytes: 64 << 20,
+            checkpoint_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+impl DurableOptions {
+    /// Sets [`cache_bytes`](DurableOptions::cache_bytes).
+    pub fn with_cache_bytes(mut self, bytes: usize) -> DurableOptions {
+        self.cache_bytes = bytes;
+        self
+    }
+
+    /// Sets the block limits ([`block_rows`](DurableOptions::block_rows),
+    /// [`block_bytes`](DurableOptions::block_bytes)); each is at least 1.
+    pub fn with_block_limits(mut self, rows: usize, bytes: usize) -> DurableOptions {
+        self.block_rows = rows.max(1);
+        self.block_bytes = bytes.max(1);
+        self
+    }
+
+    /// Sets [`verify_on_open`](DurableOptions::verify_on_open).
+    pub fn with_verify_on_open(mut self, verify: bool) -> DurableOptions {
+        self.verify_on_open = verify;
+        self
+    }
+
+    /// Sets [`fsync`](DurableOptions::fsync).
+    pub fn with_fsync(mut self, fsync: FsyncPolicy) -> DurableOptions {
+        self.fsync = fsync;
+        self
+    }
+
+    /// Sets the checkpoint triggers ([`checkpoint_log_bytes`](DurableOptions::checkpoint_log_bytes),
+    /// at least 1, and [`checkpoint_interval`](DurableOptions::checkpoint_interval)).
+    pub fn with_checkpoints(mut self, log_bytes: u64, interval: Duration) -> DurableOptions {
+        self.checkpoint_log_bytes = log_bytes.max(1);
+        self.checkpoint_interval = interval;
+        self
+    }
+}

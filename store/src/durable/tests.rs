@@ -1,0 +1,483 @@
+//! The durable engine's write-ahead log, end to end: when replies are sent relative to
+//! `fsync` (through a log file that records and can hold its calls), what replay restores
+//! from a log past the last checkpoint (a torn last record, a checksum mismatch at the end
+//! and in the middle, an empty log), and the refusal of writes while the log cannot be
+//! written.
+
+use super::wal::{DiskLog, HEADER_LEN, LogFile};
+use super::*;
+use crate::op::WriteOp;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Condvar, mpsc};
+use std::time::Instant;
+use tableq_model::Value;
+
+/// What happened to the log file, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Event {
+    Append,
+    Sync,
+    Reply,
+}
+
+/// A log file that records its calls, can hold `sync` until released, and can fail
+/// appends as a full disk does.
+struct Recorder {
+    inner: DiskLog,
+    events: Arc<Mutex<Vec<Event>>>,
+    /// While `true`, `sync` waits.
+    held: Arc<(Mutex<bool>, Condvar)>,
+    syncs_waiting: Arc<AtomicUsize>,
+    full: Arc<AtomicBool>,
+}
+
+impl LogFile for Recorder {
+    fn append(&self, data: &[u8]) -> io::Result<()> {
+        if self.full.load(Ordering::SeqCst) {
+            return Err(io::Error::from(io::ErrorKind::StorageFull));
+        }
+        self.events.lock().unwrap().push(Event::Append);
+        self.inner.append(data)
+    }
+
+    fn sync(&self) -> io::Result<()> {
+        let (lock, wake) = &*self.held;
+        let mut held = lock.lock().unwrap();
+        self.syncs_waiting.fetch_add(1, Ordering::SeqCst);
+        while *held {
+            held = wake.wait(held).unwrap();
+        }
+        self.syncs_waiting.fetch_sub(1, Ordering::SeqCst);
+        self.events.lock().unwrap().push(Event::Sync);
+        self.inner.sync()
+    }
+
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        self.inner.truncate(len)
+    }
+
+    fn write_header(&self, data: &[u8]) -> io::Result<()> {
+        self.inner.write_header(data)
+    }
+}
+
+/// The handles a test keeps on its [`Recorder`].
+#[derive(Clone, Default)]
+struct Probe {
+    events: Arc<Mutex<Vec<Event>>>,
+    held: Arc<(Mutex<bool>, Condvar)>,
+    syncs_waiting: Arc<AtomicUsize>,
+    full: Arc<AtomicBool>,
+}
+
+impl Probe {
+    fn open(&self, dir: &Path, options: DurableOptions) -> DurableBackend {
+        let probe = self.clone();
+        DurableBackend::open_logged(dir, options, move |file| {
+            Arc::new(Recorder {
+                inner: DiskLog(file),
+                events: probe.events,
+                held: probe.held,
+                syncs_waiting: probe.syncs_waiting,
+                full: probe.full,
+            })
+        })
+        .unwrap()
+    }
+
+    fn hold(&self, held: bool) {
+        let (lock, wake) = &*self.held;
+        *lock.lock().unwrap() = held;
+        wake.notify_all();
+    }
+
+    fn push(&self, e: Event) {
+        self.events.lock().unwrap().push(e);
+    }
+
+    fn take(&self) -> Vec<Event> {
+        std::mem::take(&mut *self.events.lock().unwrap())
+    }
+}
+
+fn insert(rk: &str, v: i32) -> WriteOp {
+    let mut e = Entity::new("p", rk);
+    e.set("V", Value::Int32(v));
+    WriteOp::Insert { entity: e }
+}
+
+/// No checkpoint unless asked: the log keeps every record.
+fn keep_log(fsync: FsyncPolicy) -> DurableOptions {
+    DurableOptions::default()
+        .with_cache_bytes(8 << 20)
+        .with_fsync(fsync)
+        .with_checkpoints(u64::MAX, Duration::from_secs(3600))
+}
+
+/// Waits (up to 10 s) for `done`.
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < until, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn under_always_a_reply_waits_for_the_fsync_of_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = Probe::default();
+    let store = Arc::new(probe.open(dir.path(), keep_log(FsyncPolicy::Always)));
+    store.create_table("t1x").unwrap();
+    probe.take();
+    // Hold every fsync: the write must not return while its record is unsynced.
+    probe.hold(true);
+    let (done, answer) = mpsc::channel();
+    let writer = {
+        let store = store.clone();
+        let probe = probe.clone();
+        std::thread::spawn(move || {
+            let r = store.write("t1x", insert("a", 1));
+            probe.push(Event::Reply);
+            done.send(r.is_ok()).unwrap();
+        })
+    };
+    eventually("the writer to reach fsync", || {
+        probe.syncs_waiting.load(Ordering::SeqCst) > 0
+    });
+    assert!(
+        answer.recv_timeout(Duration::from_millis(200)).is_err(),
+        "the write was acknowledged before its record was fsynced"
+    );
+    assert!(
+        store.get("t1x", "p", "a").unwrap().is_none(),
+        "visible before durable"
+    );
+    probe.hold(false);
+    assert!(answer.recv_timeout(Duration::from_secs(10)).unwrap());
+    writer.join().unwrap();
+    assert_eq!(probe.take(), [Event::Append, Event::Sync, Event::Reply]);
+    assert!(store.get("t1x", "p", "a").unwrap().is_some());
+    let stats = store.write_log_stats();
+    assert_eq!(
+        (stats.fsync_policy.as_str(), stats.unsynced_records),
+        ("always", 0)
+    );
+    assert!(stats.fsyncs >= 2 && stats.records >= 2, "{stats:?}");
+}
+
+#[test]
+fn under_an_interval_a_reply_never_waits_for_fsync() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = Probe::default();
+    let store = probe.open(
+        dir.path(),
+        keep_log(FsyncPolicy::Interval(Duration::from_millis(20))),
+    );
+    store.create_table("t1x").unwrap();
+    // Every fsync hangs: writes are still acknowledged (written to the OS)…
+    probe.hold(true);
+    probe.take();
+    for i in 0..5 {
+        store.write("t1x", insert(&format!("r{i}"), i)).unwrap();
+    }
+    assert!(!probe.take().contains(&Event::Sync));
+    // …and the background fsync catches up once the disk answers.
+    probe.hold(false);
+    eventually("the background fsync", || {
+        store.write_log_stats().unsynced_records == 0
+    });
+    assert!(probe.take().contains(&Event::Sync));
+    store.close().unwrap();
+}
+
+/// A data directory whose durable file holds `first` (checkpointed), and the bytes of the
+/// log written after it by `second` (never checkpointed): what a crash leaves.
+fn crashed(first: &[(&str, i32)], second: &[(&str, i32)]) -> (tempfile::TempDir, Vec<u8>, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = DurableBackend::open_with(dir.path(), keep_log(FsyncPolicy::default())).unwrap();
+    store.create_table("t1x").unwrap();
+    for (rk, v) in first {
+        store.write("t1x", insert(rk, *v)).unwrap();
+    }
+    store.close().unwrap();
+    let durable = std::fs::read(dir.path().join(DATA_FILE)).unwrap();
+    let store = DurableBackend::open_with(dir.path(), keep_log(FsyncPolicy::default())).unwrap();
+    for (rk, v) in second {
+        store.write("t1x", insert(rk, *v)).unwrap();
+    }
+    let log = std::fs::read(dir.path().join(WAL_FILE)).unwrap();
+    store.close().unwrap();
+    (dir, durable, log)
+}
+
+/// Opens a data directory made of these two files.
+fn open_files(
+    durable: &[u8],
+    log: &[u8],
+) -> Result<(tempfile::TempDir, DurableBackend), OpenError> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(DATA_FILE), durable).unwrap();
+    std::fs::write(dir.path().join(WAL_FILE), log).unwrap();
+    let store = DurableBackend::open_with(dir.path(), keep_log(FsyncPolicy::default()))?;
+    Ok((dir, store))
+}
+
+fn values(store: &DurableBackend, keys: &[&str]) -> Vec<Option<i32>> {
+    keys.iter()
+        .map(|rk| {
+            store
+                .get("t1x", "p", rk)
+                .unwrap()
+                .and_then(|e| match e.custom("V") {
+                    Some(Value::Int32(v)) => Some(*v),
+                    _ => None,
+                })
+        })
+        .collect()
+}
+
+#[test]
+fn replay_restores_what_the_log_holds_past_the_checkpoint() {
+    let (_d, durable, log) = crashed(&[("a", 1)], &[("b", 2), ("c", 3)]);
+    // The durable file alone has only the first session.
+    let (_e, store) = open_files(&durable, &header_only(&log)).unwrap();
+    assert_eq!(values(&store, &["a", "b", "c"]), [Some(1), None, None]);
+    drop(store);
+    // With the log, everything acknowledged is back, Timestamps included.
+    let (dir, store) = open_files(&durable, &log).unwrap();
+    assert_eq!(
+        values(&store, &["a", "b", "c"]),
+        [Some(1), Some(2), Some(3)]
+    );
+    // The replay was checkpointed: the log is empty, and a new write gets a later ETag.
+    assert_eq!(
+        std::fs::metadata(dir.path().join(WAL_FILE)).unwrap().len(),
+        HEADER_LEN
+    );
+    let before = store.get("t1x", "p", "c").unwrap().unwrap().timestamp();
+    let w = store.write("t1x", insert("d", 4)).unwrap();
+    assert!(Some(w.timestamp) > before);
+    store.close().unwrap();
+    let store = DurableBackend::open(dir.path()).unwrap();
+    assert_eq!(values(&store, &["a", "d"]), [Some(1), Some(4)]);
+}
+
+/// The log's header alone (the log right after a checkpoint).
+fn header_only(log: &[u8]) -> Vec<u8> {
+    log[..HEADER_LEN as usize].to_vec()
+}
+
+#[test]
+fn a_torn_or_damaged_last_record_is_discarded() {
+    let (_d, durable, log) = crashed(&[("a", 1)], &[("b", 2), ("c", 3)]);
+    // Cut anywhere inside the last record: it was never acknowledged.
+    let last_start = {
+        let (_d2, _, one) = crashed(&[("a", 1)], &[("b", 2)]);
+        one.len()
+    };
+    for cut in [last_start + 1, last_start + 20, log.len() - 1] {
+        let (_e, store) = open_files(&durable, &log[..cut]).unwrap();
+        assert_eq!(
+            values(&store, &["a", "b", "c"]),
+            [Some(1), Some(2), None],
+            "cut {cut}"
+        );
+    }
+    // A checksum mismatch in the last record.
+    let mut flipped = log.clone();
+    let at = log.len() - 3;
+    flipped[at] ^= 0x10;
+    let (_e, store) = open_files(&durable, &flipped).unwrap();
+    assert_eq!(values(&store, &["a", "b", "c"]), [Some(1), Some(2), None]);
+}
+
+#[test]
+fn damage_before_intact_records_refuses_to_open() {
+    let (_d, durable, log) = crashed(&[("a", 1)], &[("b", 2), ("c", 3)]);
+    let mut flipped = log.clone();
+    // Inside the first record's body (header 32 bytes, record head 16).
+    flipped[HEADER_LEN as usize + 20] ^= 0x10;
+    let err = open_files(&durable, &flipped).expect_err("a corrupt log must not open");
+    assert!(
+        matches!(&err, OpenError::Corrupt { path, .. } if path.ends_with(WAL_FILE)),
+        "{err}"
+    );
+    assert!(err.to_string().contains("followed by intact"), "{err}");
+}
+
+#[test]
+fn an_empty_or_missing_log_opens_with_the_durable_state() {
+    let (_d, durable, _) = crashed(&[("a", 1)], &[("b", 2)]);
+    for log in [Vec::new(), vec![0; 4096]] {
+        let (_e, store) = open_files(&durable, &log).unwrap();
+        assert_eq!(values(&store, &["a", "b"]), [Some(1), None]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(DATA_FILE), &durable).unwrap();
+    let store = DurableBackend::open(dir.path()).unwrap();
+    assert_eq!(values(&store, &["a"]), [Some(1)]);
+    assert!(dir.path().join(WAL_FILE).exists());
+}
+
+#[test]
+fn tables_created_and_deleted_are_replayed_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = DurableBackend::open_with(dir.path(), keep_log(FsyncPolicy::default())).unwrap();
+    store.close().unwrap();
+    let durable = std::fs::read(dir.path().join(DATA_FILE)).unwrap();
+    let store = DurableBackend::open_with(dir.path(), keep_log(FsyncPolicy::default())).unwrap();
+    store.create_table("Gone").unwrap();
+    store.write("gone", insert("x", 1)).unwrap();
+    store.delete_table("gone").unwrap();
+    store.create_table("Kept").unwrap();
+    store
+        .write_batch("kept", vec![insert("y", 2), insert("z", 3)])
+        .unwrap();
+    store
+        .write(
+            "kept",
+            WriteOp::Delete {
+                partition_key: "p".into(),
+                row_key: "z".into(),
+                if_match: crate::op::IfMatch::Any,
+            },
+        )
+        .unwrap();
+    let log = std::fs::read(dir.path().join(WAL_FILE)).unwrap();
+    store.close().unwrap();
+    let (_e, store) = open_files(&durable, &log).unwrap();
+    let names: Vec<String> = store
+        .tables()
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["Kept"]);
+    assert!(store.get("kept", "p", "y").unwrap().is_some());
+    assert!(store.get("kept", "p", "z").unwrap().is_none());
+    // Ids stay unique after the replay: a new table does not reuse "Gone"'s.
+    store.create_table("Later").unwrap();
+    store.write("later", insert("w", 5)).unwrap();
+    assert!(store.get("kept", "p", "w").unwrap().is_none());
+}
+
+#[test]
+fn a_log_that_cannot_be_written_refuses_writes_until_it_can() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = Probe::default();
+    let store = probe.open(
+        dir.path(),
+        keep_log(FsyncPolicy::Interval(Duration::from_millis(20))),
+    );
+    store.create_table("t1x").unwrap();
+    store.write("t1x", insert("a", 1)).unwrap();
+    assert!(store.ready().is_ok());
+    probe.full.store(true, Ordering::SeqCst);
+    let err = store.write("t1x", insert("b", 2)).unwrap_err();
+    assert!(matches!(err, StoreError::WritesRefused(_)), "{err}");
+    assert!(err.to_string().contains("full"), "{err}");
+    assert_eq!(err.code(), tableq_model::ErrorCode::ServerBusy);
+    let not_ready = store.ready().unwrap_err();
+    assert!(not_ready.to_string().contains("full"), "{not_ready}");
+    // Reads go on; the refused write left nothing.
+    assert_eq!(values(&store, &["a", "b"]), [Some(1), None]);
+    // Space is back: writes resume by themselves.
+    probe.full.store(false, Ordering::SeqCst);
+    eventually("readiness", || store.ready().is_ok());
+    store.write("t1x", insert("b", 2)).unwrap();
+    store.close().unwrap();
+    let store = DurableBackend::open(dir.path()).unwrap();
+    assert_eq!(values(&store, &["a", "b"]), [Some(1), Some(2)]);
+}
+
+#[test]
+fn checkpoints_empty_the_log_when_it_passes_its_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = DurableOptions::default()
+        .with_cache_bytes(8 << 20)
+        .with_checkpoints(4096, Duration::from_secs(3600));
+    let store = DurableBackend::open_with(dir.path(), options).unwrap();
+    store.create_table("t1x").unwrap();
+    for i in 0..200 {
+        store.write("t1x", insert(&format!("r{i:03}"), i)).unwrap();
+    }
+    let stats = store.write_log_stats();
+    // ≈ 80 bytes a record: one checkpoint per ≈ 50 writes.
+    assert!(
+        stats.checkpoints >= stats.appended_bytes / (4096 + 1024),
+        "{stats:?}"
+    );
+    assert!(stats.checkpoints >= 3, "{stats:?}");
+    assert!(stats.log_bytes < 4096 + 1024, "{stats:?}");
+    assert!(std::fs::metadata(dir.path().join(WAL_FILE)).unwrap().len() < 4096 + 1024);
+}
+
+#[test]
+fn an_uninitialised_data_file_is_replaced() {
+    // What an older build left after a start on a full disk: a file that never got its
+    // header (empty, or zero-filled). It holds no data: a start replaces it.
+    for contents in [Vec::new(), vec![0u8; 3 << 20]] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(DATA_FILE), &contents).unwrap();
+        let store = DurableBackend::open(dir.path()).unwrap();
+        store.create_table("t1x").unwrap();
+        store.write("t1x", insert("a", 1)).unwrap();
+        store.close().unwrap();
+        let store = DurableBackend::open(dir.path()).unwrap();
+        assert_eq!(values(&store, &["a"]), [Some(1)]);
+        // No temporary file is left behind.
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+    }
+    // A file that is not all zeros is never discarded: it is reported.
+    let dir = tempfile::tempdir().unwrap();
+    let mut junk = vec![0u8; 4096];
+    junk[4000] = 1;
+    std::fs::write(dir.path().join(DATA_FILE), &junk).unwrap();
+    assert!(DurableBackend::open(dir.path()).is_err());
+    assert_eq!(std::fs::read(dir.path().join(DATA_FILE)).unwrap(), junk);
+}
+
+#[test]
+fn settings_are_replayed_with_the_tables_they_belong_to() {
+    use crate::acl::{AccessPolicy, SignedIdentifier};
+    use crate::service::ServiceProperties;
+    let dir = tempfile::tempdir().unwrap();
+    let store = DurableBackend::open_with(dir.path(), keep_log(FsyncPolicy::default())).unwrap();
+    store.create_table("Gone").unwrap();
+    store.close().unwrap();
+    let durable = std::fs::read(dir.path().join(DATA_FILE)).unwrap();
+    let store = DurableBackend::open_with(dir.path(), keep_log(FsyncPolicy::default())).unwrap();
+    let mut properties = ServiceProperties::default();
+    properties.logging.read = true;
+    store.set_service_properties(&properties).unwrap();
+    let policy = |id: &str| SignedIdentifier {
+        id: id.into(),
+        policy: AccessPolicy {
+            start: None,
+            expiry: None,
+            permission: Some("r".into()),
+        },
+    };
+    store.set_table_acl("gone", &[policy("old")]).unwrap();
+    store.delete_table("gone").unwrap();
+    store.create_table("Kept").unwrap();
+    store.set_table_acl("kept", &[policy("p1")]).unwrap();
+    store.create_table("Cleared").unwrap();
+    store.set_table_acl("cleared", &[policy("p2")]).unwrap();
+    store.set_table_acl("cleared", &[]).unwrap();
+    let log = std::fs::read(dir.path().join(WAL_FILE)).unwrap();
+    store.close().unwrap();
+    let (_e, store) = open_files(&durable, &log).unwrap();
+    assert_eq!(store.service_properties().unwrap(), properties);
+    assert_eq!(store.table_acl("kept").unwrap(), [policy("p1")]);
+    assert!(store.table_acl("cleared").unwrap().is_empty());
+    // The deleted table's policies went with it: a table re-created under its name has none.
+    store.create_table("Gone").unwrap();
+    assert!(store.table_acl("gone").unwrap().is_empty());
+}

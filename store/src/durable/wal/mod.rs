@@ -1,0 +1,431 @@
+//! The write-ahead log in front of redb: what makes a write acknowledged before its redb
+//! commit reached the disk, and what brings it back after a crash.
+//!
+//! # Why a log in front of redb
+//!
+//! A durable redb commit (`Durability::Immediate`) writes the changed pages and `fsync`s
+//! them: ≈ 0.3–0.5 ms per commit on the reference machine, which made a single insert wait
+//! for the disk. redb's non-durable commits (`Durability::None`) are visible to readers at
+//! once but survive nothing: a crash reverts the file to the last durable commit. The log
+//! closes that gap. Every change the writer commits is first appended here as one record
+//! with one `write(2)`; then the redb commit is made non-durable, and the reply is sent.
+//! A `kill -9`, a panic or an OOM kill therefore loses nothing acknowledged: the record is
+//! in the operating system's page cache, and opening the data directory replays every
+//! record past the last durable commit. When the log is `fsync`ed is the durability mode
+//! ([`FsyncPolicy`]): before the reply (`always`, group-committed), or in the background
+//! every interval (the default, 1 s), so a power loss loses at most that interval.
+//!
+//! The alternative considered was an engine with this mode built in (an LSM tree with a
+//! journal, such as fjall). It would have replaced the block layout that lets scans read
+//! rows in place (`block.rs`, ≈ 29 M entities/s through the executor) and the MVCC
+//! snapshots query pages run on, to gain what the log gives on top of redb: a reply that
+//! waits for one `write(2)` instead of an `fsync`. The figures that decided it (per single
+//! insert through [`Backend::write`](crate::Backend::write), before and after the log) are
+//! in `benches/README.md`, section "durable"; an LSM engine was not benchmarked.
+//!
+//! # Checkpoints
+//!
+//! A checkpoint is a durable redb commit that records the number of the last log record
+//! it contains (`wal_lsn` in the meta table); the log is then emptied (truncated to its
+//! header, which names the next record number). The writer checkpoints when the log passes
+//! [`DurableOptions::checkpoint_log_bytes`](super::DurableOptions::checkpoint_log_bytes)
+//! (64 MiB by default: about 200 000 small entities, replayed in well under a second), when
+//! [`DurableOptions::checkpoint_interval`](super::DurableOptions::checkpoint_interval) has
+//! passed since the last one with records pending (30 s), and when the store closes. The
+//! log is thus bounded, and so is the memory redb holds for non-durable commits.
+//!
+//! # Files
+//!
+//! `tableq.wal` next to the data file (`log.rs`: layout, torn-tail rule); records hold one
+//! change each — a table created or deleted, or one write's resolved changes with its
+//! Timestamp (`record.rs`). Replay applies them through the same functions as live writes
+//! (`writer.rs`), so a replayed state is the state that was acknowledged.
+
+mod log;
+mod record;
+
+pub(crate) use log::{Contents, DiskLog, HEADER_LEN, LogFile, header, read};
+pub(crate) use record::LogOp;
+pub(crate) mod encode {
+    //! Record bodies, by kind (see `record.rs`).
+    pub(crate) use super::record::{
+        create_table, decode, delete_table, set_acl, set_service, write,
+    };
+}
+
+use log::push_record;
+use std::fmt;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// The name of the log file in the data directory.
+pub const WAL_FILE: &str = "tableq.wal";
+
+/// When the write-ahead log is `fsync`ed, i.e. what an acknowledged write survives (see
+/// the module docs of [`crate::durable`]).
+///
+/// ```
+/// use std::time::Duration;
+/// use tableq_store::FsyncPolicy;
+/// assert_eq!(FsyncPolicy::parse("always"), Ok(FsyncPolicy::Always));
+/// assert_eq!(FsyncPolicy::parse("interval=250"), Ok(FsyncPolicy::Interval(Duration::from_millis(250))));
+/// assert_eq!(FsyncPolicy::default().to_string(), "interval=1000");
+/// assert!(FsyncPolicy::parse("interval=0").is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FsyncPolicy {
+    /// Reply only after the log record is `fsync`ed (writers arriving together share one
+    /// `fsync`): an acknowledged write survives a crash of the machine.
+    Always,
+    /// Reply once the record is written to the operating system; `fsync` in the background
+    /// at this interval: an acknowledged write survives a crash of the process, and a crash
+    /// of the machine loses at most the writes of the last interval.
+    Interval(Duration),
+}
+
+impl FsyncPolicy {
+    /// The default interval: 1 s, Redis's `appendfsync everysec` (a machine crash loses at
+    /// most about a second; one background `fsync` a second costs nothing measurable).
+    pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(1000);
+    /// The longest interval accepted (a minute).
+    pub const MAX_INTERVAL: Duration = Duration::from_secs(60);
+
+    /// Parses `always` or `interval=MS` (milliseconds, 1 to 60 000).
+    pub fn parse(text: &str) -> Result<FsyncPolicy, String> {
+        let text = text.trim();
+        if text == "always" {
+            return Ok(FsyncPolicy::Always);
+        }
+        let Some(ms) = text.strip_prefix("interval=") else {
+            return Err(format!(
+                "`{text}` is not a fsync policy: use `always` or `interval=MS` (milliseconds)"
+            ));
+        };
+        match ms.trim().parse::<u64>() {
+            Ok(ms) if (1..=FsyncPolicy::MAX_INTERVAL.as_millis() as u64).contains(&ms) => {
+                Ok(FsyncPolicy::Interval(Duration::from_millis(ms)))
+            }
+            _ => Err(format!(
+                "`interval={ms}`: the interval is a number of milliseconds from 1 to {}",
+                FsyncPolicy::MAX_INTERVAL.as_millis()
+            )),
+        }
+    }
+}
+
+impl Default for FsyncPolicy {
+    fn default() -> FsyncPolicy {
+        FsyncPolicy::Interval(FsyncPolicy::DEFAULT_INTERVAL)
+    }
+}
+
+/// `always` or `interval=MS`, as [`FsyncPolicy::parse`] reads it.
+impl fmt::Display for FsyncPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FsyncPolicy::Always => f.write_str("always"),
+            FsyncPolicy::Interval(d) => write!(f, "interval={}", d.as_millis()),
+        }
+    }
+}
+
+/// Counters shared by the writer, the background syncer and stats readers.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) records: AtomicU64,
+    pub(crate) appended_bytes: AtomicU64,
+    pub(crate) log_bytes: AtomicU64,
+    /// The last record written to the file, and the last one known durable.
+    pub(crate) appended_lsn: AtomicU64,
+    pub(crate) synced_lsn: AtomicU64,
+    pub(crate) fsyncs: AtomicU64,
+    pub(crate) fsync_nanos: AtomicU64,
+    pub(crate) checkpoints: AtomicU64,
+    pub(crate) checkpoint_nanos: AtomicU64,
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// What the writer, the syncer and readers of statistics share about the log.
+pub(crate) struct WalShared {
+    pub(crate) file: Arc<dyn LogFile>,
+    pub(crate) counters: Counters,
+    /// The last background `fsync` failure, until an `fsync` succeeds again.
+    pub(crate) sync_error: Mutex<Option<String>>,
+    /// Serialises `fsync`s (the writer's and the syncer's) so the durable mark only grows.
+    sync_lock: Mutex<()>,
+}
+
+impl WalShared {
+    /// `fsync`s the log and marks every record appended before it durable.
+    pub(crate) fn sync(&self) -> io::Result<()> {
+        let _one = self
+            .sync_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let appended = self.counters.appended_lsn.load(Ordering::Acquire);
+        let started = Instant::now();
+        let result = self.file.sync();
+        self.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .fsync_nanos
+            .fetch_add(nanos(started.elapsed()), Ordering::Relaxed);
+        let mut error = self
+            .sync_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match &result {
+            Ok(()) => {
+                self.counters
+                    .synced_lsn
+                    .fetch_max(appended, Ordering::AcqRel);
+                *error = None;
+            }
+            Err(e) => *error = Some(e.to_string()),
+        }
+        result
+    }
+
+    /// The last background `fsync` failure, while no `fsync` has succeeded since.
+    pub(crate) fn sync_error(&self) -> Option<String> {
+        self.sync_error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether records were appended since the last successful `fsync`.
+    pub(crate) fn unsynced(&self) -> bool {
+        self.counters.appended_lsn.load(Ordering::Acquire)
+            > self.counters.synced_lsn.load(Ordering::Acquire)
+    }
+}
+
+/// Where a group's records went, to take them back if the redb commit fails.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Appended {
+    start_len: u64,
+    first_lsn: u64,
+}
+
+/// The log as the writer thread holds it.
+pub(crate) struct Wal {
+    shared: Arc<WalShared>,
+    policy: FsyncPolicy,
+    /// Bytes in the file (header and records).
+    len: u64,
+    /// The number the next record gets.
+    next_lsn: u64,
+    /// A reusable buffer for a group's records.
+    buffer: Vec<u8>,
+}
+
+impl Wal {
+    /// A log over `file`, which holds `len` bytes whose next record is number `next_lsn`.
+    pub(crate) fn new(file: Arc<dyn LogFile>, policy: FsyncPolicy, len: u64, next_lsn: u64) -> Wal {
+        let shared = Arc::new(WalShared {
+            file,
+            counters: Counters::default(),
+            sync_error: Mutex::new(None),
+            sync_lock: Mutex::new(()),
+        });
+        let last = next_lsn.saturating_sub(1);
+        shared.counters.appended_lsn.store(last, Ordering::Release);
+        shared.counters.synced_lsn.store(last, Ordering::Release);
+        shared.counters.log_bytes.store(len, Ordering::Relaxed);
+        Wal {
+            shared,
+            policy,
+            len,
+            next_lsn,
+            buffer: Vec::new(),
+        }
+    }
+
+    /// What the syncer and statistics share.
+    pub(crate) fn shared(&self) -> &Arc<WalShared> {
+        &self.shared
+    }
+
+    /// Bytes of records in the log (after its header).
+    pub(crate) fn record_bytes(&self) -> u64 {
+        self.len.saturating_sub(HEADER_LEN)
+    }
+
+    /// The number of the last record appended (0 before the first).
+    pub(crate) fn last_lsn(&self) -> u64 {
+        self.next_lsn.saturating_sub(1)
+    }
+
+    /// Makes the next record number `lsn + 1` (after a replay: the log's records up to
+    /// `lsn` are applied, and new ones follow them).
+    pub(crate) fn continue_after(&mut self, lsn: u64) {
+        self.next_lsn = lsn.saturating_add(1);
+        let c = &self.shared.counters;
+        c.appended_lsn.store(lsn, Ordering::Release);
+        c.synced_lsn.store(lsn, Ordering::Release);
+    }
+
+    /// Appends one record per body with one `write(2)` and, under
+    /// [`FsyncPolicy::Always`], `fsync`s before returning. On failure nothing of them stays
+    /// in the log (the file is cut back, best effort).
+    pub(crate) fn append(&mut self, bodies: &[Vec<u8>]) -> io::Result<Appended> {
+        let appended = Appended {
+            start_len: self.len,
+            first_lsn: self.next_lsn,
+        };
+        if bodies.is_empty() {
+            return Ok(appended);
+        }
+        self.buffer.clear();
+        let mut lsn = self.next_lsn;
+        for body in bodies {
+            push_record(&mut self.buffer, lsn, body);
+            lsn += 1;
+        }
+        let written = self.shared.file.append(&self.buffer).and_then(|()| {
+            self.shared
+                .counters
+                .appended_lsn
+                .store(lsn - 1, Ordering::Release);
+            match self.policy {
+                FsyncPolicy::Always => self.shared.sync(),
+                FsyncPolicy::Interval(_) => Ok(()),
+            }
+        });
+        if let Err(e) = written {
+            self.take_back(appended);
+            return Err(e);
+        }
+        let c = &self.shared.counters;
+        c.records.fetch_add(bodies.len() as u64, Ordering::Relaxed);
+        c.appended_bytes
+            .fetch_add(self.buffer.len() as u64, Ordering::Relaxed);
+        self.len += self.buffer.len() as u64;
+        self.next_lsn = lsn;
+        c.log_bytes.store(self.len, Ordering::Relaxed);
+        if self.buffer.capacity() > 1 << 20 {
+            self.buffer = Vec::new();
+        }
+        Ok(appended)
+    }
+
+    /// Whether the log can grow again (after a failed append): appends 1 MiB of zeros and
+    /// cuts them off again. A crash in between leaves a zero tail, which reading discards.
+    pub(crate) fn probe(&mut self) -> io::Result<()> {
+        let zeros = vec![0u8; 64 * 1024];
+        let mut result = Ok(());
+        for _ in 0..16 {
+            result = self.shared.file.append(&zeros);
+            if result.is_err() {
+                break;
+            }
+        }
+        let cut = self.shared.file.truncate(self.len);
+        result.and(cut)
+    }
+
+    /// Takes back records appended by [`append`](Wal::append) (their redb commit failed:
+    /// they must not be replayed). Best effort: the file is cut back to where they began.
+    pub(crate) fn take_back(&mut self, appended: Appended) {
+        let _ = self.shared.file.truncate(appended.start_len);
+        self.len = appended.start_len;
+        self.next_lsn = appended.first_lsn;
+        let last = appended.first_lsn.saturating_sub(1);
+        let c = &self.shared.counters;
+        c.appended_lsn.fetch_min(last, Ordering::AcqRel);
+        c.synced_lsn.fetch_min(last, Ordering::AcqRel);
+        c.log_bytes.store(self.len, Ordering::Relaxed);
+    }
+
+    /// Empties the log after a checkpoint made every record in it durable in redb: the file
+    /// keeps only a header naming the next record number, `fsync`ed.
+    pub(crate) fn reset(&mut self) -> io::Result<()> {
+        let file = &self.shared.file;
+        file.write_header(&header(self.next_lsn))?;
+        file.truncate(HEADER_LEN)?;
+        self.shared.sync()?;
+        self.len = HEADER_LEN;
+        self.shared
+            .counters
+            .log_bytes
+            .store(self.len, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Counts a checkpoint that took `took`.
+    pub(crate) fn count_checkpoint(&self, took: Duration) {
+        let c = &self.shared.counters;
+        c.checkpoints.fetch_add(1, Ordering::Relaxed);
+        c.checkpoint_nanos.fetch_add(nanos(took), Ordering::Relaxed);
+    }
+}
+
+/// The background `fsync` of [`FsyncPolicy::Interval`]: a thread that wakes every interval
+/// and `fsync`s the log when records were appended since the last `fsync`, and that asks the
+/// writer for a checkpoint when one is due.
+pub(crate) struct Syncer {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Syncer {
+    /// Starts the thread: every `tick` it `fsync`s (when `sync` is set and records are
+    /// pending) and calls `tick_work` (the checkpoint timer).
+    pub(crate) fn start(
+        shared: Arc<WalShared>,
+        sync: bool,
+        tick: Duration,
+        mut tick_work: impl FnMut() + Send + 'static,
+    ) -> io::Result<Syncer> {
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("tableq-wal-sync".into())
+            .spawn(move || {
+                let (lock, wake) = &*flag;
+                let mut stopped = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                loop {
+                    let (guard, _) = wake
+                        .wait_timeout(stopped, tick)
+                        .unwrap_or_else(PoisonError::into_inner);
+                    stopped = guard;
+                    if *stopped {
+                        return;
+                    }
+                    drop(stopped);
+                    if sync && shared.unsynced() {
+                        // A failure is kept in `sync_error`: the writer refuses writes
+                        // until an `fsync` succeeds again.
+                        let _ = shared.sync();
+                    }
+                    tick_work();
+                    stopped = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                }
+            })?;
+        Ok(Syncer {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops the thread (after its current round).
+    pub(crate) fn stop(&mut self) {
+        let (lock, wake) = &*self.stop;
+        *lock.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        wake.notify_all();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
