@@ -11,7 +11,7 @@
 # TABLEQ_BROWSER_ENDPOINT and TABLEQ_BROWSER_SAS (an account SAS the caller passes in the
 # environment), and stops the server by the pid it started.
 #
-# Usage: scripts/browser-tests.sh
+# Usage: scripts/browser-tests.sh [TEST...]   (files under tests/browser; default test/*.test.mjs)
 # Environment:
 #   TABLEQ_BIN          the tableq binary (default: cargo build --bin tableq, target/debug/tableq)
 #   TABLEQ_BROWSER_SAS  an account SAS token of devstoreaccount1 (srt=sco, sp=rwdlacu), required
@@ -100,7 +100,8 @@ fi
 export TABLEQ_BROWSER_ENDPOINT="http://127.0.0.1:$port/devstoreaccount1"
 export TABLEQ_CHROMIUM="$chromium"
 say "running tests/browser against $TABLEQ_BROWSER_ENDPOINT with $chromium"
-if (cd "$dir" && node --test --test-reporter=spec --test-timeout=120000 test/*.test.mjs); then
+if [ $# -eq 0 ]; then set -- test/*.test.mjs; fi
+if (cd "$dir" && node --test --test-reporter=spec --test-timeout=120000 "$@"); then
     say "browser tests passed"
 else
     status=$?

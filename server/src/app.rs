@@ -51,7 +51,7 @@ use crate::cors;
 use crate::encode::Links;
 use crate::entities::{self, WriteTarget};
 use crate::error::ApiError;
-use crate::explorer::{self, explain, explain::ExplainMode};
+use crate::explorer::{explain, explain::ExplainMode};
 use crate::negotiate;
 use crate::observe;
 use crate::query::QueryParams;
@@ -65,11 +65,7 @@ struct RequestId(String);
 /// The router of a server (the connection layer around it — operator endpoints, metrics,
 /// the request log — is [`observe::serve`]).
 pub(crate) fn router(state: Arc<Hosted>) -> Router {
-    let mut router = Router::new();
-    if state.primary().config.explorer {
-        router = explorer::routes(router);
-    }
-    router
+    Router::new()
         .fallback(dispatch)
         .layer(middleware::from_fn_with_state(state.clone(), common))
         .with_state(state)

@@ -204,7 +204,7 @@ export class Api {
   /** Posts a `$batch` body (see batch.js); returns the response text. */
   async batch(boundary, body) {
     const r = await this.ok("POST", "$batch", {
-      headers: { "content-type": `multipart/mixed; boundary=${boundary}`, accept: "multipart/mixed" },
+      headers: { "content-type": `multipart/mixed; boundary=${boundary}`, accept: NO_METADATA },
       body,
     });
     return r.text();

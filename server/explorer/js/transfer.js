@@ -197,7 +197,7 @@ export function openImport(app, table, { host, onDone }) {
       h("h2", { text: `Import JSON lines into ${table}` }),
       h("p", { class: "muted", text: "One entity per line, as `tableq gen`, `tableq eval` and exports write them: {\"PartitionKey\":\"p\",\"RowKey\":\"r\",\"Age\":42,\"Big@odata.type\":\"Edm.Int64\",\"Big\":\"12\"}" }),
       h("div", { class: "inline-form" }, file, h("label", {}, upsert, " replace existing entities (insert-or-replace)")),
-      h("div", { class: "actions" }, start, stop, h("button", { text: "Close", onclick: close })),
+      h("div", { class: "actions" }, start, stop, h("button", { id: "import-close", text: "Close", onclick: close })),
       status,
     ),
   );

@@ -283,7 +283,13 @@ mod tests {
 
     fn document(filter: &str) -> (Query, Json) {
         let q = query(filter);
-        let doc = plan_document(filter, &q, &q.explain(&Planner::new().verbose(true)), false, None);
+        let doc = plan_document(
+            filter,
+            &q,
+            &q.explain(&Planner::new().verbose(true)),
+            false,
+            None,
+        );
         (q, doc)
     }
 
@@ -311,7 +317,11 @@ mod tests {
     fn a_plan_document_is_the_query_paths_plan() {
         let (q, doc) = document("PartitionKey eq 'a' and RowKey ge '1' and Age gt 3");
         assert_eq!(doc["valid"], true);
-        assert_eq!(doc["plan"], q.plan().to_json(), "the same plan as the query runs");
+        assert_eq!(
+            doc["plan"],
+            q.plan().to_json(),
+            "the same plan as the query runs"
+        );
         assert_eq!(doc["shape"], "ranges");
         assert_eq!(doc["exact"], false);
         assert_eq!(doc["residual"], "Age gt 3");
@@ -322,13 +332,20 @@ mod tests {
         assert!(doc["text"].as_str().unwrap().starts_with("ranges: 1"));
 
         let (_, exact) = document("PartitionKey eq 'a'");
-        assert_eq!((&exact["exact"], &exact["residual"]), (&json!(true), &json!("true")));
+        assert_eq!(
+            (&exact["exact"], &exact["residual"]),
+            (&json!(true), &json!("true"))
+        );
     }
 
     #[test]
     fn a_restriction_shows_in_the_plan_not_in_the_filter() {
         let mut q = query("Age gt 3");
-        q.restrict(Predicate::compare("PartitionKey", CmpOp::Eq, Value::from("p")));
+        q.restrict(Predicate::compare(
+            "PartitionKey",
+            CmpOp::Eq,
+            Value::from("p"),
+        ));
         let doc = plan_document("Age gt 3", &q, &q.explain(&Planner::new()), true, None);
         assert_eq!(doc["filter"], "Age gt 3");
         assert_eq!(doc["restricted"], true);
@@ -350,8 +367,14 @@ mod tests {
         assert_eq!(doc["valid"], false);
         assert_eq!(d["option"], "$filter");
         // `Größe ` is 8 bytes and 6 UTF-16 code units.
-        assert_eq!((d["start"].as_u64(), d["end"].as_u64()), (Some(8), Some(10)));
-        assert_eq!((d["utf16_start"].as_u64(), d["utf16_end"].as_u64()), (Some(6), Some(8)));
+        assert_eq!(
+            (d["start"].as_u64(), d["end"].as_u64()),
+            (Some(8), Some(10))
+        );
+        assert_eq!(
+            (d["utf16_start"].as_u64(), d["utf16_end"].as_u64()),
+            (Some(6), Some(8))
+        );
         assert_eq!(d["column"], 7);
         assert!(d["hint"].as_str().unwrap().contains("`eq`"), "{d}");
         assert!(d["rendered"].as_str().unwrap().contains("^^"), "{d}");

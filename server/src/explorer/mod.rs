@@ -8,11 +8,16 @@
 //! styles from this origin only, no inline script, no framing, `connect-src 'self'`),
 //! `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`; static assets carry
 //! an `ETag` (a hash of their bytes) with `Cache-Control: no-cache`, so a browser
-//! revalidates them and gets `304 Not Modified` while the binary is the same. The path
-//! `/_explorer` cannot collide with an account: account names are lower-case letters and
-//! digits. [`ServerConfig::explorer`](crate::ServerConfig::explorer) (`tableq serve
-//! --no-explorer`) turns the routes off; `/_explorer/…` is then an ordinary request for an
-//! account that does not exist.
+//! revalidates them and gets `304 Not Modified` while the binary is the same.
+//!
+//! **Where it is routed.** [`crate::observe::serve`] answers `/_explorer…` ([`asked`],
+//! [`answer`]) before any account or authorization, like the operator endpoints (`/health`,
+//! `/metrics`): the files are the same for everyone and hold no data; everything they show
+//! comes from the REST API, signed by the page. The in-process [`crate::router`] serves
+//! the Table protocol alone. The path cannot collide with an account: account names are
+//! lower-case letters and digits. [`ServerConfig::explorer`](crate::ServerConfig::explorer)
+//! (`tableq serve --no-explorer`) turns it off; `/_explorer/…` is then an ordinary request
+//! for an account that does not exist (403/404 from the Table pipeline).
 //!
 //! **Access** (decided): the page talks to the same REST API as every client, from the same
 //! origin, and signs its requests in the browser — SharedKeyLite with WebCrypto's
@@ -38,12 +43,10 @@
 pub(crate) mod assets;
 pub(crate) mod explain;
 
-use axum::Router;
-use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use std::sync::Arc;
 
 use crate::auth::Hosted;
 use crate::config::AuthMode;
@@ -57,12 +60,84 @@ pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src
      style-src 'self'; img-src 'self'; connect-src 'self'; base-uri 'none'; \
      form-action 'none'; frame-ancestors 'none'";
 
-/// Adds the explorer's routes to `router`.
-pub(crate) fn routes(router: Router<Arc<Hosted>>) -> Router<Arc<Hosted>> {
-    router
-        .route(PREFIX, get(redirect))
-        .route("/_explorer/", get(index))
-        .route("/_explorer/{*path}", get(asset))
+/// What a request under [`PREFIX`] asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Page {
+    /// `/_explorer`: redirected to `/_explorer/`.
+    Root,
+    /// `/_explorer/config.json`.
+    Config,
+    /// `/_explorer/` (the index) or `/_explorer/{path}`: an embedded file.
+    Asset(String),
+}
+
+/// The page a path names, if it is under [`PREFIX`].
+fn page(path: &str) -> Option<Page> {
+    let rest = path.strip_prefix(PREFIX)?;
+    if rest.is_empty() {
+        return Some(Page::Root);
+    }
+    let file = rest.strip_prefix('/')?;
+    Some(match file {
+        "" => Page::Asset("index.html".to_owned()),
+        "config.json" => Page::Config,
+        other => Page::Asset(other.to_owned()),
+    })
+}
+
+/// A request for the explorer, as [`crate::observe::serve`] recognises it (before any
+/// account or authorization, like the operator endpoints: the files are public, and what
+/// they show comes from the REST API, signed by the page).
+pub(crate) struct Asked {
+    page: Page,
+    method: Method,
+    headers: HeaderMap,
+}
+
+/// Whether `request` is for the explorer (always `None` when `hosted`'s configuration
+/// turns it off: `/_explorer/…` is then an ordinary request for an account that does not
+/// exist).
+pub(crate) fn asked(hosted: &Hosted, request: &Request) -> Option<Asked> {
+    if !hosted.primary().config.explorer {
+        return None;
+    }
+    Some(Asked {
+        page: page(request.uri().path())?,
+        method: request.method().clone(),
+        headers: request.headers().clone(),
+    })
+}
+
+/// The response to a request for the explorer.
+pub(crate) fn answer(hosted: &Hosted, asked: Asked) -> Response {
+    let Asked {
+        page,
+        method,
+        headers,
+    } = asked;
+    if method != Method::GET && method != Method::HEAD {
+        let mut response = (
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("{method} is not supported here; use GET or HEAD\n"),
+        )
+            .into_response();
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return secure(response);
+    }
+    let mut response = match page {
+        Page::Root => redirect(),
+        Page::Config => {
+            let config = &hosted.primary().config;
+            secure(config_response(&config.account.name, config.auth))
+        }
+        Page::Asset(path) => serve_asset(&path, &headers),
+    };
+    if method == Method::HEAD {
+        *response.body_mut() = Body::empty();
+    }
+    response
 }
 
 /// The headers every explorer response carries.
@@ -82,7 +157,7 @@ fn secure(mut response: Response) -> Response {
 }
 
 /// `GET /_explorer`: the index lives at `/_explorer/` (relative module URLs need the `/`).
-async fn redirect() -> Response {
+fn redirect() -> Response {
     secure(
         (
             StatusCode::PERMANENT_REDIRECT,
@@ -90,24 +165,6 @@ async fn redirect() -> Response {
         )
             .into_response(),
     )
-}
-
-/// `GET /_explorer/`.
-async fn index(headers: HeaderMap) -> Response {
-    serve_asset("index.html", &headers)
-}
-
-/// `GET /_explorer/{path}`: an embedded asset, or `config.json`.
-async fn asset(
-    State(hosted): State<Arc<Hosted>>,
-    Path(path): Path<String>,
-    headers: HeaderMap,
-) -> Response {
-    if path == "config.json" {
-        let config = &hosted.primary().config;
-        return secure(config_response(&config.account.name, config.auth));
-    }
-    serve_asset(&path, &headers)
 }
 
 /// `config.json`: what the page needs before it can sign anything — the account it
@@ -194,6 +251,20 @@ fn matches_etag(headers: &HeaderMap, etag: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_under_the_prefix() {
+        assert_eq!(page("/_explorer"), Some(Page::Root));
+        assert_eq!(page("/_explorer/"), Some(Page::Asset("index.html".into())));
+        assert_eq!(page("/_explorer/config.json"), Some(Page::Config));
+        assert_eq!(
+            page("/_explorer/js/api.js"),
+            Some(Page::Asset("js/api.js".into()))
+        );
+        assert_eq!(page("/_explorerx"), None);
+        assert_eq!(page("/devstoreaccount1/_explorer"), None);
+        assert_eq!(page("/"), None);
+    }
 
     #[test]
     fn if_none_match_lists_and_weak_tags() {

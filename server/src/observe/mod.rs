@@ -6,7 +6,8 @@
 //! [`serve`] runs every request of a connection (called by the connection's hyper
 //! service, `crate::connection`). It answers `GET /health`, `/health/ready` and `/metrics`
 //! itself (before any account or authorization, so orchestrators and Prometheus need no
-//! key; which is why no account may be named `health` or `metrics`), and around every
+//! key; which is why no account may be named `health` or `metrics`) and the explorer's
+//! files (`/_explorer…`, [`crate::explorer`]; when it is on), and around every
 //! other request, which goes to the router:
 //!
 //! * opens the request's scope (a task-local) that the pipeline fills as it learns things:
@@ -254,6 +255,9 @@ pub(crate) async fn serve(
     let request = request.map(Body::new);
     if let Some(asked) = health::asked(&request) {
         return health::answer(observed, asked).await;
+    }
+    if let Some(asked) = crate::explorer::asked(&observed.hosted, &request) {
+        return crate::explorer::answer(&observed.hosted, asked);
     }
     let started = Instant::now();
     let logged = tracing::enabled!(target: "tableq_server::request", tracing::Level::INFO);
