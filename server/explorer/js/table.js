@@ -84,6 +84,7 @@ export function renderTable(app, table, params) {
       const took = performance.now() - started;
       results.dataset.pageMs = took.toFixed(1);
       results.dataset.rows = String(entities.length);
+      if (page.stats) results.dataset.serverMs = String(page.stats.ms);
       replace(toolStatus, `${count(entities.length)} entit${entities.length === 1 ? "y" : "ies"} in ${ms(took)}${page.stats ? ` (server ${ms(page.stats.ms)})` : ""}`);
     } catch (e) {
       if (disposed) return;
