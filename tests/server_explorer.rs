@@ -304,3 +304,52 @@ async fn explain_is_authorized_like_the_query() {
         .await;
     assert_eq!(r.status, 403, "{}", r.body);
 }
+
+/// Runs `tableq serve --in-memory --port 0` with `extra` flags: returns its whole banner and
+/// the status of `GET /_explorer/` while it ran (the server is stopped by its pid).
+async fn serve_cli(extra: &[&str]) -> (String, u16) {
+    use std::io::{BufRead, Read};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tableq"))
+        .args(["serve", "--in-memory", "--port", "0"])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut banner = String::new();
+    while !banner.contains("authorization:") {
+        assert_ne!(stdout.read_line(&mut banner).unwrap(), 0, "{banner}");
+    }
+    let origin = banner
+        .split_whitespace()
+        .find_map(|w| w.strip_suffix("/devstoreaccount1"))
+        .expect("the endpoint")
+        .to_owned();
+    let status = reqwest::get(format!("{origin}/_explorer/"))
+        .await
+        .unwrap()
+        .status()
+        .as_u16();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    stdout.read_to_string(&mut banner).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    (banner.replace(&origin, "ORIGIN"), status)
+}
+
+#[tokio::test]
+async fn the_banner_prints_the_explorer_url_unless_it_is_off() {
+    let (banner, status) = serve_cli(&[]).await;
+    assert!(
+        banner.contains("explorer: ORIGIN/_explorer/ (browse, query and edit in a browser)\n"),
+        "{banner}"
+    );
+    assert_eq!(status, 200);
+    let (banner, status) = serve_cli(&["--no-explorer"]).await;
+    assert!(!banner.contains("explorer"), "{banner}");
+    assert_ne!(status, 200);
+}
