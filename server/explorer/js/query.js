@@ -80,6 +80,7 @@ export function createQueryBar(app, table, initial, { onRun, columns }) {
   const showDiagnostic = (d) => {
     lastValid = false;
     markInvalid(d.option);
+    replace(planArea, h("p", { class: "muted", id: "plan-none", text: `No plan: ${d.option} is not valid (see the diagnostic).` }));
     const input = inputs[d.option];
     const jump = () => {
       input.focus();

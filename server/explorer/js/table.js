@@ -75,7 +75,10 @@ export function renderTable(app, table, params) {
       hasNext = Boolean(page.next);
       pageIndex = index;
       for (const e of entities) for (const p of e.props) seen.add(p.name);
-      if (page.stats) pageStats.push(page.stats);
+      // The statistics of the pages that led here (a page fetched again replaces its own).
+      pageStats = pageStats.slice(0, index);
+      if (page.stats) pageStats[index] = page.stats;
+      pageStats = pageStats.filter(Boolean);
       bar.setStats(pageStats);
       const grid = renderGrid(entities, { select: query.select, onOpen: (e) => edit({ partitionKey: e.partitionKey, rowKey: e.rowKey }) });
       replace(pagerTop, pager());

@@ -141,6 +141,7 @@ test("the explorer: tables, import, caret diagnostics, plan, paging, editing, ET
   const diagnostic = await page.textContent("#diagnostic");
   assert.match(diagnostic, /expected: /);
   assert.match(diagnostic, /`and`/);
+  assert.match(await page.textContent("#plan"), /No plan: \$filter is not valid/, "no stale plan beside a diagnostic");
   await screenshot(page, "explorer-diagnostic");
 
   // Fixed: the plan (one partition, the residual, inexact), then the rows and the statistics.
