@@ -1,0 +1,210 @@
+//! `tableq serve`'s HTTPS and bearer-token flags (README, "HTTPS and tokens"):
+//!
+//! ```text
+//! --tls self-signed | --tls-cert PEM --tls-key PEM   serve HTTPS
+//! --https-port PORT                                  HTTPS there, HTTP stays on --port
+//! --keys DIR                                         certificates and the signing key
+//! --trust-issuer JWKS-FILE                           trust another issuer (instead of the local one)
+//! --role-assignments FILE                            principal → table role
+//! ```
+//!
+//! With HTTPS on, the server accepts `Authorization: Bearer` tokens there and runs the
+//! local issuer (unless `--trust-issuer` names other issuers). The keys directory is
+//! `DIR/keys` of the data directory (`./tableq-data/keys` by default — also with
+//! `--in-memory` and `--store`, so that the CA clients trust and the signing key
+//! `tableq token` reads survive restarts); `--keys` moves it.
+
+use clap::Args as ClapArgs;
+use std::path::{Path, PathBuf};
+use tableq_server::Server;
+use tableq_server::tls::TlsMaterial;
+use tableq_server::token::{Bearer, LocalIssuer, RoleAssignments, TrustedKeys};
+
+/// The HTTPS and token flags of `tableq serve`.
+#[derive(Debug, Clone, ClapArgs)]
+pub struct TlsArgs {
+    /// Serve HTTPS with a certificate made and kept here: `self-signed` (a local CA and a
+    /// server certificate for 127.0.0.1, localhost and the accounts'
+    /// `<account>.table.core.windows.net` names, in the keys directory; trust its ca.pem).
+    #[arg(long, value_name = "self-signed", value_parser = ["self-signed"], conflicts_with_all = ["tls_cert", "tls_key"])]
+    tls: Option<String>,
+    /// Serve HTTPS with this certificate chain (PEM, the server's certificate first).
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Serve HTTPS on this port and keep plain HTTP on --port [default: HTTPS on --port,
+    /// no HTTP].
+    #[arg(long, value_name = "PORT")]
+    https_port: Option<u16>,
+    /// Where the self-signed certificates and the token signing key are kept [default: the
+    /// `keys` directory of --data, also with --in-memory and --store].
+    #[arg(long, value_name = "DIR")]
+    keys: Option<PathBuf>,
+    /// Trust bearer tokens signed by the RSA keys of this JWKS file (with an optional
+    /// "issuer" member naming their `iss`; else Entra ID's for the token's tenant) instead of
+    /// the local issuer's; repeatable. Needs HTTPS.
+    #[arg(long, value_name = "JWKS-FILE")]
+    trust_issuer: Vec<PathBuf>,
+    /// Role assignments for bearer tokens: JSON `[{"principalId": "...", "role": "Storage
+    /// Table Data Reader"|"Storage Table Data Contributor", "scope": "..."}]`, or
+    /// `{"default": "none", "assignments": [...]}` (README, "HTTPS and tokens").
+    #[arg(long, value_name = "FILE")]
+    role_assignments: Option<PathBuf>,
+}
+
+impl TlsArgs {
+    /// Whether HTTPS is asked for.
+    fn wanted(&self) -> bool {
+        self.tls.is_some() || self.tls_cert.is_some()
+    }
+
+    /// The keys directory (see the module docs).
+    pub fn keys_dir(&self, data: &Path) -> PathBuf {
+        self.keys.clone().unwrap_or_else(|| data.join("keys"))
+    }
+}
+
+/// The host names the self-signed certificate covers.
+fn certificate_names(host: &str, accounts: &[String]) -> Vec<String> {
+    let mut names = vec!["127.0.0.1".to_owned(), "localhost".to_owned(), "::1".to_owned()];
+    let host = host.trim_matches(['[', ']']);
+    if !host.is_empty()
+        && host != "0.0.0.0"
+        && host != "::"
+        && !names.iter().any(|n| n.eq_ignore_ascii_case(host))
+    {
+        names.push(host.to_owned());
+    }
+    for account in accounts {
+        names.push(format!("{account}.table.core.windows.net"));
+        names.push(format!("{account}-secondary.table.core.windows.net"));
+    }
+    names
+}
+
+/// Sets HTTPS and tokens up on `server` as `args` say (blocking: may make keys); returns
+/// the banner lines. `host` is `--host`, `accounts` the hosted account names.
+pub async fn setup(
+    args: &TlsArgs,
+    data: &Path,
+    host: &str,
+    bind_host: std::net::IpAddr,
+    accounts: &[String],
+    server: &mut Server,
+) -> Result<String, String> {
+    if !args.wanted() {
+        if !args.trust_issuer.is_empty() || args.role_assignments.is_some() {
+            return Err(
+                "--trust-issuer and --role-assignments need HTTPS (--tls self-signed or \
+                 --tls-cert/--tls-key): bearer tokens are accepted over HTTPS only"
+                    .into(),
+            );
+        }
+        return Ok(String::new());
+    }
+    let keys = args.keys_dir(data);
+    let names = certificate_names(host, accounts);
+    let (material, issuer, trusted, assignments) = {
+        let (args, keys, names) = (args.clone(), keys.clone(), names.clone());
+        tokio::task::spawn_blocking(move || load(&args, &keys, &names))
+            .await
+            .map_err(|e| format!("preparing HTTPS failed: {e}"))??
+    };
+    let addr = args
+        .https_port
+        .map(|port| std::net::SocketAddr::new(bind_host, port));
+    server
+        .enable_https(&material, addr)
+        .await
+        .map_err(|e| e.to_string())?;
+    let local = issuer.is_some();
+    server
+        .enable_tokens(
+            Bearer {
+                local: issuer,
+                trusted,
+                assignments,
+            },
+            &names,
+        )
+        .map_err(|e| e.to_string())?;
+    let mut banner = String::new();
+    if let (Some(endpoint), Some(connection)) = (
+        server.https_table_endpoint(),
+        server.https_connection_string(),
+    ) {
+        banner.push_str(&format!("https: {endpoint}\n"));
+        banner.push_str(&format!("connection string (https): {connection}\n"));
+    }
+    match material.ca_file() {
+        Some(ca) => banner.push_str(&format!(
+            "certificate: self-signed, {}; clients trust it with REQUESTS_CA_BUNDLE={} (Python) \
+             or NODE_EXTRA_CA_CERTS={} (Node.js)\n",
+            if material.regenerated() {
+                "made now"
+            } else {
+                "reused"
+            },
+            ca.display(),
+            ca.display()
+        )),
+        None => banner.push_str("certificate: from --tls-cert/--tls-key\n"),
+    }
+    let origin = server
+        .https_addr()
+        .map(|a| format!("https://{a}"))
+        .unwrap_or_default();
+    if local {
+        banner.push_str(&format!(
+            "tokens: Bearer over HTTPS; local issuer {origin}/<tenant> (ClientSecretCredential: \
+             authority {origin}, instance discovery off, any tenant, client id and secret); \
+             `tableq token --keys {} --endpoint {origin} --role reader|contributor` prints one\n",
+            keys.display()
+        ));
+    } else {
+        banner.push_str(&format!(
+            "tokens: Bearer over HTTPS, from the issuers of {}\n",
+            args.trust_issuer
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(banner)
+}
+
+type Loaded = (
+    TlsMaterial,
+    Option<LocalIssuer>,
+    Vec<TrustedKeys>,
+    RoleAssignments,
+);
+
+fn load(args: &TlsArgs, keys: &Path, names: &[String]) -> Result<Loaded, String> {
+    let material = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            TlsMaterial::from_pem_files(cert, key).map_err(|e| format!("--tls-cert: {e}"))?
+        }
+        _ => TlsMaterial::self_signed(keys, names).map_err(|e| format!("--tls: {e}"))?,
+    };
+    let trusted = args
+        .trust_issuer
+        .iter()
+        .map(|p| TrustedKeys::from_file(p).map_err(|e| format!("--trust-issuer: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let issuer = if trusted.is_empty() {
+        Some(LocalIssuer::open(keys).map_err(|e| format!("the token signing key: {e}"))?)
+    } else {
+        None
+    };
+    let assignments = match &args.role_assignments {
+        Some(path) => {
+            RoleAssignments::from_file(path).map_err(|e| format!("--role-assignments: {e}"))?
+        }
+        None => RoleAssignments::default(),
+    };
+    Ok((material, issuer, trusted, assignments))
+}
