@@ -131,14 +131,19 @@ pub async fn setup(
         )
         .map_err(|e| e.to_string())?;
     let mut banner = String::new();
-    if let (Some(endpoint), Some(connection)) = (
+    // When HTTPS took --port, the banner's first lines already name it.
+    if let (true, Some(endpoint), Some(connection)) = (
+        server.serves_http(),
         server.https_table_endpoint(),
         server.https_connection_string(),
     ) {
         banner.push_str(&format!("https: {endpoint}\n"));
         banner.push_str(&format!("connection string (https): {connection}\n"));
     }
-    match material.ca_file() {
+    let ca = material
+        .ca_file()
+        .map(|ca| std::fs::canonicalize(ca).unwrap_or_else(|_| ca.to_owned()));
+    match ca {
         Some(ca) => banner.push_str(&format!(
             "certificate: self-signed, {}; clients trust it with REQUESTS_CA_BUNDLE={} (Python) \
              or NODE_EXTRA_CA_CERTS={} (Node.js)\n",
@@ -161,7 +166,7 @@ pub async fn setup(
             "tokens: Bearer over HTTPS; local issuer {origin}/<tenant> (ClientSecretCredential: \
              authority {origin}, instance discovery off, any tenant, client id and secret); \
              `tableq token --keys {} --endpoint {origin} --role reader|contributor` prints one\n",
-            keys.display()
+            std::fs::canonicalize(&keys).unwrap_or(keys).display()
         ));
     } else {
         banner.push_str(&format!(

@@ -116,7 +116,7 @@ def test_a_reader_token_reads_but_cannot_write(tls):
             with pytest.raises(HttpResponseError) as err:
                 write()
             assert err.value.status_code == 403
-            assert err.value.error_code == "AuthorizationPermissionMismatch"
+            assert err.value.response.headers["x-ms-error-code"] == "AuthorizationPermissionMismatch"
         assert [e["RowKey"] for e in table.list_entities()] == ["1"]
     finally:
         writer.delete_table(name)

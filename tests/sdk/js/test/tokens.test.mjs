@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { AzureNamedKeyCredential, AzureSASCredential, TableClient, TableServiceClient, generateAccountSas } from "@azure/data-tables";
 import { ClientSecretCredential } from "@azure/identity";
-import { ACCOUNT, ACCOUNT_KEY, expectRestError, uniqueName } from "./helpers.mjs";
+import { ACCOUNT, ACCOUNT_KEY, expectRestError, thrown, uniqueName } from "./helpers.mjs";
 
 const TENANT = "72f988bf-86f1-41af-91ab-2d7cd011db47";
 const ENDPOINT = process.env.TABLEQ_SDK_TLS_ENDPOINT;
@@ -66,11 +66,10 @@ test("a reader token reads but cannot write", { skip: SKIP }, async () => {
     assert.equal((await reader.getEntity("p", "1")).n, 1);
     await expectRestError(() => reader.createEntity({ partitionKey: "p", rowKey: "2" }), 403, "AuthorizationPermissionMismatch");
     await expectRestError(() => reader.deleteEntity("p", "1"), 403, "AuthorizationPermissionMismatch");
-    await expectRestError(
-      () => reader.submitTransaction([["create", { partitionKey: "p", rowKey: "9" }]]),
-      403,
-      "AuthorizationPermissionMismatch",
-    );
+    // A refused batch: the SDK does not parse a non-multipart body, the header says it.
+    const err = await thrown(() => reader.submitTransaction([["create", { partitionKey: "p", rowKey: "9" }]]));
+    assert.equal(err.statusCode, 403);
+    assert.equal(err.response?.headers.get("x-ms-error-code"), "AuthorizationPermissionMismatch");
   } finally {
     await writer.deleteTable();
   }
@@ -84,7 +83,7 @@ test("SharedKey and SAS keep working over HTTPS", { skip: SKIP }, async () => {
     await table.createEntity({ partitionKey: "p", rowKey: "1" });
     const sas = generateAccountSas(key, {
       permissions: { query: true, list: true },
-      resourceTypes: { service: true, container: true, object: true },
+      resourceTypes: "sco",
       expiresOn: new Date(Date.now() + 3600_000),
     });
     const bySas = new TableClient(ENDPOINT, table.tableName, new AzureSASCredential(sas), OPTIONS);
