@@ -56,9 +56,16 @@ impl Reply {
     /// Status, `x-ms-error-code` and the bearer hint of a refusal.
     fn refused(&self, status: u16, code: &str) {
         assert_eq!(self.status, status, "{}{}", self.head, self.body);
-        assert_eq!(self.header("x-ms-error-code").as_deref(), Some(code), "{}", self.body);
+        assert_eq!(
+            self.header("x-ms-error-code").as_deref(),
+            Some(code),
+            "{}",
+            self.body
+        );
         assert_eq!(self.json()["odata.error"]["code"], code);
-        let hint = self.header("www-authenticate").expect("a WWW-Authenticate hint");
+        let hint = self
+            .header("www-authenticate")
+            .expect("a WWW-Authenticate hint");
         assert!(
             hint.starts_with("Bearer authorization_uri=https://")
                 && hint.ends_with(", resource_id=https://storage.azure.com"),
@@ -132,11 +139,17 @@ impl Tls {
             "{head}\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         );
-        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
         let mut raw = Vec::new();
         if secure {
             let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-            let mut tls = self.connector.connect(name, tcp).await.expect("TLS handshake");
+            let mut tls = self
+                .connector
+                .connect(name, tcp)
+                .await
+                .expect("TLS handshake");
             tls.write_all(text.as_bytes()).await.unwrap();
             let _ = tls.read_to_end(&mut raw).await;
         } else {
@@ -146,7 +159,11 @@ impl Tls {
         }
         let raw = String::from_utf8_lossy(&raw).into_owned();
         let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
         Reply {
             status,
             head: head.to_owned(),
@@ -209,25 +226,44 @@ async fn discovery_jwks_and_the_token_endpoint_serve_the_sdks() {
     let tls = start("[]").await;
     let origin = format!("https://127.0.0.1:{}", tls.https);
     let discovery = tls
-        .send(true, &format!("GET /{TENANT}/v2.0/.well-known/openid-configuration HTTP/1.1"))
+        .send(
+            true,
+            &format!("GET /{TENANT}/v2.0/.well-known/openid-configuration HTTP/1.1"),
+        )
         .await;
     assert_eq!(discovery.status, 200, "{}", discovery.body);
     let doc = discovery.json();
     // The origin the client used (its Host).
     assert_eq!(doc["issuer"], format!("{origin}/{TENANT}/v2.0"));
-    assert_eq!(doc["jwks_uri"], format!("{origin}/{TENANT}/discovery/v2.0/keys"));
-    assert!(doc["token_endpoint"].as_str().unwrap().ends_with(&format!("/{TENANT}/oauth2/v2.0/token")));
+    assert_eq!(
+        doc["jwks_uri"],
+        format!("{origin}/{TENANT}/discovery/v2.0/keys")
+    );
+    assert!(
+        doc["token_endpoint"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/{TENANT}/oauth2/v2.0/token"))
+    );
     let keys = tls
         .send(true, &format!("GET /{TENANT}/discovery/v2.0/keys HTTP/1.1"))
         .await
         .json();
     assert_eq!(keys["keys"][0]["kty"], "RSA");
-    assert!(keys["keys"][0].get("d").is_none(), "the private key stays home");
+    assert!(
+        keys["keys"][0].get("d").is_none(),
+        "the private key stays home"
+    );
     // The endpoint's token works over HTTPS when its issuer names the HTTPS origin.
     let token = tls.client_token("app-1").await;
     let claims: Value = {
         let body = token.split('.').nth(1).unwrap();
-        serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(body).unwrap()).unwrap()
+        serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(body)
+                .unwrap(),
+        )
+        .unwrap()
     };
     assert_eq!(claims["oid"], "app-1");
     assert_eq!(claims["tid"], TENANT);
@@ -238,7 +274,12 @@ async fn discovery_jwks_and_the_token_endpoint_serve_the_sdks() {
     assert_eq!(ok.status, 200, "{}", ok.body);
     assert!(ok.header("www-authenticate").is_none());
     // The issuer is HTTPS only, and refuses what is not a client-credentials grant.
-    let plain = tls.send(false, &format!("GET /{TENANT}/discovery/v2.0/keys HTTP/1.1")).await;
+    let plain = tls
+        .send(
+            false,
+            &format!("GET /{TENANT}/discovery/v2.0/keys HTTP/1.1"),
+        )
+        .await;
     assert_eq!(plain.status, 403);
     let wrong_grant = tls
         .send(
@@ -270,9 +311,13 @@ async fn every_bad_token_is_refused_with_status_code_and_hint() {
     let issuer = tls.issuer();
     let good = issuer.issue(&tls.request()).unwrap();
     // Over plain HTTP: 403 AuthenticationFailed.
-    tls.list_tables(false, &good, "2019-02-02").await.refused(403, "AuthenticationFailed");
+    tls.list_tables(false, &good, "2019-02-02")
+        .await
+        .refused(403, "AuthenticationFailed");
     // An x-ms-version before bearer tokens: 403 AuthenticationFailed.
-    tls.list_tables(true, &good, "2018-03-28").await.refused(403, "AuthenticationFailed");
+    tls.list_tables(true, &good, "2018-03-28")
+        .await
+        .refused(403, "AuthenticationFailed");
     // Wrong audience, wrong issuer: 401 InvalidAuthenticationInfo.
     let aud = issuer
         .issue(&TokenRequest {
@@ -289,12 +334,16 @@ async fn every_bad_token_is_refused_with_status_code_and_hint() {
             ..tls.request()
         })
         .unwrap();
-    tls.list_tables(true, &iss, "2019-02-02").await.refused(401, "InvalidAuthenticationInfo");
+    tls.list_tables(true, &iss, "2019-02-02")
+        .await
+        .refused(401, "InvalidAuthenticationInfo");
     // Signed by a key this server does not trust.
     let stranger_dir = tls.keys.join("stranger");
     let stranger = LocalIssuer::open(&stranger_dir).unwrap();
     let foreign = stranger.issue(&tls.request()).unwrap();
-    tls.list_tables(true, &foreign, "2019-02-02").await.refused(401, "InvalidAuthenticationInfo");
+    tls.list_tables(true, &foreign, "2019-02-02")
+        .await
+        .refused(401, "InvalidAuthenticationInfo");
     // Expired beyond the skew (signed with the server's own key, read from the keys dir).
     let pem = std::fs::read(tls.keys.join("signing-key.pem")).unwrap();
     let key = jsonwebtoken::EncodingKey::from_rsa_pem(&pem).unwrap();
@@ -320,7 +369,9 @@ async fn every_bad_token_is_refused_with_status_code_and_hint() {
         b64.encode(r#"{"alg":"none","typ":"JWT"}"#),
         b64.encode(claims(now + 600).to_string())
     );
-    tls.list_tables(true, &none, "2019-02-02").await.refused(401, "InvalidAuthenticationInfo");
+    tls.list_tables(true, &none, "2019-02-02")
+        .await
+        .refused(401, "InvalidAuthenticationInfo");
     // HS256 with the public key's bytes as the secret (the classic confusion attack).
     let hs = jsonwebtoken::encode(
         &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
@@ -328,8 +379,12 @@ async fn every_bad_token_is_refused_with_status_code_and_hint() {
         &jsonwebtoken::EncodingKey::from_secret(b"public key bytes"),
     )
     .unwrap();
-    tls.list_tables(true, &hs, "2019-02-02").await.refused(401, "InvalidAuthenticationInfo");
-    tls.list_tables(true, "garbage", "2019-02-02").await.refused(401, "InvalidAuthenticationInfo");
+    tls.list_tables(true, &hs, "2019-02-02")
+        .await
+        .refused(401, "InvalidAuthenticationInfo");
+    tls.list_tables(true, "garbage", "2019-02-02")
+        .await
+        .refused(401, "InvalidAuthenticationInfo");
     // A reader may read, not write: 403 AuthorizationPermissionMismatch.
     let reader = issuer
         .issue(&TokenRequest {
@@ -337,7 +392,10 @@ async fn every_bad_token_is_refused_with_status_code_and_hint() {
             ..tls.request()
         })
         .unwrap();
-    assert_eq!(tls.list_tables(true, &reader, "2019-02-02").await.status, 200);
+    assert_eq!(
+        tls.list_tables(true, &reader, "2019-02-02").await.status,
+        200
+    );
     let create = |token: &str| {
         format!(
             "POST /devstoreaccount1/Tables HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\
@@ -345,7 +403,9 @@ async fn every_bad_token_is_refused_with_status_code_and_hint() {
              Accept: application/json;odata=nometadata\r\n\r\n{{\"TableName\":\"tok\"}}"
         )
     };
-    tls.send(true, &create(&reader)).await.refused(403, "AuthorizationPermissionMismatch");
+    tls.send(true, &create(&reader))
+        .await
+        .refused(403, "AuthorizationPermissionMismatch");
     // A token without any role, likewise.
     let roleless = issuer
         .issue(&TokenRequest {
@@ -369,6 +429,8 @@ async fn shared_key_works_over_https_too() {
     );
     let reply = tls.send(true, signed.trim_end()).await;
     assert_eq!(reply.status, 200, "{}{}", reply.head, reply.body);
-    let unsigned = tls.send(true, "GET /devstoreaccount1/Tables HTTP/1.1").await;
+    let unsigned = tls
+        .send(true, "GET /devstoreaccount1/Tables HTTP/1.1")
+        .await;
     assert_eq!(unsigned.status, 403);
 }

@@ -25,10 +25,10 @@ use crate::app;
 use crate::auth::{BearerSetup, Hosted};
 use crate::config::{Account, ServerConfig};
 use crate::connection::{self, CloseReason, PlainTcp, Registry, Resolved};
-use crate::tls::{TlsAcceptor, TlsError, TlsMaterial};
-use crate::token::Bearer;
 use crate::observe::health::RESERVED_ACCOUNT_NAMES;
 use crate::observe::{Observed, Shared};
+use crate::tls::{TlsAcceptor, TlsError, TlsMaterial};
+use crate::token::Bearer;
 
 /// Why a server could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]

@@ -29,8 +29,8 @@
 //! ```
 
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
-    IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose,
 };
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -396,7 +396,10 @@ mod tests {
         {
             use std::os::unix::fs::PermissionsExt;
             for key in ["ca-key.pem", "server-key.pem"] {
-                let mode = std::fs::metadata(dir.join(key)).unwrap().permissions().mode();
+                let mode = std::fs::metadata(dir.join(key))
+                    .unwrap()
+                    .permissions()
+                    .mode();
                 assert_eq!(mode & 0o777, 0o600, "{key}");
             }
         }
@@ -420,8 +423,7 @@ mod tests {
         TlsMaterial::self_signed(&dir, &more).unwrap();
         assert_ne!(std::fs::read(dir.join("ca.pem")).unwrap(), ca);
         // The files load as --tls-cert/--tls-key too.
-        TlsMaterial::from_pem_files(&dir.join("server.pem"), &dir.join("server-key.pem"))
-            .unwrap();
+        TlsMaterial::from_pem_files(&dir.join("server.pem"), &dir.join("server-key.pem")).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -68,7 +68,11 @@ impl TlsArgs {
 
 /// The host names the self-signed certificate covers.
 fn certificate_names(host: &str, accounts: &[String]) -> Vec<String> {
-    let mut names = vec!["127.0.0.1".to_owned(), "localhost".to_owned(), "::1".to_owned()];
+    let mut names = vec![
+        "127.0.0.1".to_owned(),
+        "localhost".to_owned(),
+        "::1".to_owned(),
+    ];
     let host = host.trim_matches(['[', ']']);
     if !host.is_empty()
         && host != "0.0.0.0"

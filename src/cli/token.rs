@@ -29,7 +29,11 @@ pub struct Args {
     #[arg(long, value_name = "ID", default_value = "tableq-cli")]
     principal: String,
     /// The tenant (`tid`).
-    #[arg(long, value_name = "TENANT", default_value = "00000000-0000-0000-0000-000000000000")]
+    #[arg(
+        long,
+        value_name = "TENANT",
+        default_value = "00000000-0000-0000-0000-000000000000"
+    )]
     tenant: String,
     /// The HTTPS origin of the server that will receive the token.
     #[arg(long, value_name = "URL", default_value = "https://127.0.0.1:10002")]

@@ -62,7 +62,11 @@ fn challenge(parts: &Parts, tenant: Option<&str>) -> String {
         .filter(|h| !h.is_empty() && h.is_ascii() && !h.contains([',', '"', ' ']))
         .unwrap_or("127.0.0.1");
     let tenant = tenant
-        .filter(|t| !t.is_empty() && t.chars().all(|c| c.is_ascii_alphanumeric() || "-._".contains(c)))
+        .filter(|t| {
+            !t.is_empty()
+                && t.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
+        })
         .unwrap_or("common");
     format!(
         "Bearer authorization_uri=https://{host}/{tenant}/oauth2/authorize, \

@@ -812,7 +812,12 @@ mod policy_tests {
             "AuthenticationFailed"
         );
         let open = policy(None, None, Some("r"));
-        assert!(token.clone().grant(Some(&open), now(), None, false).is_err());
+        assert!(
+            token
+                .clone()
+                .grant(Some(&open), now(), None, false)
+                .is_err()
+        );
         let later = policy(
             Some("2027-01-01T00:00:00Z"),
             Some("2030-01-01T00:00:00Z"),

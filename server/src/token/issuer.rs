@@ -34,7 +34,7 @@ pub const SIGNING_KEY_FILE: &str = "signing-key.pem";
 
 /// The local issuer's signing key (see the module docs).
 pub struct LocalIssuer {
-    encoding: EncodingKey,
+    pub(super) encoding: EncodingKey,
     decoding: DecodingKey,
     key_id: String,
     modulus: String,

@@ -22,8 +22,8 @@
 mod issuer;
 mod roles;
 
-pub(crate) use issuer::{Route as IssuerRoute, answer as issuer_answer, route as issuer_route};
 pub use issuer::{LocalIssuer, SIGNING_KEY_FILE, TOKEN_LIFETIME_SECONDS, TokenRequest};
+pub(crate) use issuer::{Route as IssuerRoute, answer as issuer_answer, route as issuer_route};
 pub use roles::{RoleAssignments, Scope};
 
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};

@@ -47,7 +47,10 @@ impl Scope {
                 .and_then(|i| parts.get(i + 1))
                 .map(|s| (*s).to_owned())
         };
-        if parts.iter().any(|p| p.eq_ignore_ascii_case("subscriptions")) {
+        if parts
+            .iter()
+            .any(|p| p.eq_ignore_ascii_case("subscriptions"))
+        {
             let account = after("storageAccounts")?;
             return Some(match after("tables") {
                 Some(table) => Scope::Table(account, table),
@@ -227,7 +230,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(list.role("a", "x", None), Some(Role::Reader));
-        assert_eq!(list.role("b", "devstoreaccount1", Some("Orders")), Some(Role::Contributor));
+        assert_eq!(
+            list.role("b", "devstoreaccount1", Some("Orders")),
+            Some(Role::Contributor)
+        );
         assert_eq!(list.role("b", "devstoreaccount1", Some("other")), None);
         assert_eq!(list.role("b", "devstoreaccount1", None), None);
         assert_eq!(list.issued_role("nobody"), Some(Role::Contributor));
@@ -242,7 +248,9 @@ mod tests {
         assert_eq!(object.role("c", "acct", Some("t")), Some(Role::Contributor));
         assert_eq!(object.role("c", "other", Some("t")), None);
         assert_eq!(
-            Scope::parse("/subscriptions/s/resourceGroups/g/providers/Microsoft.Storage/storageAccounts/acct/tableServices/default/tables/t"),
+            Scope::parse(
+                "/subscriptions/s/resourceGroups/g/providers/Microsoft.Storage/storageAccounts/acct/tableServices/default/tables/t"
+            ),
             Some(Scope::Table("acct".into(), "t".into()))
         );
         for bad in [

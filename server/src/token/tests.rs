@@ -81,7 +81,10 @@ fn the_local_issuers_tokens_verify_and_carry_their_role() {
     let principal = verify(&bearer, &token).unwrap();
     assert_eq!(principal.id, "app-1");
     assert_eq!(principal.tenant, TENANT);
-    assert_eq!(bearer.role(&principal, "devstoreaccount1", Some("t")), Some(Role::Reader));
+    assert_eq!(
+        bearer.role(&principal, "devstoreaccount1", Some("t")),
+        Some(Role::Reader)
+    );
     // The key is kept: a second open reads the same key.
     assert_eq!(local_bearer().local.unwrap().key_id(), issuer().key_id());
     // Audiences: storage's with and without the slash, and the account's endpoints.
@@ -108,7 +111,10 @@ fn bad_tokens_are_refused_with_their_reason() {
         audience: "https://vault.azure.net".into(),
         ..request(None)
     });
-    assert!(matches!(verify(&bearer, &wrong_aud), Err(TokenError::Audience(_))));
+    assert!(matches!(
+        verify(&bearer, &wrong_aud),
+        Err(TokenError::Audience(_))
+    ));
     let other_account = bearer.verify(
         &issue(TokenRequest {
             audience: "https://other.table.core.windows.net".into(),
@@ -122,7 +128,10 @@ fn bad_tokens_are_refused_with_their_reason() {
         origin: "https://login.microsoftonline.com".into(),
         ..request(None)
     });
-    assert!(matches!(verify(&bearer, &wrong_iss), Err(TokenError::Issuer(_))));
+    assert!(matches!(
+        verify(&bearer, &wrong_iss),
+        Err(TokenError::Issuer(_))
+    ));
     // Expired beyond the five minutes of skew; within them it still passes.
     let now = jsonwebtoken::get_current_timestamp();
     let stale = |seconds: u64| {
@@ -133,7 +142,10 @@ fn bad_tokens_are_refused_with_their_reason() {
         h.kid = Some(issuer().key_id().to_owned());
         jsonwebtoken::encode(&h, &c, &issuer().encoding).unwrap()
     };
-    assert!(matches!(verify(&bearer, &stale(400)), Err(TokenError::Expired(_))));
+    assert!(matches!(
+        verify(&bearer, &stale(400)),
+        Err(TokenError::Expired(_))
+    ));
     verify(&bearer, &stale(200)).unwrap();
     let mut early = claims(now);
     early["nbf"] = serde_json::json!(now + 3600);
@@ -141,25 +153,44 @@ fn bad_tokens_are_refused_with_their_reason() {
     let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
     h.kid = Some(issuer().key_id().to_owned());
     let early = jsonwebtoken::encode(&h, &early, &issuer().encoding).unwrap();
-    assert!(matches!(verify(&bearer, &early), Err(TokenError::NotYetValid(_))));
+    assert!(matches!(
+        verify(&bearer, &early),
+        Err(TokenError::NotYetValid(_))
+    ));
     // No tenant.
     let mut no_tid = claims(now);
     no_tid.as_object_mut().unwrap().remove("tid");
     let no_tid = jsonwebtoken::encode(&h, &no_tid, &issuer().encoding).unwrap();
-    assert_eq!(verify(&bearer, &no_tid), Err(TokenError::MissingClaim("tid")));
+    assert_eq!(
+        verify(&bearer, &no_tid),
+        Err(TokenError::MissingClaim("tid"))
+    );
     // alg none, HS256, garbage.
-    let none = forged(serde_json::json!({"alg": "none", "typ": "JWT"}), claims(now), false);
+    let none = forged(
+        serde_json::json!({"alg": "none", "typ": "JWT"}),
+        claims(now),
+        false,
+    );
     assert!(matches!(verify(&bearer, &none), Err(TokenError::Algorithm(a)) if a == "none"));
     let hs = forged(serde_json::json!({}), claims(now), true);
-    assert!(matches!(verify(&bearer, &hs), Err(TokenError::Algorithm(_))));
-    assert!(matches!(verify(&bearer, "not.a.jwt"), Err(TokenError::Malformed(_))));
+    assert!(matches!(
+        verify(&bearer, &hs),
+        Err(TokenError::Algorithm(_))
+    ));
+    assert!(matches!(
+        verify(&bearer, "not.a.jwt"),
+        Err(TokenError::Malformed(_))
+    ));
     assert!(matches!(verify(&bearer, ""), Err(TokenError::Malformed(_))));
     // Signed by a key nobody trusts (same kid, to get past key selection).
     let (stranger, _) = stranger();
     let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
     h.kid = Some(issuer().key_id().to_owned());
     let foreign = jsonwebtoken::encode(&h, &claims(now), &stranger.encoding).unwrap();
-    assert!(matches!(verify(&bearer, &foreign), Err(TokenError::Signature(_))));
+    assert!(matches!(
+        verify(&bearer, &foreign),
+        Err(TokenError::Signature(_))
+    ));
     // A token with its payload changed after signing.
     let good = issue(request(Some(Role::Reader)));
     let mut parts: Vec<&str> = good.split('.').collect();
@@ -169,7 +200,10 @@ fn bad_tokens_are_refused_with_their_reason() {
     let tampered_body = b64.encode(c.to_string());
     parts[1] = &tampered_body;
     let tampered = parts.join(".");
-    assert!(matches!(verify(&bearer, &tampered), Err(TokenError::Signature(_))));
+    assert!(matches!(
+        verify(&bearer, &tampered),
+        Err(TokenError::Signature(_))
+    ));
 }
 
 #[test]
@@ -187,14 +221,23 @@ fn a_jwks_file_trusts_another_issuer_offline() {
     h.kid = Some(stranger.key_id().to_owned());
     let token = jsonwebtoken::encode(&h, &c, &stranger.encoding).unwrap();
     let principal = verify(&bearer, &token).unwrap();
-    assert_eq!(bearer.role(&principal, "devstoreaccount1", None), Some(Role::Contributor));
+    assert_eq!(
+        bearer.role(&principal, "devstoreaccount1", None),
+        Some(Role::Contributor)
+    );
     // Its issuer only.
     c["iss"] = serde_json::json!("https://elsewhere.example/");
     let token = jsonwebtoken::encode(&h, &c, &stranger.encoding).unwrap();
-    assert!(matches!(verify(&bearer, &token), Err(TokenError::Issuer(_))));
+    assert!(matches!(
+        verify(&bearer, &token),
+        Err(TokenError::Issuer(_))
+    ));
     // The local issuer's tokens are not trusted by this server.
     let local = issuer().issue(&request(Some(Role::Contributor))).unwrap();
-    assert!(matches!(verify(&bearer, &local), Err(TokenError::Signature(_))));
+    assert!(matches!(
+        verify(&bearer, &local),
+        Err(TokenError::Signature(_))
+    ));
     // An assignment overrides the claim.
     let assigned = Bearer {
         assignments: RoleAssignments::from_json(
@@ -203,7 +246,10 @@ fn a_jwks_file_trusts_another_issuer_offline() {
         .unwrap(),
         ..Bearer::default()
     };
-    assert_eq!(assigned.role(&principal, "devstoreaccount1", None), Some(Role::Reader));
+    assert_eq!(
+        assigned.role(&principal, "devstoreaccount1", None),
+        Some(Role::Reader)
+    );
     // Files that are not JWKS.
     let dir = jwks.parent().unwrap();
     let bad = dir.join("bad.json");
@@ -219,9 +265,17 @@ fn issuer_routes_never_name_table_resources() {
         route("/t/v2.0/.well-known/openid-configuration"),
         Some(("t", Route::Discovery))
     );
-    assert_eq!(route("/devstoreaccount1/oauth2/v2.0/token"), Some(("devstoreaccount1", Route::Token)));
+    assert_eq!(
+        route("/devstoreaccount1/oauth2/v2.0/token"),
+        Some(("devstoreaccount1", Route::Token))
+    );
     assert_eq!(route("/x/discovery/v2.0/keys"), Some(("x", Route::Keys)));
-    for table_path in ["/devstoreaccount1/Tables", "/devstoreaccount1/oauth2", "/oauth2/v2.0/token", "//oauth2/v2.0/token"] {
+    for table_path in [
+        "/devstoreaccount1/Tables",
+        "/devstoreaccount1/oauth2",
+        "/oauth2/v2.0/token",
+        "//oauth2/v2.0/token",
+    ] {
         assert_eq!(route(table_path), None, "{table_path}");
     }
 }
