@@ -106,8 +106,19 @@ async fn start(assignments: &str) -> Tls {
     tokio::spawn(server.run_until(async move {
         let _ = stopped.await;
     }));
+    Tls {
+        http,
+        https,
+        keys,
+        connector: connector(material.ca_file().unwrap()),
+        stop: Some(stop),
+    }
+}
+
+/// A TLS client that trusts the CA in `ca` (PEM) only.
+fn connector(ca: &std::path::Path) -> tokio_rustls::TlsConnector {
     let mut roots = rustls::RootCertStore::empty();
-    let ca = std::fs::read(material.ca_file().unwrap()).unwrap();
+    let ca = std::fs::read(ca).unwrap();
     for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&ca) {
         roots.add(cert.unwrap()).unwrap();
     }
@@ -118,12 +129,45 @@ async fn start(assignments: &str) -> Tls {
     .unwrap()
     .with_root_certificates(roots)
     .with_no_client_auth();
-    Tls {
-        http,
-        https,
-        keys,
-        connector: tokio_rustls::TlsConnector::from(Arc::new(config)),
-        stop: Some(stop),
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+/// Sends `request` (a raw HTTP/1.1 request; `Host`, `Connection: close` and
+/// `Content-Length` are added) to `port`, over TLS with `tls`, and reads the whole reply.
+async fn exchange(tls: Option<&tokio_rustls::TlsConnector>, port: u16, request: &str) -> Reply {
+    let (head, body) = request.split_once("\r\n\r\n").unwrap_or((request, ""));
+    let text = format!(
+        "{head}\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    match tls {
+        Some(connector) => {
+            let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+            let mut tls = connector.connect(name, tcp).await.expect("TLS handshake");
+            tls.write_all(text.as_bytes()).await.unwrap();
+            let _ = tls.read_to_end(&mut raw).await;
+        }
+        None => {
+            let mut tcp = tcp;
+            tcp.write_all(text.as_bytes()).await.unwrap();
+            let _ = tcp.read_to_end(&mut raw).await;
+        }
+    }
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Reply {
+        status,
+        head: head.to_owned(),
+        body: body.to_owned(),
     }
 }
 
@@ -133,41 +177,10 @@ impl Tls {
     /// Sends `request` (a raw HTTP/1.1 request; `Connection: close` is added) over HTTPS
     /// (`secure`) or HTTP, and reads the whole reply.
     async fn send(&self, secure: bool, request: &str) -> Reply {
-        let (head, body) = request.split_once("\r\n\r\n").unwrap_or((request, ""));
-        let port = if secure { self.https } else { self.http };
-        let text = format!(
-            "{head}\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .unwrap();
-        let mut raw = Vec::new();
         if secure {
-            let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
-            let mut tls = self
-                .connector
-                .connect(name, tcp)
-                .await
-                .expect("TLS handshake");
-            tls.write_all(text.as_bytes()).await.unwrap();
-            let _ = tls.read_to_end(&mut raw).await;
+            exchange(Some(&self.connector), self.https, request).await
         } else {
-            let mut tcp = tcp;
-            tcp.write_all(text.as_bytes()).await.unwrap();
-            let _ = tcp.read_to_end(&mut raw).await;
-        }
-        let raw = String::from_utf8_lossy(&raw).into_owned();
-        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
-        let status = head
-            .split(' ')
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0);
-        Reply {
-            status,
-            head: head.to_owned(),
-            body: body.to_owned(),
+            exchange(None, self.http, request).await
         }
     }
 
@@ -433,4 +446,160 @@ async fn shared_key_works_over_https_too() {
         .send(true, "GET /devstoreaccount1/Tables HTTP/1.1")
         .await;
     assert_eq!(unsigned.status, 403);
+}
+
+/// The binary: `tableq serve --tls self-signed` (HTTPS on --port), its banner, `tableq token`
+/// with the key it made, and a restart that reuses the certificates.
+#[tokio::test]
+async fn serve_and_token_commands_work_together() {
+    let bin = env!("CARGO_BIN_EXE_tableq");
+    let keys = std::env::temp_dir().join(format!("tableq-cli-tls-{}", uuid::Uuid::new_v4()));
+    let roles = keys.with_extension("roles.json");
+    std::fs::write(&roles, r#"{"default": "none", "assignments": []}"#).unwrap();
+    let serve = |keys: &std::path::Path| {
+        let mut child = std::process::Command::new(bin)
+            .args([
+                "serve",
+                "--in-memory",
+                "--port",
+                "0",
+                "--tls",
+                "self-signed",
+                "--keys",
+            ])
+            .arg(keys)
+            .arg("--role-assignments")
+            .arg(&roles)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut banner = String::new();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        while !banner.contains("tokens:") {
+            let mut line = String::new();
+            if std::io::BufRead::read_line(&mut out, &mut line).unwrap() == 0 {
+                break;
+            }
+            banner.push_str(&line);
+        }
+        (child, banner)
+    };
+    let (mut child, banner) = serve(&keys);
+    let endpoint = banner
+        .lines()
+        .find_map(|l| l.strip_prefix("tableq serve: Table service emulator on "))
+        .unwrap_or_else(|| panic!("{banner}"))
+        .to_owned();
+    assert!(endpoint.starts_with("https://127.0.0.1:"), "{banner}");
+    assert!(
+        banner.contains("DefaultEndpointsProtocol=https;"),
+        "{banner}"
+    );
+    assert!(
+        banner.contains("certificate: self-signed, made now"),
+        "{banner}"
+    );
+    assert!(banner.contains("REQUESTS_CA_BUNDLE="), "{banner}");
+    let origin = endpoint.trim_end_matches("/devstoreaccount1").to_owned();
+    let port: u16 = origin.rsplit(':').next().unwrap().parse().unwrap();
+    let token = |role: &str| {
+        let out = std::process::Command::new(bin)
+            .args([
+                "token",
+                "--role",
+                role,
+                "--principal",
+                "cli",
+                "--endpoint",
+                &origin,
+                "--keys",
+            ])
+            .arg(&keys)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let tls = connector(&keys.join("ca.pem"));
+    let list = |token: String| {
+        let tls = tls.clone();
+        async move {
+            exchange(
+                Some(&tls),
+                port,
+                &format!(
+                    "GET /devstoreaccount1/Tables HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\
+                     x-ms-version: 2019-02-02\r\nAccept: application/json;odata=nometadata"
+                ),
+            )
+            .await
+        }
+    };
+    // The file assigns nothing, so the token's own `roles` claim decides.
+    let reply = list(token("reader")).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let ca = std::fs::read(keys.join("ca.pem")).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    // Restarted: the same CA, so the same client trusts it; the same signing key.
+    let (mut child, banner) = serve(&keys);
+    assert!(
+        banner.contains("certificate: self-signed, reused"),
+        "{banner}"
+    );
+    assert_eq!(std::fs::read(keys.join("ca.pem")).unwrap(), ca);
+    let endpoint = banner
+        .lines()
+        .find_map(|l| l.strip_prefix("tableq serve: Table service emulator on "))
+        .unwrap()
+        .to_owned();
+    let port2: u16 = endpoint
+        .trim_end_matches("/devstoreaccount1")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let reply = exchange(
+        Some(&tls),
+        port2,
+        &format!(
+            "GET /devstoreaccount1/Tables HTTP/1.1\r\nAuthorization: Bearer {}\r\n\
+             x-ms-version: 2019-02-02\r\nAccept: application/json;odata=nometadata",
+            {
+                let origin2 = endpoint.trim_end_matches("/devstoreaccount1").to_owned();
+                let out = std::process::Command::new(bin)
+                    .args([
+                        "token",
+                        "--role",
+                        "contributor",
+                        "--endpoint",
+                        &origin2,
+                        "--keys",
+                    ])
+                    .arg(&keys)
+                    .output()
+                    .unwrap();
+                String::from_utf8(out.stdout).unwrap().trim().to_owned()
+            }
+        ),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let _ = child.kill();
+    let _ = child.wait();
+    // No key, no token.
+    let missing = std::process::Command::new(bin)
+        .args(["token", "--role", "reader", "--keys"])
+        .arg(keys.join("nowhere"))
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&keys);
+    let _ = std::fs::remove_file(&roles);
 }

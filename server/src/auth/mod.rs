@@ -7,11 +7,13 @@
 //!   account's read-only secondary endpoint); then (unless [`AuthMode::Off`]) the request
 //!   must carry either an `Authorization: SharedKey|SharedKeyLite {account}:{sig}` header
 //!   whose signature matches, with an `x-ms-date` (or `Date`) within 15 minutes of now, or a
-//!   SAS token (`sig=` in the query) that verifies (module `sas`). A table SAS that names a
+//!   SAS token (`sig=` in the query) that verifies (module `sas`), or — over HTTPS — an
+//!   `Authorization: Bearer <JWT>` that [`crate::token::Bearer`] accepts (module `bearer`:
+//!   its refusals are 401 `InvalidAuthenticationInfo` / 403 with a `WWW-Authenticate` hint). A table SAS that names a
 //!   stored access policy (`si=`) is completed from the table's policies, read from the
 //!   store on every request, so a changed or removed policy takes effect at once;
-//! * `admit` — once the operation is known (method, target, `If-Match`): what a SAS
-//!   token allows — permissions, its table, its key range. A key-ranged token limits
+//! * `admit` — once the operation is known (method, target, `If-Match`): whether a bearer
+//!   token's principal has the table role it needs, and what a SAS token allows — permissions, its table, its key range. A key-ranged token limits
 //!   queries by a typed predicate over PartitionKey/RowKey ([`QueryParams::restriction`],
 //!   joined to the parsed `$filter` when the query is planned: never text, never counted
 //!   against the comparison limit), and inserts by the keys in the body.
