@@ -47,8 +47,8 @@ pub struct ApiError {
     sentence: &'static str,
     detail: Option<String>,
     allow: Option<&'static str>,
-    /// A `WWW-Authenticate` challenge (bearer-token failures).
-    challenge: Option<String>,
+    /// A `WWW-Authenticate` challenge (bearer-token failures; boxed to keep the error small).
+    challenge: Option<Box<str>>,
     /// What only the server's log may see (a storage failure's own text, which can name
     /// the database server and its configuration).
     logged: Option<String>,
@@ -80,7 +80,7 @@ impl ApiError {
     /// The same error with a `WWW-Authenticate` challenge.
     pub fn with_challenge(self, challenge: impl Into<String>) -> ApiError {
         ApiError {
-            challenge: Some(challenge.into()),
+            challenge: Some(challenge.into().into_boxed_str()),
             ..self
         }
     }
