@@ -603,3 +603,94 @@ async fn serve_and_token_commands_work_together() {
     let _ = std::fs::remove_dir_all(&keys);
     let _ = std::fs::remove_file(&roles);
 }
+
+/// `--trust-issuer URL`: a second server (the binary) trusts this test's server as an OpenID
+/// issuer — discovery and keys fetched over HTTPS at its start (the issuer's CA given by
+/// `SSL_CERT_FILE`) — and accepts its tokens, refusing its own local issuer's.
+#[tokio::test]
+async fn another_server_trusts_this_issuer_by_url() {
+    let issuer = start("[]").await;
+    let token = issuer.client_token("app-url").await;
+    let keys = std::env::temp_dir().join(format!("tableq-trust-url-{}", uuid::Uuid::new_v4()));
+    let url = format!("https://127.0.0.1:{}/{TENANT}/v2.0", issuer.https);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tableq"))
+        .args([
+            "serve",
+            "--in-memory",
+            "--port",
+            "0",
+            "--tls",
+            "self-signed",
+            "--keys",
+        ])
+        .arg(&keys)
+        .args(["--trust-issuer", &url])
+        .env("SSL_CERT_FILE", issuer.keys.join("ca.pem"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut banner = String::new();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    while !banner.contains("tokens:") {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut out, &mut line).unwrap() == 0 {
+            break;
+        }
+        banner.push_str(&line);
+    }
+    let endpoint = banner
+        .lines()
+        .find_map(|l| l.strip_prefix("tableq serve: Table service emulator on "));
+    let Some(endpoint) = endpoint else {
+        let _ = child.kill();
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
+        panic!("no banner: {banner}{err}");
+    };
+    assert!(
+        banner.contains(&format!("from the issuers of {url}")),
+        "{banner}"
+    );
+    let port: u16 = endpoint
+        .trim_end_matches("/devstoreaccount1")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let tls = connector(&keys.join("ca.pem"));
+    let list = |token: String| {
+        let tls = tls.clone();
+        async move {
+            exchange(
+                Some(&tls),
+                port,
+                &format!(
+                    "GET /devstoreaccount1/Tables HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\
+                     x-ms-version: 2019-02-02\r\nAccept: application/json;odata=nometadata"
+                ),
+            )
+            .await
+        }
+    };
+    let reply = list(token).await;
+    let own = std::process::Command::new(env!("CARGO_BIN_EXE_tableq"))
+        .args([
+            "token",
+            "--role",
+            "contributor",
+            "--endpoint",
+            endpoint.trim_end_matches("/devstoreaccount1"),
+            "--keys",
+        ])
+        .arg(&keys)
+        .output()
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    // The second server runs no issuer of its own: `tableq token` finds no key there.
+    assert_eq!(own.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&keys);
+}

@@ -143,7 +143,7 @@ HTTPS AND TOKENS (README, \"HTTPS and tokens\"):
     (RS256; iss, aud, exp/nbf, tid checked) are authorized by Storage Table Data Reader /
     Contributor roles (token `roles` claim or --role-assignments FILE). The local issuer
     (OpenID discovery, JWKS, client-credentials token endpoint under /{tenant}/…) serves
-    ClientSecretCredential; `tableq token` prints a token; --trust-issuer JWKS-FILE trusts
+    ClientSecretCredential; `tableq token` prints a token; --trust-issuer URL|JWKS-FILE trusts
     another issuer instead.
 
 OUTPUT:

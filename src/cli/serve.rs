@@ -6,7 +6,7 @@
 //!              [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-connections N]
 //!              [--body-budget SIZE] [--body-budget-wait D] [--log-format text|json]
 //!              [--tls self-signed | --tls-cert PEM --tls-key PEM] [--https-port PORT]
-//!              [--keys DIR] [--trust-issuer JWKS-FILE]... [--role-assignments FILE]
+//!              [--keys DIR] [--trust-issuer URL|JWKS-FILE]... [--role-assignments FILE]
 //! ```
 //!
 //! `--fsync` sets when the durable store's write-ahead log is `fsync`ed: `interval=MS`

@@ -4,7 +4,7 @@
 //! --tls self-signed | --tls-cert PEM --tls-key PEM   serve HTTPS
 //! --https-port PORT                                  HTTPS there, HTTP stays on --port
 //! --keys DIR                                         certificates and the signing key
-//! --trust-issuer JWKS-FILE                           trust another issuer (instead of the local one)
+//! --trust-issuer URL|JWKS-FILE                       trust another issuer (instead of the local one)
 //! --role-assignments FILE                            principal → table role
 //! ```
 //!
@@ -42,11 +42,13 @@ pub struct TlsArgs {
     /// `keys` directory of --data, also with --in-memory and --store].
     #[arg(long, value_name = "DIR")]
     keys: Option<PathBuf>,
-    /// Trust bearer tokens signed by the RSA keys of this JWKS file (with an optional
-    /// "issuer" member naming their `iss`; else Entra ID's for the token's tenant) instead of
-    /// the local issuer's; repeatable. Needs HTTPS.
-    #[arg(long, value_name = "JWKS-FILE")]
-    trust_issuer: Vec<PathBuf>,
+    /// Trust bearer tokens of another issuer instead of the local one; repeatable. An
+    /// https:// URL is an OpenID issuer (e.g. https://login.microsoftonline.com/TENANT/v2.0):
+    /// its discovery document and keys are fetched at start-up. Anything else is a JWKS file
+    /// (with an optional "issuer" member naming their `iss`; else Entra ID's for the token's
+    /// tenant), read offline. Needs HTTPS.
+    #[arg(long, value_name = "URL|JWKS-FILE")]
+    trust_issuer: Vec<String>,
     /// Role assignments for bearer tokens: JSON `[{"principalId": "...", "role": "Storage
     /// Table Data Reader"|"Storage Table Data Contributor", "scope": "..."}]`, or
     /// `{"default": "none", "assignments": [...]}` (README, "HTTPS and tokens").
@@ -110,9 +112,13 @@ pub async fn setup(
     }
     let keys = args.keys_dir(data);
     let names = certificate_names(host, accounts);
+    let mut fetched = Vec::new();
+    for url in args.trust_issuer.iter().filter(|t| is_url(t)) {
+        fetched.push(fetch_issuer(url).await?);
+    }
     let (material, issuer, trusted, assignments) = {
         let (args, keys, names) = (args.clone(), keys.clone(), names.clone());
-        tokio::task::spawn_blocking(move || load(&args, &keys, &names))
+        tokio::task::spawn_blocking(move || load(&args, &keys, &names, fetched))
             .await
             .map_err(|e| format!("preparing HTTPS failed: {e}"))??
     };
@@ -175,11 +181,7 @@ pub async fn setup(
     } else {
         banner.push_str(&format!(
             "tokens: Bearer over HTTPS, from the issuers of {}\n",
-            args.trust_issuer
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
+            args.trust_issuer.join(", ")
         ));
     }
     Ok(banner)
@@ -192,18 +194,71 @@ type Loaded = (
     RoleAssignments,
 );
 
-fn load(args: &TlsArgs, keys: &Path, names: &[String]) -> Result<Loaded, String> {
+/// Whether a `--trust-issuer` value is a URL (else a file).
+fn is_url(text: &str) -> bool {
+    text.starts_with("https://") || text.starts_with("http://")
+}
+
+/// An OpenID issuer's keys: `{url}/.well-known/openid-configuration` names the issuer and
+/// `jwks_uri` (fetched once, at start-up; certificates checked against the system's roots,
+/// or `SSL_CERT_FILE`).
+async fn fetch_issuer(url: &str) -> Result<TrustedKeys, String> {
+    let base = url.trim_end_matches('/');
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(15))
+        .build()
+        .map_err(|e| format!("--trust-issuer {url}: {e}"))?;
+    let get = |target: String| {
+        let client = client.clone();
+        async move {
+            let reply = client
+                .get(&target)
+                .send()
+                .await
+                .and_then(|r| r.error_for_status())
+                .map_err(|e| format!("--trust-issuer: GET {target}: {e}"))?;
+            let body = reply
+                .bytes()
+                .await
+                .map_err(|e| format!("--trust-issuer: GET {target}: {e}"))?;
+            String::from_utf8(body.to_vec())
+                .map_err(|_| format!("--trust-issuer: GET {target}: the answer is not UTF-8"))
+        }
+    };
+    let discovery_url = format!("{base}/.well-known/openid-configuration");
+    let discovery: serde_json::Value = serde_json::from_str(&get(discovery_url.clone()).await?)
+        .map_err(|e| format!("--trust-issuer: {discovery_url} is not JSON ({e})"))?;
+    let field = |name: &str| {
+        discovery
+            .get(name)
+            .and_then(|v| v.as_str())
+            .map(str::to_owned)
+            .ok_or_else(|| format!("--trust-issuer: {discovery_url} names no `{name}`"))
+    };
+    let (issuer, jwks_uri) = (field("issuer")?, field("jwks_uri")?);
+    let jwks = get(jwks_uri.clone()).await?;
+    TrustedKeys::from_jwks(Some(issuer), &jwks, &jwks_uri)
+        .map_err(|e| format!("--trust-issuer: {jwks_uri}: {e}"))
+}
+
+fn load(
+    args: &TlsArgs,
+    keys: &Path,
+    names: &[String],
+    fetched: Vec<TrustedKeys>,
+) -> Result<Loaded, String> {
     let material = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => {
             TlsMaterial::from_pem_files(cert, key).map_err(|e| format!("--tls-cert: {e}"))?
         }
         _ => TlsMaterial::self_signed(keys, names).map_err(|e| format!("--tls: {e}"))?,
     };
-    let trusted = args
-        .trust_issuer
-        .iter()
-        .map(|p| TrustedKeys::from_file(p).map_err(|e| format!("--trust-issuer: {e}")))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut trusted = fetched;
+    for file in args.trust_issuer.iter().filter(|t| !is_url(t)) {
+        trusted.push(
+            TrustedKeys::from_file(Path::new(file)).map_err(|e| format!("--trust-issuer: {e}"))?,
+        );
+    }
     let issuer = if trusted.is_empty() {
         Some(LocalIssuer::open(keys).map_err(|e| format!("the token signing key: {e}"))?)
     } else {

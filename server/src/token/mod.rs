@@ -167,12 +167,15 @@ pub struct Principal {
     pub claimed: Vec<Role>,
 }
 
-/// An external issuer trusted through its keys (a JWKS file: `{"keys": [...]}`, optionally
-/// with an `"issuer"` member naming the `iss` its tokens carry; without it, tokens must
-/// carry Entra ID's `https://sts.windows.net/{tid}/` or
-/// `https://login.microsoftonline.com/{tid}/v2.0` for their own `tid`).
+/// An external issuer trusted through its keys: a JWKS file (`{"keys": [...]}`, optionally
+/// with an `"issuer"` member naming the `iss` its tokens carry), or the keys and issuer an
+/// OpenID discovery document names ([`TrustedKeys::from_jwks`]). Without a named issuer,
+/// tokens must carry Entra ID's `https://sts.windows.net/{tid}/` or
+/// `https://login.microsoftonline.com/{tid}/v2.0` for their own `tid`; an issuer of Entra ID
+/// (`https://login.microsoftonline.com/{tenant}/v2.0`, `{tenantid}` standing for any) also
+/// accepts the `https://sts.windows.net/{tid}/` of the storage access tokens it issues.
 pub struct TrustedKeys {
-    source: PathBuf,
+    source: String,
     issuer: Option<String>,
     keys: Vec<(Option<String>, DecodingKey)>,
 }
@@ -195,13 +198,23 @@ impl TrustedKeys {
             what,
         };
         let text = std::fs::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
+        TrustedKeys::from_jwks(None, &text, &path.display().to_string()).map_err(file_error)
+    }
+
+    /// The RSA keys of a JWKS document (`source` names where it came from). `issuer` is the
+    /// `iss` their tokens carry (else the document's `"issuer"` member, else Entra ID's).
+    pub fn from_jwks(
+        issuer: Option<String>,
+        jwks: &str,
+        source: &str,
+    ) -> Result<TrustedKeys, String> {
         #[derive(Deserialize)]
         struct File {
             issuer: Option<String>,
             keys: Vec<serde_json::Value>,
         }
-        let file: File = serde_json::from_str(&text)
-            .map_err(|e| file_error(format!("not a JWKS document ({e})")))?;
+        let file: File =
+            serde_json::from_str(jwks).map_err(|e| format!("not a JWKS document ({e})"))?;
         let mut keys = Vec::new();
         for key in file.keys {
             let Ok(jwk) = serde_json::from_value::<jsonwebtoken::jwk::Jwk>(key) else {
@@ -218,22 +231,32 @@ impl TrustedKeys {
             }
         }
         if keys.is_empty() {
-            return Err(file_error("holds no RSA key".into()));
+            return Err("holds no RSA key".into());
         }
         Ok(TrustedKeys {
-            source: path.to_owned(),
-            issuer: file.issuer,
+            source: source.to_owned(),
+            issuer: issuer.or(file.issuer),
             keys,
         })
     }
 
+    /// Where the keys came from (a file or a URL).
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
     fn accepts_issuer(&self, iss: &str, tid: &str) -> bool {
+        let sts = format!("https://sts.windows.net/{tid}/");
         match &self.issuer {
-            Some(issuer) => issuer == iss,
-            None => {
-                iss == format!("https://sts.windows.net/{tid}/")
-                    || iss == format!("https://login.microsoftonline.com/{tid}/v2.0")
+            Some(issuer) => {
+                let issuer = issuer.replace("{tenantid}", tid);
+                if issuer == iss {
+                    return true;
+                }
+                // Entra ID's discovery names its v2.0 issuer; storage tokens are v1.
+                issuer == format!("https://login.microsoftonline.com/{tid}/v2.0") && iss == sts
             }
+            None => iss == sts || iss == format!("https://login.microsoftonline.com/{tid}/v2.0"),
         }
     }
 }
