@@ -279,3 +279,28 @@ fn issuer_routes_never_name_table_resources() {
         assert_eq!(route(table_path), None, "{table_path}");
     }
 }
+
+#[test]
+fn entra_issuers_accept_their_storage_tokens_for_the_tokens_own_tenant() {
+    let jwks = issuer().jwks().to_string();
+    let common = TrustedKeys::from_jwks(
+        Some("https://login.microsoftonline.com/{tenantid}/v2.0".into()),
+        &jwks,
+        "https://login.microsoftonline.com/common/discovery/v2.0/keys",
+    )
+    .unwrap();
+    assert!(common.accepts_issuer("https://sts.windows.net/t1/", "t1"));
+    assert!(common.accepts_issuer("https://login.microsoftonline.com/t1/v2.0", "t1"));
+    assert!(!common.accepts_issuer("https://sts.windows.net/t2/", "t1"));
+    let one = TrustedKeys::from_jwks(
+        Some("https://login.microsoftonline.com/t1/v2.0".into()),
+        &jwks,
+        "x",
+    )
+    .unwrap();
+    assert!(one.accepts_issuer("https://sts.windows.net/t1/", "t1"));
+    assert!(!one.accepts_issuer("https://sts.windows.net/t2/", "t2"));
+    let other = TrustedKeys::from_jwks(Some("https://idp.example/".into()), &jwks, "x").unwrap();
+    assert!(!other.accepts_issuer("https://sts.windows.net/t1/", "t1"));
+    assert!(TrustedKeys::from_jwks(None, "{}", "x").is_err());
+}
