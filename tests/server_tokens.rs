@@ -607,7 +607,9 @@ async fn serve_and_token_commands_work_together() {
 /// `--trust-issuer URL`: a second server (the binary) trusts this test's server as an OpenID
 /// issuer — discovery and keys fetched over HTTPS at its start (the issuer's CA given by
 /// `SSL_CERT_FILE`) — and accepts its tokens, refusing its own local issuer's.
-#[tokio::test]
+// Multi-threaded: the test reads the child's banner with blocking I/O while the child
+// fetches from the issuer running on this runtime.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_server_trusts_this_issuer_by_url() {
     let issuer = start("[]").await;
     let token = issuer.client_token("app-url").await;

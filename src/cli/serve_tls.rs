@@ -199,6 +199,17 @@ fn is_url(text: &str) -> bool {
     text.starts_with("https://") || text.starts_with("http://")
 }
 
+/// An error and its causes, `: `-separated (reqwest's own text leaves the cause out).
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
 /// An OpenID issuer's keys: `{url}/.well-known/openid-configuration` names the issuer and
 /// `jwks_uri` (fetched once, at start-up; certificates checked against the system's roots,
 /// or `SSL_CERT_FILE`).
@@ -216,11 +227,11 @@ async fn fetch_issuer(url: &str) -> Result<TrustedKeys, String> {
                 .send()
                 .await
                 .and_then(|r| r.error_for_status())
-                .map_err(|e| format!("--trust-issuer: GET {target}: {e}"))?;
+                .map_err(|e| format!("--trust-issuer: GET {target}: {}", causes(&e)))?;
             let body = reply
                 .bytes()
                 .await
-                .map_err(|e| format!("--trust-issuer: GET {target}: {e}"))?;
+                .map_err(|e| format!("--trust-issuer: GET {target}: {}", causes(&e)))?;
             String::from_utf8(body.to_vec())
                 .map_err(|_| format!("--trust-issuer: GET {target}: the answer is not UTF-8"))
         }
