@@ -142,6 +142,16 @@ EXPLORER:
     statistics of each query). It signs its requests in the browser with the account key
     or a SAS token you give it, like any client. --no-explorer turns it off.
 
+HTTPS AND TOKENS (README, \"HTTPS and tokens\"):
+    --tls self-signed makes a local CA and server certificate in the keys directory
+    (--keys, default DATA/keys) and reuses them; --tls-cert/--tls-key use your own.
+    HTTPS takes --port, or --https-port beside HTTP. Over HTTPS, Entra ID bearer tokens
+    (RS256; iss, aud, exp/nbf, tid checked) are authorized by Storage Table Data Reader /
+    Contributor roles (token `roles` claim or --role-assignments FILE). The local issuer
+    (OpenID discovery, JWKS, client-credentials token endpoint under /{tenant}/…) serves
+    ClientSecretCredential; `tableq token` prints a token; --trust-issuer URL|JWKS-FILE trusts
+    another issuer instead.
+
 OUTPUT:
     stdout: a banner — the table endpoint, the storage, a ready connection string for
     every hosted account (paste it into any Azure Tables SDK) and the explorer's URL; a
@@ -152,6 +162,7 @@ EXAMPLES:
     tableq serve                                  # http://127.0.0.1:10002/devstoreaccount1
     tableq serve --in-memory --port 0             # a free port, nothing kept
     tableq serve --account myaccount:bXlzZWNyZXRrZXk=   # a second account with its key
+    tableq serve --tls self-signed --https-port 10443  # HTTP on 10002, HTTPS + tokens on 10443
 
     Stop with Ctrl-C or SIGTERM: in-flight requests finish, the store is closed.
 
