@@ -168,7 +168,7 @@ impl<'r> RowView<'r> {
                         Some(ValueRef::DateTime(t)),
                     );
                 }
-                self.row.for_each_property(&mut |n, v| f(n, Some(v)));
+                self.row.for_each_custom(&mut |n, v| f(n, Some(v)));
             }
         }
     }

@@ -139,6 +139,7 @@
 use crate::key::{Chunk, Scan};
 use std::convert::Infallible;
 use std::marker::PhantomData;
+use tableq_model::json::ListProperties;
 use tableq_model::{DateTime, Entity, EntityView, ValueRef};
 
 /// An identifier a source assigns to a custom property name, so that compiled predicates
@@ -160,21 +161,13 @@ pub enum SlotLookup {
     ByName,
 }
 
-/// One entity as a source yields it: readable through [`EntityView`], convertible to an
-/// owned [`Entity`] for results.
-pub trait SourceRow: EntityView + Send + Sync {
+/// One entity as a source yields it: readable through [`EntityView`], its custom
+/// properties listed through [`ListProperties`] (the model's one way of listing a row's
+/// properties, which the JSON writers read too: a row goes to the wire without an adapter),
+/// and convertible to an owned [`Entity`] for results.
+pub trait SourceRow: ListProperties + Send + Sync {
     /// The entity as an owned value (what result pages hold).
     fn to_entity(&self) -> Entity;
-
-    /// Calls `f` with every custom property, ordered by name (byte order, as
-    /// [`Entity::properties`]). The default goes through [`to_entity`](SourceRow::to_entity);
-    /// sources override it to read their layout without allocating.
-    fn for_each_property(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
-        let entity = self.to_entity();
-        for p in entity.properties() {
-            f(&p.name, p.value.as_ref());
-        }
-    }
 
     /// A custom property by a slot the source issued through
     /// [`EntitySource::property_slot`]. Sources that return [`SlotLookup::Slot`] must
@@ -323,14 +316,15 @@ impl EntityView for EntityRef<'_> {
     }
 }
 
+impl ListProperties for EntityRef<'_> {
+    fn for_each_custom(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
+        self.0.for_each_custom(f);
+    }
+}
+
 impl SourceRow for EntityRef<'_> {
     fn to_entity(&self) -> Entity {
         self.0.clone()
-    }
-    fn for_each_property(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
-        for p in self.0.properties() {
-            f(&p.name, p.value.as_ref());
-        }
     }
 }
 
@@ -338,19 +332,11 @@ impl SourceRow for Entity {
     fn to_entity(&self) -> Entity {
         self.clone()
     }
-    fn for_each_property(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
-        for p in self.properties() {
-            f(&p.name, p.value.as_ref());
-        }
-    }
 }
 
 /// A JSON line decoded in place (the [`stream`](crate::stream) engine's rows).
 impl SourceRow for tableq_model::json::BorrowedEntity<'_> {
     fn to_entity(&self) -> Entity {
         tableq_model::json::BorrowedEntity::to_entity(self)
-    }
-    fn for_each_property(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
-        tableq_model::json::ListProperties::for_each_custom(self, f);
     }
 }

@@ -20,12 +20,11 @@
 //! no metadata, tables:  {"value":[{"TableName":"t"}]}
 //! ```
 
-use tableq_exec::{RowView, SourceRow};
+use tableq_exec::RowView;
 use tableq_model::json::{
-    CollectionWriter, EncodedEntity, EntityWriter, Envelope, EnvelopeRef, ListProperties,
-    MetadataLevel, etag,
+    CollectionWriter, EncodedEntity, EntityWriter, Envelope, EnvelopeRef, MetadataLevel, etag,
 };
-use tableq_model::{DateTime, Entity, EntityView, ValueRef};
+use tableq_model::{DateTime, Entity};
 
 use crate::resource::{entity_link, table_link};
 
@@ -136,33 +135,6 @@ pub(crate) fn tables_body(links: &Links, names: &[String], level: MetadataLevel)
     out
 }
 
-/// A borrowed store row as the writer reads it.
-struct Listed<'r>(&'r dyn SourceRow);
-
-impl EntityView for Listed<'_> {
-    fn partition_key(&self) -> &str {
-        self.0.partition_key()
-    }
-    fn row_key(&self) -> &str {
-        self.0.row_key()
-    }
-    fn timestamp(&self) -> Option<DateTime> {
-        self.0.timestamp()
-    }
-    fn custom(&self, name: &str) -> Option<ValueRef<'_>> {
-        self.0.custom(name)
-    }
-    fn get(&self, name: &str) -> Option<ValueRef<'_>> {
-        self.0.get(name)
-    }
-}
-
-impl ListProperties for Listed<'_> {
-    fn for_each_custom(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
-        self.0.for_each_property(f);
-    }
-}
-
 /// Writes one query page: the collection wrapper, then each row as the store hands it over.
 pub(crate) struct PageWriter<'a> {
     out: Vec<u8>,
@@ -217,7 +189,7 @@ impl<'a> PageWriter<'a> {
             etag: etag.as_deref(),
             edit_link: edit.as_deref(),
         };
-        page.entity(&mut self.out, &self.writer, &Listed(source), envelope);
+        page.entity(&mut self.out, &self.writer, source, envelope);
     }
 
     /// Closes the collection; the body.

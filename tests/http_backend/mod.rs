@@ -327,7 +327,14 @@ impl Backend for HttpBackend {
                 name: name.to_owned(),
             }),
             Err(e) if e.code() == Some(ErrorCode::TableAlreadyExists) => {
-                let existing = self.table(name)?.name;
+                // The REST answer does not carry the existing name: look it up. A delete may
+                // have removed the table since; the conflict still happened, under the name
+                // as asked.
+                let existing = match self.table(name) {
+                    Ok(info) => info.name,
+                    Err(StoreError::TableNotFound(_)) => name.to_owned(),
+                    Err(other) => return Err(other),
+                };
                 Err(StoreError::TableAlreadyExists { existing })
             }
             Err(e) => Err(store_error(e, name, "", "")),

@@ -13,11 +13,9 @@ use crate::cli::input::{Input, JsonLines, Line, Unreadable, line_too_long};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use tableq::exec::stream::{KeyLog, find_repeats};
-use tableq::exec::{Executor, Key, PageOptions, SourceRow};
-use tableq::model::json::{
-    BorrowedEntity, DecodeOptions, ListProperties, decode_borrowed, decode_entity,
-};
-use tableq::model::{DateTime, Entity, EntityView, ModelError, ValueRef};
+use tableq::exec::{Executor, Key, PageOptions};
+use tableq::model::json::{BorrowedEntity, DecodeOptions, decode_borrowed, decode_entity};
+use tableq::model::{Entity, ModelError};
 use tableq_store::MemorySnapshot;
 
 /// Loads `input` and runs every query.
@@ -76,8 +74,7 @@ fn execute(
         .execute_page_with(plan, None, &options, |row| {
             let t = Instant::now();
             if failure.is_none() {
-                let view = RowListing(row.row());
-                match out.entity(&writer, &view) {
+                match out.entity(&writer, row.row()) {
                     Ok(()) => matched += 1,
                     Err(e) => failure = Some(e),
                 }
@@ -112,30 +109,6 @@ fn execute(
         exec,
         ..Outcome::default()
     })
-}
-
-/// A borrowed source row as the writer reads it.
-struct RowListing<'r>(&'r dyn SourceRow);
-
-impl EntityView for RowListing<'_> {
-    fn partition_key(&self) -> &str {
-        self.0.partition_key()
-    }
-    fn row_key(&self) -> &str {
-        self.0.row_key()
-    }
-    fn timestamp(&self) -> Option<DateTime> {
-        self.0.timestamp()
-    }
-    fn custom(&self, name: &str) -> Option<ValueRef<'_>> {
-        self.0.custom(name)
-    }
-}
-
-impl ListProperties for RowListing<'_> {
-    fn for_each_custom(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
-        self.0.for_each_property(f);
-    }
 }
 
 /// Why loading stopped early.

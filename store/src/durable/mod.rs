@@ -666,6 +666,11 @@ impl Backend for DurableBackend {
             stats.checkpoint_seconds,
         )
         .gauge(
+            "data_file_bytes",
+            "The data file's size on disk",
+            std::fs::metadata(self.dir.join(DATA_FILE)).map_or(0.0, |m| m.len() as f64),
+        )
+        .gauge(
             "writes_refused",
             "1 while writes are refused (a full disk, a log that cannot be written), else 0",
             if self.ready().is_err() { 1.0 } else { 0.0 },

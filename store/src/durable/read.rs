@@ -45,6 +45,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tableq_exec::{Chunk, EntitySource, Key, PropertySlot, Scan, SlotLookup, SourceRow};
+use tableq_model::json::ListProperties;
 use tableq_model::order::compare_str;
 use tableq_model::{DateTime, Entity, EntityView, ValueRef};
 
@@ -560,8 +561,10 @@ impl SourceRow for DurableRow<'_> {
     fn custom_by_slot(&self, slot: PropertySlot) -> Option<ValueRef<'_>> {
         self.or_fail(self.row().value(slot.0), None)
     }
+}
 
-    fn for_each_property(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
+impl ListProperties for DurableRow<'_> {
+    fn for_each_custom(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
         let done = self.row().for_each_by_name(&self.snapshot.names, f);
         self.or_fail(done, ());
     }

@@ -481,3 +481,26 @@ fn settings_are_replayed_with_the_tables_they_belong_to() {
     store.create_table("Gone").unwrap();
     assert!(store.table_acl("gone").unwrap().is_empty());
 }
+
+#[test]
+fn metrics_report_the_log_the_data_file_and_refusals() {
+    use crate::metrics::SampleValue;
+    let dir = tempfile::tempdir().unwrap();
+    let store = DurableBackend::open_with(dir.path(), keep_log(FsyncPolicy::default())).unwrap();
+    store.create_table("t1x").unwrap();
+    store.write("t1x", insert("a", 1)).unwrap();
+    let metrics = store.metrics();
+    let value = |name: &str| {
+        metrics
+            .samples()
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.value.clone())
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    assert_eq!(value("wal_records_total"), SampleValue::Counter(2));
+    assert!(matches!(value("wal_log_bytes"), SampleValue::Gauge(b) if b > 0.0));
+    assert!(matches!(value("data_file_bytes"), SampleValue::Gauge(b) if b > 0.0));
+    assert_eq!(value("writes_refused"), SampleValue::Gauge(0.0));
+    store.close().unwrap();
+}

@@ -18,6 +18,7 @@ use std::convert::Infallible;
 use std::hash::RandomState;
 use std::ops::Bound;
 use tableq_exec::{Chunk, EntitySource, Key, OkRows, PropertySlot, Scan, SlotLookup, SourceRow};
+use tableq_model::json::ListProperties;
 use tableq_model::order::compare_str;
 use tableq_model::{DateTime, Entity, EntityView, ValueRef};
 use tableq_planner::plan::KeyInterval;
@@ -469,8 +470,10 @@ impl SourceRow for MemoryRow<'_> {
     fn custom_by_slot(&self, slot: PropertySlot) -> Option<ValueRef<'_>> {
         self.slot_value(slot)
     }
+}
 
-    fn for_each_property(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
+impl ListProperties for MemoryRow<'_> {
+    fn for_each_custom(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
         self.partition.for_each_property(self.head, self.names, f);
     }
 }
