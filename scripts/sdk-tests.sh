@@ -198,6 +198,38 @@ else
     say "using the server at $endpoint"
 fi
 
+# The HTTPS and bearer-token tests (tests/sdk/*/…tokens…) run against a second server of
+# this run: in memory, HTTP on one free port and HTTPS (`--tls self-signed`, the CA in
+# $work/keys) on another, with principal `reader-app` assigned Storage Table Data Reader.
+# Only with a binary and on the durable or memory runs (the PostgreSQL runs test the store).
+tls_pid=""
+stop_tls() {
+    [ -n "$tls_pid" ] || return 0
+    kill -TERM "$tls_pid" 2>/dev/null || true
+    wait "$tls_pid" 2>/dev/null || true
+    tls_pid=""
+}
+trap 'stop_tls; cleanup' EXIT
+unset TABLEQ_SDK_TLS_ENDPOINT TABLEQ_SDK_TLS_HTTP_ENDPOINT TABLEQ_SDK_TLS_AUTHORITY TABLEQ_SDK_TLS_CA
+if [ -n "$bin" ] && { [ "$store" = durable ] || [ "$store" = memory ]; }; then
+    tls_http=$(python3 "$helper" free-port)
+    tls_https=$(python3 "$helper" free-port)
+    printf '%s\n' '[{"principalId": "reader-app", "role": "Storage Table Data Reader"}]' >"$work/roles.json"
+    "$bin" serve --host 127.0.0.1 --port "$tls_http" --https-port "$tls_https" --in-memory \
+        --tls self-signed --keys "$work/keys" --role-assignments "$work/roles.json" \
+        >"$work/tls-server.log" 2>&1 &
+    tls_pid=$!
+    if ! python3 "$helper" wait "$tls_http" "$tls_pid" 60; then
+        tail -n 40 "$work/tls-server.log" >&2 || true
+        die "the HTTPS server ('$bin serve --tls self-signed …') did not start"
+    fi
+    export TABLEQ_SDK_TLS_ENDPOINT="https://127.0.0.1:$tls_https/devstoreaccount1"
+    export TABLEQ_SDK_TLS_HTTP_ENDPOINT="http://127.0.0.1:$tls_http/devstoreaccount1"
+    export TABLEQ_SDK_TLS_AUTHORITY="https://127.0.0.1:$tls_https"
+    export TABLEQ_SDK_TLS_CA="$work/keys/ca.pem"
+    say "tableq serve --tls self-signed is running on $TABLEQ_SDK_TLS_ENDPOINT (pid $tls_pid)"
+fi
+
 export TABLEQ_SDK_ENDPOINT="$endpoint"
 export TABLEQ_SDK_STORE="$store"
 if [ -n "$bin" ]; then export TABLEQ_BIN="$bin"; else unset TABLEQ_BIN; fi
@@ -220,7 +252,8 @@ fi
 
 if $want_js; then
     say "running the JS suite (@azure/data-tables 13.3.2, node --test)"
-    if (cd "$js_dir" && node --test --test-reporter=spec --test-timeout=120000 test/*.test.mjs); then
+    # NODE_EXTRA_CA_CERTS is read when node starts: the HTTPS server's CA, as users set it.
+    if (cd "$js_dir" && env ${TABLEQ_SDK_TLS_CA:+NODE_EXTRA_CA_CERTS="$TABLEQ_SDK_TLS_CA"} node --test --test-reporter=spec --test-timeout=120000 test/*.test.mjs); then
         summary+=("js suite (@azure/data-tables, store $store): passed")
     else
         status=$?
@@ -237,6 +270,7 @@ elif [ ${#failed[@]} -gt 0 ] && [ -n "$server_pid" ]; then
     server_log_tail
 fi
 stop_server
+stop_tls
 stop_pg
 
 for line in "${summary[@]}"; do say "$line"; done

@@ -43,6 +43,9 @@ enum Command {
     /// Run the Table service emulator (the REST protocol over HTTP) for the official SDKs.
     #[command(after_long_help = cli::help::SERVE)]
     Serve(cli::serve::Args),
+    /// Print a bearer token of the local issuer (the signing key of `serve --tls`), for
+    /// scripts and clients without Entra ID support.
+    Token(cli::token::Args),
     /// Bulk-load entities (JSON lines) into a table: into a data directory or through a
     /// running server.
     #[command(after_long_help = cli::help::IMPORT)]
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Command::Explain(args) => cli::explain::run(args),
         Command::Gen(args) => cli::generate::run(args),
         Command::Serve(args) => cli::serve::run(args),
+        Command::Token(args) => cli::token::run(args),
         Command::Import(args) => cli::import::run(args),
         Command::BenchHttp(args) => cli::bench_http::run(args),
         Command::Debug(DebugCommand::Tokens(args)) => cli::debug::run_tokens(args),

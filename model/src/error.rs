@@ -60,6 +60,8 @@ pub enum ErrorCode {
     InvalidBatchRequest,
     /// A missing, malformed or wrong signature, an unknown account, or a SAS outside its validity, permissions or key range. (HTTP 403)
     AuthenticationFailed,
+    /// A bearer token that cannot be accepted (bad signature, issuer, audience, lifetime). (HTTP 401)
+    InvalidAuthenticationInfo,
     /// No entity with the given keys (get, update, merge, delete), or no table of that name on delete. (HTTP 404)
     ResourceNotFound,
     /// An entity operation on a table that does not exist. (HTTP 404)
@@ -123,6 +125,7 @@ impl ErrorCode {
         ErrorCode::CommandsInBatchActOnDifferentPartitions,
         ErrorCode::InvalidBatchRequest,
         ErrorCode::AuthenticationFailed,
+        ErrorCode::InvalidAuthenticationInfo,
         ErrorCode::ResourceNotFound,
         ErrorCode::TableNotFound,
         ErrorCode::MethodNotAllowed,
@@ -174,6 +177,7 @@ impl ErrorCode {
             }
             ErrorCode::InvalidBatchRequest => "InvalidBatchRequest",
             ErrorCode::AuthenticationFailed => "AuthenticationFailed",
+            ErrorCode::InvalidAuthenticationInfo => "InvalidAuthenticationInfo",
             ErrorCode::ResourceNotFound => "ResourceNotFound",
             ErrorCode::TableNotFound => "TableNotFound",
             ErrorCode::MethodNotAllowed => "MethodNotAllowed",
@@ -232,6 +236,7 @@ impl ErrorCode {
             | ErrorCode::AuthorizationSourceIPMismatch
             | ErrorCode::AuthorizationProtocolMismatch
             | ErrorCode::CorsPreflightFailure => 403,
+            ErrorCode::InvalidAuthenticationInfo => 401,
             ErrorCode::ResourceNotFound | ErrorCode::TableNotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::EntityAlreadyExists | ErrorCode::TableAlreadyExists => 409,
@@ -290,6 +295,9 @@ impl ErrorCode {
             ErrorCode::InvalidBatchRequest => "The batch request is invalid.",
             ErrorCode::AuthenticationFailed => {
                 "Server failed to authenticate the request. Make sure the value of Authorization header is formed correctly including the signature."
+            }
+            ErrorCode::InvalidAuthenticationInfo => {
+                "Server failed to authenticate the request. Please refer to the information in the www-authenticate header."
             }
             ErrorCode::ResourceNotFound => "The specified resource does not exist.",
             ErrorCode::TableNotFound => "The table specified does not exist.",

@@ -191,6 +191,12 @@ async fn handle(hosted: &Hosted, request: Request) -> Result<Response, ApiError>
         let state = hosted.state(account_segment(parts.uri.path()));
         return cors::preflight(state, &parts.headers).await;
     }
+    if let Some(setup) = hosted.bearer()
+        && let Some(local) = &setup.bearer.local
+        && let Some(route) = crate::token::issuer_route(parts.uri.path())
+    {
+        return issuer_request(local, &setup.bearer.assignments, &parts, route, body).await;
+    }
     let path = parse_target(parts.uri.path(), parts.uri.query())?;
     observe::note_request(&parts.method, &parts.headers, &path);
     let (state, secondary, grant) = auth::authorize(hosted, &parts, &path.account).await?;
@@ -245,6 +251,38 @@ async fn handle(hosted: &Hosted, request: Request) -> Result<Response, ApiError>
         Target::Resource(resource) => route(state, &ctx, method, resource, body).await,
         admin => route_admin(state, &ctx, secondary, method, admin, body).await,
     }
+}
+
+/// A request to the local token issuer's endpoints (module `crate::token`).
+async fn issuer_request(
+    local: &crate::token::LocalIssuer,
+    assignments: &crate::token::RoleAssignments,
+    parts: &Parts,
+    route: (&str, crate::token::IssuerRoute),
+    body: Body,
+) -> Result<Response, ApiError> {
+    /// A token request is a short form; anything longer is refused unread.
+    const MAX_FORM_BYTES: usize = 64 * 1024;
+    let form = crate::context::read_bytes(body, &parts.headers, MAX_FORM_BYTES).await?;
+    let host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .filter(|h| !h.is_empty() && h.is_ascii() && !h.contains(['/', '"', ' ', ',']))
+        .unwrap_or("127.0.0.1");
+    let secure = parts
+        .extensions
+        .get::<crate::connection::Secure>()
+        .is_some();
+    Ok(crate::token::issuer_answer(
+        local,
+        assignments,
+        &parts.method,
+        route,
+        &format!("https://{host}"),
+        secure,
+        &form,
+    ))
 }
 
 /// Step 5 for the administration operations.

@@ -47,6 +47,8 @@ pub struct ApiError {
     sentence: &'static str,
     detail: Option<String>,
     allow: Option<&'static str>,
+    /// A `WWW-Authenticate` challenge (bearer-token failures; boxed to keep the error small).
+    challenge: Option<Box<str>>,
     /// What only the server's log may see (a storage failure's own text, which can name
     /// the database server and its configuration).
     logged: Option<String>,
@@ -70,7 +72,16 @@ impl ApiError {
             sentence: code.service_message(),
             detail: None,
             allow: None,
+            challenge: None,
             logged: None,
+        }
+    }
+
+    /// The same error with a `WWW-Authenticate` challenge.
+    pub fn with_challenge(self, challenge: impl Into<String>) -> ApiError {
+        ApiError {
+            challenge: Some(challenge.into().into_boxed_str()),
+            ..self
         }
     }
 
@@ -178,6 +189,7 @@ impl ApiError {
             sentence: "The requested operation is not implemented on the specified resource.",
             detail: Some(detail.into()),
             allow: None,
+            challenge: None,
             logged: None,
         }
     }
@@ -190,6 +202,7 @@ impl ApiError {
             sentence: "The request did not arrive within the time the server allows.",
             detail: Some(detail.into()),
             allow: None,
+            challenge: None,
             logged: None,
         }
     }
@@ -271,6 +284,11 @@ impl ApiError {
         headers.insert(ERROR_CODE_HEADER, HeaderValue::from_static(self.code));
         if let Some(allow) = self.allow {
             headers.insert(header::ALLOW, HeaderValue::from_static(allow));
+        }
+        if let Some(challenge) = self.challenge.as_deref()
+            && let Ok(value) = HeaderValue::from_str(challenge)
+        {
+            headers.insert(header::WWW_AUTHENTICATE, value);
         }
         response
     }

@@ -10,8 +10,11 @@
 //! * [`ServerConfig`] / [`Account`] / [`AuthMode`] — the first account served, whether
 //!   requests must be signed, and the limits (body size, page work budget, filter limits);
 //!   [`Server::add_account`] hosts further accounts, each with its own store;
-//! * [`auth`] — SharedKey / SharedKeyLite and SAS checks (the strings to sign and SAS fields
-//!   are `tableq_client::sign`'s, which clients sign with);
+//! * [`auth`] — SharedKey / SharedKeyLite, SAS and bearer-token checks (the strings to sign
+//!   and SAS fields are `tableq_client::sign`'s, which clients sign with);
+//! * [`tls`] — HTTPS: certificates from PEM files or a self-signed CA kept on disk
+//!   ([`Server::enable_https`]); [`token`] — Entra ID bearer tokens: the local issuer, trusted
+//!   keys, role assignments ([`Server::enable_tokens`]);
 //! * the pipeline every request takes (module `app`): path → account authorization →
 //!   protocol headers → query string → metadata level → method dispatch → handler;
 //!   `$batch` (module `batch`) runs each operation of a changeset through the same steps
@@ -69,6 +72,8 @@ pub mod query;
 pub mod resource;
 mod server;
 mod tables;
+pub mod tls;
+pub mod token;
 pub mod xml;
 
 pub use config::{

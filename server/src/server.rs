@@ -8,7 +8,10 @@
 //! future for Ctrl-C / SIGTERM.
 //!
 //! Connections are accepted and served by [`crate::connection`] (timeouts, the connection
-//! cap, lingering close), over plain TCP ([`PlainTcp`]).
+//! cap, lingering close), over plain TCP ([`PlainTcp`]) or TLS ([`Server::enable_https`]:
+//! the bound port itself, or a second port beside HTTP). [`Server::enable_tokens`] makes
+//! the server accept Entra ID bearer tokens over HTTPS (and, with a
+//! [`LocalIssuer`](crate::token::LocalIssuer), issue them).
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -19,11 +22,13 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::app;
-use crate::auth::Hosted;
+use crate::auth::{BearerSetup, Hosted};
 use crate::config::{Account, ServerConfig};
 use crate::connection::{self, CloseReason, PlainTcp, Registry, Resolved};
 use crate::observe::health::RESERVED_ACCOUNT_NAMES;
 use crate::observe::{Observed, Shared};
+use crate::tls::{TlsAcceptor, TlsError, TlsMaterial};
+use crate::token::Bearer;
 
 /// Why a server could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +49,12 @@ pub enum ServerError {
     /// The store could not be closed cleanly.
     #[error("the store did not close cleanly: {0}")]
     Close(#[source] StoreError),
+    /// TLS material that cannot be used.
+    #[error("HTTPS: {0}")]
+    Tls(#[from] TlsError),
+    /// Bearer tokens asked for without HTTPS.
+    #[error("bearer tokens are accepted over HTTPS only: enable HTTPS first")]
+    TokensNeedHttps,
     /// An account cannot be hosted (bad name or key, or hosted twice).
     #[error("cannot host account {name:?}: {reason}")]
     Account {
@@ -84,6 +95,14 @@ pub struct Server {
     hosted: Hosted,
     shared: Arc<Shared>,
     limits: Resolved,
+    https: Option<Https>,
+}
+
+/// How HTTPS is served: on the bound port itself (`listener: None`), or on a second one.
+struct Https {
+    acceptor: Arc<TlsAcceptor>,
+    listener: Option<TcpListener>,
+    local_addr: SocketAddr,
 }
 
 /// Refuses account names that the operator endpoints (`/health`, `/metrics`) take.
@@ -135,7 +154,95 @@ impl Server {
             hosted,
             shared,
             limits,
+            https: None,
         })
+    }
+
+    /// Serves HTTPS with `material`: on `addr` beside HTTP on the bound address (port 0:
+    /// any free port), or, with `addr: None`, on the bound address itself instead of HTTP.
+    pub async fn enable_https(
+        &mut self,
+        material: &TlsMaterial,
+        addr: Option<SocketAddr>,
+    ) -> Result<(), ServerError> {
+        let acceptor = Arc::new(material.acceptor()?);
+        let (listener, local_addr) = match addr {
+            None => (None, self.local_addr),
+            Some(addr) => {
+                let listener = TcpListener::bind(addr)
+                    .await
+                    .map_err(|source| ServerError::Bind { addr, source })?;
+                let local_addr = listener
+                    .local_addr()
+                    .map_err(|source| ServerError::Bind { addr, source })?;
+                (Some(listener), local_addr)
+            }
+        };
+        self.https = Some(Https {
+            acceptor,
+            listener,
+            local_addr,
+        });
+        Ok(())
+    }
+
+    /// The HTTPS address, if HTTPS is served.
+    pub fn https_addr(&self) -> Option<SocketAddr> {
+        self.https.as_ref().map(|h| shown(h.local_addr))
+    }
+
+    /// Whether plain HTTP is served (false when HTTPS took the bound port).
+    pub fn serves_http(&self) -> bool {
+        self.https.as_ref().is_none_or(|h| h.listener.is_some())
+    }
+
+    /// Accepts bearer tokens (over HTTPS only) as `bearer` says. `names` are the host
+    /// names and addresses clients may reach the HTTPS port by (besides `127.0.0.1`,
+    /// `localhost` and `[::1]`): tokens of the local issuer carry
+    /// `iss = https://{name}:{port}/{tenant}/v2.0`, and `https://{name}:{port}/{account}`
+    /// is accepted as an audience. Needs [`Server::enable_https`] first.
+    pub fn enable_tokens(&mut self, bearer: Bearer, names: &[String]) -> Result<(), ServerError> {
+        let port = self
+            .https
+            .as_ref()
+            .ok_or(ServerError::TokensNeedHttps)?
+            .local_addr
+            .port();
+        let mut origins = Vec::new();
+        let defaults = ["127.0.0.1".to_owned(), "localhost".into(), "::1".into()];
+        for name in defaults.iter().chain(names) {
+            let host = if name.contains(':') {
+                format!("[{name}]")
+            } else {
+                name.to_ascii_lowercase()
+            };
+            let origin = format!("https://{host}:{port}");
+            if !origins.contains(&origin) {
+                origins.push(origin);
+            }
+        }
+        self.hosted.set_bearer(BearerSetup { bearer, origins });
+        Ok(())
+    }
+
+    /// The HTTPS table endpoint, `https://<addr>/<account>`, if HTTPS is served.
+    pub fn https_table_endpoint(&self) -> Option<String> {
+        let addr = self.https_addr()?;
+        Some(format!(
+            "https://{addr}/{}",
+            self.hosted.primary().config.account.name
+        ))
+    }
+
+    /// The connection string for the HTTPS endpoint, if HTTPS is served.
+    pub fn https_connection_string(&self) -> Option<String> {
+        let account = &self.hosted.primary().config.account;
+        Some(format!(
+            "DefaultEndpointsProtocol=https;AccountName={};AccountKey={};TableEndpoint={};",
+            account.name,
+            account.key,
+            self.https_table_endpoint()?
+        ))
     }
 
     /// Hosts one more account, with its own store (its tables and entities are separate
@@ -159,25 +266,25 @@ impl Server {
         self.local_addr
     }
 
-    /// The table endpoint clients use: `http://<addr>/<account>` (a wildcard bind address
-    /// is shown as 127.0.0.1).
+    /// The table endpoint of the bound address: `http://<addr>/<account>` (`https://` when
+    /// HTTPS took the bound port; a wildcard bind address is shown as 127.0.0.1).
     pub fn table_endpoint(&self) -> String {
-        let mut addr = self.local_addr;
-        if addr.ip().is_unspecified() {
-            addr.set_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
-        }
+        let scheme = if self.serves_http() { "http" } else { "https" };
         format!(
-            "http://{addr}/{}",
+            "{scheme}://{}/{}",
+            shown(self.local_addr),
             self.hosted.primary().config.account.name
         )
     }
 
-    /// The connection string for this server:
-    /// `DefaultEndpointsProtocol=http;AccountName=…;AccountKey=…;TableEndpoint=…;`.
+    /// The connection string of the bound address:
+    /// `DefaultEndpointsProtocol=http;AccountName=…;AccountKey=…;TableEndpoint=…;` (`https`
+    /// when HTTPS took the bound port).
     pub fn connection_string(&self) -> String {
         let account = &self.hosted.primary().config.account;
+        let scheme = if self.serves_http() { "http" } else { "https" };
         format!(
-            "DefaultEndpointsProtocol=http;AccountName={};AccountKey={};TableEndpoint={};",
+            "DefaultEndpointsProtocol={scheme};AccountName={};AccountKey={};TableEndpoint={};",
             account.name,
             account.key,
             self.table_endpoint()
@@ -206,6 +313,7 @@ impl Server {
             hosted,
             shared,
             limits,
+            https,
             ..
         } = self;
         let grace = hosted.primary().config.shutdown_grace;
@@ -218,21 +326,60 @@ impl Server {
         let registry = Arc::new(Registry::new(limits, shared.metrics.clone()));
         tokio::spawn(registry.clone().sweep());
         let (fired_tx, fired_rx) = watch::channel(false);
-        let accepting = tokio::spawn(connection::accept_loop(
-            listener,
-            Arc::new(PlainTcp),
-            router,
-            observed,
-            registry.clone(),
-            fired_rx,
-        ));
+        let mut loops = Vec::new();
+        match https {
+            Some(Https {
+                acceptor,
+                listener: None,
+                ..
+            }) => loops.push(tokio::spawn(connection::accept_loop(
+                listener,
+                acceptor,
+                router,
+                observed,
+                registry.clone(),
+                fired_rx,
+            ))),
+            Some(Https {
+                acceptor,
+                listener: Some(tls_listener),
+                ..
+            }) => {
+                loops.push(tokio::spawn(connection::accept_loop(
+                    tls_listener,
+                    acceptor,
+                    router.clone(),
+                    observed.clone(),
+                    registry.clone(),
+                    fired_rx.clone(),
+                )));
+                loops.push(tokio::spawn(connection::accept_loop(
+                    listener,
+                    Arc::new(PlainTcp),
+                    router,
+                    observed,
+                    registry.clone(),
+                    fired_rx,
+                )));
+            }
+            None => loops.push(tokio::spawn(connection::accept_loop(
+                listener,
+                Arc::new(PlainTcp),
+                router,
+                observed,
+                registry.clone(),
+                fired_rx,
+            ))),
+        }
         shutdown.await;
         tracing::info!(target: "tableq_server", "shutting down: finishing in-flight requests");
         let _ = fired_tx.send(true);
-        let served = match accepting.await {
-            Ok(()) => Ok(()),
-            Err(e) => Err(ServerError::Serve(std::io::Error::other(e.to_string()))),
-        };
+        let mut served = Ok(());
+        for accepting in loops {
+            if let Err(e) = accepting.await {
+                served = Err(ServerError::Serve(std::io::Error::other(e.to_string())));
+            }
+        }
         if tokio::time::timeout(grace, registry.drained())
             .await
             .is_err()
@@ -265,6 +412,14 @@ impl Server {
         tracing::info!(target: "tableq_server", "stopped; the store is closed");
         Ok(())
     }
+}
+
+/// An address as clients should use it: a wildcard bind address is shown as 127.0.0.1.
+fn shown(mut addr: SocketAddr) -> SocketAddr {
+    if addr.ip().is_unspecified() {
+        addr.set_ip(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    }
+    addr
 }
 
 /// A future that completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM.

@@ -136,6 +136,16 @@ OPERATIONS (every operation of the Table REST API; README, \"serve\"):
     AuthorizationPermissionMismatch, AuthorizationResourceTypeMismatch,
     AuthorizationFailure, AuthorizationSourceIPMismatch, AuthorizationProtocolMismatch).
 
+HTTPS AND TOKENS (README, \"HTTPS and tokens\"):
+    --tls self-signed makes a local CA and server certificate in the keys directory
+    (--keys, default DATA/keys) and reuses them; --tls-cert/--tls-key use your own.
+    HTTPS takes --port, or --https-port beside HTTP. Over HTTPS, Entra ID bearer tokens
+    (RS256; iss, aud, exp/nbf, tid checked) are authorized by Storage Table Data Reader /
+    Contributor roles (token `roles` claim or --role-assignments FILE). The local issuer
+    (OpenID discovery, JWKS, client-credentials token endpoint under /{tenant}/…) serves
+    ClientSecretCredential; `tableq token` prints a token; --trust-issuer URL|JWKS-FILE trusts
+    another issuer instead.
+
 OUTPUT:
     stdout: a banner — the table endpoint, the storage, and a ready connection string for
     every hosted account (paste it into any Azure Tables SDK); a closed stdout does not
@@ -145,6 +155,7 @@ EXAMPLES:
     tableq serve                                  # http://127.0.0.1:10002/devstoreaccount1
     tableq serve --in-memory --port 0             # a free port, nothing kept
     tableq serve --account myaccount:bXlzZWNyZXRrZXk=   # a second account with its key
+    tableq serve --tls self-signed --https-port 10443  # HTTP on 10002, HTTPS + tokens on 10443
 
     Stop with Ctrl-C or SIGTERM: in-flight requests finish, the store is closed.
 

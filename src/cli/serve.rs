@@ -5,6 +5,8 @@
 //!              [--fsync always|interval=MS] [--account NAME:BASE64KEY]... [--no-auth]
 //!              [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-connections N]
 //!              [--body-budget SIZE] [--body-budget-wait D] [--log-format text|json]
+//!              [--tls self-signed | --tls-cert PEM --tls-key PEM] [--https-port PORT]
+//!              [--keys DIR] [--trust-issuer URL|JWKS-FILE]... [--role-assignments FILE]
 //! ```
 //!
 //! `--fsync` sets when the durable store's write-ahead log is `fsync`ed: `interval=MS`
@@ -15,6 +17,8 @@
 //! The connection and body limits (README, "Operating tableq") take durations such as
 //! `10s`, `500ms` or `2min` (humantime) and sizes such as `128MiB`, `64K` or `1048576`
 //! (bytes; `K`/`M`/`G` are binary multiples).
+//!
+//! HTTPS and bearer tokens are module `serve_tls`'s (README, "HTTPS and tokens").
 //!
 //! Requests must be signed (SharedKey, SharedKeyLite or SAS) with the key of the account in
 //! their URL: the development account `devstoreaccount1` with its well-known key, and every
@@ -94,6 +98,8 @@ pub struct Args {
     no_auth: bool,
     #[command(flatten)]
     limits: LimitArgs,
+    #[command(flatten)]
+    tls: super::serve_tls::TlsArgs,
     /// How each request is logged on stderr: `text` (one readable line) or `json` (one JSON
     /// object per line with method, path, status, operation, table, duration, rows examined
     /// and returned, request id).
@@ -387,6 +393,23 @@ async fn run_server(
             return ExitCode::from(2);
         }
     }
+    let bind_ip = server.local_addr().ip();
+    let https_lines = match super::serve_tls::setup(
+        &args.tls,
+        &args.data,
+        &args.host,
+        bind_ip,
+        &names,
+        &mut server,
+    )
+    .await
+    {
+        Ok(lines) => lines,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     // Signal handlers first, so that a SIGTERM right after the banner stops cleanly.
     let shutdown = tableq_server::shutdown_signal();
     // The banner goes to stdout; a closed stdout (`tableq serve | head -1`) must not stop
@@ -421,7 +444,7 @@ async fn run_server(
     let banner = format!(
         "tableq serve: Table service emulator on {endpoint}\nstorage: {}\nconnection string: {}\n\
          {more}(UseDevelopmentStorage=true works on the default port; stop with Ctrl-C)\n\
-         accounts: {}\n{auth_line}",
+         accounts: {}\n{auth_line}{https_lines}",
         server.store_description(),
         server.connection_string(),
         names.join(", "),

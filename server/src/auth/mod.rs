@@ -7,11 +7,13 @@
 //!   account's read-only secondary endpoint); then (unless [`AuthMode::Off`]) the request
 //!   must carry either an `Authorization: SharedKey|SharedKeyLite {account}:{sig}` header
 //!   whose signature matches, with an `x-ms-date` (or `Date`) within 15 minutes of now, or a
-//!   SAS token (`sig=` in the query) that verifies (module `sas`). A table SAS that names a
+//!   SAS token (`sig=` in the query) that verifies (module `sas`), or — over HTTPS — an
+//!   `Authorization: Bearer <JWT>` that [`crate::token::Bearer`] accepts (module `bearer`:
+//!   its refusals are 401 `InvalidAuthenticationInfo` / 403 with a `WWW-Authenticate` hint). A table SAS that names a
 //!   stored access policy (`si=`) is completed from the table's policies, read from the
 //!   store on every request, so a changed or removed policy takes effect at once;
-//! * `admit` — once the operation is known (method, target, `If-Match`): what a SAS
-//!   token allows — permissions, its table, its key range. A key-ranged token limits
+//! * `admit` — once the operation is known (method, target, `If-Match`): whether a bearer
+//!   token's principal has the table role it needs, and what a SAS token allows — permissions, its table, its key range. A key-ranged token limits
 //!   queries by a typed predicate over PartitionKey/RowKey ([`QueryParams::restriction`],
 //!   joined to the parsed `$filter` when the query is planned: never text, never counted
 //!   against the comparison limit), and inserts by the keys in the body.
@@ -32,7 +34,10 @@
 
 pub(crate) use tableq_client::sign;
 
+mod bearer;
 mod sas;
+
+pub(crate) use bearer::BearerSetup;
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
@@ -44,6 +49,7 @@ use tableq_planner::Predicate;
 use tableq_store::{Backend, StoreError};
 
 use crate::config::{Account, AuthMode, ServerConfig};
+use crate::connection::Secure;
 use crate::context::{AppState, short_read};
 use crate::error::ApiError;
 use crate::query::QueryParams;
@@ -74,6 +80,7 @@ struct HostedAccount {
 pub(crate) struct Hosted {
     accounts: Vec<HostedAccount>,
     mode: AuthMode,
+    bearer: Option<Arc<BearerSetup>>,
 }
 
 impl Hosted {
@@ -88,6 +95,7 @@ impl Hosted {
                 state: Arc::new(AppState::new(backend, config)),
             }],
             mode,
+            bearer: None,
         })
     }
 
@@ -110,6 +118,16 @@ impl Hosted {
             state: Arc::new(AppState::new(backend, config)),
         });
         Ok(())
+    }
+
+    /// Accepts bearer tokens as `setup` says (over HTTPS).
+    pub(crate) fn set_bearer(&mut self, setup: BearerSetup) {
+        self.bearer = Some(Arc::new(setup));
+    }
+
+    /// The bearer-token setup, if tokens are accepted.
+    pub(crate) fn bearer(&self) -> Option<&Arc<BearerSetup>> {
+        self.bearer.as_ref()
     }
 
     /// The first account's state.
@@ -158,13 +176,15 @@ pub(crate) enum Grant {
     Full,
     /// What a verified SAS token allows.
     Sas(Arc<SasGrant>),
+    /// What a verified bearer token's principal may do (by its role).
+    Bearer(Arc<bearer::BearerGrant>),
 }
 
 impl Grant {
     /// The SAS token behind the grant, if any.
     pub(crate) fn sas(&self) -> Option<Arc<SasGrant>> {
         match self {
-            Grant::Full => None,
+            Grant::Full | Grant::Bearer(_) => None,
             Grant::Sas(sas) => Some(Arc::clone(sas)),
         }
     }
@@ -238,10 +258,19 @@ pub(crate) async fn authorize(
         return Ok((state, secondary, Grant::Full));
     }
     let key = &hosted_account.key;
+    let secure = parts.extensions.get::<Secure>().is_some();
     if let Some(value) = parts.headers.get(axum::http::header::AUTHORIZATION) {
         let value = value
             .to_str()
             .map_err(|_| denied("the Authorization header is not ASCII"))?;
+        if let Some(token) = value
+            .trim_start()
+            .strip_prefix("Bearer ")
+            .or_else(|| value.trim_start().strip_prefix("bearer "))
+        {
+            let grant = bearer::authenticate(hosted.bearer(), parts, token, account, secure)?;
+            return Ok((state, secondary, Grant::Bearer(Arc::new(grant))));
+        }
         check_shared_key(key, parts, value, chrono::Utc::now())?;
         return Ok((state, secondary, Grant::Full));
     }
@@ -256,7 +285,7 @@ pub(crate) async fn authorize(
                 .extensions
                 .get::<ConnectInfo<SocketAddr>>()
                 .map(|c| c.0.ip());
-            let grant = token.grant(policy.as_ref(), chrono::Utc::now(), client)?;
+            let grant = token.grant(policy.as_ref(), chrono::Utc::now(), client, secure)?;
             Ok((state, secondary, Grant::Sas(Arc::new(grant))))
         }
         None => Err(denied(format!(
@@ -465,8 +494,18 @@ pub(crate) async fn admit(
     body: Body,
     max_body_bytes: usize,
 ) -> Result<Body, ApiError> {
-    let Grant::Sas(sas) = grant else {
-        return Ok(body);
+    let sas = match grant {
+        Grant::Full => return Ok(body),
+        Grant::Sas(sas) => sas,
+        Grant::Bearer(bearer) => {
+            let op = operation(method, target, headers);
+            let table = match target {
+                Target::Resource(Resource::Table { table }) => Some(table.name.as_str()),
+                _ => None,
+            };
+            bearer::allows(bearer, &op, table)?;
+            return Ok(body);
+        }
     };
     let op = operation(method, target, headers);
     sas.allows(&op)?;

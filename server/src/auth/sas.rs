@@ -231,7 +231,7 @@ pub(crate) fn verify(
     signature: &str,
     now: DateTime<Utc>,
 ) -> Result<SasGrant, ApiError> {
-    verify_signature(key, fields, signature)?.grant(None, now, Some([127, 0, 0, 1].into()))
+    verify_signature(key, fields, signature)?.grant(None, now, Some([127, 0, 0, 1].into()), false)
 }
 
 /// Whether `client` is inside a `sip` value: one address, or an inclusive range `a-b`.
@@ -281,6 +281,7 @@ impl SignedToken {
         policy: Option<&AccessPolicy>,
         now: DateTime<Utc>,
         client: Option<IpAddr>,
+        secure: bool,
     ) -> Result<SasGrant, ApiError> {
         let mut fields = self.fields;
         let mut start = None;
@@ -355,6 +356,7 @@ impl SignedToken {
             )));
         }
         if let Some(protocol) = &fields.protocol
+            && !secure
             && !protocol.split(',').any(|p| p.trim() == "http")
         {
             return Err(refused(
@@ -789,7 +791,7 @@ mod policy_tests {
         assert_eq!(token.policy_id(), Some("p"));
         assert_eq!(token.table(), Some("t"));
         let p = policy(None, Some("2030-01-01T00:00:00Z"), Some("ra"));
-        let g = token.clone().grant(Some(&p), now(), None).unwrap();
+        let g = token.clone().grant(Some(&p), now(), None, false).unwrap();
         let insert = Operation::Entity {
             table: "t".into(),
             kind: EntityOp::Insert,
@@ -801,26 +803,31 @@ mod policy_tests {
         assert_eq!(
             token
                 .clone()
-                .grant(Some(&expired), now(), None)
+                .grant(Some(&expired), now(), None, false)
                 .unwrap_err()
                 .code(),
             "AuthenticationFailed"
         );
         let open = policy(None, None, Some("r"));
-        assert!(token.clone().grant(Some(&open), now(), None).is_err());
+        assert!(
+            token
+                .clone()
+                .grant(Some(&open), now(), None, false)
+                .is_err()
+        );
         let later = policy(
             Some("2027-01-01T00:00:00Z"),
             Some("2030-01-01T00:00:00Z"),
             None,
         );
-        assert!(token.grant(Some(&later), now(), None).is_err());
+        assert!(token.grant(Some(&later), now(), None, false).is_err());
     }
 
     #[test]
     fn a_field_in_both_is_refused() {
         let token = signed(SasBuilder::table("t").policy("p").permissions("r"));
         let p = policy(None, Some("2030-01-01T00:00:00Z"), Some("r"));
-        let e = token.grant(Some(&p), now(), None).unwrap_err();
+        let e = token.grant(Some(&p), now(), None, false).unwrap_err();
         assert_eq!(
             (e.status().as_u16(), e.code()),
             (403, "AuthenticationFailed")
@@ -829,7 +836,7 @@ mod policy_tests {
         // The token's own expiry with the policy's permissions is fine.
         let token = signed(SasBuilder::table("t").policy("p").expiry("2030-01-01"));
         let p = policy(None, None, Some("r"));
-        assert!(token.grant(Some(&p), now(), None).is_ok());
+        assert!(token.grant(Some(&p), now(), None, false).is_ok());
     }
 
     #[test]
@@ -843,7 +850,7 @@ mod policy_tests {
         assert!(
             token
                 .clone()
-                .grant(None, now(), Some([127, 0, 0, 5].into()))
+                .grant(None, now(), Some([127, 0, 0, 5].into()), false)
                 .is_ok()
         );
         for client in [
@@ -851,7 +858,7 @@ mod policy_tests {
             Some([10, 0, 0, 1].into()),
             None,
         ] {
-            let e = token.clone().grant(None, now(), client).unwrap_err();
+            let e = token.clone().grant(None, now(), client, false).unwrap_err();
             assert_eq!(e.code(), "AuthorizationSourceIPMismatch", "{client:?}");
         }
         let https = signed(
@@ -860,14 +867,16 @@ mod policy_tests {
                 .expiry("2030-01-01")
                 .protocol("https"),
         );
-        let e = https.grant(None, now(), None).unwrap_err();
+        let e = https.clone().grant(None, now(), None, false).unwrap_err();
         assert_eq!(e.code(), "AuthorizationProtocolMismatch");
+        // Over HTTPS, `spr=https` is satisfied.
+        assert!(https.grant(None, now(), None, true).is_ok());
         let both = signed(
             SasBuilder::table("t")
                 .permissions("r")
                 .expiry("2030-01-01")
                 .protocol("https,http"),
         );
-        assert!(both.grant(None, now(), None).is_ok());
+        assert!(both.grant(None, now(), None, false).is_ok());
     }
 }

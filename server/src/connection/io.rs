@@ -97,6 +97,7 @@ pub(crate) struct ConnService {
     observed: Arc<Observed>,
     state: Arc<ConnState>,
     peer: std::net::SocketAddr,
+    secure: bool,
 }
 
 impl ConnService {
@@ -105,12 +106,14 @@ impl ConnService {
         observed: Arc<Observed>,
         state: Arc<ConnState>,
         peer: std::net::SocketAddr,
+        secure: bool,
     ) -> ConnService {
         ConnService {
             router,
             observed,
             state,
             peer,
+            secure,
         }
     }
 }
@@ -134,6 +137,9 @@ impl hyper::service::Service<Request<Incoming>> for ConnService {
         request
             .extensions_mut()
             .insert(axum::extract::ConnectInfo(self.peer));
+        if self.secure {
+            request.extensions_mut().insert(super::Secure);
+        }
         let in_request = InRequest(self.state.clone());
         let router = self.router.clone();
         let observed = self.observed.clone();

@@ -55,6 +55,8 @@ const LINGER_BYTES: usize = 8 * 1024 * 1024;
 pub(crate) trait Acceptor: Send + Sync + 'static {
     /// The stream HTTP is served over.
     type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    /// Whether the stream is encrypted (HTTPS): requests over it carry [`Secure`].
+    const SECURE: bool;
 
     /// Prepares one accepted connection (e.g. a TLS handshake). It runs in the
     /// connection's own task, and is given up (the connection closed) after the header
@@ -62,12 +64,18 @@ pub(crate) trait Acceptor: Send + Sync + 'static {
     fn accept(&self, tcp: TcpStream) -> impl Future<Output = std::io::Result<Self::Io>> + Send;
 }
 
+/// The request extension of a request that came over HTTPS (bearer tokens are accepted
+/// only there, and a SAS with `spr=https` is satisfied).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Secure;
+
 /// Plain HTTP: the TCP stream as it is.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct PlainTcp;
 
 impl Acceptor for PlainTcp {
     type Io = TcpStream;
+    const SECURE: bool = false;
 
     fn accept(&self, tcp: TcpStream) -> impl Future<Output = std::io::Result<TcpStream>> + Send {
         std::future::ready(Ok(tcp))
@@ -121,7 +129,13 @@ pub(crate) async fn accept_loop<A: Acceptor>(
         let task = serve_connection(
             tcp,
             acceptor.clone(),
-            ConnService::new(router.clone(), observed.clone(), slot.state.clone(), peer),
+            ConnService::new(
+                router.clone(),
+                observed.clone(),
+                slot.state.clone(),
+                peer,
+                A::SECURE,
+            ),
             builder.clone(),
             slot,
             shutdown.clone(),

@@ -1,0 +1,698 @@
+//! HTTPS and bearer tokens over raw HTTP/1.1: a server in this process with HTTP on one
+//! free port and HTTPS (a self-signed CA in a temporary keys directory) on another, and its
+//! local issuer. Every refusal is checked for its status, error code and `WWW-Authenticate`
+//! hint; the token endpoint, discovery and JWKS as the SDKs use them; SharedKey over HTTPS.
+
+mod server_support;
+
+use base64::Engine;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tableq_server::tls::TlsMaterial;
+use tableq_server::token::{Bearer, LocalIssuer, Role, RoleAssignments, TokenRequest};
+use tableq_server::{Server, ServerConfig};
+use tableq_store::MemoryBackend;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::oneshot;
+
+const TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
+
+struct Tls {
+    http: u16,
+    https: u16,
+    keys: PathBuf,
+    connector: tokio_rustls::TlsConnector,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Drop for Tls {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = std::fs::remove_dir_all(&self.keys);
+    }
+}
+
+struct Reply {
+    status: u16,
+    head: String,
+    body: String,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        })
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+
+    /// Status, `x-ms-error-code` and the bearer hint of a refusal.
+    fn refused(&self, status: u16, code: &str) {
+        assert_eq!(self.status, status, "{}{}", self.head, self.body);
+        assert_eq!(
+            self.header("x-ms-error-code").as_deref(),
+            Some(code),
+            "{}",
+            self.body
+        );
+        assert_eq!(self.json()["odata.error"]["code"], code);
+        let hint = self
+            .header("www-authenticate")
+            .expect("a WWW-Authenticate hint");
+        assert!(
+            hint.starts_with("Bearer authorization_uri=https://")
+                && hint.ends_with(", resource_id=https://storage.azure.com"),
+            "{hint}"
+        );
+    }
+}
+
+async fn start(assignments: &str) -> Tls {
+    let keys = std::env::temp_dir().join(format!("tableq-tokens-{}", uuid::Uuid::new_v4()));
+    let material = TlsMaterial::self_signed(&keys, &["127.0.0.1".into(), "localhost".into()])
+        .expect("self-signed material");
+    let mut server = Server::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        Arc::new(MemoryBackend::new()),
+        ServerConfig::default(),
+    )
+    .await
+    .unwrap();
+    server
+        .enable_https(&material, Some("127.0.0.1:0".parse().unwrap()))
+        .await
+        .unwrap();
+    let bearer = Bearer {
+        local: Some(LocalIssuer::open(&keys).unwrap()),
+        trusted: Vec::new(),
+        assignments: RoleAssignments::from_json(assignments).unwrap(),
+    };
+    server.enable_tokens(bearer, &[]).unwrap();
+    let http = server.local_addr().port();
+    let https = server.https_addr().unwrap().port();
+    assert!(server.serves_http());
+    assert_eq!(
+        server.https_table_endpoint().unwrap(),
+        format!("https://127.0.0.1:{https}/devstoreaccount1")
+    );
+    let (stop, stopped) = oneshot::channel::<()>();
+    tokio::spawn(server.run_until(async move {
+        let _ = stopped.await;
+    }));
+    Tls {
+        http,
+        https,
+        keys,
+        connector: connector(material.ca_file().unwrap()),
+        stop: Some(stop),
+    }
+}
+
+/// A TLS client that trusts the CA in `ca` (PEM) only.
+fn connector(ca: &std::path::Path) -> tokio_rustls::TlsConnector {
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = std::fs::read(ca).unwrap();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(&ca) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    tokio_rustls::TlsConnector::from(Arc::new(config))
+}
+
+/// Sends `request` (a raw HTTP/1.1 request; `Host`, `Connection: close` and
+/// `Content-Length` are added) to `port`, over TLS with `tls`, and reads the whole reply.
+async fn exchange(tls: Option<&tokio_rustls::TlsConnector>, port: u16, request: &str) -> Reply {
+    let (head, body) = request.split_once("\r\n\r\n").unwrap_or((request, ""));
+    let text = format!(
+        "{head}\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    match tls {
+        Some(connector) => {
+            let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+            let mut tls = connector.connect(name, tcp).await.expect("TLS handshake");
+            tls.write_all(text.as_bytes()).await.unwrap();
+            let _ = tls.read_to_end(&mut raw).await;
+        }
+        None => {
+            let mut tcp = tcp;
+            tcp.write_all(text.as_bytes()).await.unwrap();
+            let _ = tcp.read_to_end(&mut raw).await;
+        }
+    }
+    let raw = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    Reply {
+        status,
+        head: head.to_owned(),
+        body: body.to_owned(),
+    }
+}
+
+use rustls::pki_types::pem::PemObject;
+
+impl Tls {
+    /// Sends `request` (a raw HTTP/1.1 request; `Connection: close` is added) over HTTPS
+    /// (`secure`) or HTTP, and reads the whole reply.
+    async fn send(&self, secure: bool, request: &str) -> Reply {
+        if secure {
+            exchange(Some(&self.connector), self.https, request).await
+        } else {
+            exchange(None, self.http, request).await
+        }
+    }
+
+    /// `GET /devstoreaccount1/Tables` with `Authorization: Bearer {token}`.
+    async fn list_tables(&self, secure: bool, token: &str, version: &str) -> Reply {
+        self.send(
+            secure,
+            &format!(
+                "GET /devstoreaccount1/Tables HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\
+                 x-ms-version: {version}\r\nAccept: application/json;odata=nometadata"
+            ),
+        )
+        .await
+    }
+
+    /// A token from the token endpoint (client credentials) for `client`.
+    async fn client_token(&self, client: &str) -> String {
+        let form = format!(
+            "grant_type=client_credentials&client_id={client}&client_secret=s3cret&\
+             scope=https%3A%2F%2Fstorage.azure.com%2F.default"
+        );
+        let reply = self
+            .send(
+                true,
+                &format!(
+                    "POST /{TENANT}/oauth2/v2.0/token HTTP/1.1\r\n\
+                     Content-Type: application/x-www-form-urlencoded\r\n\r\n{form}"
+                ),
+            )
+            .await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        let json = reply.json();
+        assert_eq!(json["token_type"], "Bearer");
+        assert_eq!(json["expires_in"], 3599);
+        json["access_token"].as_str().unwrap().to_owned()
+    }
+
+    fn issuer(&self) -> LocalIssuer {
+        LocalIssuer::open(&self.keys).unwrap()
+    }
+
+    fn request(&self) -> TokenRequest {
+        TokenRequest {
+            origin: format!("https://127.0.0.1:{}", self.https),
+            tenant: TENANT.into(),
+            principal: "app".into(),
+            role: Some(Role::Contributor),
+            audience: "https://storage.azure.com".into(),
+            lifetime_seconds: 600,
+        }
+    }
+}
+
+#[tokio::test]
+async fn discovery_jwks_and_the_token_endpoint_serve_the_sdks() {
+    let tls = start("[]").await;
+    let origin = format!("https://127.0.0.1:{}", tls.https);
+    let discovery = tls
+        .send(
+            true,
+            &format!("GET /{TENANT}/v2.0/.well-known/openid-configuration HTTP/1.1"),
+        )
+        .await;
+    assert_eq!(discovery.status, 200, "{}", discovery.body);
+    let doc = discovery.json();
+    // The origin the client used (its Host).
+    assert_eq!(doc["issuer"], format!("{origin}/{TENANT}/v2.0"));
+    assert_eq!(
+        doc["jwks_uri"],
+        format!("{origin}/{TENANT}/discovery/v2.0/keys")
+    );
+    assert!(
+        doc["token_endpoint"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/{TENANT}/oauth2/v2.0/token"))
+    );
+    let keys = tls
+        .send(true, &format!("GET /{TENANT}/discovery/v2.0/keys HTTP/1.1"))
+        .await
+        .json();
+    assert_eq!(keys["keys"][0]["kty"], "RSA");
+    assert!(
+        keys["keys"][0].get("d").is_none(),
+        "the private key stays home"
+    );
+    // The endpoint's token works over HTTPS when its issuer names the HTTPS origin.
+    let token = tls.client_token("app-1").await;
+    let claims: Value = {
+        let body = token.split('.').nth(1).unwrap();
+        serde_json::from_slice(
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(body)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    assert_eq!(claims["oid"], "app-1");
+    assert_eq!(claims["tid"], TENANT);
+    assert_eq!(claims["roles"][0], "Storage Table Data Contributor");
+    assert_eq!(claims["aud"], "https://storage.azure.com");
+    assert_eq!(claims["iss"], format!("{origin}/{TENANT}/v2.0"));
+    let ok = tls.list_tables(true, &token, "2019-02-02").await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert!(ok.header("www-authenticate").is_none());
+    // The issuer is HTTPS only, and refuses what is not a client-credentials grant.
+    let plain = tls
+        .send(
+            false,
+            &format!("GET /{TENANT}/discovery/v2.0/keys HTTP/1.1"),
+        )
+        .await;
+    assert_eq!(plain.status, 403);
+    let wrong_grant = tls
+        .send(
+            true,
+            &format!(
+                "POST /{TENANT}/oauth2/v2.0/token HTTP/1.1\r\nContent-Type: \
+                 application/x-www-form-urlencoded\r\n\r\ngrant_type=password&client_id=a"
+            ),
+        )
+        .await;
+    assert_eq!(wrong_grant.status, 400);
+    assert_eq!(wrong_grant.json()["error"], "unsupported_grant_type");
+    let no_scope = tls
+        .send(
+            true,
+            &format!(
+                "POST /{TENANT}/oauth2/v2.0/token HTTP/1.1\r\nContent-Type: \
+                 application/x-www-form-urlencoded\r\n\r\n\
+                 grant_type=client_credentials&client_id=a&client_secret=b"
+            ),
+        )
+        .await;
+    assert_eq!(no_scope.json()["error"], "invalid_scope");
+}
+
+#[tokio::test]
+async fn every_bad_token_is_refused_with_status_code_and_hint() {
+    let tls = start(r#"[{"principalId": "reader", "role": "Storage Table Data Reader"}]"#).await;
+    let issuer = tls.issuer();
+    let good = issuer.issue(&tls.request()).unwrap();
+    // Over plain HTTP: 403 AuthenticationFailed.
+    tls.list_tables(false, &good, "2019-02-02")
+        .await
+        .refused(403, "AuthenticationFailed");
+    // An x-ms-version before bearer tokens: 403 AuthenticationFailed.
+    tls.list_tables(true, &good, "2018-03-28")
+        .await
+        .refused(403, "AuthenticationFailed");
+    // Wrong audience, wrong issuer: 401 InvalidAuthenticationInfo.
+    let aud = issuer
+        .issue(&TokenRequest {
+            audience: "https://vault.azure.net".into(),
+            ..tls.request()
+        })
+        .unwrap();
+    let reply = tls.list_tables(true, &aud, "2019-02-02").await;
+    reply.refused(401, "InvalidAuthenticationInfo");
+    assert!(reply.body.contains("audience"), "{}", reply.body);
+    let iss = issuer
+        .issue(&TokenRequest {
+            origin: "https://login.microsoftonline.com".into(),
+            ..tls.request()
+        })
+        .unwrap();
+    tls.list_tables(true, &iss, "2019-02-02")
+        .await
+        .refused(401, "InvalidAuthenticationInfo");
+    // Signed by a key this server does not trust.
+    let stranger_dir = tls.keys.join("stranger");
+    let stranger = LocalIssuer::open(&stranger_dir).unwrap();
+    let foreign = stranger.issue(&tls.request()).unwrap();
+    tls.list_tables(true, &foreign, "2019-02-02")
+        .await
+        .refused(401, "InvalidAuthenticationInfo");
+    // Expired beyond the skew (signed with the server's own key, read from the keys dir).
+    let pem = std::fs::read(tls.keys.join("signing-key.pem")).unwrap();
+    let key = jsonwebtoken::EncodingKey::from_rsa_pem(&pem).unwrap();
+    let now = jsonwebtoken::get_current_timestamp();
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    header.kid = Some(issuer.key_id().to_owned());
+    let claims = |exp: u64| {
+        serde_json::json!({
+            "aud": "https://storage.azure.com",
+            "iss": format!("https://127.0.0.1:{}/{TENANT}/v2.0", tls.https),
+            "exp": exp, "nbf": exp - 3600, "tid": TENANT, "oid": "app",
+            "roles": ["Storage Table Data Contributor"],
+        })
+    };
+    let expired = jsonwebtoken::encode(&header, &claims(now - 600), &key).unwrap();
+    let reply = tls.list_tables(true, &expired, "2019-02-02").await;
+    reply.refused(401, "InvalidAuthenticationInfo");
+    assert!(reply.body.contains("expired"), "{}", reply.body);
+    // alg none, with the same claims and no signature.
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let none = format!(
+        "{}.{}.",
+        b64.encode(r#"{"alg":"none","typ":"JWT"}"#),
+        b64.encode(claims(now + 600).to_string())
+    );
+    tls.list_tables(true, &none, "2019-02-02")
+        .await
+        .refused(401, "InvalidAuthenticationInfo");
+    // HS256 with the public key's bytes as the secret (the classic confusion attack).
+    let hs = jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::HS256),
+        &claims(now + 600),
+        &jsonwebtoken::EncodingKey::from_secret(b"public key bytes"),
+    )
+    .unwrap();
+    tls.list_tables(true, &hs, "2019-02-02")
+        .await
+        .refused(401, "InvalidAuthenticationInfo");
+    tls.list_tables(true, "garbage", "2019-02-02")
+        .await
+        .refused(401, "InvalidAuthenticationInfo");
+    // A reader may read, not write: 403 AuthorizationPermissionMismatch.
+    let reader = issuer
+        .issue(&TokenRequest {
+            principal: "reader".into(),
+            ..tls.request()
+        })
+        .unwrap();
+    assert_eq!(
+        tls.list_tables(true, &reader, "2019-02-02").await.status,
+        200
+    );
+    let create = |token: &str| {
+        format!(
+            "POST /devstoreaccount1/Tables HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\
+             x-ms-version: 2019-02-02\r\nContent-Type: application/json\r\n\
+             Accept: application/json;odata=nometadata\r\n\r\n{{\"TableName\":\"tok\"}}"
+        )
+    };
+    tls.send(true, &create(&reader))
+        .await
+        .refused(403, "AuthorizationPermissionMismatch");
+    // A token without any role, likewise.
+    let roleless = issuer
+        .issue(&TokenRequest {
+            role: None,
+            principal: "nobody".into(),
+            ..tls.request()
+        })
+        .unwrap();
+    tls.list_tables(true, &roleless, "2019-02-02")
+        .await
+        .refused(403, "AuthorizationPermissionMismatch");
+    // The contributor creates the table.
+    assert_eq!(tls.send(true, &create(&good)).await.status, 201);
+}
+
+#[tokio::test]
+async fn shared_key_works_over_https_too() {
+    let tls = start("[]").await;
+    let signed = server_support::sign_raw(
+        "GET /devstoreaccount1/Tables HTTP/1.1\r\nAccept: application/json;odata=nometadata\r\n\r\n",
+    );
+    let reply = tls.send(true, signed.trim_end()).await;
+    assert_eq!(reply.status, 200, "{}{}", reply.head, reply.body);
+    let unsigned = tls
+        .send(true, "GET /devstoreaccount1/Tables HTTP/1.1")
+        .await;
+    assert_eq!(unsigned.status, 403);
+}
+
+/// The binary: `tableq serve --tls self-signed` (HTTPS on --port), its banner, `tableq token`
+/// with the key it made, and a restart that reuses the certificates.
+#[tokio::test]
+async fn serve_and_token_commands_work_together() {
+    let bin = env!("CARGO_BIN_EXE_tableq");
+    let keys = std::env::temp_dir().join(format!("tableq-cli-tls-{}", uuid::Uuid::new_v4()));
+    let roles = keys.with_extension("roles.json");
+    std::fs::write(&roles, r#"{"default": "none", "assignments": []}"#).unwrap();
+    let serve = |keys: &std::path::Path| {
+        let mut child = std::process::Command::new(bin)
+            .args([
+                "serve",
+                "--in-memory",
+                "--port",
+                "0",
+                "--tls",
+                "self-signed",
+                "--keys",
+            ])
+            .arg(keys)
+            .arg("--role-assignments")
+            .arg(&roles)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut banner = String::new();
+        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+        while !banner.contains("tokens:") {
+            let mut line = String::new();
+            if std::io::BufRead::read_line(&mut out, &mut line).unwrap() == 0 {
+                break;
+            }
+            banner.push_str(&line);
+        }
+        (child, banner)
+    };
+    let (mut child, banner) = serve(&keys);
+    let endpoint = banner
+        .lines()
+        .find_map(|l| l.strip_prefix("tableq serve: Table service emulator on "))
+        .unwrap_or_else(|| panic!("{banner}"))
+        .to_owned();
+    assert!(endpoint.starts_with("https://127.0.0.1:"), "{banner}");
+    assert!(
+        banner.contains("DefaultEndpointsProtocol=https;"),
+        "{banner}"
+    );
+    assert!(
+        banner.contains("certificate: self-signed, made now"),
+        "{banner}"
+    );
+    assert!(banner.contains("REQUESTS_CA_BUNDLE="), "{banner}");
+    let origin = endpoint.trim_end_matches("/devstoreaccount1").to_owned();
+    let port: u16 = origin.rsplit(':').next().unwrap().parse().unwrap();
+    let token = |role: &str| {
+        let out = std::process::Command::new(bin)
+            .args([
+                "token",
+                "--role",
+                role,
+                "--principal",
+                "cli",
+                "--endpoint",
+                &origin,
+                "--keys",
+            ])
+            .arg(&keys)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let tls = connector(&keys.join("ca.pem"));
+    let list = |token: String| {
+        let tls = tls.clone();
+        async move {
+            exchange(
+                Some(&tls),
+                port,
+                &format!(
+                    "GET /devstoreaccount1/Tables HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\
+                     x-ms-version: 2019-02-02\r\nAccept: application/json;odata=nometadata"
+                ),
+            )
+            .await
+        }
+    };
+    // The file assigns nothing, so the token's own `roles` claim decides.
+    let reply = list(token("reader")).await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let ca = std::fs::read(keys.join("ca.pem")).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    // Restarted: the same CA, so the same client trusts it; the same signing key.
+    let (mut child, banner) = serve(&keys);
+    assert!(
+        banner.contains("certificate: self-signed, reused"),
+        "{banner}"
+    );
+    assert_eq!(std::fs::read(keys.join("ca.pem")).unwrap(), ca);
+    let endpoint = banner
+        .lines()
+        .find_map(|l| l.strip_prefix("tableq serve: Table service emulator on "))
+        .unwrap()
+        .to_owned();
+    let port2: u16 = endpoint
+        .trim_end_matches("/devstoreaccount1")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let reply = exchange(
+        Some(&tls),
+        port2,
+        &format!(
+            "GET /devstoreaccount1/Tables HTTP/1.1\r\nAuthorization: Bearer {}\r\n\
+             x-ms-version: 2019-02-02\r\nAccept: application/json;odata=nometadata",
+            {
+                let origin2 = endpoint.trim_end_matches("/devstoreaccount1").to_owned();
+                let out = std::process::Command::new(bin)
+                    .args([
+                        "token",
+                        "--role",
+                        "contributor",
+                        "--endpoint",
+                        &origin2,
+                        "--keys",
+                    ])
+                    .arg(&keys)
+                    .output()
+                    .unwrap();
+                String::from_utf8(out.stdout).unwrap().trim().to_owned()
+            }
+        ),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let _ = child.kill();
+    let _ = child.wait();
+    // No key, no token.
+    let missing = std::process::Command::new(bin)
+        .args(["token", "--role", "reader", "--keys"])
+        .arg(keys.join("nowhere"))
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&keys);
+    let _ = std::fs::remove_file(&roles);
+}
+
+/// `--trust-issuer URL`: a second server (the binary) trusts this test's server as an OpenID
+/// issuer — discovery and keys fetched over HTTPS at its start (the issuer's CA given by
+/// `SSL_CERT_FILE`) — and accepts its tokens, refusing its own local issuer's.
+// Multi-threaded: the test reads the child's banner with blocking I/O while the child
+// fetches from the issuer running on this runtime.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_server_trusts_this_issuer_by_url() {
+    let issuer = start("[]").await;
+    let token = issuer.client_token("app-url").await;
+    let keys = std::env::temp_dir().join(format!("tableq-trust-url-{}", uuid::Uuid::new_v4()));
+    let url = format!("https://127.0.0.1:{}/{TENANT}/v2.0", issuer.https);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tableq"))
+        .args([
+            "serve",
+            "--in-memory",
+            "--port",
+            "0",
+            "--tls",
+            "self-signed",
+            "--keys",
+        ])
+        .arg(&keys)
+        .args(["--trust-issuer", &url])
+        .env("SSL_CERT_FILE", issuer.keys.join("ca.pem"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut banner = String::new();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    while !banner.contains("tokens:") {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut out, &mut line).unwrap() == 0 {
+            break;
+        }
+        banner.push_str(&line);
+    }
+    let endpoint = banner
+        .lines()
+        .find_map(|l| l.strip_prefix("tableq serve: Table service emulator on "));
+    let Some(endpoint) = endpoint else {
+        let _ = child.kill();
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
+        panic!("no banner: {banner}{err}");
+    };
+    assert!(
+        banner.contains(&format!("from the issuers of {url}")),
+        "{banner}"
+    );
+    let port: u16 = endpoint
+        .trim_end_matches("/devstoreaccount1")
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let tls = connector(&keys.join("ca.pem"));
+    let list = |token: String| {
+        let tls = tls.clone();
+        async move {
+            exchange(
+                Some(&tls),
+                port,
+                &format!(
+                    "GET /devstoreaccount1/Tables HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\
+                     x-ms-version: 2019-02-02\r\nAccept: application/json;odata=nometadata"
+                ),
+            )
+            .await
+        }
+    };
+    let reply = list(token).await;
+    let own = std::process::Command::new(env!("CARGO_BIN_EXE_tableq"))
+        .args([
+            "token",
+            "--role",
+            "contributor",
+            "--endpoint",
+            endpoint.trim_end_matches("/devstoreaccount1"),
+            "--keys",
+        ])
+        .arg(&keys)
+        .output()
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    // The second server runs no issuer of its own: `tableq token` finds no key there.
+    assert_eq!(own.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&keys);
+}
