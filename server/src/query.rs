@@ -18,6 +18,7 @@
 //! ```
 
 use percent_encoding::percent_decode;
+use std::borrow::Cow;
 use tableq_model::ErrorCode;
 use tableq_parser::QueryOption;
 use tableq_planner::Predicate;
@@ -48,17 +49,25 @@ pub struct QueryParams {
     pub restriction: Option<Predicate>,
 }
 
-fn decode(part: &str) -> Result<String, ApiError> {
-    let bytes = part.replace('+', " ");
-    percent_decode(bytes.as_bytes())
-        .decode_utf8()
-        .map(|s| s.into_owned())
-        .map_err(|_| {
-            ApiError::new(
-                ErrorCode::InvalidInput,
-                format!("the query parameter `{part}` is not UTF-8 after percent-decoding"),
-            )
-        })
+/// Percent-decodes one name or value of a query string as UTF-8, with `+` read as a space;
+/// `None` when the bytes are not UTF-8. A part without `%` or `+` (most SAS fields and
+/// option names) is returned as it is, without allocating.
+pub(crate) fn decode_component(part: &str) -> Option<Cow<'_, str>> {
+    if !part.contains(['%', '+']) {
+        return Some(Cow::Borrowed(part));
+    }
+    let spaced = part.replace('+', " ");
+    let decoded: Vec<u8> = percent_decode(spaced.as_bytes()).collect();
+    String::from_utf8(decoded).ok().map(Cow::Owned)
+}
+
+fn decode(part: &str) -> Result<Cow<'_, str>, ApiError> {
+    decode_component(part).ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::InvalidInput,
+            format!("the query parameter `{part}` is not UTF-8 after percent-decoding"),
+        )
+    })
 }
 
 impl QueryParams {
@@ -83,7 +92,7 @@ impl QueryParams {
                     Ok(Some(QueryOption::Filter)) => &mut out.filter,
                     Ok(Some(QueryOption::Select)) => &mut out.select,
                     Ok(Some(QueryOption::Top)) => &mut out.top,
-                    Ok(None) => match name.as_str() {
+                    Ok(None) => match &*name {
                         "NextPartitionKey" => &mut out.next_partition_key,
                         "NextRowKey" => &mut out.next_row_key,
                         "NextTableName" => &mut out.next_table_name,
@@ -102,7 +111,7 @@ impl QueryParams {
             if empty_option {
                 continue;
             }
-            if slot.replace(value).is_some() {
+            if slot.replace(value.into_owned()).is_some() {
                 return Err(ApiError::new(
                     ErrorCode::InvalidInput,
                     format!("the query parameter `{name}` is given more than once"),
@@ -135,6 +144,23 @@ mod tests {
             Some(""),
             "an empty $top is parsed (and refused) later"
         );
+    }
+
+    #[test]
+    fn components_decode_without_allocating_when_plain() {
+        assert!(matches!(decode_component("sv"), Some(Cow::Borrowed("sv"))));
+        assert!(matches!(
+            decode_component("2019-02-02"),
+            Some(Cow::Borrowed("2019-02-02"))
+        ));
+        assert_eq!(decode_component("a%2Bb+c").as_deref(), Some("a+b c"));
+        assert_eq!(
+            decode_component("2099-01-01T00%3A00%3A00Z").as_deref(),
+            Some("2099-01-01T00:00:00Z")
+        );
+        assert_eq!(decode_component("%C3%BC").as_deref(), Some("ü"));
+        assert_eq!(decode_component("%FF"), None);
+        assert_eq!(decode_component("%"), Some(Cow::Owned("%".to_owned())));
     }
 
     #[test]

@@ -39,7 +39,6 @@
 //! ```
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
-use percent_encoding::percent_decode_str;
 use std::cmp::Ordering;
 use std::net::IpAddr;
 use tableq_model::ErrorCode;
@@ -158,19 +157,17 @@ pub(crate) fn read_token(query: Option<&str>) -> Result<Option<(SasFields, Strin
     let mut signature = None;
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let decode = |s: &str| {
-            percent_decode_str(&s.replace('+', " "))
-                .decode_utf8()
-                .map(|v| v.into_owned())
-                .map_err(|_| format!("the SAS parameter `{name}` is not UTF-8"))
+        let decode = |s| {
+            crate::query::decode_component(s)
+                .ok_or_else(|| format!("the SAS parameter `{name}` is not UTF-8"))
         };
         let name_text = decode(name)?;
         if name_text == "sig" {
-            if signature.replace(decode(value)?).is_some() {
+            if signature.replace(decode(value)?.into_owned()).is_some() {
                 return Err("the SAS parameter `sig` is given more than once".into());
             }
         } else if let Some(slot) = fields.slot_mut(&name_text)
-            && slot.replace(decode(value)?).is_some()
+            && slot.replace(decode(value)?.into_owned()).is_some()
         {
             return Err(format!(
                 "the SAS parameter `{name_text}` is given more than once"

@@ -301,7 +301,11 @@ impl<'a> MemoryRows<'a> {
                     .and_then(Cursor::peek)
                     .filter(|e| !past_end(rk_range, until, key, e.key()));
                 let stop = match (next, m.base) {
-                    (Some(e), Some(b)) => b.lower_bound(e.key(), false).clamp(m.pos, m.end),
+                    // Once the base rows in range are used up (overlay rows appended after
+                    // them: the usual shape of a load in key order), no search is needed.
+                    (Some(e), Some(b)) if m.pos < m.end => {
+                        b.lower_bound(e.key(), false).clamp(m.pos, m.end)
+                    }
                     _ => m.end,
                 };
                 if stop > m.pos
