@@ -5,7 +5,8 @@
 //!
 //! Handlers follow one shape: check what the request names, read the body (if any) with
 //! [`read_body`], do every store call and every CPU-heavy step inside [`blocking`] (or
-//! [`short_read`] for a point read), then build the response:
+//! [`short_read`] for a point read, or [`Backend::submit_batch`] for a write to an engine
+//! whose writes never block), then build the response:
 //!
 //! ```text
 //! let text = read_body(body, &ctx.headers, state.config.max_body_bytes).await?;
@@ -83,6 +84,12 @@ where
         .await
         .map_err(|e| ApiError::internal(format!("a worker task failed: {e}")))?
 }
+
+/// Most request-body bytes a write decodes on the event loop when the engine takes writes
+/// without blocking ([`Backend::writes_never_block`]): such a write is then decoded and
+/// submitted inline, saving the two thread wake-ups of [`blocking`]; larger bodies are
+/// decoded on the blocking pool.
+pub(crate) const INLINE_DECODE_BYTES: usize = 256 * 1024;
 
 /// Most exact keys a query may name and still count as a short read (the Table service
 /// allows 15 comparisons per filter, so every point query of its default limits does).

@@ -46,8 +46,8 @@ use tableq_planner::{Query, QueryError, QueryText};
 use tableq_store::{IfMatch, WriteOp, Written};
 
 use crate::context::{
-    AppState, Ctx, SHORT_FILTER_BYTES, SHORT_READ_POINTS, blocking, empty_response, json_response,
-    read_body, set_header, short_read,
+    AppState, Ctx, INLINE_DECODE_BYTES, SHORT_FILTER_BYTES, SHORT_READ_POINTS, blocking,
+    empty_response, json_response, read_body, set_header, short_read,
 };
 use crate::continuation::{
     NEXT_PARTITION_KEY_HEADER, NEXT_ROW_KEY_HEADER, encode_token, entity_continuation,
@@ -348,6 +348,18 @@ pub(crate) async fn write(
         String::new()
     };
     let backend = state.backend.clone();
+    if backend.writes_never_block() && text.len() <= INLINE_DECODE_BYTES {
+        // Decoded and written on the event loop: no thread hand-off.
+        let table = request.table().to_owned();
+        let (op, reply) = request.decode(&text)?;
+        let written = backend
+            .submit_batch(&table, vec![op])
+            .await
+            .map_err(|e| ApiError::store(e.error))?
+            .pop()
+            .ok_or_else(|| ApiError::internal("a write returned no outcome"))?;
+        return reply.render(&written, &ctx.links);
+    }
     let (reply, written) = blocking(move || {
         let table = request.table().to_owned();
         let (op, reply) = request.decode(&text)?;

@@ -35,6 +35,9 @@ use crate::acl::SignedIdentifier;
 use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
 use crate::service::ServiceProperties;
+use std::future::{Future, IntoFuture};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use tableq_exec::{ExecStats, Key, PageOptions, RowView};
 use tableq_model::Entity;
 use tableq_planner::plan::Plan;
@@ -145,6 +148,29 @@ pub trait Backend: Send + Sync {
     /// operation. An entity may appear only once (`InvalidDuplicateRow`).
     fn write_batch(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<Written>, BatchError>;
 
+    /// Hands `ops` to the engine as [`write_batch`](Backend::write_batch) would, and
+    /// returns their outcome as a future: already complete when the engine did the work on
+    /// the calling thread, else completed by whoever commits the write (the durable engine's
+    /// group commit). Await it, or [`PendingWrite::wait`] for it on a thread.
+    ///
+    /// The default calls `write_batch`, which may block the caller for as long as the
+    /// engine takes (a network round trip for PostgreSQL): async callers must then call it
+    /// on a blocking thread, unless [`writes_never_block`](Backend::writes_never_block).
+    fn submit_batch(&self, table: &str, ops: Vec<WriteOp>) -> PendingWrite {
+        PendingWrite::ready(self.write_batch(table, ops))
+    }
+
+    /// Whether [`submit_batch`](Backend::submit_batch) returns after microseconds of work
+    /// on the calling thread, never waiting for a network, a disk sync or another writer
+    /// (a write that has to wait is queued, and its [`PendingWrite`] completes later).
+    /// Async callers (the HTTP server) then submit writes on their event loop instead of
+    /// handing them to a blocking thread pool, which saves two thread wake-ups per write.
+    ///
+    /// The default, `false`, is the safe answer for an engine that writes over a network.
+    fn writes_never_block(&self) -> bool {
+        false
+    }
+
     /// One write: [`write_batch`](Backend::write_batch) of a single operation.
     fn write(&self, table: &str, op: WriteOp) -> Result<Written, StoreError> {
         let mut written = self.write_batch(table, vec![op]).map_err(|e| e.error)?;
@@ -206,4 +232,117 @@ pub trait Backend: Send + Sync {
     /// Makes every acknowledged write durable and releases the engine (files, locks,
     /// connections). Later calls fail with [`StoreError::Closed`]. Idempotent.
     fn close(&self) -> Result<(), StoreError>;
+}
+
+/// What [`Backend::write_batch`] returns.
+type BatchOutcome = Result<Vec<Written>, BatchError>;
+
+/// The outcome of a write handed to an engine with [`Backend::submit_batch`]: a future
+/// (await it in async code) that is complete at once when the engine did the work on the
+/// calling thread, or that completes when the engine's writer answers.
+///
+/// ```
+/// use tableq_model::Entity;
+/// use tableq_store::{Backend, MemoryBackend, WriteOp};
+/// let store = MemoryBackend::new();
+/// store.create_table("t1x").unwrap();
+/// let pending = store.submit_batch("t1x", vec![WriteOp::Insert { entity: Entity::new("p", "r") }]);
+/// assert_eq!(pending.wait().unwrap().len(), 1);
+/// ```
+#[must_use = "a write's outcome says whether it was stored"]
+pub struct PendingWrite(Pending);
+
+enum Pending {
+    /// Complete (`None` once taken by `poll`).
+    Ready(Option<BatchOutcome>),
+    /// Answered later on this channel.
+    Waiting(oneshot::Receiver<BatchOutcome>),
+    /// Being awaited.
+    Polled(oneshot::AsyncReceiver<BatchOutcome>),
+}
+
+impl PendingWrite {
+    /// A write whose outcome is known.
+    pub fn ready(outcome: Result<Vec<Written>, BatchError>) -> PendingWrite {
+        PendingWrite(Pending::Ready(Some(outcome)))
+    }
+
+    /// A write answered later on `answer`; a channel closed without an answer is a storage
+    /// failure.
+    pub(crate) fn waiting(answer: oneshot::Receiver<BatchOutcome>) -> PendingWrite {
+        PendingWrite(Pending::Waiting(answer))
+    }
+
+    /// Blocks the calling thread until the outcome is known.
+    pub fn wait(self) -> Result<Vec<Written>, BatchError> {
+        match self.0 {
+            Pending::Ready(Some(outcome)) => outcome,
+            Pending::Ready(None) => Err(lost().into()),
+            Pending::Waiting(answer) => answer.recv().unwrap_or_else(|_| Err(lost().into())),
+            Pending::Polled(answer) => {
+                // Rare (waiting after polling): finish on a private single-threaded poll.
+                wait_async(answer)
+            }
+        }
+    }
+}
+
+/// The error of a write whose writer went away without answering.
+fn lost() -> StoreError {
+    StoreError::storage("the store's writer stopped before answering the write")
+}
+
+/// Drives `answer` to completion on this thread (parking between wake-ups).
+fn wait_async(answer: oneshot::AsyncReceiver<BatchOutcome>) -> BatchOutcome {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut answer = std::pin::pin!(answer);
+    loop {
+        match answer.as_mut().poll(&mut cx) {
+            Poll::Ready(outcome) => return outcome.unwrap_or_else(|_| Err(lost().into())),
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+impl Future for PendingWrite {
+    type Output = Result<Vec<Written>, BatchError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        loop {
+            match &mut self.0 {
+                Pending::Ready(outcome) => {
+                    return Poll::Ready(outcome.take().unwrap_or_else(|| Err(lost().into())));
+                }
+                Pending::Waiting(_) => {
+                    let Pending::Waiting(answer) =
+                        std::mem::replace(&mut self.0, Pending::Ready(None))
+                    else {
+                        continue;
+                    };
+                    self.0 = Pending::Polled(answer.into_future());
+                }
+                Pending::Polled(answer) => {
+                    return Pin::new(answer)
+                        .poll(cx)
+                        .map(|r| r.unwrap_or_else(|_| Err(lost().into())));
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for PendingWrite {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0 {
+            Pending::Ready(_) => "PendingWrite(ready)",
+            Pending::Waiting(_) | Pending::Polled(_) => "PendingWrite(waiting)",
+        })
+    }
 }

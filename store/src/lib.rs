@@ -43,10 +43,11 @@ pub mod op;
 pub mod postgres;
 pub mod resolve;
 pub mod service;
+mod tree;
 
 pub use self::postgres::{PostgresBackend, PostgresConfig, PostgresError};
 pub use acl::{AccessPolicy, SignedIdentifier};
-pub use backend::{Backend, QueryPage, ScanExplain, TableInfo, WriteLogStats};
+pub use backend::{Backend, PendingWrite, QueryPage, ScanExplain, TableInfo, WriteLogStats};
 pub use clock::Clock;
 pub use durable::{DurableBackend, DurableOptions, DurableSnapshot, FsyncPolicy, OpenError};
 pub use error::{BatchError, StoreError};

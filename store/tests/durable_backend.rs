@@ -46,6 +46,17 @@ mod default_blocks {
     durable_suite!(fixture);
 }
 
+/// Memtables flushed into redb after every write (by the background thread, while the
+/// next writes queue): every read meets memtables and blocks in every proportion.
+mod tiny_memtable {
+    use super::*;
+    fn fixture() -> suite::Fixture {
+        fixture_with(small_blocks().with_memtable_bytes(1))
+    }
+    backend_suite!(fixture);
+    durable_suite!(fixture);
+}
+
 /// The contract holds in both durability modes (the default is the fsync interval).
 mod fsync_always {
     use super::*;

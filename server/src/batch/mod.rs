@@ -77,11 +77,11 @@ use axum::http::{Method, header};
 use axum::response::Response;
 use std::sync::Arc;
 use tableq_model::ErrorCode;
-use tableq_store::{BatchError, WriteOp};
+use tableq_store::{BatchError, WriteOp, Written};
 
 use crate::app::request_context;
 use crate::auth;
-use crate::context::{AppState, Ctx, blocking, body_text, read_bytes};
+use crate::context::{AppState, Ctx, INLINE_DECODE_BYTES, blocking, body_text, read_bytes};
 use crate::entities::{self, WriteReply, WriteRequest, WriteTarget};
 use crate::error::ApiError;
 use crate::negotiate;
@@ -287,66 +287,27 @@ async fn changeset(
         );
         return Ok(failure(MAX_OPERATIONS, error, &request_id).await);
     }
-    let outer_ctx = outer.clone();
     let backend = state.backend.clone();
-    // Decoding (JSON) and the write run on the blocking pool.
-    let outcome = blocking(move || {
-        let mut prepared: Vec<Prepared> = Vec::with_capacity(operations.len());
-        for (i, op) in operations.into_iter().enumerate() {
-            let p = match prepare(&outer_ctx, op) {
-                Ok(p) => p,
-                Err(e) => return Ok(Err((i, e))),
-            };
-            if let Some(first) = prepared.first() {
-                if !p.table.eq_ignore_ascii_case(&first.table) {
-                    let e = ApiError::new(
-                        ErrorCode::InvalidInput,
-                        format!(
-                            "the operation writes table `{}`, operation 0 table `{}`: a \
-                             changeset writes one table",
-                            p.table, first.table
-                        ),
-                    );
-                    return Ok(Err((i, e)));
-                }
-                let (pk, _) = p.op.keys();
-                let (first_pk, _) = first.op.keys();
-                if pk != first_pk {
-                    let e = ApiError::new(
-                        ErrorCode::CommandsInBatchActOnDifferentPartitions,
-                        format!(
-                            "the operation's PartitionKey is {pk:?}, operation 0's is \
-                             {first_pk:?}: a changeset writes one partition"
-                        ),
-                    );
-                    return Ok(Err((i, e)));
-                }
-            }
-            prepared.push(p);
-        }
-        let table = prepared
-            .first()
-            .map(|p| p.table.clone())
-            .ok_or_else(|| ApiError::internal("an empty changeset got past its check"))?;
-        let (ops, replies): (Vec<WriteOp>, Vec<_>) = prepared
-            .into_iter()
-            .map(|p| (p.op, (p.reply, p.content_id)))
-            .unzip();
-        match backend.write_batch(&table, ops) {
-            Ok(written) => Ok(Ok((replies, written))),
-            Err(BatchError { index, error }) => {
-                let error = ApiError::store(error);
-                match index {
-                    Some(i) => Ok(Err((i, error))),
-                    // Not one operation's failure: a missing table is the service's
-                    // `0:TableNotFound`; a storage failure fails the whole request.
-                    None if error.status().is_client_error() => Ok(Err((0, error))),
-                    None => Err(error),
-                }
+    let body_bytes: usize = operations.iter().map(|op| op.body.len()).sum();
+    // Decoding (JSON) and the write: on the event loop when the engine takes writes
+    // without blocking and the bodies are small, else on the blocking pool.
+    let outcome = if backend.writes_never_block() && body_bytes <= INLINE_DECODE_BYTES {
+        match prepare_changeset(outer, operations)? {
+            Err(failed) => Err(failed),
+            Ok((table, ops, replies)) => {
+                changeset_outcome(backend.submit_batch(&table, ops).await, replies)?
             }
         }
-    })
-    .await?;
+    } else {
+        let outer_ctx = outer.clone();
+        blocking(move || match prepare_changeset(&outer_ctx, operations)? {
+            Err(failed) => Ok(Err(failed)),
+            Ok((table, ops, replies)) => {
+                changeset_outcome(backend.write_batch(&table, ops), replies)
+            }
+        })
+        .await?
+    };
     match outcome {
         Err((index, error)) => Ok(failure(index, error, &request_id).await),
         Ok((replies, written)) => {
@@ -356,6 +317,85 @@ async fn changeset(
                 answers.push(Answer::of(response, content_id).await);
             }
             Ok(Reply::Changeset(answers))
+        }
+    }
+}
+
+/// What a changeset's write answers: each operation's reply, or the failing operation.
+type ChangesetOutcome =
+    Result<(Vec<(WriteReply, Option<String>)>, Vec<Written>), (usize, ApiError)>;
+
+/// Checks and decodes every operation of a changeset: the table, the store operations and
+/// their replies, or the first operation that fails (its index and error).
+#[allow(clippy::type_complexity)]
+fn prepare_changeset(
+    outer: &Ctx,
+    operations: Vec<Operation>,
+) -> Result<
+    Result<(String, Vec<WriteOp>, Vec<(WriteReply, Option<String>)>), (usize, ApiError)>,
+    ApiError,
+> {
+    let mut prepared: Vec<Prepared> = Vec::with_capacity(operations.len());
+    for (i, op) in operations.into_iter().enumerate() {
+        let p = match prepare(outer, op) {
+            Ok(p) => p,
+            Err(e) => return Ok(Err((i, e))),
+        };
+        if let Some(first) = prepared.first() {
+            if !p.table.eq_ignore_ascii_case(&first.table) {
+                let e = ApiError::new(
+                    ErrorCode::InvalidInput,
+                    format!(
+                        "the operation writes table `{}`, operation 0 table `{}`: a \
+                         changeset writes one table",
+                        p.table, first.table
+                    ),
+                );
+                return Ok(Err((i, e)));
+            }
+            let (pk, _) = p.op.keys();
+            let (first_pk, _) = first.op.keys();
+            if pk != first_pk {
+                let e = ApiError::new(
+                    ErrorCode::CommandsInBatchActOnDifferentPartitions,
+                    format!(
+                        "the operation's PartitionKey is {pk:?}, operation 0's is \
+                         {first_pk:?}: a changeset writes one partition"
+                    ),
+                );
+                return Ok(Err((i, e)));
+            }
+        }
+        prepared.push(p);
+    }
+    let table = prepared
+        .first()
+        .map(|p| p.table.clone())
+        .ok_or_else(|| ApiError::internal("an empty changeset got past its check"))?;
+    let (ops, replies): (Vec<WriteOp>, Vec<_>) = prepared
+        .into_iter()
+        .map(|p| (p.op, (p.reply, p.content_id)))
+        .unzip();
+    Ok(Ok((table, ops, replies)))
+}
+
+/// The outcome of a changeset's write: the replies with what each operation wrote, the
+/// failing operation, or (`Err`) a failure of the whole request.
+fn changeset_outcome(
+    written: Result<Vec<Written>, BatchError>,
+    replies: Vec<(WriteReply, Option<String>)>,
+) -> Result<ChangesetOutcome, ApiError> {
+    match written {
+        Ok(written) => Ok(Ok((replies, written))),
+        Err(BatchError { index, error }) => {
+            let error = ApiError::store(error);
+            match index {
+                Some(i) => Ok(Err((i, error))),
+                // Not one operation's failure: a missing table is the service's
+                // `0:TableNotFound`; a storage failure fails the whole request.
+                None if error.status().is_client_error() => Ok(Err((0, error))),
+                None => Err(error),
+            }
         }
     }
 }

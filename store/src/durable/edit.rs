@@ -30,6 +30,7 @@ use super::block::{
 };
 use super::keys::{compare_utf8, entity_key, partition_prefix};
 use super::locate::{BlockEntry, floor_block};
+use super::mem::MemTable;
 use crate::codec::Names;
 use crate::error::StoreError;
 use crate::resolve::Change;
@@ -42,11 +43,11 @@ use tableq_exec::compare_keys;
 pub(crate) type RowsTable<'txn> = Table<'txn, &'static [u8], &'static [u8]>;
 
 /// One change, encoded.
-struct Item {
-    pk: String,
-    rk: String,
+struct Item<'a> {
+    pk: Cow<'a, str>,
+    rk: Cow<'a, str>,
     /// The new row, or `None` to delete.
-    row: Option<Vec<u8>>,
+    row: Option<Cow<'a, [u8]>>,
 }
 
 /// A block read from the table: its key and bytes.
@@ -140,28 +141,62 @@ pub(crate) fn apply(
                 .map_err(storage)?;
                 let (pk, rk) = (entity.partition_key(), entity.row_key());
                 Item {
-                    pk: pk.to_owned(),
-                    rk: rk.to_owned(),
-                    row: Some(row),
+                    pk: Cow::Owned(pk.to_owned()),
+                    rk: Cow::Owned(rk.to_owned()),
+                    row: Some(Cow::Owned(row)),
                 }
             }
             Change::Delete {
                 partition_key,
                 row_key,
             } => Item {
-                pk: partition_key,
-                rk: row_key,
+                pk: Cow::Owned(partition_key),
+                rk: Cow::Owned(row_key),
                 row: None,
             },
         };
         items.push(item);
     }
     items.sort_by(|a, b| compare_keys(&a.pk, &a.rk, &b.pk, &b.rk));
+    apply_items(rows, table, names, limits, &items)?;
+    Ok(added)
+}
+
+/// Folds a memtable into table `table`'s blocks: its rows (already encoded with `names`)
+/// and removals, in key order — the flush.
+pub(crate) fn apply_memtable(
+    rows: &mut RowsTable<'_>,
+    table: u64,
+    names: &Names,
+    limits: Limits,
+    mem: &MemTable,
+) -> Result<(), StoreError> {
+    let mut items = Vec::with_capacity(mem.len());
+    for part in mem.partitions() {
+        for entry in part.rows.iter() {
+            items.push(Item {
+                pk: Cow::Borrowed(&*part.pk),
+                rk: Cow::Borrowed(&*entry.rk),
+                row: entry.row.as_deref().map(Cow::Borrowed),
+            });
+        }
+    }
+    apply_items(rows, table, names, limits, &items)
+}
+
+/// Applies `items` (sorted by key, distinct keys) block by block.
+fn apply_items(
+    rows: &mut RowsTable<'_>,
+    table: u64,
+    names: &Names,
+    limits: Limits,
+    items: &[Item<'_>],
+) -> Result<(), StoreError> {
     let mut i = 0;
     while i < items.len() {
-        i = edit_block(rows, table, names, limits, &items, i)?;
+        i = edit_block(rows, table, names, limits, items, i)?;
     }
-    Ok(added)
+    Ok(())
 }
 
 /// Applies the changes from `items[i]` on that fall into one block; returns the index of
@@ -171,10 +206,10 @@ fn edit_block(
     table: u64,
     names: &Names,
     limits: Limits,
-    items: &[Item],
+    items: &[Item<'_>],
     i: usize,
 ) -> Result<usize, StoreError> {
-    let pk = items[i].pk.as_str();
+    let pk: &str = &items[i].pk;
     let prefix = partition_prefix(table, pk);
     let key = entity_key(table, pk, &items[i].rk);
     let block = match floor_in(rows, &key, &prefix)? {
@@ -187,7 +222,7 @@ fn edit_block(
     };
     let mut j = i + 1;
     while j < items.len()
-        && items[j].pk == pk
+        && *items[j].pk == *pk
         && next_key
             .as_ref()
             .is_none_or(|nk| entity_key(table, pk, &items[j].rk) < *nk)
@@ -221,7 +256,7 @@ fn edit_block(
             o += 1; // replaced or deleted
         }
         if let Some(row) = &change.row {
-            merged.push(Cow::Borrowed(row));
+            merged.push(Cow::Borrowed(row.as_ref()));
         }
     }
     merged.extend(old_rows[o..].iter().map(|r| Cow::Borrowed(r.bytes())));

@@ -65,8 +65,10 @@
 
 mod block;
 mod edit;
+mod gate;
 mod keys;
 mod locate;
+mod mem;
 mod open;
 mod options;
 mod read;
@@ -82,25 +84,26 @@ pub use read::{DurableRow, DurableRows, DurableSnapshot};
 pub use wal::{FsyncPolicy, WAL_FILE};
 
 use crate::acl::{self, SignedIdentifier};
-use crate::backend::{Backend, QueryPage, ScanExplain, TableInfo, WriteLogStats};
+use crate::backend::{Backend, PendingWrite, QueryPage, ScanExplain, TableInfo, WriteLogStats};
 use crate::clock::Clock;
 use crate::codec::Names;
 use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
 use crate::service::ServiceProperties;
+use gate::Gate;
+use mem::MemTable;
 use redb::{Database, ReadableDatabase};
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 use tableq_exec::{ExecError, Executor, Key, PageOptions, RowView};
 use tableq_model::{Entity, validate};
 use tableq_planner::plan::Plan;
 use wal::{LogFile, Syncer, WalShared};
-use writer::{CheckpointLimits, Refusal, Request};
+use writer::{CheckpointLimits, Refusal, Reply, Request};
 
 /// redb tables of the data file.
 mod schema {
@@ -140,6 +143,8 @@ pub(crate) struct TableEntry {
     /// The table's property names; the writer replaces the `Arc` with a longer list before
     /// the commit that first uses the new names.
     pub(crate) names: RwLock<Arc<Names>>,
+    /// The table's memtable as last published (`mem.rs`): what readers merge with redb.
+    pub(crate) mem: RwLock<MemTable>,
 }
 
 /// Table key (lowercase name) → table, as of the last commit that changed the catalog.
@@ -163,29 +168,39 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// The table `name` and a read snapshot consistent with the catalog.
+    /// The table `name`, its memtable and a read snapshot, consistent with each other and
+    /// with the catalog (flushes publish the commit and the emptied memtables under the
+    /// catalog's write lock).
     fn begin_read(
         &self,
         name: &str,
-    ) -> Result<(Arc<TableEntry>, redb::ReadTransaction), StoreError> {
+    ) -> Result<(Arc<TableEntry>, redb::ReadTransaction, MemTable), StoreError> {
         let catalog = self.catalog.read().unwrap_or_else(PoisonError::into_inner);
         let entry = catalog
             .get(&validate::table_key(name))
             .cloned()
             .ok_or_else(|| StoreError::TableNotFound(name.to_owned()))?;
+        let mem = entry
+            .mem
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let db = self.db.read().unwrap_or_else(PoisonError::into_inner);
         let txn = db
             .as_ref()
             .ok_or(StoreError::Closed)?
             .begin_read()
             .map_err(StoreError::storage)?;
-        Ok((entry, txn))
+        Ok((entry, txn, mem))
     }
 }
 
-/// The writer thread's queue and handle, and the background syncer.
-struct WriterHandle {
-    queue: SyncSender<Request>,
+/// How often the background thread flushes what the memtables hold (and looks for a
+/// checkpoint due by time, or a refusal of writes to end).
+const BACKGROUND_TICK: Duration = Duration::from_secs(1);
+
+/// The background writer thread and the background syncer.
+struct Background {
     thread: std::thread::JoinHandle<()>,
     syncer: Syncer,
 }
@@ -193,7 +208,9 @@ struct WriterHandle {
 /// The durable engine (see the module docs).
 pub struct DurableBackend {
     shared: Arc<Shared>,
-    writer: RwLock<Option<WriterHandle>>,
+    /// Where writes go (`gate.rs`).
+    gate: Arc<Gate>,
+    background: Mutex<Option<Background>>,
     /// Serialises `close` calls.
     closing: Mutex<()>,
     closed: AtomicBool,
@@ -202,9 +219,6 @@ pub struct DurableBackend {
     log: Arc<WalShared>,
     fsync: FsyncPolicy,
 }
-
-/// Most requests queued for the writer before callers wait for room.
-const QUEUE_CAPACITY: usize = 4096;
 
 impl DurableBackend {
     /// The write-ahead log's counters (what [`Backend::metrics`] reports): totals since the
@@ -292,6 +306,7 @@ impl DurableBackend {
         let checkpoints = CheckpointLimits {
             log_bytes: options.checkpoint_log_bytes,
             interval: options.checkpoint_interval,
+            memtable_bytes: options.memtable_bytes,
         };
         let mut writer = writer::Writer::new(shared.clone(), opened.names, log, checkpoints);
         // A replay that cannot write (a full disk) is an I/O error; anything else is a log
@@ -321,31 +336,29 @@ impl DurableBackend {
             writer.wal.reset().map_err(io)?;
         }
         let log = writer.wal.shared().clone();
-        let (queue, requests): (SyncSender<Request>, Receiver<Request>) =
-            mpsc::sync_channel(QUEUE_CAPACITY);
-        let thread = std::thread::Builder::new()
-            .name("tableq-durable-writer".into())
-            .spawn(move || writer.run(requests))
-            .map_err(io)?;
-        // The timer: the background fsync (interval mode), checkpoints that are due, and
-        // the disk probe that ends a refusal of writes.
-        let (sync, tick) = match options.fsync {
+        // The background thread: flushes, checkpoints, the timer (a flush of what the
+        // memtables hold, checkpoints due by time, the probe that ends a refusal of
+        // writes), and every group under `always`.
+        let tick = options.checkpoint_interval.min(BACKGROUND_TICK);
+        let leaders = matches!(options.fsync, FsyncPolicy::Interval(_));
+        let gate = Arc::new(Gate::new(writer, leaders, tick));
+        let thread = {
+            let gate = gate.clone();
+            std::thread::Builder::new()
+                .name("tableq-durable-writer".into())
+                .spawn(move || gate.run())
+                .map_err(io)?
+        };
+        // The background fsync of the interval mode.
+        let (sync, every) = match options.fsync {
             FsyncPolicy::Always => (false, Duration::from_secs(1)),
             FsyncPolicy::Interval(every) => (true, every.min(Duration::from_secs(1))),
         };
-        let ticks = queue.clone();
-        let syncer = Syncer::start(log.clone(), sync, tick, move || {
-            // A full queue is busy writing: the next tick will do.
-            let _ = ticks.try_send(Request::Tick);
-        })
-        .map_err(io)?;
+        let syncer = Syncer::start(log.clone(), sync, every, || {}).map_err(io)?;
         Ok(DurableBackend {
             shared,
-            writer: RwLock::new(Some(WriterHandle {
-                queue,
-                thread,
-                syncer,
-            })),
+            gate,
+            background: Mutex::new(Some(Background { thread, syncer })),
             closing: Mutex::new(()),
             closed: AtomicBool::new(false),
             dir,
@@ -373,45 +386,49 @@ impl DurableBackend {
     /// holds every block it has read.
     pub fn snapshot(&self, table: &str) -> Result<DurableSnapshot, StoreError> {
         self.check_open()?;
-        let (entry, txn) = self.shared.begin_read(table)?;
-        DurableSnapshot::new(&entry, &txn)
+        let (entry, txn, mem) = self.shared.begin_read(table)?;
+        DurableSnapshot::new(&entry, &txn, mem)
     }
 
-    /// Queues a request for the writer thread and waits for its reply.
-    fn submit<T>(&self, make: impl FnOnce(SyncSender<T>) -> Request) -> Result<T, StoreError> {
-        self.check_open()?;
-        let (reply, answer) = mpsc::sync_channel(1);
-        {
-            let writer = self.writer.read().unwrap_or_else(PoisonError::into_inner);
-            let handle = writer.as_ref().ok_or(StoreError::Closed)?;
-            handle.queue.send(make(reply)).map_err(|_| writer_gone())?;
+    /// Hands a request to the writer (`gate.rs`: committed on this thread when the writer
+    /// is free) and returns the channel its answer comes on.
+    fn submit<T>(&self, make: impl FnOnce(Reply<T>) -> Request) -> oneshot::Receiver<T> {
+        let (reply, answer) = oneshot::channel();
+        let request = make(reply);
+        if self.closed.load(Ordering::Acquire) {
+            request.refuse(StoreError::Closed);
+        } else {
+            self.gate.submit(request);
         }
-        answer.recv().map_err(|_| writer_gone())
+        answer
     }
 
-    /// Stops the writer (after it answered every queued request) and closes the database.
+    /// Hands a request to the writer and waits for its answer.
+    fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Request) -> Result<T, StoreError> {
+        self.check_open()?;
+        self.submit(make).recv().map_err(|_| writer_gone())
+    }
+
+    /// Stops the writer (after it answered every queued request and checkpointed) and
+    /// closes the database.
     fn shutdown(&self) -> Result<(), StoreError> {
         let _closing = self.closing.lock().unwrap_or_else(PoisonError::into_inner);
         self.closed.store(true, Ordering::Release);
-        let handle = self
-            .writer
-            .write()
+        let background = self
+            .background
+            .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
         let mut result = Ok(());
-        if let Some(WriterHandle {
-            queue,
-            thread,
-            mut syncer,
-        }) = handle
-        {
-            // The syncer holds a sender of the queue: stop it first, so that the writer
-            // sees the queue close, checkpoints and ends.
-            syncer.stop();
-            drop(queue);
+        if let Some(Background { thread, mut syncer }) = background {
+            self.gate.close();
             if thread.join().is_err() {
                 result = Err(writer_gone());
+                // The thread ended without its last checkpoint: the writer lets go of
+                // redb here (the log keeps every acknowledged write).
+                self.gate.with_writer(|w| w.stored_rows = None);
             }
+            syncer.stop();
         }
         let db = self
             .shared
@@ -466,14 +483,14 @@ impl Backend for DurableBackend {
     fn create_table(&self, name: &str) -> Result<TableInfo, StoreError> {
         self.check_open()?;
         validate::table_name(name)?;
-        self.submit(|reply| Request::CreateTable {
+        self.call(|reply| Request::CreateTable {
             name: name.to_owned(),
             reply,
         })?
     }
 
     fn delete_table(&self, name: &str) -> Result<(), StoreError> {
-        self.submit(|reply| Request::DeleteTable {
+        self.call(|reply| Request::DeleteTable {
             name: name.to_owned(),
             reply,
         })?
@@ -536,11 +553,33 @@ impl Backend for DurableBackend {
     }
 
     fn write_batch(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<Written>, BatchError> {
-        self.submit(|reply| Request::Write {
+        self.call(|reply| Request::Write {
             table: table.to_owned(),
             ops,
             reply,
         })?
+    }
+
+    /// Queues the write at the gate: committed on the caller's thread when the writer is
+    /// free (`interval`: one `write(2)`, no `fsync`, no other thread), else answered by
+    /// whoever holds the writer; under `always` by the background thread after its `fsync`.
+    fn submit_batch(&self, table: &str, ops: Vec<WriteOp>) -> PendingWrite {
+        let answer = self.submit(|reply| Request::Write {
+            table: table.to_owned(),
+            ops,
+            reply,
+        });
+        match answer.try_recv() {
+            Ok(result) => PendingWrite::ready(result),
+            Err(oneshot::TryRecvError::Empty) => PendingWrite::waiting(answer),
+            Err(oneshot::TryRecvError::Disconnected) => {
+                PendingWrite::ready(Err(writer_gone().into()))
+            }
+        }
+    }
+
+    fn writes_never_block(&self) -> bool {
+        true
     }
 
     fn service_properties(&self) -> Result<ServiceProperties, StoreError> {
@@ -561,7 +600,7 @@ impl Backend for DurableBackend {
     fn set_service_properties(&self, properties: &ServiceProperties) -> Result<(), StoreError> {
         self.check_open()?;
         properties.validate()?;
-        self.submit(|reply| Request::SetServiceProperties {
+        self.call(|reply| Request::SetServiceProperties {
             stored: properties.to_stored(),
             reply,
         })?
@@ -569,14 +608,14 @@ impl Backend for DurableBackend {
 
     fn table_acl(&self, table: &str) -> Result<Vec<SignedIdentifier>, StoreError> {
         self.check_open()?;
-        let (entry, txn) = self.shared.begin_read(table)?;
+        let (entry, txn, _) = self.shared.begin_read(table)?;
         settings::acl(&txn, entry.id)
     }
 
     fn set_table_acl(&self, table: &str, policies: &[SignedIdentifier]) -> Result<(), StoreError> {
         self.check_open()?;
         acl::validate(policies)?;
-        self.submit(|reply| Request::SetTableAcl {
+        self.call(|reply| Request::SetTableAcl {
             name: table.to_owned(),
             stored: (!policies.is_empty()).then(|| acl::to_stored(policies)),
             reply,

@@ -487,6 +487,7 @@ fn load(db: Database, file: &Path) -> Result<Opened, OpenError> {
                 id,
                 name,
                 names: RwLock::new(Arc::new(table_names)),
+                mem: RwLock::new(super::mem::MemTable::default()),
             }),
         );
     }

@@ -43,6 +43,12 @@ pub struct DurableOptions {
     /// Checkpoint when this much time passed since the last checkpoint and the log holds
     /// records (default 30 s).
     pub checkpoint_interval: Duration,
+    /// Flush the memtables (the rows written since the last flush, kept in memory in front
+    /// of redb) into redb when they hold this many bytes (default 16 MiB, about 60 000
+    /// small entities). They are also flushed every second, so the bound matters for
+    /// bursts: a larger one makes single writes cheaper (fewer, larger redb transactions)
+    /// and holds more memory.
+    pub memtable_bytes: usize,
 }
 
 impl Default for DurableOptions {
@@ -55,6 +61,7 @@ impl Default for DurableOptions {
             fsync: FsyncPolicy::default(),
             checkpoint_log_bytes: 64 << 20,
             checkpoint_interval: Duration::from_secs(30),
+            memtable_bytes: 16 << 20,
         }
     }
 }
@@ -83,6 +90,12 @@ impl DurableOptions {
     /// Sets [`fsync`](DurableOptions::fsync).
     pub fn with_fsync(mut self, fsync: FsyncPolicy) -> DurableOptions {
         self.fsync = fsync;
+        self
+    }
+
+    /// Sets [`memtable_bytes`](DurableOptions::memtable_bytes) (at least 1).
+    pub fn with_memtable_bytes(mut self, bytes: usize) -> DurableOptions {
+        self.memtable_bytes = bytes.max(1);
         self
     }
 

@@ -1,7 +1,15 @@
 //! Reading: [`DurableSnapshot`] — one redb read transaction (an MVCC snapshot) of one
-//! table — and the [`EntitySource`] implementation the executor runs on: key-ordered scans
-//! over blocks ([`DurableRows`]), rows read in place ([`DurableRow`]), point gets, splits at
-//! block boundaries and property slots.
+//! table with the version of its memtable (`mem.rs`) that goes with it — and the
+//! [`EntitySource`] implementation the executor runs on: key-ordered scans over blocks
+//! merged with the memtable ([`DurableRows`]), rows read in place ([`DurableRow`]), point
+//! gets, splits at block boundaries and property slots.
+//!
+//! **The memtable** holds what was written since the last flush: a memtable entry wins
+//! over the stored row with the same key (a removal hides it). A point get looks in the
+//! memtable first. A scan walks the blocks as below and merges the memtable's entries of
+//! the same scan in *runs*: the block rows before the next memtable key are yielded
+//! without comparing keys (one binary search in the block per memtable entry). A scan of a
+//! table whose memtable holds nothing in its range reads the blocks alone.
 //!
 //! A scan positions once (the block that contains its first key: the last block key `<=`
 //! it within the partition, found with one backward step of a redb range), then walks
@@ -36,6 +44,7 @@ use super::TableEntry;
 use super::block::{BlockView, RowRef};
 use super::keys::{entity_key, partition_end, partition_prefix, table_end, table_prefix};
 use super::locate::{floor_block, search_keys};
+use super::mem::{MemRows, MemTable};
 use super::schema::ROWS;
 use crate::codec::Corrupt;
 use crate::codec::Names;
@@ -59,6 +68,9 @@ type BlockGuard = AccessGuard<'static, &'static [u8]>;
 pub struct DurableSnapshot {
     table: u64,
     names: Arc<Names>,
+    /// The table's memtable as of this snapshot: what was written since the flush that
+    /// `rows` reflects.
+    mem: MemTable,
     /// The first storage failure a scan met (reported by `take_error`).
     error: Mutex<Option<StoreError>>,
     /// Every block a scan or get of this snapshot read: rows borrow from here (created on
@@ -155,11 +167,13 @@ impl Loaded {
 }
 
 impl DurableSnapshot {
-    /// A snapshot of `entry` in `txn` (which must have begun before the call, so that the
-    /// property names read here cover every row of the snapshot).
+    /// A snapshot of `entry` in `txn` with the memtable version `mem` taken with it (both
+    /// taken before the call, so that the property names read here cover every row of the
+    /// snapshot).
     pub(crate) fn new(
         entry: &TableEntry,
         txn: &ReadTransaction,
+        mem: MemTable,
     ) -> Result<DurableSnapshot, StoreError> {
         let rows = txn.open_table(ROWS).map_err(StoreError::storage)?;
         let names = entry
@@ -171,6 +185,7 @@ impl DurableSnapshot {
             rows,
             table: entry.id,
             names,
+            mem,
             error: Mutex::new(None),
             blocks: OnceLock::new(),
         })
@@ -210,6 +225,15 @@ impl DurableSnapshot {
 
     /// The entity with these keys as an owned value (what `Backend::get` returns).
     pub(crate) fn entity(&self, pk: &str, rk: &str) -> Result<Option<Entity>, StoreError> {
+        if let Some((pk, entry)) = self.mem.get(pk, rk) {
+            return match &entry.row {
+                Some(bytes) => RowRef(bytes)
+                    .to_entity(pk, &self.names)
+                    .map(Some)
+                    .map_err(StoreError::storage),
+                None => Ok(None),
+            };
+        }
         match self.lookup(pk, rk)? {
             Some((block, i)) => block
                 .view()
@@ -358,8 +382,8 @@ fn row_bounds(view: &BlockView<'_>, scan: &Scan<'_>) -> (usize, usize, bool) {
     (lo, hi.max(lo), past_upper)
 }
 
-/// The iterator of [`DurableSnapshot`] scans.
-pub struct DurableRows<'a> {
+/// The blocks side of a scan: the rows of the blocks in the scan, in key order.
+struct BlockRows<'a> {
     snapshot: &'a DurableSnapshot,
     scan: Scan<'a>,
     cursor: Option<Cursor>,
@@ -372,22 +396,15 @@ pub struct DurableRows<'a> {
     partition: Option<Box<str>>,
     /// After the current block, skip the rest of its partition.
     skip_partition: bool,
+    /// Every block of the scan was read (or a failure ended the scan).
+    done: bool,
 }
 
-impl std::fmt::Debug for DurableRows<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DurableRows")
-            .field("partition", &self.partition)
-            .field("row", &self.row)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<'a> DurableRows<'a> {
-    fn new(snapshot: &'a DurableSnapshot, scan: Scan<'a>) -> DurableRows<'a> {
+impl<'a> BlockRows<'a> {
+    fn new(snapshot: &'a DurableSnapshot, scan: Scan<'a>) -> BlockRows<'a> {
         let (start, end) = snapshot.bounds(&scan);
         let cursor = snapshot.cursor(&start, &end);
-        DurableRows {
+        BlockRows {
             snapshot,
             scan,
             cursor,
@@ -397,6 +414,7 @@ impl<'a> DurableRows<'a> {
             row_end: 0,
             partition: None,
             skip_partition: false,
+            done: false,
         }
     }
 
@@ -458,6 +476,71 @@ impl<'a> DurableRows<'a> {
             return true;
         }
     }
+
+    /// The current block while it has rows left, loading the next block when it has none;
+    /// `None` at the end of the blocks (or after a failure, recorded in the snapshot).
+    #[inline]
+    fn current(&mut self) -> Option<&'a Loaded> {
+        loop {
+            if let Some(block) = self.block
+                && self.row < self.row_end
+            {
+                return Some(block);
+            }
+            if self.done || !self.advance() {
+                self.done = true;
+                return None;
+            }
+        }
+    }
+
+    /// The row at the position in `block` (the current block), moving past it.
+    #[inline]
+    fn take(&mut self, block: &'a Loaded) -> DurableRow<'a> {
+        let (start, end) = block.view().span(self.row);
+        self.row += 1;
+        DurableRow::in_block(block, start, end, self.snapshot)
+    }
+}
+
+/// The iterator of [`DurableSnapshot`] scans: the blocks' rows merged with the memtable's
+/// entries of the same scan (see the module docs).
+pub struct DurableRows<'a> {
+    blocks: BlockRows<'a>,
+    /// The memtable's entries of the scan, with the next one; `None` when it has none.
+    mem: Option<std::iter::Peekable<MemRows<'a>>>,
+    /// Rows of the current block before this index precede the next memtable entry (0 =
+    /// not worked out since the block or the memtable entry changed).
+    run_end: usize,
+}
+
+impl std::fmt::Debug for DurableRows<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DurableRows")
+            .field("partition", &self.blocks.partition)
+            .field("row", &self.blocks.row)
+            .field("memtable", &self.mem.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> DurableRows<'a> {
+    fn new(snapshot: &'a DurableSnapshot, scan: Scan<'a>) -> DurableRows<'a> {
+        let mut mem = (!snapshot.mem.is_empty()).then(|| snapshot.mem.scan(scan).peekable());
+        if mem.as_mut().is_some_and(|m| m.peek().is_none()) {
+            mem = None;
+        }
+        DurableRows {
+            blocks: BlockRows::new(snapshot, scan),
+            mem,
+            run_end: 0,
+        }
+    }
+}
+
+/// The end of a scan's blocks: the failure that ended them, if any (once), else the end.
+fn blocks_end<'a>(snapshot: &DurableSnapshot) -> Option<Result<DurableRow<'a>, StoreError>> {
+    snapshot.take_error().err().map(Err)
 }
 
 impl<'a> Iterator for DurableRows<'a> {
@@ -465,49 +548,111 @@ impl<'a> Iterator for DurableRows<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
+        let Some(mem) = self.mem.as_mut() else {
+            return match self.blocks.current() {
+                Some(block) => Some(Ok(self.blocks.take(block))),
+                None => blocks_end(self.blocks.snapshot),
+            };
+        };
+        let snapshot = self.blocks.snapshot;
         loop {
-            if let Some(block) = self.block
-                && self.row < self.row_end
-            {
-                let (start, end) = block.view().span(self.row);
-                self.row += 1;
-                return Some(Ok(DurableRow {
-                    block,
-                    start,
-                    end,
-                    snapshot: self.snapshot,
-                }));
+            let loaded_before = self.blocks.block.map(std::ptr::from_ref);
+            let block = self.blocks.current();
+            if self.blocks.block.map(std::ptr::from_ref) != loaded_before {
+                self.run_end = 0;
             }
-            if !self.advance() {
-                // A scan that stopped at a storage failure ends with it (once), so the
-                // executor fails the page instead of returning a short one.
-                return self.snapshot.take_error().err().map(Err);
+            let Some(&(mpk, entry)) = mem.peek() else {
+                // No memtable entry left: the rest is blocks alone.
+                self.mem = None;
+                return match block {
+                    Some(block) => Some(Ok(self.blocks.take(block))),
+                    None => blocks_end(snapshot),
+                };
+            };
+            let Some(block) = block else {
+                if let Some(failure) = blocks_end(snapshot) {
+                    return Some(failure);
+                }
+                mem.next();
+                if let Some(bytes) = &entry.row {
+                    return Some(Ok(DurableRow::in_memory(mpk, bytes, snapshot)));
+                }
+                continue;
+            };
+            if self.blocks.row < self.run_end {
+                return Some(Ok(self.blocks.take(block)));
+            }
+            let view = block.view();
+            let at = match compare_str(view.partition_key(), mpk) {
+                // The block's partition sorts first: all its rows precede the entry.
+                std::cmp::Ordering::Less => self.blocks.row_end,
+                std::cmp::Ordering::Greater => self.blocks.row,
+                std::cmp::Ordering::Equal => view
+                    .lower_bound(entry.rk.as_bytes(), false)
+                    .clamp(self.blocks.row, self.blocks.row_end),
+            };
+            if at > self.blocks.row {
+                self.run_end = at;
+                return Some(Ok(self.blocks.take(block)));
+            }
+            // The entry comes first; a stored row with its key is replaced or removed.
+            if view.partition_key() == mpk
+                && view.row_key_bytes(self.blocks.row) == entry.rk.as_bytes()
+            {
+                self.blocks.row += 1;
+            }
+            mem.next();
+            self.run_end = 0;
+            if let Some(bytes) = &entry.row {
+                return Some(Ok(DurableRow::in_memory(mpk, bytes, snapshot)));
             }
         }
     }
 }
 
-/// One entity of a [`DurableSnapshot`], read in place from its block. A damaged value
-/// reads as absent (a damaged key as empty) and is recorded in the snapshot, which then
-/// fails the page ([`DurableSnapshot::take_error`]).
+/// One entity of a [`DurableSnapshot`], read in place from its block or from the
+/// memtable. A damaged value reads as absent (a damaged key as empty) and is recorded in
+/// the snapshot, which then fails the page ([`DurableSnapshot::take_error`]).
 #[derive(Clone, Copy)]
 pub struct DurableRow<'a> {
-    block: &'a Loaded,
-    start: u32,
-    end: u32,
+    pk: &'a str,
+    bytes: &'a [u8],
     snapshot: &'a DurableSnapshot,
 }
 
-impl DurableRow<'_> {
+impl<'a> DurableRow<'a> {
+    /// Row `start..end` of a loaded block.
     #[inline]
-    fn row(&self) -> RowRef<'_> {
-        RowRef(
-            self.block
+    fn in_block(
+        block: &'a Loaded,
+        start: u32,
+        end: u32,
+        snapshot: &'a DurableSnapshot,
+    ) -> DurableRow<'a> {
+        DurableRow {
+            pk: &block.pk,
+            bytes: block
                 .guard
                 .value()
-                .get(self.start as usize..self.end as usize)
+                .get(start as usize..end as usize)
                 .unwrap_or_default(),
-        )
+            snapshot,
+        }
+    }
+
+    /// A row of the memtable.
+    #[inline]
+    fn in_memory(pk: &'a str, bytes: &'a [u8], snapshot: &'a DurableSnapshot) -> DurableRow<'a> {
+        DurableRow {
+            pk,
+            bytes,
+            snapshot,
+        }
+    }
+
+    #[inline]
+    fn row(&self) -> RowRef<'a> {
+        RowRef(self.bytes)
     }
 
     /// `value`, or `fallback` after recording the damage.
@@ -535,7 +680,7 @@ impl std::fmt::Debug for DurableRow<'_> {
 impl EntityView for DurableRow<'_> {
     #[inline]
     fn partition_key(&self) -> &str {
-        &self.block.pk
+        self.pk
     }
     #[inline]
     fn row_key(&self) -> &str {
@@ -553,8 +698,8 @@ impl EntityView for DurableRow<'_> {
 
 impl SourceRow for DurableRow<'_> {
     fn to_entity(&self) -> Entity {
-        let entity = self.row().to_entity(&self.block.pk, &self.snapshot.names);
-        self.or_fail(entity, Entity::new(&*self.block.pk, ""))
+        let entity = self.row().to_entity(self.pk, &self.snapshot.names);
+        self.or_fail(entity, Entity::new(self.pk, ""))
     }
 
     #[inline]
@@ -584,14 +729,16 @@ impl EntitySource for DurableSnapshot {
         partition_key: &str,
         row_key: &str,
     ) -> Result<Option<DurableRow<'a>>, StoreError> {
+        if let Some((pk, entry)) = self.mem.get(partition_key, row_key) {
+            return Ok(entry
+                .row
+                .as_deref()
+                .map(|bytes| DurableRow::in_memory(pk, bytes, self)));
+        }
         Ok(self.lookup(partition_key, row_key)?.map(|(block, i)| {
             let (start, end) = block.view().span(i);
-            DurableRow {
-                block: self.blocks.get_or_init(Arena::new).keep(block),
-                start,
-                end,
-                snapshot: self,
-            }
+            let block = self.blocks.get_or_init(Arena::new).keep(block);
+            DurableRow::in_block(block, start, end, self)
         }))
     }
 
@@ -643,12 +790,20 @@ impl EntitySource for DurableSnapshot {
             }
             in_current += hi - lo;
         }
-        if in_current > 0 {
-            current.rows = Some(in_current);
+        // The memtable's entries of the scan (counted as rows: an estimate) belong to the
+        // chunks around them; a scan of memtable rows alone is one chunk.
+        let in_memory = if self.mem.is_empty() {
+            0
+        } else {
+            self.mem.scan(scan).count()
+        };
+        if in_current > 0 || (chunks.is_empty() && in_memory > 0) {
+            current.rows = Some(in_current + in_memory);
             current.until = scan.until.cloned();
             chunks.push(current);
         } else if let Some(last) = chunks.last_mut() {
             last.until = scan.until.cloned();
+            last.rows = last.rows.map(|r| r + in_memory);
         }
         // A block that failed to load ends the walk; report it rather than short chunks.
         self.take_error()?;

@@ -504,3 +504,251 @@ fn metrics_report_the_log_the_data_file_and_refusals() {
     assert_eq!(value("writes_refused"), SampleValue::Gauge(0.0));
     store.close().unwrap();
 }
+
+// ---------------------------------------------------------------------------------------
+// The memtable in front of redb: reads merge it with the blocks exactly, whatever was
+// flushed when.
+
+mod memtable {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+    use tableq_exec::{EntitySource, Tuning};
+    use tableq_model::order::OrdinalString;
+    use tableq_model::{EntityView, ValueRef};
+    use tableq_parser::{FilterOptions, parse_filter};
+
+    /// One step: an upsert or a delete of (partition, row), a flush of the memtables into
+    /// redb, or a reopen (a checkpoint: everything in blocks).
+    #[derive(Debug, Clone)]
+    enum Step {
+        Put(u8, u8, i32),
+        Delete(u8, u8),
+        Batch(Vec<(u8, u8, Option<i32>)>),
+        Flush,
+        Reopen,
+    }
+
+    fn arb_step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            8 => (0u8..4, 0u8..24, -9i32..9).prop_map(|(p, r, v)| Step::Put(p, r, v)),
+            3 => (0u8..4, 0u8..24).prop_map(|(p, r)| Step::Delete(p, r)),
+            2 => proptest::collection::vec(
+                (0u8..4, 0u8..24, proptest::option::weighted(0.7, -9i32..9)),
+                1..12
+            )
+            .prop_map(Step::Batch),
+            2 => Just(Step::Flush),
+            1 => Just(Step::Reopen),
+        ]
+    }
+
+    // Keys around the UTF-16 / UTF-8 order difference, as the block layout must handle.
+    const PKS: [&str; 4] = ["a", "b\u{E000}", "b\u{10000}", "c"];
+
+    fn rk(r: u8) -> String {
+        if r.is_multiple_of(5) {
+            format!("\u{FFFD}{r:02}")
+        } else {
+            format!("r{r:02}")
+        }
+    }
+
+    type Model = BTreeMap<(OrdinalString, OrdinalString), i32>;
+
+    fn op(p: u8, r: u8, v: Option<i32>, model: &Model) -> Option<WriteOp> {
+        let (pk, rk) = (PKS[p as usize], rk(r));
+        match v {
+            Some(v) => {
+                let mut e = Entity::new(pk, &rk);
+                e.set("V", Value::Int32(v));
+                Some(WriteOp::InsertOrReplace { entity: e })
+            }
+            None => model
+                .contains_key(&(OrdinalString(pk.into()), OrdinalString(rk.clone())))
+                .then(|| WriteOp::Delete {
+                    partition_key: pk.into(),
+                    row_key: rk,
+                    if_match: crate::op::IfMatch::Any,
+                }),
+        }
+    }
+
+    fn apply(model: &mut Model, p: u8, r: u8, v: Option<i32>) {
+        let key = (OrdinalString(PKS[p as usize].into()), OrdinalString(rk(r)));
+        match v {
+            Some(v) => model.insert(key, v),
+            None => model.remove(&key),
+        };
+    }
+
+    const FILTERS: &[&str] = &[
+        "",
+        "PartitionKey eq 'b\u{E000}'",
+        "PartitionKey ge 'b' and PartitionKey lt 'c'",
+        "RowKey ge 'r05' and RowKey lt 'r13'",
+        "PartitionKey eq 'a' and RowKey gt 'r07'",
+        "RowKey ge '\u{FFFD}'",
+        "V lt 0",
+        "PartitionKey eq 'c' and RowKey eq 'r03'",
+    ];
+
+    /// What every read path returns for the table, checked against the model.
+    fn check(store: &DurableBackend, model: &Model) -> Result<(), TestCaseError> {
+        let snapshot = store
+            .snapshot("t1x")
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        // Point reads, present and absent keys.
+        for p in 0..4u8 {
+            for r in 0..24u8 {
+                let key = (OrdinalString(PKS[p as usize].into()), OrdinalString(rk(r)));
+                let want = model.get(&key).copied();
+                let got = snapshot.get(PKS[p as usize], &rk(r)).unwrap().map(|row| {
+                    match row.custom("V") {
+                        Some(ValueRef::Int32(v)) => v,
+                        _ => i32::MIN,
+                    }
+                });
+                prop_assert_eq!(got, want, "get {:?}", key);
+            }
+        }
+        let tiny = Tuning {
+            initial_chunk_rows: 2,
+            max_chunk_rows: 4,
+            small_wave_rows: 0,
+        };
+        for filter in FILTERS {
+            let parsed = parse_filter(filter, &FilterOptions::default()).unwrap();
+            let plan = tableq_planner::plan(&parsed, None, None);
+            let want: Vec<(String, String, i32)> = model
+                .iter()
+                .map(|((p, r), v)| {
+                    let mut e = Entity::new(&p.0, &r.0);
+                    e.set("V", Value::Int32(*v));
+                    e
+                })
+                .filter(|e| tableq_planner::naive::matches(&parsed, e))
+                .map(|e| {
+                    let v = match e.custom("V") {
+                        Some(Value::Int32(v)) => *v,
+                        _ => 0,
+                    };
+                    (e.partition_key().to_owned(), e.row_key().to_owned(), v)
+                })
+                .collect();
+            for tuning in [Tuning::default(), tiny] {
+                let (rows, _) = Executor::new(&snapshot)
+                    .with_tuning(tuning)
+                    .execute_all(&plan, &PageOptions::default())
+                    .map_err(|e| TestCaseError::fail(e.to_string()))?;
+                let got: Vec<(String, String, i32)> = rows
+                    .iter()
+                    .map(|r| {
+                        let e = &r.entity;
+                        let v = match e.custom("V") {
+                            Some(Value::Int32(v)) => *v,
+                            _ => i32::MIN,
+                        };
+                        (e.partition_key().to_owned(), e.row_key().to_owned(), v)
+                    })
+                    .collect();
+                prop_assert_eq!(&got, &want, "filter {:?}", filter);
+            }
+        }
+        // Paging one row at a time resumes exactly.
+        let plan = tableq_planner::plan(
+            &parse_filter("", &FilterOptions::default()).unwrap(),
+            None,
+            None,
+        );
+        let mut next = None;
+        let mut paged = Vec::new();
+        loop {
+            let page = store
+                .query(
+                    "t1x",
+                    &plan,
+                    next.as_ref(),
+                    &PageOptions::default().with_page_size(3),
+                    &mut |r| {
+                        paged.push((
+                            r.row().partition_key().to_owned(),
+                            r.row().row_key().to_owned(),
+                        ))
+                    },
+                )
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            match page.continuation {
+                Some(k) => next = Some(k),
+                None => break,
+            }
+        }
+        let want: Vec<(String, String)> = model
+            .keys()
+            .map(|(p, r)| (p.0.clone(), r.0.clone()))
+            .collect();
+        prop_assert_eq!(paged, want, "paging");
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn reads_merge_the_memtable_and_the_blocks_exactly(
+            steps in proptest::collection::vec(arb_step(), 1..40),
+            rows in 2usize..6,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let options = keep_log(FsyncPolicy::default())
+                .with_block_limits(rows, 1 << 20)
+                .with_memtable_bytes(usize::MAX);
+            let mut store = DurableBackend::open_with(dir.path(), options.clone()).unwrap();
+            store.create_table("t1x").unwrap();
+            let mut model = Model::new();
+            for (i, step) in steps.iter().enumerate() {
+                match step {
+                    Step::Put(p, r, v) => {
+                        let op = op(*p, *r, Some(*v), &model).unwrap();
+                        store.write("t1x", op).unwrap();
+                        apply(&mut model, *p, *r, Some(*v));
+                    }
+                    Step::Delete(p, r) => {
+                        if let Some(op) = op(*p, *r, None, &model) {
+                            store.write("t1x", op).unwrap();
+                            apply(&mut model, *p, *r, None);
+                        }
+                    }
+                    Step::Batch(changes) => {
+                        let mut seen = std::collections::HashSet::new();
+                        let mut ops = Vec::new();
+                        let mut next = model.clone();
+                        for (p, r, v) in changes {
+                            if !seen.insert((*p, *r)) {
+                                continue;
+                            }
+                            if let Some(op) = op(*p, *r, *v, &next) {
+                                ops.push(op);
+                                apply(&mut next, *p, *r, *v);
+                            }
+                        }
+                        if !ops.is_empty() {
+                            store.write_batch("t1x", ops).unwrap();
+                            model = next;
+                        }
+                    }
+                    Step::Flush => store.gate.with_writer(|w| w.flush()).unwrap(),
+                    Step::Reopen => {
+                        store.close().unwrap();
+                        store = DurableBackend::open_with(dir.path(), options.clone()).unwrap();
+                    }
+                }
+                if i % 4 == 3 || i + 1 == steps.len() {
+                    check(&store, &model)?;
+                }
+            }
+            store.close().unwrap();
+            let store = DurableBackend::open_with(dir.path(), options).unwrap();
+            check(&store, &model)?;
+        }
+    }
+}

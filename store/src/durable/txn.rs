@@ -1,30 +1,36 @@
-//! One write transaction of the writer thread, and the operations applied through it —
-//! the same functions for a live write (`writer.rs`) and for the replay of a log record
-//! (`replay.rs`), so a replayed state is the state that was acknowledged.
+//! The writer's changes and how they become visible: the memtable path of live entity
+//! writes, and redb transactions — table creation and deletion, settings, flushes and
+//! checkpoints (`writer.rs`), and the replay of log records (`replay.rs`) — through the
+//! same functions, so a replayed state is the state that was acknowledged.
 //!
 //! * [`Tables`] — the redb tables a transaction writes;
+//! * [`MemReader`] — the current state of a table as `resolve` reads it: its memtable
+//!   (with the changes of the group being committed), then redb's rows;
+//! * [`Writer::apply_to_memtable`] — one write's resolved changes, encoded into the table's
+//!   memtable (the property names they add are numbered on the way);
 //! * [`Writer::add_table`], [`Writer::drop_table`], [`Writer::apply_write`] — a table
-//!   created, a table deleted, one write's resolved changes applied to the blocks
-//!   (`edit.rs`), with the property names they add;
+//!   created, a table deleted (with its memtable), one write's changes applied to redb's
+//!   blocks (`edit.rs`; the replay's path);
 //! * [`Writer::in_transaction`] — begins a transaction, runs the operations, and commits:
-//!   the property names the transaction added are published to readers *before* the
-//!   commit (a reader must know a name before it can see a row that uses it), catalog
-//!   changes are published *with* it (under the catalog's write lock, so a reader's
-//!   catalog and snapshot agree); if anything fails, nothing is stored and the in-memory
-//!   changes are undone ([`GroupState`]).
+//!   the property names the transaction added are stored with it and published to readers
+//!   *before* the commit (a reader must know a name before it can see a row that uses it);
+//!   catalog changes and emptied memtables are published *with* it (under the catalog's
+//!   write lock, so a reader's catalog, memtable and snapshot always agree); if anything
+//!   fails, nothing is stored and the in-memory changes are undone ([`GroupState`]).
 
 use super::TableEntry;
-use super::block::BlockView;
+use super::block::{BlockView, RowRef, encode_row};
 use super::edit::{self, RowsTable};
 use super::keys::{table_end, table_prefix};
 use super::locate::{floor_block, search_keys};
-use super::open::{decode_table, encode_table};
+use super::mem::MemTable;
+use super::open::encode_table;
 use super::schema::{META, META_CLOCK, META_NEXT_TABLE, NAMES, ROWS, TABLES};
 use super::writer::Writer;
 use crate::codec::Names;
 use crate::error::StoreError;
 use crate::resolve::{Change, StateReader};
-use redb::{Durability, ReadableTable, Table, WriteTransaction};
+use redb::{Durability, ReadOnlyTable, ReadableDatabase, ReadableTable, Table, WriteTransaction};
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 use tableq_model::{DateTime, Entity};
@@ -32,6 +38,9 @@ use tableq_model::{DateTime, Entity};
 pub(crate) fn storage(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> StoreError {
     StoreError::storage(e)
 }
+
+/// redb's rows as of its last commit, read-only (what the writer reads below memtables).
+pub(crate) type StoredRows = ReadOnlyTable<&'static [u8], &'static [u8]>;
 
 /// The redb tables a transaction writes.
 pub(crate) struct Tables<'txn> {
@@ -53,39 +62,50 @@ impl<'txn> Tables<'txn> {
             rows: txn.open_table(ROWS).map_err(storage)?,
         })
     }
-
-    /// The table with catalog key `key`: (id, name as created).
-    pub(crate) fn lookup(&self, key: &str) -> Result<Option<(u64, String)>, StoreError> {
-        match self.tables.get(key).map_err(storage)? {
-            Some(v) => decode_table(v.value())
-                .map(Some)
-                .ok_or_else(|| storage("corrupt table record")),
-            None => Ok(None),
-        }
-    }
 }
 
-/// Reads a table's current state inside the write transaction, for `resolve`.
-pub(crate) struct TxnReader<'a, 'txn> {
-    pub(crate) rows: &'a RowsTable<'txn>,
+/// The stored entity with these keys in a rows table (a write transaction's or a read
+/// snapshot's), as an owned value.
+fn stored_entity(
+    rows: &impl ReadableTable<&'static [u8], &'static [u8]>,
+    table: u64,
+    names: &Names,
+    pk: &str,
+    rk: &str,
+) -> Result<Option<Entity>, StoreError> {
+    let (key, partition) = search_keys(table, pk, rk);
+    let found = floor_block(rows.range::<&[u8]>(..=key.as_slice()), &partition).map_err(storage)?;
+    let Some((_, bytes)) = found else {
+        return Ok(None);
+    };
+    let view = BlockView::parse(bytes.value()).map_err(storage)?;
+    let Some(i) = view.find(rk) else {
+        return Ok(None);
+    };
+    let entity = view.row(i).to_entity(pk, names).map_err(storage)?;
+    Ok(Some(entity))
+}
+
+/// A table's current state as the writer sees it: its memtable first, then redb.
+pub(crate) struct MemReader<'a> {
+    pub(crate) mem: Option<&'a MemTable>,
+    pub(crate) rows: &'a StoredRows,
     pub(crate) table: u64,
     pub(crate) names: &'a Names,
 }
 
-impl StateReader for TxnReader<'_, '_> {
+impl StateReader for MemReader<'_> {
     fn current(&mut self, pk: &str, rk: &str) -> Result<Option<Entity>, StoreError> {
-        let (key, partition) = search_keys(self.table, pk, rk);
-        let found = floor_block(self.rows.range::<&[u8]>(..=key.as_slice()), &partition)
-            .map_err(storage)?;
-        let Some((_, bytes)) = found else {
-            return Ok(None);
-        };
-        let view = BlockView::parse(bytes.value()).map_err(storage)?;
-        let Some(i) = view.find(rk) else {
-            return Ok(None);
-        };
-        let entity = view.row(i).to_entity(pk, self.names).map_err(storage)?;
-        Ok(Some(entity))
+        if let Some((pk, entry)) = self.mem.and_then(|m| m.get(pk, rk)) {
+            return match &entry.row {
+                Some(bytes) => RowRef(bytes)
+                    .to_entity(pk, self.names)
+                    .map(Some)
+                    .map_err(storage),
+                None => Ok(None),
+            };
+        }
+        stored_entity(self.rows, self.table, self.names, pk, rk)
     }
 }
 
@@ -95,21 +115,41 @@ enum CatalogChange {
     Deleted { key: String },
 }
 
-/// What a transaction changed in memory, to publish after the commit or undo after a
-/// failure.
+/// The memtable side of the writer before a group changed it (to undo).
+struct MemBefore {
+    tables: HashMap<u64, Option<MemTable>>,
+    bytes: usize,
+    max_timestamp: Option<DateTime>,
+}
+
+/// What a group or transaction changed in memory, to publish after the commit or undo
+/// after a failure.
 #[derive(Default)]
 pub(crate) struct GroupState {
-    /// Table id → (table key, number of names before the transaction), for tables that
-    /// existed.
+    /// Table id → (table key, number of names before), for tables that existed.
     names_before: HashMap<u64, (String, usize)>,
-    /// Tables created by the transaction.
-    created: Vec<u64>,
-    /// Tables the transaction deleted: id, key and name list.
-    deleted: Vec<(u64, String, Names)>,
+    /// Tables created: id and catalog key.
+    created: Vec<(u64, String)>,
+    /// Tables deleted: id, key, name as created, name list.
+    deleted: Vec<(u64, String, String, Names)>,
     /// Name lists published to readers before the commit, with what they replaced.
     published: Vec<(Arc<TableEntry>, Arc<Names>)>,
     catalog: Vec<CatalogChange>,
-    max_timestamp: Option<DateTime>,
+    /// The largest Timestamp the transaction stores (the clock's floor on the next open).
+    pub(crate) max_timestamp: Option<DateTime>,
+    /// Memtables changed by the group (their versions before it).
+    mem_before: Option<MemBefore>,
+    /// The transaction folds the memtables into redb: readers get empty ones with it.
+    pub(crate) flushes: bool,
+}
+
+impl GroupState {
+    /// The table ids whose memtable the group changed.
+    pub(crate) fn changed_memtables(&self) -> impl Iterator<Item = u64> + '_ {
+        self.mem_before
+            .iter()
+            .flat_map(|m| m.tables.keys().copied())
+    }
 }
 
 impl Writer {
@@ -156,20 +196,29 @@ impl Writer {
                     t.meta.insert(META_CLOCK, ticks).map_err(storage)?;
                 }
             }
+            self.store_names(&mut t)?;
             out
         };
         self.publish_names(state);
-        if state.catalog.is_empty() {
+        // The writer's view of redb is taken again after the commit.
+        self.stored_rows = None;
+        if state.catalog.is_empty() && !state.flushes {
             txn.commit().map_err(storage)?;
         } else {
-            // Readers begin their snapshot under the read lock: none sees the new catalog
-            // with an old snapshot or the reverse.
+            // Readers begin their snapshot (and take their memtable) under the read lock:
+            // none sees the new catalog or data file with an old memtable or the reverse.
             let mut catalog = self
                 .shared
                 .catalog
                 .write()
                 .unwrap_or_else(PoisonError::into_inner);
             txn.commit().map_err(storage)?;
+            if state.flushes {
+                for entry in catalog.values() {
+                    *entry.mem.write().unwrap_or_else(PoisonError::into_inner) =
+                        MemTable::default();
+                }
+            }
             for change in std::mem::take(&mut state.catalog) {
                 match change {
                     CatalogChange::Created { key, id, name } => {
@@ -180,6 +229,7 @@ impl Writer {
                                 id,
                                 name,
                                 names: RwLock::new(Arc::new(names)),
+                                mem: RwLock::new(MemTable::default()),
                             }),
                         );
                     }
@@ -189,7 +239,44 @@ impl Writer {
                 }
             }
         }
+        self.names_stored = self.names.iter().map(|(id, n)| (*id, n.len())).collect();
         Ok(out)
+    }
+
+    /// Stores the property names no commit has stored yet (those that memtable rows or
+    /// this transaction's rows use).
+    fn store_names(&self, t: &mut Tables<'_>) -> Result<(), StoreError> {
+        for (id, names) in &self.names {
+            let stored = self.names_stored.get(id).copied().unwrap_or(0);
+            for number in stored..names.len() {
+                let number = u32::try_from(number).map_err(storage)?;
+                t.names
+                    .insert((*id, number), names.name(number))
+                    .map_err(storage)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// redb's rows as of its last commit (a read snapshot the writer keeps until its next
+    /// commit).
+    pub(crate) fn stored_rows(&mut self) -> Result<&StoredRows, StoreError> {
+        if self.stored_rows.is_none() {
+            let db = self
+                .shared
+                .db
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            let txn = db
+                .as_ref()
+                .ok_or(StoreError::Closed)?
+                .begin_read()
+                .map_err(storage)?;
+            self.stored_rows = Some(txn.open_table(ROWS).map_err(storage)?);
+        }
+        self.stored_rows
+            .as_ref()
+            .ok_or_else(|| storage("the writer's read snapshot is missing"))
     }
 
     /// Creates table `id` with catalog key `key` and `name` (the next id to assign stays
@@ -218,7 +305,8 @@ impl Writer {
             .map_err(storage)?;
         self.names.insert(id, Names::default());
         self.table_keys.insert(id, key.clone());
-        state.created.push(id);
+        self.tables.insert(key.clone(), (id, name.to_owned()));
+        state.created.push((id, key.clone()));
         state.catalog.push(CatalogChange::Created {
             key,
             id,
@@ -227,8 +315,8 @@ impl Writer {
         Ok(())
     }
 
-    /// Deletes table `id` (catalog key `key`) with its rows, names and stored access
-    /// policies.
+    /// Deletes table `id` (catalog key `key`) with its rows, memtable, names and stored
+    /// access policies.
     pub(crate) fn drop_table(
         &mut self,
         t: &mut Tables<'_>,
@@ -245,16 +333,21 @@ impl Writer {
             .retain_in((id, 0)..=(id, u32::MAX), |_, _| false)
             .map_err(storage)?;
         super::settings::put_acl(t.txn, id, None)?;
+        self.remember_memtable(state, id);
+        if let Some(mem) = self.mem.remove(&id) {
+            self.mem_bytes -= mem.bytes();
+        }
+        let name = self.tables.remove(&key).map(|(_, n)| n).unwrap_or_default();
         if let Some(names) = self.names.remove(&id) {
             self.table_keys.remove(&id);
-            state.deleted.push((id, key.clone(), names));
+            state.deleted.push((id, key.clone(), name, names));
         }
         state.catalog.push(CatalogChange::Deleted { key });
         Ok(())
     }
 
     /// Applies one write's `changes` (distinct keys) with Timestamp `timestamp` to table
-    /// `id`, storing the property names it adds.
+    /// `id`'s blocks in redb (the replay's path: live writes go to the memtable).
     pub(crate) fn apply_write(
         &mut self,
         t: &mut Tables<'_>,
@@ -263,29 +356,87 @@ impl Writer {
         changes: Vec<Change>,
         timestamp: DateTime,
     ) -> Result<(), StoreError> {
-        let key =
-            self.table_keys.get(&id).cloned().ok_or_else(|| {
-                storage(format!("a write names table {id}, which does not exist"))
-            })?;
+        if !self.table_keys.contains_key(&id) {
+            return Err(storage(format!(
+                "a write names table {id}, which does not exist"
+            )));
+        }
+        self.remember_names(state, id);
         let names = self.names.entry(id).or_default();
-        if !state.created.contains(&id) {
-            state
-                .names_before
-                .entry(id)
-                .or_insert_with(|| (key, names.len()));
-        }
-        let added = edit::apply(&mut t.rows, id, names, self.shared.limits, changes)?;
-        for number in added {
-            t.names
-                .insert((id, number), names.name(number))
-                .map_err(storage)?;
-        }
+        edit::apply(&mut t.rows, id, names, self.shared.limits, changes)?;
         state.max_timestamp = state.max_timestamp.max(Some(timestamp));
         Ok(())
     }
 
-    /// Gives readers the longer name lists of existing tables (before the commit).
-    fn publish_names(&self, state: &mut GroupState) {
+    /// Applies one write's resolved `changes` (distinct keys) with Timestamp `timestamp`
+    /// to table `id`'s memtable: each row encoded as in a block (new property names are
+    /// numbered), or a removal.
+    pub(crate) fn apply_to_memtable(
+        &mut self,
+        state: &mut GroupState,
+        id: u64,
+        changes: &[Change],
+        timestamp: DateTime,
+    ) -> Result<(), StoreError> {
+        self.remember_names(state, id);
+        self.remember_memtable(state, id);
+        let names = self.names.entry(id).or_default();
+        let mem = self.mem.entry(id).or_default();
+        let before = mem.bytes();
+        for change in changes {
+            match change {
+                Change::Put(entity) => {
+                    let row = encode_row(entity, &mut |name| match names.id(name) {
+                        Some(id) => Ok(id),
+                        None => names
+                            .push(name)
+                            .ok_or(super::block::EncodeError::TooManyNames),
+                    })
+                    .map_err(storage)?;
+                    mem.put(
+                        entity.partition_key(),
+                        entity.row_key(),
+                        Some(Arc::from(row)),
+                    );
+                }
+                Change::Delete {
+                    partition_key,
+                    row_key,
+                } => mem.put(partition_key, row_key, None),
+            }
+        }
+        self.mem_bytes = self.mem_bytes - before + mem.bytes();
+        self.mem_max_timestamp = self.mem_max_timestamp.max(Some(timestamp));
+        Ok(())
+    }
+
+    /// Notes table `id`'s name count before the group changes it.
+    fn remember_names(&mut self, state: &mut GroupState, id: u64) {
+        if state.created.iter().any(|(c, _)| *c == id) || state.names_before.contains_key(&id) {
+            return;
+        }
+        if let Some(key) = self.table_keys.get(&id) {
+            let count = self.names.get(&id).map_or(0, Names::len);
+            state.names_before.insert(id, (key.clone(), count));
+        }
+    }
+
+    /// Keeps table `id`'s memtable as it was before the group changes it.
+    fn remember_memtable(&mut self, state: &mut GroupState, id: u64) {
+        let before = state.mem_before.get_or_insert_with(|| MemBefore {
+            tables: HashMap::new(),
+            bytes: self.mem_bytes,
+            max_timestamp: self.mem_max_timestamp,
+        });
+        before
+            .tables
+            .entry(id)
+            .or_insert_with(|| self.mem.get(&id).cloned());
+    }
+
+    /// Gives readers the longer name lists of existing tables (before the commit or the
+    /// memtable versions that use them).
+    pub(crate) fn publish_names(&self, state: &mut GroupState) {
         let catalog = self
             .shared
             .catalog
@@ -306,18 +457,51 @@ impl Writer {
         }
     }
 
-    /// Undoes the in-memory effects of a transaction that was not committed.
-    fn undo(&mut self, state: GroupState) {
+    /// Gives readers the memtable versions the group made (after its log records are
+    /// written: a reader never sees a write before it is acknowledgeable).
+    pub(crate) fn publish_memtables(&self, state: &GroupState) {
+        let catalog = self
+            .shared
+            .catalog
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        for id in state.changed_memtables() {
+            let Some(mem) = self.mem.get(&id) else {
+                continue;
+            };
+            let Some(key) = self.table_keys.get(&id) else {
+                continue;
+            };
+            if let Some(entry) = catalog.get(key).filter(|e| e.id == id) {
+                *entry.mem.write().unwrap_or_else(PoisonError::into_inner) = mem.clone();
+            }
+        }
+    }
+
+    /// Undoes the in-memory effects of a group or transaction that was not committed.
+    pub(crate) fn undo(&mut self, state: GroupState) {
         for (entry, previous) in state.published {
             *entry.names.write().unwrap_or_else(PoisonError::into_inner) = previous;
         }
-        for (id, key, names) in state.deleted {
-            self.names.insert(id, names);
-            self.table_keys.insert(id, key);
+        if let Some(before) = state.mem_before {
+            for (id, mem) in before.tables {
+                match mem {
+                    Some(mem) => self.mem.insert(id, mem),
+                    None => self.mem.remove(&id),
+                };
+            }
+            self.mem_bytes = before.bytes;
+            self.mem_max_timestamp = before.max_timestamp;
         }
-        for id in state.created {
+        for (id, key, name, names) in state.deleted {
+            self.names.insert(id, names);
+            self.table_keys.insert(id, key.clone());
+            self.tables.insert(key, (id, name));
+        }
+        for (id, key) in state.created {
             self.names.remove(&id);
             self.table_keys.remove(&id);
+            self.tables.remove(&key);
         }
         for (id, (_, before)) in state.names_before {
             if let Some(names) = self.names.get_mut(&id) {

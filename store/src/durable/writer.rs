@@ -1,43 +1,49 @@
-//! The writer thread: group commit through the write-ahead log, checkpoints, and the
-//! refusal of writes while the disk cannot take them.
+//! The writer: group commit through the write-ahead log into the memtables, flushes and
+//! checkpoints into redb, and the refusal of writes while the disk cannot take them.
 //!
-//! Every change — entity writes, table creation and deletion — is a [`Request`] queued for
-//! one thread, which owns redb's single write transaction at a time:
+//! Every change — entity writes, table creation and deletion, settings — is a [`Request`]
+//! queued at the gate (`gate.rs`); whoever holds the writer takes the queued requests as a
+//! group and [`Writer::commit`]s them:
 //!
-//! 1. take the first request, then every request queued behind it (up to 256): a group;
-//! 2. begin one write transaction and handle the group's requests in order, each against
-//!    the transaction's current state (so a request sees the ones before it): an entity
-//!    write is resolved first ([`crate::resolve()`]: validation, existence, `If-Match`,
-//!    merge, Timestamp) and applied only if it succeeds, so a failing request leaves no
-//!    trace; each request that changed something gets one log record (`wal/record.rs`);
-//! 3. append the group's records to the log with one `write(2)` — and `fsync` it under
-//!    [`FsyncPolicy::Always`](super::FsyncPolicy::Always) — then commit the transaction without waiting for the disk
-//!    (`Durability::None`: readers see it at once);
-//! 4. only then reply to every request of the group — with its result if both succeeded,
-//!    with an error (and nothing stored, the records taken back) if either failed.
+//! 1. **entity writes** (runs of consecutive ones) are resolved in order, each against the
+//!    current state — its table's memtable with the group's earlier writes, then redb
+//!    ([`crate::resolve()`]: validation, existence, `If-Match`, merge, Timestamp) — and
+//!    applied to the memtable only if they succeed, so a failing request leaves no trace;
+//!    each write that changed something gets one log record (`wal/record.rs`);
+//! 2. the run's records are appended to the log with one `write(2)` — and `fsync`ed under
+//!    [`FsyncPolicy::Always`](super::FsyncPolicy::Always);
+//! 3. only then are the new memtable versions published to readers and every request of
+//!    the run answered — with its result if the log took the records, with an error (and
+//!    nothing changed) if it did not;
+//! 4. **table creation and deletion and settings** are committed one at a time in a redb
+//!    transaction (`Durability::None`), after their record is in the log.
 //!
-//! Callers that arrive while a group is being written queue up and share the next one, so
-//! concurrent writers pay one `write(2)` (and under `always` one `fsync`) per group.
+//! A write thus costs no redb transaction at all: a **flush** folds the memtables into
+//! redb's blocks in one non-durable transaction when they hold
+//! [`DurableOptions::memtable_bytes`](super::DurableOptions::memtable_bytes), and at every
+//! tick of the background thread; a **checkpoint** (a durable redb commit recording the last
+//! record number, then the log emptied) is a flush whose commit is durable, made when the
+//! log passes its size bound, when its interval has passed, and on close. Flushes and
+//! checkpoints run on the background thread, never on a caller's.
 //!
-//! **Checkpoints** (a durable redb commit recording the last record number, then the log
-//! emptied) run between groups when the log passes its size bound, when the background
-//! timer finds one due, and on close. **Refusal**: when the log cannot be written (a full
-//! disk), when a background `fsync` failed, or when redb failed an I/O and must be reopened,
-//! writes are answered at once with [`StoreError::WritesRefused`] (503) naming the cause,
-//! reads go on, and [`Backend::ready`](crate::Backend::ready) reports the cause. Every
-//! timer tick, and every refused write at most every 200 ms, probes the disk (the log
-//! grows by 1 MiB and is cut back: `Wal::probe`); once it takes writes again, redb is reopened
-//! if needed (the log replayed into it, so nothing acknowledged is lost) and writes resume
-//! by themselves.
+//! **Refusal**: when the log cannot be written (a full disk), when a background `fsync`
+//! failed, or when redb failed an I/O and must be reopened, writes are answered at once
+//! with [`StoreError::WritesRefused`] (503) naming the cause, reads go on, and
+//! [`Backend::ready`](crate::Backend::ready) reports the cause. Every timer tick, and every
+//! refused write at most every 200 ms, probes the disk (the log grows by 1 MiB and is cut
+//! back: `Wal::probe`); once it takes writes again, redb is reopened if needed (the log
+//! replayed into it, so nothing acknowledged is lost) and writes resume by themselves.
 //!
 //! ```text
-//! callers ──▶ queue ──▶ [writer] begin ─ resolve+apply A ─ resolve B (fails) ─ resolve+apply C ─ log A,C ─ commit ──▶ replies A ✓ B ✗ C ✓
+//! group [A B C] ─ resolve A → memtable ─ resolve B (fails) ─ resolve C → memtable ─ log A,C ─ publish ──▶ A ✓ B ✗ C ✓
+//! flush        ─ memtables → redb blocks (one transaction) ─ commit + empty memtables (one step for readers)
 //! ```
 
 use super::Shared;
+use super::mem::MemTable;
 use super::open::{self, FORMAT_VERSION};
 use super::schema::{META_FORMAT, META_NEXT_TABLE, META_WAL_LSN};
-use super::txn::{GroupState, Tables, TxnReader, storage};
+use super::txn::{GroupState, MemReader, StoredRows, Tables, storage};
 use super::wal::{self, Wal};
 use crate::backend::TableInfo;
 use crate::codec::Names;
@@ -47,66 +53,80 @@ use crate::resolve::resolve;
 use redb::{Durability, ReadableTable};
 use std::collections::HashMap;
 use std::io;
-use std::sync::mpsc::{Receiver, SyncSender};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
-use tableq_model::validate;
+use tableq_model::{DateTime, validate};
 
-/// Most requests committed together.
-const MAX_GROUP: usize = 256;
-/// How often a failed checkpoint is tried again (at most).
+/// How often a failed checkpoint or flush is tried again (at most).
 const CHECKPOINT_RETRY: Duration = Duration::from_secs(1);
 /// How often the disk is probed while writes are refused (at most).
 const PROBE_EVERY: Duration = Duration::from_millis(200);
 
-/// A change for the writer thread, with the channel its answer goes to.
+/// Where a request's answer goes.
+pub(crate) type Reply<T> = oneshot::Sender<T>;
+
+/// A change for the writer, with the channel its answer goes to.
 pub(crate) enum Request {
     /// `Backend::write_batch`.
     Write {
         table: String,
         ops: Vec<WriteOp>,
-        reply: SyncSender<Result<Vec<Written>, BatchError>>,
+        reply: Reply<Result<Vec<Written>, BatchError>>,
     },
     /// `Backend::create_table` (the name is already validated).
     CreateTable {
         name: String,
-        reply: SyncSender<Result<TableInfo, StoreError>>,
+        reply: Reply<Result<TableInfo, StoreError>>,
     },
     /// `Backend::delete_table`.
     DeleteTable {
         name: String,
-        reply: SyncSender<Result<(), StoreError>>,
+        reply: Reply<Result<(), StoreError>>,
     },
     /// `Backend::set_service_properties` (validated, in the stored form).
     SetServiceProperties {
         stored: String,
-        reply: SyncSender<Result<(), StoreError>>,
+        reply: Reply<Result<(), StoreError>>,
     },
     /// `Backend::set_table_acl` (validated, in the stored form; `None` = no policies).
     SetTableAcl {
         name: String,
         stored: Option<String>,
-        reply: SyncSender<Result<(), StoreError>>,
+        reply: Reply<Result<(), StoreError>>,
     },
-    /// The background timer: checkpoint if one is due, probe the disk if writes are
-    /// refused.
-    Tick,
 }
 
-/// A request's answer, held until the commit.
-enum Answer {
-    Write(Result<Vec<Written>, BatchError>),
-    CreateTable(Result<TableInfo, StoreError>),
-    DeleteTable(Result<(), StoreError>),
-    /// A settings change (service properties or a table's policies).
-    Setting(Result<(), StoreError>),
+impl Request {
+    /// Answers the request with `error` (nothing was done).
+    pub(crate) fn refuse(self, error: StoreError) {
+        // A caller that gave up waiting is not an error of the write.
+        match self {
+            Request::Write { reply, .. } => {
+                let _ = reply.send(Err(error.into()));
+            }
+            Request::CreateTable { reply, .. } => {
+                let _ = reply.send(Err(error));
+            }
+            Request::DeleteTable { reply, .. }
+            | Request::SetServiceProperties { reply, .. }
+            | Request::SetTableAcl { reply, .. } => {
+                let _ = reply.send(Err(error));
+            }
+        }
+    }
+
+    fn is_write(&self) -> bool {
+        matches!(self, Request::Write { .. })
+    }
 }
 
-/// When the writer checkpoints.
+/// When the writer checkpoints and flushes.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CheckpointLimits {
     pub(crate) log_bytes: u64,
     pub(crate) interval: Duration,
+    /// Flush when the memtables hold this many bytes.
+    pub(crate) memtable_bytes: usize,
 }
 
 /// Why writes are refused, and what ends the refusal.
@@ -118,13 +138,25 @@ pub(crate) struct Refusal {
     pub(crate) reopen: bool,
 }
 
-/// The writer thread's state.
+/// The writer's state (held by one thread at a time: `gate.rs`).
 pub(crate) struct Writer {
     pub(crate) shared: Arc<Shared>,
     /// Table id → property names: the authoritative lists (readers get copies).
     pub(crate) names: HashMap<u64, Names>,
+    /// Table id → how many of its names redb holds (a commit stores the rest).
+    pub(crate) names_stored: HashMap<u64, usize>,
     /// Table id → catalog key.
     pub(crate) table_keys: HashMap<u64, String>,
+    /// Catalog key → (table id, name as created): the tables as the writer sees them.
+    pub(crate) tables: HashMap<String, (u64, String)>,
+    /// Table id → its memtable (readers get clones of the versions published).
+    pub(crate) mem: HashMap<u64, MemTable>,
+    /// The memtables' bytes, all tables together.
+    pub(crate) mem_bytes: usize,
+    /// The largest Timestamp in the memtables (the next flush stores it as the clock).
+    pub(crate) mem_max_timestamp: Option<DateTime>,
+    /// redb's rows as of its last commit, for `resolve` (taken again after each commit).
+    pub(crate) stored_rows: Option<StoredRows>,
     pub(crate) wal: Wal,
     checkpoints: CheckpointLimits,
     last_checkpoint: Instant,
@@ -140,53 +172,110 @@ impl Writer {
         wal: Wal,
         checkpoints: CheckpointLimits,
     ) -> Writer {
-        let table_keys = shared
-            .catalog
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|(key, entry)| (entry.id, key.clone()))
-            .collect();
-        Writer {
+        let mut writer = Writer {
             shared,
+            names_stored: names.iter().map(|(id, n)| (*id, n.len())).collect(),
             names,
-            table_keys,
+            table_keys: HashMap::new(),
+            tables: HashMap::new(),
+            mem: HashMap::new(),
+            mem_bytes: 0,
+            mem_max_timestamp: None,
+            stored_rows: None,
             wal,
             checkpoints,
             last_checkpoint: Instant::now(),
             last_checkpoint_failure: None,
             last_probe: None,
+        };
+        writer.load_catalog();
+        writer
+    }
+
+    /// Takes the writer's catalog maps from the published catalog.
+    fn load_catalog(&mut self) {
+        let catalog = self
+            .shared
+            .catalog
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.table_keys = catalog
+            .iter()
+            .map(|(key, entry)| (entry.id, key.clone()))
+            .collect();
+        self.tables = catalog
+            .iter()
+            .map(|(key, entry)| (key.clone(), (entry.id, entry.name.clone())))
+            .collect();
+    }
+
+    /// Commits a group of requests: runs of entity writes through the memtables, other
+    /// requests one by one (see the module docs).
+    pub(crate) fn commit(&mut self, group: Vec<Request>) {
+        let mut run: Vec<Request> = Vec::with_capacity(group.len());
+        for request in group {
+            if request.is_write() {
+                run.push(request);
+                continue;
+            }
+            if !run.is_empty() {
+                self.commit_writes(std::mem::take(&mut run));
+            }
+            self.commit_one(request);
+        }
+        if !run.is_empty() {
+            self.commit_writes(run);
         }
     }
 
-    /// Serves requests until every sender is gone (the backend is closing), then
-    /// checkpoints so that the log is empty after a clean close.
-    pub(crate) fn run(mut self, requests: Receiver<Request>) {
-        while let Ok(first) = requests.recv() {
-            let mut group = Vec::with_capacity(8);
-            let mut tick = false;
-            let mut push = |r: Request, group: &mut Vec<Request>| match r {
-                Request::Tick => tick = true,
-                r => group.push(r),
-            };
-            push(first, &mut group);
-            while group.len() < MAX_GROUP {
-                match requests.try_recv() {
-                    Ok(r) => push(r, &mut group),
-                    Err(_) => break,
-                }
-            }
-            if tick {
-                self.tick();
-            }
-            if !group.is_empty() {
-                self.commit_group(group);
-            }
-            self.checkpoint_if_due(false);
+    /// Whether the background thread has work the caller holding the writer must not do
+    /// (a flush or a checkpoint due by size).
+    pub(crate) fn background_due(&self) -> bool {
+        self.mem_bytes >= self.checkpoints.memtable_bytes
+            || self.wal.record_bytes() >= self.checkpoints.log_bytes
+    }
+
+    /// The background thread's work: end a refusal if the disk allows, checkpoint if one
+    /// is due, flush if the memtables are due (`timer`: whatever they hold).
+    pub(crate) fn background(&mut self, timer: bool) {
+        if let Some(refusal) = self.refusal() {
+            self.recover(&refusal);
         }
-        if self.wal.record_bytes() > 0 && self.refusal().is_none() {
+        if self.refusal().is_some() {
+            return;
+        }
+        let retry_wait = self
+            .last_checkpoint_failure
+            .is_some_and(|at| at.elapsed() < CHECKPOINT_RETRY);
+        if retry_wait {
+            return;
+        }
+        let pending = self.wal.record_bytes();
+        let checkpoint = pending >= self.checkpoints.log_bytes
+            || (timer
+                && pending > 0
+                && self.last_checkpoint.elapsed() >= self.checkpoints.interval);
+        let result = if checkpoint {
+            self.checkpoint()
+        } else if self.mem_bytes > 0 && (timer || self.mem_bytes >= self.checkpoints.memtable_bytes)
+        {
+            self.flush()
+        } else {
+            return;
+        };
+        if let Err(e) = result {
+            self.last_checkpoint_failure = Some(Instant::now());
+            self.failed(e);
+        }
+    }
+
+    /// The last work before the store closes: a checkpoint, so that the log is empty after
+    /// a clean close; then the writer lets go of its read snapshot.
+    pub(crate) fn close(&mut self) {
+        if (self.wal.record_bytes() > 0 || self.mem_bytes > 0) && self.refusal().is_none() {
             let _ = self.checkpoint();
         }
+        self.stored_rows = None;
     }
 
     /// The current refusal, if writes are refused.
@@ -206,7 +295,8 @@ impl Writer {
             .unwrap_or_else(PoisonError::into_inner) = refusal;
     }
 
-    fn commit_group(&mut self, mut group: Vec<Request>) {
+    /// `Err` (answered to the group) when writes are refused and the disk is not back.
+    fn check_refusal(&mut self) -> Result<(), StoreError> {
         // A background fsync that failed: the log may have lost acknowledged records in
         // the page cache; refuse writes until an fsync succeeds again.
         if self.wal.shared().sync_error().is_some() && self.wal.shared().sync().is_err() {
@@ -223,38 +313,90 @@ impl Writer {
         if let Some(refusal) = self.refusal() {
             // Not "blocked for ever": try the disk first (a few µs when it is fine).
             if !self.recover(&refusal) {
-                let error = || StoreError::WritesRefused(refusal.reason.clone());
-                reply_all(group, error);
-                return;
+                return Err(StoreError::WritesRefused(refusal.reason));
             }
         }
-        let result = self.in_transaction(Durability::None, |w, t, state| {
-            let mut records = Vec::new();
-            let mut answers = Vec::with_capacity(group.len());
-            for request in group.iter_mut() {
-                answers.push(w.handle(request, t, state, &mut records)?);
+        Ok(())
+    }
+
+    /// Commits a run of entity writes through the memtables.
+    fn commit_writes(&mut self, mut run: Vec<Request>) {
+        if let Err(e) = self.check_refusal() {
+            let message = e.to_string();
+            for request in run {
+                request.refuse(StoreError::WritesRefused(message.clone()));
             }
-            // The log first: nothing becomes visible before its record is written.
-            let appended = w.wal.append(&records).map_err(|e| w.log_failure(&e))?;
-            Ok((answers, appended))
-        });
-        match result {
-            Ok((answers, _)) => {
-                for (request, answer) in group.into_iter().zip(answers) {
-                    reply(request, answer);
+            return;
+        }
+        let mut state = GroupState::default();
+        let mut records = Vec::new();
+        let mut answers = Vec::with_capacity(run.len());
+        let mut failure = None;
+        for request in run.iter_mut() {
+            let Request::Write { table, ops, .. } = request else {
+                continue;
+            };
+            match self.write(table, std::mem::take(ops), &mut state, &mut records) {
+                Ok(answer) => answers.push(answer),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
                 }
             }
-            Err(e) => {
-                let e = self.failed(e);
-                let message = e.to_string();
-                let refused = matches!(e, StoreError::WritesRefused(_));
-                reply_all(group, || {
-                    if refused {
-                        StoreError::WritesRefused(message.clone())
-                    } else {
-                        StoreError::storage(message.clone())
-                    }
+        }
+        if failure.is_none() {
+            self.publish_names(&mut state);
+            // The log first: nothing becomes visible before its record is written.
+            if let Err(e) = self.wal.append(&records) {
+                failure = Some(self.log_failure(&e));
+            }
+        }
+        if let Some(e) = failure {
+            self.undo(state);
+            let e = self.failed(e);
+            let message = e.to_string();
+            let refused = matches!(e, StoreError::WritesRefused(_));
+            for request in run {
+                request.refuse(if refused {
+                    StoreError::WritesRefused(message.clone())
+                } else {
+                    StoreError::storage(message.clone())
                 });
+            }
+            return;
+        }
+        self.publish_memtables(&state);
+        for (request, answer) in run.into_iter().zip(answers) {
+            if let Request::Write { reply, .. } = request {
+                let _ = reply.send(answer);
+            }
+        }
+    }
+
+    /// Commits a table creation or deletion or a setting in its own redb transaction.
+    fn commit_one(&mut self, mut request: Request) {
+        if let Err(e) = self.check_refusal() {
+            request.refuse(e);
+            return;
+        }
+        let mut appended = None;
+        let result = self.in_transaction(Durability::None, |w, t, state| {
+            let mut records = Vec::new();
+            let answer = w.handle(&mut request, t, state, &mut records)?;
+            // The log first: nothing becomes visible before its record is written.
+            appended = Some(w.wal.append(&records).map_err(|e| w.log_failure(&e))?);
+            Ok(answer)
+        });
+        match result {
+            Ok(answer) => answer.send(request),
+            Err(e) => {
+                // The commit failed after the record was written: take it back, so that
+                // a replay does not apply a change the caller was told failed.
+                if let Some(appended) = appended {
+                    self.wal.take_back(appended);
+                }
+                let e = self.failed(e);
+                request.refuse(e);
             }
         }
     }
@@ -340,46 +482,17 @@ impl Writer {
         true
     }
 
-    /// The timer: end a refusal if the disk allows, checkpoint if one is due.
-    fn tick(&mut self) {
-        if let Some(refusal) = self.refusal() {
-            self.recover(&refusal);
-        }
-        self.checkpoint_if_due(true);
+    /// Folds the memtables into redb in one non-durable transaction and empties them.
+    pub(crate) fn flush(&mut self) -> Result<(), StoreError> {
+        self.fold(Durability::None, None)
     }
 
-    /// Checkpoints when the log passed its size bound, or (`timer`) when the interval has
-    /// passed with records pending.
-    fn checkpoint_if_due(&mut self, timer: bool) {
-        let pending = self.wal.record_bytes();
-        let due = pending >= self.checkpoints.log_bytes
-            || (timer
-                && pending > 0
-                && self.last_checkpoint.elapsed() >= self.checkpoints.interval);
-        let retry_wait = self
-            .last_checkpoint_failure
-            .is_some_and(|at| at.elapsed() < CHECKPOINT_RETRY);
-        if !due || retry_wait || self.refusal().is_some() {
-            return;
-        }
-        if let Err(e) = self.checkpoint() {
-            self.last_checkpoint_failure = Some(Instant::now());
-            self.failed(e);
-        }
-    }
-
-    /// A durable redb commit that records the last log record it contains; then the log is
-    /// emptied.
+    /// A durable redb commit of the memtables that records the last log record it
+    /// contains; then the log is emptied.
     pub(crate) fn checkpoint(&mut self) -> Result<(), StoreError> {
         let started = Instant::now();
         let lsn = self.wal.last_lsn();
-        self.in_transaction(Durability::Immediate, |_, t, _| {
-            t.meta.insert(META_WAL_LSN, lsn).map_err(storage)?;
-            t.meta
-                .insert(META_FORMAT, FORMAT_VERSION)
-                .map_err(storage)?;
-            Ok(())
-        })?;
+        self.fold(Durability::Immediate, Some(lsn))?;
         self.last_checkpoint = Instant::now();
         self.last_checkpoint_failure = None;
         // Every record is now in the durable file: the log may be emptied. If that fails
@@ -390,10 +503,43 @@ impl Writer {
         Ok(())
     }
 
+    /// Folds the memtables into redb's blocks in one transaction committed with
+    /// `durability` (recording `lsn` as the last record the file holds, for a checkpoint);
+    /// readers get the commit and empty memtables together.
+    fn fold(&mut self, durability: Durability, lsn: Option<u64>) -> Result<(), StoreError> {
+        let timestamp = self.mem_max_timestamp;
+        self.in_transaction(durability, |w, t, state| {
+            state.flushes = true;
+            state.max_timestamp = timestamp;
+            for (id, mem) in &w.mem {
+                if mem.is_empty() {
+                    continue;
+                }
+                let names = w.names.get(id).ok_or_else(|| {
+                    storage(format!("the memtable of table {id} has no property names"))
+                })?;
+                super::edit::apply_memtable(&mut t.rows, *id, names, w.shared.limits, mem)?;
+            }
+            if let Some(lsn) = lsn {
+                t.meta.insert(META_WAL_LSN, lsn).map_err(storage)?;
+                t.meta
+                    .insert(META_FORMAT, FORMAT_VERSION)
+                    .map_err(storage)?;
+            }
+            Ok(())
+        })?;
+        self.mem.clear();
+        self.mem_bytes = 0;
+        self.mem_max_timestamp = None;
+        Ok(())
+    }
+
     /// Closes redb and opens it again (after an I/O failure), then replays the log into it
-    /// and checkpoints: what was acknowledged is back, and redb writes again.
+    /// and checkpoints: what was acknowledged is back (the memtables' rows among it), and
+    /// redb writes again.
     fn reopen(&mut self) -> Result<(), StoreError> {
         let options = self.shared.options.clone();
+        self.stored_rows = None;
         let opened = {
             let mut db = self
                 .shared
@@ -409,16 +555,18 @@ impl Writer {
             (opened.catalog, opened.names, opened.wal_lsn)
         };
         let (catalog, names, wal_lsn) = opened;
-        self.table_keys = catalog
-            .iter()
-            .map(|(key, entry)| (entry.id, key.clone()))
-            .collect();
+        // Everything in the memtables is in the log, which the replay applies to redb.
+        self.mem.clear();
+        self.mem_bytes = 0;
+        self.mem_max_timestamp = None;
         *self
             .shared
             .catalog
             .write()
             .unwrap_or_else(PoisonError::into_inner) = catalog;
+        self.names_stored = names.iter().map(|(id, n)| (*id, n.len())).collect();
         self.names = names;
+        self.load_catalog();
         let bytes = std::fs::read(self.log_path()).map_err(storage)?;
         let contents = wal::read(&bytes, wal_lsn + 1).map_err(storage)?;
         self.replay(&contents, wal_lsn)?;
@@ -429,8 +577,8 @@ impl Writer {
         self.shared.dir.join(wal::WAL_FILE)
     }
 
-    /// Handles one request; `Err` only for storage failures (which fail the group). Pushes
-    /// the request's log record, if it changed anything.
+    /// Handles a request that is not an entity write in a redb transaction; `Err` only for
+    /// storage failures. Pushes the request's log record, if it changed anything.
     fn handle(
         &mut self,
         request: &mut Request,
@@ -439,8 +587,8 @@ impl Writer {
         records: &mut Vec<Vec<u8>>,
     ) -> Result<Answer, StoreError> {
         Ok(match request {
-            Request::Write { table, ops, .. } => {
-                Answer::Write(self.write(table, std::mem::take(ops), t, state, records)?)
+            Request::Write { .. } => {
+                return Err(storage("an entity write reached a redb transaction"));
             }
             Request::CreateTable { name, .. } => {
                 Answer::CreateTable(self.create_table(name, t, state, records)?)
@@ -454,8 +602,8 @@ impl Writer {
                 Answer::Setting(Ok(()))
             }
             Request::SetTableAcl { name, stored, .. } => {
-                match t.lookup(&validate::table_key(name))? {
-                    Some((id, _)) => {
+                match self.tables.get(&validate::table_key(name)) {
+                    Some(&(id, _)) => {
                         records.push(wal::encode::set_acl(id, stored.as_deref()).map_err(storage)?);
                         super::settings::put_acl(t.txn, id, stored.as_deref())?;
                         Answer::Setting(Ok(()))
@@ -463,39 +611,46 @@ impl Writer {
                     None => Answer::Setting(Err(StoreError::TableNotFound(name.clone()))),
                 }
             }
-            Request::Tick => unreachable_tick(),
         })
     }
 
+    /// One entity write into its table's memtable; `Ok(Err)` for a write the service
+    /// refuses (nothing changed), `Err` for a storage failure (which fails the run).
     fn write(
         &mut self,
         table: &str,
         ops: Vec<WriteOp>,
-        t: &mut Tables<'_>,
         state: &mut GroupState,
         records: &mut Vec<Vec<u8>>,
     ) -> Result<Result<Vec<Written>, BatchError>, StoreError> {
         let key = validate::table_key(table);
-        let Some((id, _)) = t.lookup(&key)? else {
+        let Some(&(id, _)) = self.tables.get(&key) else {
             return Ok(Err(StoreError::TableNotFound(table.to_owned()).into()));
         };
-        let names = self.names.entry(id).or_default();
-        let mut reader = TxnReader {
-            rows: &t.rows,
-            table: id,
-            names,
-        };
-        let resolved = match resolve(ops, &mut reader, &self.shared.clock) {
-            Ok(r) => r,
-            Err(e) if matches!(e.error, StoreError::Storage(_)) => return Err(e.error),
-            Err(e) => return Ok(Err(e)),
+        self.stored_rows()?;
+        let resolved = {
+            let Some(rows) = self.stored_rows.as_ref() else {
+                return Err(storage("the writer's read snapshot is missing"));
+            };
+            let empty = Names::default();
+            let mut reader = MemReader {
+                mem: self.mem.get(&id),
+                rows,
+                table: id,
+                names: self.names.get(&id).unwrap_or(&empty),
+            };
+            match resolve(ops, &mut reader, &self.shared.clock) {
+                Ok(r) => r,
+                Err(e) if matches!(e.error, StoreError::Storage(_)) => return Err(e.error),
+                Err(e) => return Ok(Err(e)),
+            }
         };
         if resolved.changes.is_empty() {
             return Ok(Ok(resolved.written));
         }
         records
             .push(wal::encode::write(id, resolved.timestamp, &resolved.changes).map_err(storage)?);
-        self.apply_write(t, state, id, resolved.changes, resolved.timestamp)?;
+        self.apply_to_memtable(state, id, &resolved.changes, resolved.timestamp)?;
         Ok(Ok(resolved.written))
     }
 
@@ -507,8 +662,10 @@ impl Writer {
         records: &mut Vec<Vec<u8>>,
     ) -> Result<Result<TableInfo, StoreError>, StoreError> {
         let key = validate::table_key(name);
-        if let Some((_, existing)) = t.lookup(&key)? {
-            return Ok(Err(StoreError::TableAlreadyExists { existing }));
+        if let Some((_, existing)) = self.tables.get(&key) {
+            return Ok(Err(StoreError::TableAlreadyExists {
+                existing: existing.clone(),
+            }));
         }
         let id = t
             .meta
@@ -530,7 +687,7 @@ impl Writer {
         records: &mut Vec<Vec<u8>>,
     ) -> Result<Result<(), StoreError>, StoreError> {
         let key = validate::table_key(name);
-        let Some((id, _)) = t.lookup(&key)? else {
+        let Some(&(id, _)) = self.tables.get(&key) else {
             return Ok(Err(StoreError::TableToDeleteNotFound(name.to_owned())));
         };
         records.push(wal::encode::delete_table(id, &key).map_err(storage)?);
@@ -539,10 +696,30 @@ impl Writer {
     }
 }
 
-/// Ticks never reach `handle` (`run` takes them out of the group); answering one is a
-/// no-op rather than a panic.
-fn unreachable_tick() -> Answer {
-    Answer::DeleteTable(Ok(()))
+/// The answer of a request that is not an entity write, held until its commit.
+enum Answer {
+    CreateTable(Result<TableInfo, StoreError>),
+    DeleteTable(Result<(), StoreError>),
+    /// A settings change (service properties or a table's policies).
+    Setting(Result<(), StoreError>),
+}
+
+impl Answer {
+    /// Sends the answer to `request`'s caller.
+    fn send(self, request: Request) {
+        // A caller that gave up waiting is not an error of the write.
+        match (request, self) {
+            (Request::CreateTable { reply, .. }, Answer::CreateTable(a)) => {
+                let _ = reply.send(a);
+            }
+            (Request::DeleteTable { reply, .. }, Answer::DeleteTable(a))
+            | (Request::SetServiceProperties { reply, .. }, Answer::Setting(a))
+            | (Request::SetTableAcl { reply, .. }, Answer::Setting(a)) => {
+                let _ = reply.send(a);
+            }
+            (request, _) => request.refuse(storage("a request got another request's answer")),
+        }
+    }
 }
 
 /// Whether an I/O error means the disk (or the user's quota) is full.
@@ -588,36 +765,4 @@ pub(crate) fn io_kind(e: &StoreError) -> Option<io::ErrorKind> {
         cause = c.source();
     }
     None
-}
-
-fn reply_all(group: Vec<Request>, error: impl Fn() -> StoreError) {
-    for request in group {
-        let answer = match &request {
-            Request::Write { .. } => Answer::Write(Err(error().into())),
-            Request::CreateTable { .. } => Answer::CreateTable(Err(error())),
-            Request::DeleteTable { .. } | Request::Tick => Answer::DeleteTable(Err(error())),
-            Request::SetServiceProperties { .. } | Request::SetTableAcl { .. } => {
-                Answer::Setting(Err(error()))
-            }
-        };
-        reply(request, answer);
-    }
-}
-
-fn reply(request: Request, answer: Answer) {
-    // A caller that gave up waiting is not an error of the write.
-    match (request, answer) {
-        (Request::Write { reply, .. }, Answer::Write(a)) => {
-            let _ = reply.send(a);
-        }
-        (Request::CreateTable { reply, .. }, Answer::CreateTable(a)) => {
-            let _ = reply.send(a);
-        }
-        (Request::DeleteTable { reply, .. }, Answer::DeleteTable(a))
-        | (Request::SetServiceProperties { reply, .. }, Answer::Setting(a))
-        | (Request::SetTableAcl { reply, .. }, Answer::Setting(a)) => {
-            let _ = reply.send(a);
-        }
-        _ => {}
-    }
 }

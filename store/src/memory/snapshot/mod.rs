@@ -56,12 +56,12 @@
 mod overlay;
 mod partition;
 mod read;
-mod tree;
 
 pub use read::{MemoryRow, MemoryRows};
 
 use crate::codec::{NameOverflow, Names};
 use crate::resolve::Change;
+use crate::tree::Tree;
 use overlay::PartitionOverlay;
 use partition::{Partition, PartitionBuilder};
 use std::collections::HashMap;
@@ -69,7 +69,6 @@ use std::hash::RandomState;
 use std::sync::Arc;
 use tableq_model::Entity;
 use tableq_model::order::compare_str;
-use tree::Tree;
 
 /// Why a version could not be built. Nothing was changed: versions are immutable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -17,9 +17,9 @@
 //! `TableState::partitions` count the version's entities and non-empty partitions.
 
 use super::partition::{Partition, PartitionBuilder};
-use super::tree::{Tree, TreeEntry};
 use super::{Change, MemoryError, MemorySnapshot, TableState};
 use crate::codec::Names;
+use crate::tree::{Tree, TreeEntry};
 use std::borrow::Cow;
 use std::hash::RandomState;
 use std::sync::Arc;

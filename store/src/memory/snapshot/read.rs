@@ -10,9 +10,9 @@
 
 use super::overlay::{PartitionOverlay, RowEntry};
 use super::partition::{Partition, RowHead};
-use super::tree::{Cursor, TreeEntry};
 use super::{MemorySnapshot, TableState};
 use crate::codec::Names;
+use crate::tree::{Cursor, TreeEntry};
 use std::cmp::Ordering;
 use std::convert::Infallible;
 use std::hash::RandomState;

@@ -1,5 +1,7 @@
 //! [`Tree`]: a persistent (copy-on-write) B+tree of entries keyed by a string in UTF-16
-//! ordinal order — the ordered maps of the write overlay (`overlay.rs`).
+//! ordinal order — the ordered maps of recent writes in both engines that keep them in
+//! memory: the memory engine's write overlay (`memory/snapshot/overlay.rs`) and the durable
+//! engine's memtable (`durable/mem.rs`).
 //!
 //! * **Persistent**: cloning a tree clones one pointer; [`Tree::insert`] copies only the
 //!   nodes on the path to the entry (`Arc::make_mut`: a node nobody else holds is changed
@@ -8,8 +10,9 @@
 //! * **Entries** are cheap to clone (a few `Arc`s) and carry their own key
 //!   ([`TreeEntry::key`]). Keys are unique: inserting an entry with a key already present
 //!   replaces it.
-//! * **No removal**: the overlay records a removal as an entry of its own, and is rebuilt
-//!   from scratch when it is merged into the compact base, so the tree only grows. Every
+//! * **No removal**: both users record a removal as an entry of its own and rebuild the
+//!   tree from scratch when they fold it into their base (the memory engine's compact
+//!   partitions, the durable engine's redb blocks), so a tree only grows. Every
 //!   node except the root is at least half full (splits halve a full node).
 //! * **Separators** are `Arc<str>` copies of the first key of the right node at the time of
 //!   its split: every entry of `children[i + 1]` has a key `>= keys[i]`, every entry of
@@ -121,6 +124,24 @@ impl<E: TreeEntry> Tree<E> {
                         .binary_search_by(|e| compare_str(e.key(), key))
                         .ok()
                         .map(|i| &entries[i]);
+                }
+            }
+        }
+    }
+
+    /// The entry with this key, to change in place. The nodes on its path are copied first
+    /// if another version shares them (earlier clones keep their contents); the caller must
+    /// not change the entry's key.
+    pub(crate) fn get_mut(&mut self, key: &str) -> Option<&mut E> {
+        let mut node = self.root.as_mut()?;
+        loop {
+            match Arc::make_mut(node) {
+                Node::Branch { keys, children } => node = &mut children[child_for(keys, key)],
+                Node::Leaf(entries) => {
+                    return match entries.binary_search_by(|e| compare_str(e.key(), key)) {
+                        Ok(i) => Some(&mut entries[i]),
+                        Err(_) => None,
+                    };
                 }
             }
         }
@@ -327,6 +348,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn get_mut_changes_one_version_only() {
+        let mut tree: Tree<E> = Tree::default();
+        for i in 0..1_000u32 {
+            tree.insert(E(format!("{i:04}").into(), i));
+        }
+        let before = tree.clone();
+        tree.get_mut("0500").unwrap().1 = 7;
+        assert!(tree.get_mut("x").is_none());
+        assert_eq!(tree.get("0500").map(|e| e.1), Some(7));
+        assert_eq!(
+            before.get("0500").map(|e| e.1),
+            Some(500),
+            "the clone is unchanged"
+        );
+        assert_eq!(tree.len(), 1_000);
+        assert!(Tree::<E>::default().get_mut("a").is_none());
     }
 
     #[test]
