@@ -9,6 +9,7 @@ use crate::{
 use base64::Engine;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
@@ -87,6 +88,12 @@ impl Payload {
 /// The same checks as [`decode_payload`] (with missing keys reported right after the keys),
 /// then [`Payload::into_entity`] and [`crate::validate::entity`].
 pub fn decode_entity(text: &str, options: &DecodeOptions) -> Result<Entity, ModelError> {
+    // The common shapes first: the borrowed decoder accepts only what this function
+    // accepts, and then yields the same entity (its contract); anything else is judged here.
+    let mut view = super::BorrowedEntity::new();
+    if super::decode_borrowed(text, options, &mut view) {
+        return Ok(view.to_entity());
+    }
     let entity = decode(text, options, true)?.into_entity()?;
     validate::entity(&entity)?;
     Ok(entity)
@@ -101,8 +108,34 @@ pub fn decode_entity_value(
     decode_entity(&value.to_string(), options)
 }
 
-/// A JSON object as its entries in text order, values kept as raw text.
-struct RawObject<'a>(Vec<(String, &'a RawValue)>);
+/// A JSON object as its entries in text order, values kept as raw text. Keys are
+/// borrowed from the text unless they hold escapes.
+struct RawObject<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+/// An object key: borrowed from the text when it has no escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a property name")
+            }
+            fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
 
 impl<'de> Deserialize<'de> for RawObject<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -113,15 +146,34 @@ impl<'de> Deserialize<'de> for RawObject<'de> {
                 f.write_str("a JSON object")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(8));
-                while let Some(entry) = map.next_entry::<String, &'de RawValue>()? {
-                    entries.push(entry);
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(24));
+                while let Some((Key(key), value)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
+                    entries.push((key, value));
                 }
                 Ok(RawObject(entries))
             }
         }
         deserializer.deserialize_map(ObjectVisitor)
     }
+}
+
+/// Most keys checked for duplicates by comparing them pairwise (more go through a hash set).
+const SMALL_OBJECT: usize = 48;
+
+/// The first key (in text order of its second occurrence) that appears twice.
+fn first_duplicate<'e>(entries: &'e [(Cow<'_, str>, &RawValue)]) -> Option<&'e str> {
+    if entries.len() <= SMALL_OBJECT {
+        return entries.iter().enumerate().find_map(|(i, (key, _))| {
+            entries[..i]
+                .iter()
+                .any(|(k, _)| k == key)
+                .then_some(key.as_ref())
+        });
+    }
+    let mut seen: HashSet<&str> = HashSet::with_capacity(entries.len());
+    entries
+        .iter()
+        .find_map(|(key, _)| (!seen.insert(key.as_ref())).then_some(key.as_ref()))
 }
 
 fn invalid(message: impl Into<String>) -> ModelError {
@@ -248,27 +300,27 @@ fn decode(text: &str, options: &DecodeOptions, require_keys: bool) -> Result<Pay
     let RawObject(entries) =
         serde_json::from_str::<RawObject<'_>>(text).map_err(|e| top_level_error(text, &e))?;
 
-    let mut seen: HashSet<&str> = HashSet::with_capacity(entries.len());
-    let mut types: HashMap<&str, EdmType> = HashMap::new();
+    if let Some(key) = first_duplicate(&entries) {
+        return Err(ModelError::new(
+            ErrorCode::DuplicatePropertiesSpecified,
+            format!(
+                "`{}` appears more than once in the entity: each property (and annotation) \
+                 may be given only once",
+                excerpt(key)
+            ),
+        ));
+    }
+    // Annotations are few: a list is faster to search than a map (keys are unique).
+    let mut types: Vec<(&str, EdmType)> = Vec::new();
     let mut system: [Option<&RawValue>; 3] = [None; 3];
     let mut custom: Vec<(&str, &RawValue)> = Vec::with_capacity(entries.len());
     for (key, raw) in &entries {
-        if !seen.insert(key.as_str()) {
-            return Err(ModelError::new(
-                ErrorCode::DuplicatePropertiesSpecified,
-                format!(
-                    "`{}` appears more than once in the entity: each property (and annotation) \
-                     may be given only once",
-                    excerpt(key)
-                ),
-            ));
-        }
         match classify(key) {
             KeyKind::TypeAnnotation(name) => {
-                types.insert(name, annotation_type(key, raw)?);
+                types.push((name, annotation_type(key, raw)?));
             }
             KeyKind::Ignored => {}
-            KeyKind::Property => match key.as_str() {
+            KeyKind::Property => match key.as_ref() {
                 "PartitionKey" => system[0] = Some(raw),
                 "RowKey" => system[1] = Some(raw),
                 "Timestamp" => system[2] = Some(raw),
@@ -276,7 +328,12 @@ fn decode(text: &str, options: &DecodeOptions, require_keys: bool) -> Result<Pay
             },
         }
     }
-    let declared = |name: &str| types.get(name).copied();
+    let types_map: Option<HashMap<&str, EdmType>> =
+        (types.len() > SMALL_OBJECT).then(|| types.iter().copied().collect());
+    let declared = |name: &str| match &types_map {
+        Some(map) => map.get(name).copied(),
+        None => types.iter().find(|(n, _)| *n == name).map(|(_, t)| *t),
+    };
 
     let mut payload = Payload {
         properties: Vec::with_capacity(custom.len()),
@@ -325,8 +382,8 @@ fn decode(text: &str, options: &DecodeOptions, require_keys: bool) -> Result<Pay
 }
 
 fn annotation_type(key: &str, raw: &RawValue) -> Result<EdmType, ModelError> {
-    let text: String = match raw.get().as_bytes().first() {
-        Some(b'"') => serde_json::from_str(raw.get()).map_err(|e| value_error(key, &e))?,
+    let text: Cow<'_, str> = match raw.get().as_bytes().first() {
+        Some(b'"') => string_text(key, raw)?,
         _ => {
             return Err(invalid(format!(
                 "annotation `{}` must be a string naming an Edm type, not {}",
@@ -364,7 +421,24 @@ fn key_value(
 }
 
 fn parse_string(name: &str, raw: &RawValue) -> Result<String, ModelError> {
-    serde_json::from_str::<String>(raw.get()).map_err(|e| value_error(name, &e))
+    string_text(name, raw).map(Cow::into_owned)
+}
+
+/// The text of a JSON string (a raw value that starts with `"`): borrowed from the payload
+/// when it holds no escape (the JSON syntax is already checked, so every character between
+/// the quotes is the string's own), else unescaped by serde_json.
+fn string_text<'r>(name: &str, raw: &'r RawValue) -> Result<Cow<'r, str>, ModelError> {
+    let text = raw.get();
+    if let Some(inner) = text
+        .strip_prefix('"')
+        .and_then(|t| t.strip_suffix('"'))
+        .filter(|inner| !inner.contains('\\'))
+    {
+        return Ok(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<String>(text)
+        .map(Cow::Owned)
+        .map_err(|e| value_error(name, &e))
 }
 
 /// An error from parsing one (already syntax-checked) value: serde_json's position would be
@@ -416,9 +490,9 @@ fn convert(
             }
         }
         Some(b'"') => {
-            let s = parse_string(name, raw)?;
+            let s = string_text(name, raw)?;
             match declared {
-                None | Some(EdmType::String) => Value::String(s),
+                None | Some(EdmType::String) => Value::String(s.into_owned()),
                 Some(t) => from_string(name, &s, t)?,
             }
         }
