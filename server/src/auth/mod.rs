@@ -202,7 +202,7 @@ pub(crate) fn admit_operation(
     query: &mut QueryParams,
     keys: Option<(&str, &str)>,
 ) -> Result<(), ApiError> {
-    let op = operation(method, &Target::Resource(resource.clone()), headers);
+    let op = resource_operation(method, resource, headers);
     sas.allows(&op)?;
     if !sas.has_key_range() {
         return Ok(());
@@ -419,7 +419,23 @@ fn check_shared_key(
 }
 
 /// What `method` on `target` is, for SAS permissions.
-fn operation(method: &Method, target: &Target, headers: &HeaderMap) -> Operation {
+fn operation<'a>(method: &Method, target: &'a Target, headers: &HeaderMap) -> Operation<'a> {
+    match target {
+        Target::ServiceProperties => Operation::ServiceProperties {
+            write: method != Method::GET,
+        },
+        Target::ServiceStats => Operation::ServiceStats,
+        Target::TableAcl { table } => Operation::TableAcl { table },
+        Target::Resource(resource) => resource_operation(method, resource, headers),
+    }
+}
+
+/// What `method` on `resource` is, for SAS permissions.
+fn resource_operation<'a>(
+    method: &Method,
+    resource: &'a Resource,
+    headers: &HeaderMap,
+) -> Operation<'a> {
     let writes = |keys| {
         let conditional = headers.contains_key(axum::http::header::IF_MATCH);
         (
@@ -431,20 +447,6 @@ fn operation(method: &Method, target: &Target, headers: &HeaderMap) -> Operation
             keys,
         )
     };
-    let resource = match target {
-        Target::ServiceProperties => {
-            return Operation::ServiceProperties {
-                write: method != Method::GET,
-            };
-        }
-        Target::ServiceStats => return Operation::ServiceStats,
-        Target::TableAcl { table } => {
-            return Operation::TableAcl {
-                table: table.clone(),
-            };
-        }
-        Target::Resource(resource) => resource,
-    };
     match resource {
         Resource::Tables { .. } if method == Method::POST => Operation::CreateTable,
         Resource::Tables { .. } => Operation::QueryTables,
@@ -452,7 +454,7 @@ fn operation(method: &Method, target: &Target, headers: &HeaderMap) -> Operation
         Resource::Table { .. } => Operation::QueryTables,
         Resource::Batch { .. } => Operation::Batch,
         Resource::Entities { table } => Operation::Entity {
-            table: table.name.clone(),
+            table: &table.name,
             kind: if method == Method::POST {
                 EntityOp::Insert
             } else {
@@ -465,7 +467,7 @@ fn operation(method: &Method, target: &Target, headers: &HeaderMap) -> Operation
             partition_key,
             row_key,
         } => {
-            let keys = Some((partition_key.value.clone(), row_key.value.clone()));
+            let keys = Some((partition_key.value.as_str(), row_key.value.as_str()));
             let (kind, keys) = match method.as_str() {
                 "GET" => (EntityOp::Read, keys),
                 "DELETE" => (EntityOp::Delete, keys),
@@ -474,7 +476,7 @@ fn operation(method: &Method, target: &Target, headers: &HeaderMap) -> Operation
                 _ => (EntityOp::Upsert, keys),
             };
             Operation::Entity {
-                table: table.name.clone(),
+                table: &table.name,
                 kind,
                 keys,
             }

@@ -39,6 +39,7 @@
 //! ```
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::net::IpAddr;
 use tableq_model::ErrorCode;
@@ -48,9 +49,10 @@ use tableq_store::AccessPolicy;
 use super::sign::{AccountKey, SasFields};
 use crate::error::ApiError;
 
-/// A request's operation, as far as permissions go.
+/// A request's operation, as far as permissions go (borrowing the names from the request's
+/// parsed path).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Operation {
+pub(crate) enum Operation<'a> {
     /// `GET Tables`, `GET Tables('t')`.
     QueryTables,
     /// `POST Tables`.
@@ -69,16 +71,16 @@ pub(crate) enum Operation {
     /// Get or set a table's ACL.
     TableAcl {
         /// The table.
-        table: String,
+        table: &'a str,
     },
     /// An operation on entities of `table`.
     Entity {
         /// The table.
-        table: String,
+        table: &'a str,
         /// What is done.
         kind: EntityOp,
         /// The entity's keys, when the URL names one entity.
-        keys: Option<(String, String)>,
+        keys: Option<(&'a str, &'a str)>,
     },
 }
 
@@ -148,8 +150,9 @@ pub(crate) struct KeyBound {
     pub row_key: Option<String>,
 }
 
-/// Reads the SAS parameters of a raw query string; `None` when it has no `sig`.
-pub(crate) fn read_token(query: Option<&str>) -> Result<Option<(SasFields, String)>, String> {
+/// Reads the SAS parameters of a raw query string; `None` when it has no `sig`. The
+/// signature is borrowed from the query string when it needs no decoding.
+pub(crate) fn read_token(query: Option<&str>) -> Result<Option<(SasFields, Cow<'_, str>)>, String> {
     let Some(query) = query else {
         return Ok(None);
     };
@@ -163,7 +166,7 @@ pub(crate) fn read_token(query: Option<&str>) -> Result<Option<(SasFields, Strin
         };
         let name_text = decode(name)?;
         if name_text == "sig" {
-            if signature.replace(decode(value)?.into_owned()).is_some() {
+            if signature.replace(decode(value)?).is_some() {
                 return Err("the SAS parameter `sig` is given more than once".into());
             }
         } else if let Some(slot) = fields.slot_mut(&name_text)
@@ -200,7 +203,9 @@ pub(crate) fn verify_signature(
     if fields.version.is_none() {
         return Err(unauthenticated("the SAS has no signed version (sv)"));
     }
-    if !key.verify(&fields.string_to_sign(key.name()), signature) {
+    let mut text = String::with_capacity(192);
+    fields.write_string_to_sign(key.name(), &mut text);
+    if !key.verify(&text, signature) {
         return Err(unauthenticated(format!(
             "the SAS signature (sig) does not match: the token was not signed with the key of \
              account `{}`, or one of its fields was changed",
@@ -484,7 +489,7 @@ impl SasGrant {
 
     /// Whether the token allows `operation` (key ranges of inserts are checked apart, once
     /// the body's keys are known).
-    pub(crate) fn allows(&self, operation: &Operation) -> Result<(), ApiError> {
+    pub(crate) fn allows(&self, operation: &Operation<'_>) -> Result<(), ApiError> {
         if self.fields.is_account_sas() {
             return self.allows_as_account_sas(operation);
         }
@@ -528,7 +533,7 @@ impl SasGrant {
         }
     }
 
-    fn allows_as_account_sas(&self, operation: &Operation) -> Result<(), ApiError> {
+    fn allows_as_account_sas(&self, operation: &Operation<'_>) -> Result<(), ApiError> {
         let needs_type = |t: char, what: &str| {
             if self.resource_type(t) {
                 Ok(())
@@ -673,10 +678,10 @@ mod tests {
             at("2026-01-01"),
         )
         .unwrap();
-        let entity = |kind, pk: &str, rk: &str| Operation::Entity {
-            table: "orders".into(),
+        let entity = |kind, pk: &'static str, rk: &'static str| Operation::Entity {
+            table: "orders",
             kind,
-            keys: Some((pk.into(), rk.into())),
+            keys: Some((pk, rk)),
         };
         assert!(g.allows(&entity(EntityOp::Read, "c", "x")).is_ok());
         assert!(g.allows(&entity(EntityOp::Read, "b", "2")).is_ok());
@@ -687,7 +692,7 @@ mod tests {
         assert!(g.allows(&entity(EntityOp::Delete, "c", "x")).is_err());
         assert!(g.allows(&entity(EntityOp::Upsert, "c", "x")).is_err());
         let other_table = Operation::Entity {
-            table: "other".into(),
+            table: "other",
             kind: EntityOp::Read,
             keys: None,
         };
@@ -726,7 +731,7 @@ mod tests {
         assert!(g.allows(&Operation::DeleteTable).is_err());
         assert!(g.allows(&Operation::Batch).is_err());
         let read = Operation::Entity {
-            table: "t".into(),
+            table: "t",
             kind: EntityOp::Read,
             keys: None,
         };
@@ -793,7 +798,7 @@ mod policy_tests {
         let p = policy(None, Some("2030-01-01T00:00:00Z"), Some("ra"));
         let g = token.clone().grant(Some(&p), now(), None, false).unwrap();
         let insert = Operation::Entity {
-            table: "t".into(),
+            table: "t",
             kind: EntityOp::Insert,
             keys: None,
         };
