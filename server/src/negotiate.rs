@@ -28,7 +28,7 @@
 //! assert_eq!(response_level(Some(&atom), None).unwrap_err().status().as_u16(), 415);
 //! ```
 
-use axum::http::{HeaderMap, HeaderValue, Method};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
 use tableq_model::ErrorCode;
 use tableq_model::json::MetadataLevel;
 
@@ -228,23 +228,30 @@ fn is_version_date(text: &str) -> bool {
         })
 }
 
+/// `x-ms-version`.
+const X_MS_VERSION: HeaderName = HeaderName::from_static("x-ms-version");
+/// `DataServiceVersion`.
+const DATA_SERVICE_VERSION: HeaderName = HeaderName::from_static("dataserviceversion");
+/// `MaxDataServiceVersion`.
+const MAX_DATA_SERVICE_VERSION: HeaderName = HeaderName::from_static("maxdataserviceversion");
+
 /// The `x-ms-version` to answer with: the request's when it is acceptable and known,
 /// [`NEWEST_VERSION`] for a later date, else [`DEFAULT_VERSION`].
 pub fn response_version(headers: &HeaderMap) -> HeaderValue {
-    match headers.get("x-ms-version").map(HeaderValue::to_str) {
-        Some(Ok(v)) if is_version_date(v) && v > NEWEST_VERSION => {
+    let sent = headers.get(X_MS_VERSION);
+    match sent.map(|v| (v, v.to_str())) {
+        Some((_, Ok(v))) if is_version_date(v) && v > NEWEST_VERSION => {
             HeaderValue::from_static(NEWEST_VERSION)
         }
-        Some(Ok(v)) if is_version_date(v) && v >= OLDEST_VERSION => {
-            HeaderValue::from_str(v).unwrap_or(HeaderValue::from_static(DEFAULT_VERSION))
-        }
+        // The request's own value (ASCII digits and dashes), shared rather than copied.
+        Some((sent, Ok(v))) if is_version_date(v) && v >= OLDEST_VERSION => sent.clone(),
         _ => HeaderValue::from_static(DEFAULT_VERSION),
     }
 }
 
 /// Checks `x-ms-version`, `DataServiceVersion` and `MaxDataServiceVersion`.
 pub fn check_versions(headers: &HeaderMap) -> Result<(), ApiError> {
-    if let Some(v) = headers.get("x-ms-version") {
+    if let Some(v) = headers.get(X_MS_VERSION) {
         let text = v.to_str().unwrap_or("");
         if !is_version_date(text) {
             return Err(ApiError::new(
@@ -261,8 +268,8 @@ pub fn check_versions(headers: &HeaderMap) -> Result<(), ApiError> {
             ));
         }
     }
-    for name in ["dataserviceversion", "maxdataserviceversion"] {
-        if let Some(v) = headers.get(name) {
+    for name in [DATA_SERVICE_VERSION, MAX_DATA_SERVICE_VERSION] {
+        if let Some(v) = headers.get(&name) {
             let text = v.to_str().unwrap_or("");
             let version = text.trim();
             let version = version.strip_suffix(';').unwrap_or(version).trim_end();
@@ -276,7 +283,7 @@ pub fn check_versions(headers: &HeaderMap) -> Result<(), ApiError> {
                     ErrorCode::InvalidHeaderValue,
                     format!(
                         "{} `{text}` is not one of 1.0, 2.0, 3.0 (optionally followed by ;NetFx)",
-                        if name == "dataserviceversion" {
+                        if name == DATA_SERVICE_VERSION {
                             "DataServiceVersion"
                         } else {
                             "MaxDataServiceVersion"
