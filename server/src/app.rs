@@ -381,8 +381,20 @@ async fn route(
             allow,
         ))
     };
-    if let Some(target) = WriteTarget::of(&method, &resource) {
+    // A read is never a write: only other methods are looked at as one.
+    let read = matches!(method, Method::GET | Method::HEAD);
+    if !read && let Some(target) = WriteTarget::of(&method, &resource) {
         return entities::write(state, ctx, target, body).await;
+    }
+    // The point get, with the names moved out of the parsed path rather than copied.
+    if method == Method::GET
+        && let Resource::Entity {
+            table,
+            partition_key,
+            row_key,
+        } = resource
+    {
+        return entities::get(state, ctx, table.name, partition_key.value, row_key.value).await;
     }
     match &resource {
         Resource::Tables { .. } => match method {
@@ -407,20 +419,7 @@ async fn route(
             },
             _ => not_allowed(&resource, ALLOW_ENTITIES),
         },
-        Resource::Entity {
-            table,
-            partition_key,
-            row_key,
-        } => match method {
-            Method::GET => {
-                let (table, pk, rk) = (
-                    table.name.clone(),
-                    partition_key.value.clone(),
-                    row_key.value.clone(),
-                );
-                entities::get(state, ctx, table, pk, rk).await
-            }
-            _ => not_allowed(&resource, ALLOW_ENTITY),
-        },
+        // GET was answered above.
+        Resource::Entity { .. } => not_allowed(&resource, ALLOW_ENTITY),
     }
 }
