@@ -35,6 +35,7 @@
 pub(crate) use tableq_client::sign;
 
 mod bearer;
+mod memo;
 mod sas;
 
 pub(crate) use bearer::BearerSetup;
@@ -54,6 +55,7 @@ use crate::context::{AppState, short_read};
 use crate::error::ApiError;
 use crate::query::QueryParams;
 use crate::resource::{Resource, Target};
+use memo::MacMemo;
 pub(crate) use sas::SasGrant;
 use sas::{EntityOp, Operation, unauthenticated};
 use sign::{AccountKey, Scheme, SignedParts, string_to_sign};
@@ -69,9 +71,10 @@ pub const SECONDARY_SUFFIX: &str = "-secondary";
 /// How far `x-ms-date` / `Date` may be from the server's clock (the service's 15 minutes).
 const MAX_CLOCK_SKEW: chrono::Duration = chrono::Duration::minutes(15);
 
-/// One hosted account: its key and its state (store + configuration).
+/// One hosted account: its key (with the memo of the SAS strings to sign it verified) and
+/// its state (store + configuration).
 struct HostedAccount {
-    key: AccountKey,
+    key: MacMemo,
     state: Arc<AppState>,
 }
 
@@ -91,7 +94,7 @@ impl Hosted {
         let mode = config.auth;
         Ok(Hosted {
             accounts: vec![HostedAccount {
-                key,
+                key: MacMemo::new(key),
                 state: Arc::new(AppState::new(backend, config)),
             }],
             mode,
@@ -114,7 +117,7 @@ impl Hosted {
             ..self.primary().config.clone()
         };
         self.accounts.push(HostedAccount {
-            key,
+            key: MacMemo::new(key),
             state: Arc::new(AppState::new(backend, config)),
         });
         Ok(())
@@ -145,12 +148,12 @@ impl Hosted {
     pub(crate) fn names(&self) -> Vec<String> {
         self.accounts
             .iter()
-            .map(|a| a.key.name().to_owned())
+            .map(|a| a.key.key().name().to_owned())
             .collect()
     }
 
     fn find(&self, name: &str) -> Option<&HostedAccount> {
-        self.accounts.iter().find(|a| a.key.name() == name)
+        self.accounts.iter().find(|a| a.key.key().name() == name)
     }
 
     /// The state of the account a path names (`{account}` or `{account}-secondary`), and
@@ -257,7 +260,8 @@ pub(crate) async fn authorize(
     if hosted.mode == AuthMode::Off {
         return Ok((state, secondary, Grant::Full));
     }
-    let key = &hosted_account.key;
+    let memo = &hosted_account.key;
+    let key = memo.key();
     let secure = parts.extensions.get::<Secure>().is_some();
     if let Some(value) = parts.headers.get(axum::http::header::AUTHORIZATION) {
         let value = value
@@ -276,7 +280,7 @@ pub(crate) async fn authorize(
     }
     match sas::read_token(parts.uri.query()).map_err(denied)? {
         Some((fields, signature)) => {
-            let token = sas::verify_signature(key, fields, &signature)?;
+            let token = sas::verify_signature(memo, fields, &signature)?;
             let policy = match (token.policy_id(), token.table()) {
                 (Some(id), Some(table)) => Some(stored_policy(&state, table, id).await?),
                 _ => None,
@@ -654,7 +658,7 @@ mod tests {
             .end_key("b", None)
             .sign(&key);
         let (fields, sig) = sas::read_token(Some(&token)).unwrap().unwrap();
-        let grant = sas::verify(&key, fields, &sig, chrono::Utc::now()).unwrap();
+        let grant = sas::verify(&MacMemo::new(key), fields, &sig, chrono::Utc::now()).unwrap();
         let range = key_range(&grant);
         assert_eq!(
             range.to_string(),
