@@ -57,7 +57,7 @@ pub(crate) fn decode_component(part: &str) -> Option<Cow<'_, str>> {
         return Some(Cow::Borrowed(part));
     }
     let mut decoded = Vec::with_capacity(part.len());
-    for_each_decoded(part.as_bytes(), |b| decoded.push(b));
+    for_each_decoded(part.as_bytes(), |run| decoded.extend_from_slice(run));
     String::from_utf8(decoded).ok().map(Cow::Owned)
 }
 
@@ -75,38 +75,40 @@ pub(crate) fn decodes_to_utf8(part: &str) -> bool {
     }
     let mut buffer = [0u8; STACK_BYTES];
     let mut len = 0;
-    for_each_decoded(part.as_bytes(), |b| {
-        buffer[len] = b;
-        len += 1;
+    for_each_decoded(part.as_bytes(), |run| {
+        // Decoding never lengthens: the runs of a part this short fit.
+        if let Some(slot) = buffer.get_mut(len..len + run.len()) {
+            slot.copy_from_slice(run);
+        }
+        len += run.len();
     });
-    std::str::from_utf8(&buffer[..len]).is_ok()
+    match buffer.get(..len) {
+        Some(decoded) => std::str::from_utf8(decoded).is_ok(),
+        None => decode_component(part).is_some(),
+    }
 }
 
-/// Calls `push` with each decoded byte of `part`: `+` is a space, `%` with two hex digits
-/// is the byte they name, and every other byte (a `%` without two hex digits included) is
-/// itself — exactly `percent_decode` after replacing `+` with a space.
-fn for_each_decoded(part: &[u8], mut push: impl FnMut(u8)) {
-    let hex = |b: u8| char::from(b).to_digit(16);
-    let mut i = 0;
-    while i < part.len() {
-        let byte = part[i];
-        i += 1;
-        match byte {
-            b'+' => push(b' '),
-            b'%' => match (
-                part.get(i).copied().and_then(hex),
-                part.get(i + 1).copied().and_then(hex),
-            ) {
-                (Some(high), Some(low)) => {
-                    // Two hex digits: a value below 256.
-                    push((high * 16 + low) as u8);
-                    i += 2;
-                }
-                _ => push(b'%'),
+/// Calls `emit` with the decoded bytes of `part`, run by run: `+` is a space, `%` with two
+/// hex digits is the byte they name, and every other byte (a `%` without two hex digits
+/// included) is itself — exactly `percent_decode` after replacing `+` with a space. The
+/// bytes between escapes are passed on as whole slices.
+fn for_each_decoded(part: &[u8], mut emit: impl FnMut(&[u8])) {
+    let hex = |b: Option<&u8>| b.and_then(|&b| char::from(b).to_digit(16));
+    let mut rest = part;
+    while let Some(at) = memchr::memchr2(b'%', b'+', rest) {
+        emit(&rest[..at]);
+        let (byte, used) = match rest[at] {
+            b'+' => (b' ', 1),
+            _ => match (hex(rest.get(at + 1)), hex(rest.get(at + 2))) {
+                // Two hex digits: a value below 256.
+                (Some(high), Some(low)) => ((high * 16 + low) as u8, 3),
+                _ => (b'%', 1),
             },
-            other => push(other),
-        }
+        };
+        emit(&[byte]);
+        rest = &rest[at + used..];
     }
+    emit(rest);
 }
 
 fn not_utf8(part: &str) -> ApiError {
