@@ -70,9 +70,16 @@ enum Media {
     Other,
 }
 
+/// Whether `text` contains `needle` (ASCII) in any ASCII letter case.
+fn contains_ignore_ascii_case(text: &str, needle: &str) -> bool {
+    text.as_bytes()
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
 fn classify(media: &str) -> Media {
     let mut parts = media.split(';').map(str::trim);
-    let essence = parts.next().unwrap_or("").to_ascii_lowercase();
+    let essence = parts.next().unwrap_or("");
     let mut level = None;
     let mut q_zero = false;
     for p in parts {
@@ -91,10 +98,16 @@ fn classify(media: &str) -> Media {
     if q_zero {
         return Media::Other;
     }
-    match essence.as_str() {
-        "application/json" | "json" | "*/*" | "application/*" => Media::Json(level),
-        e if e.contains("xml") || e.contains("atom") => Media::Xml,
-        _ => Media::Other,
+    // The essence in any ASCII letter case (compared as if lower-cased).
+    let json = ["application/json", "json", "*/*", "application/*"];
+    if json.iter().any(|j| essence.eq_ignore_ascii_case(j)) {
+        Media::Json(level)
+    } else if contains_ignore_ascii_case(essence, "xml")
+        || contains_ignore_ascii_case(essence, "atom")
+    {
+        Media::Xml
+    } else {
+        Media::Other
     }
 }
 
@@ -325,6 +338,48 @@ mod tests {
     fn level(accept: &str) -> Result<MetadataLevel, u16> {
         let v = HeaderValue::from_str(accept).unwrap();
         response_level(Some(&v), None).map_err(|e| e.status().as_u16())
+    }
+
+    /// `classify` as first written: the essence lower-cased into a new string.
+    fn classify_lowered(media: &str) -> &'static str {
+        let essence = media
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        match essence.as_str() {
+            "application/json" | "json" | "*/*" | "application/*" => "json",
+            e if e.contains("xml") || e.contains("atom") => "xml",
+            _ => "other",
+        }
+    }
+
+    #[test]
+    fn essences_compare_in_any_ascii_case() {
+        for media in [
+            "application/json",
+            "APPLICATION/JSON;odata=nometadata",
+            " Json ",
+            "*/*",
+            "Application/*",
+            "application/atom+xml",
+            "TEXT/XML",
+            "application/ATOM",
+            "xm",
+            "",
+            "application/jsonx",
+            "application/xmł",
+            "ÄTOM/xML",
+            "text/plain",
+        ] {
+            let got = match classify(media) {
+                Media::Json(_) => "json",
+                Media::Xml => "xml",
+                Media::BadLevel(_) | Media::Other => "other",
+            };
+            assert_eq!(got, classify_lowered(media), "{media}");
+        }
     }
 
     #[test]
