@@ -238,7 +238,7 @@ async fn handle(hosted: &Hosted, request: Request, request_id: &str) -> Result<R
     let request_id = request_id.to_owned();
     let links = Links {
         host: base_host(&parts),
-        account: path.account.clone(),
+        account: path.account,
     };
     let admin = !matches!(path.target, Target::Resource(_));
     let mut ctx = if admin {
@@ -262,7 +262,7 @@ async fn handle(hosted: &Hosted, request: Request, request_id: &str) -> Result<R
             tableq_model::ErrorCode::AuthorizationFailure,
             format!(
                 "the secondary endpoint `{}` serves reads only; send {method} to `{}`",
-                path.account, state.config.account.name
+                ctx.links.account, state.config.account.name
             ),
         ));
     }
