@@ -59,11 +59,43 @@ pub enum KeyError {
 
 /// An account name with its decoded key: what signs and verifies.
 ///
-/// `Debug` never shows the key.
-#[derive(Clone, PartialEq, Eq)]
+/// `Debug` never shows the key. Two keys are equal when their names and key bytes are.
+#[derive(Clone)]
 pub struct AccountKey {
     name: String,
     key: Vec<u8>,
+    /// The HMAC state once the key is absorbed (its inner and outer pads hashed): every
+    /// signature starts from a copy, instead of hashing the two pad blocks again.
+    keyed: Hmac<Sha256>,
+}
+
+impl PartialEq for AccountKey {
+    fn eq(&self, other: &AccountKey) -> bool {
+        self.name == other.name && self.key == other.key
+    }
+}
+
+impl Eq for AccountKey {}
+
+/// The raw HMAC-SHA256 of a string to sign (the MAC tag): a signature before base64.
+pub type MacTag = [u8; 32];
+
+/// Whether `signature` (base64, as sent) encodes `tag`, compared in constant time. A
+/// signature that is not base64, or not 32 bytes long, matches nothing.
+pub fn signature_matches(tag: &MacTag, signature: &str) -> bool {
+    // 44 characters encode 32 bytes; the buffer takes anything up to 84 characters, and
+    // a longer text decodes to more than 32 bytes (or not at all): no match either way.
+    let mut decoded = [0u8; 64];
+    let Ok(len) = BASE64.decode_slice(signature, &mut decoded) else {
+        return false;
+    };
+    let mut given = MacTag::default();
+    if len != given.len() {
+        return false;
+    }
+    given.copy_from_slice(&decoded[..len]);
+    let ct = |tag: MacTag| hmac::digest::CtOutput::<Hmac<Sha256>>::new(tag.into());
+    ct(*tag) == ct(given)
 }
 
 impl std::fmt::Debug for AccountKey {
@@ -90,18 +122,22 @@ impl AccountKey {
             .ok()
             .filter(|k| !k.is_empty())
             .ok_or_else(|| KeyError::InvalidKey(name.to_owned()))?;
-        Ok(AccountKey {
-            name: name.to_owned(),
-            key,
-        })
+        Ok(AccountKey::from_bytes(name.to_owned(), key))
+    }
+
+    fn from_bytes(name: String, key: Vec<u8>) -> AccountKey {
+        // HMAC accepts keys of any length: this never fails.
+        let keyed = <Hmac<Sha256> as KeyInit>::new_from_slice(&key)
+            .unwrap_or_else(|_| <Hmac<Sha256> as KeyInit>::new(&Default::default()));
+        AccountKey { name, key, keyed }
     }
 
     /// The development account `devstoreaccount1` with its well-known key.
     pub fn development() -> AccountKey {
-        AccountKey {
-            name: DEV_ACCOUNT.to_owned(),
-            key: BASE64.decode(DEV_ACCOUNT_KEY).unwrap_or_default(),
-        }
+        AccountKey::from_bytes(
+            DEV_ACCOUNT.to_owned(),
+            BASE64.decode(DEV_ACCOUNT_KEY).unwrap_or_default(),
+        )
     }
 
     /// The account name.
@@ -109,28 +145,23 @@ impl AccountKey {
         &self.name
     }
 
-    fn mac(&self) -> Hmac<Sha256> {
-        // HMAC accepts keys of any length: this never fails.
-        <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key)
-            .unwrap_or_else(|_| <Hmac<Sha256> as KeyInit>::new(&Default::default()))
+    /// The raw HMAC-SHA256 of `string_to_sign` with this key ([`AccountKey::sign`] is its
+    /// base64).
+    pub fn mac(&self, string_to_sign: &str) -> MacTag {
+        let mut mac = self.keyed.clone();
+        mac.update(string_to_sign.as_bytes());
+        mac.finalize().into_bytes().into()
     }
 
     /// The base64 HMAC-SHA256 of `string_to_sign` with this key.
     pub fn sign(&self, string_to_sign: &str) -> String {
-        let mut mac = self.mac();
-        mac.update(string_to_sign.as_bytes());
-        BASE64.encode(mac.finalize().into_bytes())
+        BASE64.encode(self.mac(string_to_sign))
     }
 
     /// Whether `signature` (base64) is the signature of `string_to_sign`, compared in
-    /// constant time.
+    /// constant time ([`signature_matches`] of [`AccountKey::mac`]).
     pub fn verify(&self, string_to_sign: &str, signature: &str) -> bool {
-        let Ok(given) = BASE64.decode(signature) else {
-            return false;
-        };
-        let mut mac = self.mac();
-        mac.update(string_to_sign.as_bytes());
-        mac.verify_slice(&given).is_ok()
+        signature_matches(&self.mac(string_to_sign), signature)
     }
 }
 
@@ -382,10 +413,23 @@ impl SasFields {
 
     /// The string the token's `sig` signs for `account` (see the module docs).
     pub fn string_to_sign(&self, account: &str) -> String {
-        let v = |f: &Option<String>| f.clone().unwrap_or_default();
+        let mut out = String::with_capacity(160);
+        self.write_string_to_sign(account, &mut out);
+        out
+    }
+
+    /// Appends [`SasFields::string_to_sign`] to `out` (a verifier reuses one buffer).
+    pub fn write_string_to_sign(&self, account: &str, out: &mut String) {
+        fn v(field: &Option<String>) -> &str {
+            field.as_deref().unwrap_or("")
+        }
+        let mut line = |text: &str| {
+            out.push_str(text);
+            out.push('\n');
+        };
         if self.is_account_sas() {
-            let mut s = [
-                account.to_owned(),
+            for text in [
+                account,
                 v(&self.permissions),
                 v(&self.services),
                 v(&self.resource_types),
@@ -394,21 +438,27 @@ impl SasFields {
                 v(&self.ip),
                 v(&self.protocol),
                 v(&self.version),
-            ]
-            .join("\n");
-            s.push('\n');
-            if self.version.as_deref().unwrap_or("") >= "2020-12-06" {
-                s.push_str(&v(&self.encryption_scope));
-                s.push('\n');
+            ] {
+                line(text);
             }
-            s
+            if v(&self.version) >= "2020-12-06" {
+                line(v(&self.encryption_scope));
+            }
         } else {
-            let resource = format!("/table/{account}/{}", v(&self.table).to_lowercase());
-            [
-                v(&self.permissions),
-                v(&self.start),
-                v(&self.expiry),
-                resource,
+            for text in [v(&self.permissions), v(&self.start), v(&self.expiry)] {
+                line(text);
+            }
+            out.push_str("/table/");
+            out.push_str(account);
+            out.push('/');
+            let table = v(&self.table);
+            if table.is_ascii() {
+                out.extend(table.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+            } else {
+                // Full Unicode lower-casing (context-dependent: a final sigma).
+                out.push_str(&table.to_lowercase());
+            }
+            for text in [
                 v(&self.identifier),
                 v(&self.ip),
                 v(&self.protocol),
@@ -416,9 +466,12 @@ impl SasFields {
                 v(&self.start_pk),
                 v(&self.start_rk),
                 v(&self.end_pk),
-                v(&self.end_rk),
-            ]
-            .join("\n")
+            ] {
+                out.push('\n');
+                out.push_str(text);
+            }
+            out.push('\n');
+            out.push_str(v(&self.end_rk));
         }
     }
 
@@ -667,6 +720,117 @@ mod tests {
             ),
             "{token}"
         );
+    }
+
+    /// The strings to sign as the SDKs define them, built the plain way (`join`), to check
+    /// the buffer-writing version against.
+    fn joined_string_to_sign(f: &SasFields, account: &str) -> String {
+        let v = |f: &Option<String>| f.clone().unwrap_or_default();
+        if f.is_account_sas() {
+            let mut s = [
+                account.to_owned(),
+                v(&f.permissions),
+                v(&f.services),
+                v(&f.resource_types),
+                v(&f.start),
+                v(&f.expiry),
+                v(&f.ip),
+                v(&f.protocol),
+                v(&f.version),
+            ]
+            .join("\n");
+            s.push('\n');
+            if f.version.as_deref().unwrap_or("") >= "2020-12-06" {
+                s.push_str(&v(&f.encryption_scope));
+                s.push('\n');
+            }
+            s
+        } else {
+            let resource = format!("/table/{account}/{}", v(&f.table).to_lowercase());
+            [
+                v(&f.permissions),
+                v(&f.start),
+                v(&f.expiry),
+                resource,
+                v(&f.identifier),
+                v(&f.ip),
+                v(&f.protocol),
+                v(&f.version),
+                v(&f.start_pk),
+                v(&f.start_rk),
+                v(&f.end_pk),
+                v(&f.end_rk),
+            ]
+            .join("\n")
+        }
+    }
+
+    proptest! {
+        /// Writing the string to sign into a buffer gives exactly the joined lines, for
+        /// every field present or absent, table names in any script included.
+        #[test]
+        fn written_strings_to_sign_are_the_joined_lines(
+            values in proptest::collection::vec(proptest::option::of("[a-zA-Z0-9:,.\\-ΣσİßÆ😀 ]{0,12}"), 15),
+            version in proptest::option::of(proptest::sample::select(vec!["2019-02-02", "2020-12-06", "2021-06-08", ""])),
+            account in "[a-z0-9]{3,8}",
+        ) {
+            let mut fields = SasFields::default();
+            for (name, value) in NAMES.iter().zip(values) {
+                if let Some(slot) = fields.slot_mut(name) {
+                    *slot = value;
+                }
+            }
+            fields.version = version.map(str::to_owned);
+            let mut out = String::from("kept:");
+            fields.write_string_to_sign(&account, &mut out);
+            prop_assert_eq!(&out[5..], joined_string_to_sign(&fields, &account));
+            prop_assert_eq!(fields.string_to_sign(&account), joined_string_to_sign(&fields, &account));
+        }
+    }
+
+    #[test]
+    fn table_names_are_lower_cased_as_unicode_text() {
+        for table in ["MyTable", "ΟΔΟΣ", "İx", "MASSE", ""] {
+            let fields = SasBuilder::table(table).permissions("r").fields().clone();
+            assert_eq!(
+                fields.string_to_sign("acct"),
+                joined_string_to_sign(&fields, "acct"),
+                "{table}"
+            );
+        }
+    }
+
+    #[test]
+    fn signatures_match_only_their_exact_mac() {
+        let key = AccountKey::development();
+        let text = "r\n\n2030-01-01\n/table/devstoreaccount1/t\n\n\n\n2019-02-02\n\n\n\n";
+        let tag = key.mac(text);
+        let good = key.sign(text);
+        assert_eq!(good.len(), 44);
+        assert!(signature_matches(&tag, &good));
+        assert!(key.verify(text, &good));
+        let mut flipped = tag;
+        flipped[31] ^= 1;
+        assert!(!signature_matches(&flipped, &good));
+        let short = BASE64.encode(&tag[..31]);
+        let long = BASE64.encode([tag.as_slice(), &[0]].concat());
+        let huge = BASE64.encode([0u8; 200]);
+        let unpadded = good.trim_end_matches('=').to_owned();
+        for bad in [
+            "",
+            "not base64!",
+            short.as_str(),
+            long.as_str(),
+            huge.as_str(),
+            unpadded.as_str(),
+            &good[1..],
+        ] {
+            assert!(!signature_matches(&tag, bad), "{bad:?}");
+            assert!(!key.verify(text, bad), "{bad:?}");
+        }
+        // Keys compare by name and key bytes (the cached HMAC state is derived from them).
+        assert_eq!(key, AccountKey::new(DEV_ACCOUNT, DEV_ACCOUNT_KEY).unwrap());
+        assert_ne!(key, AccountKey::new(DEV_ACCOUNT, "AAAA").unwrap());
     }
 
     #[test]

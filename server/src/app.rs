@@ -36,12 +36,14 @@
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, header, request::Parts};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header, request::Parts};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use futures_util::FutureExt;
+use std::cell::RefCell;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::admin;
 use crate::auth::{self, Hosted};
@@ -77,6 +79,36 @@ fn account_segment(path: &str) -> &str {
     rest.split('/').next().unwrap_or("")
 }
 
+/// `x-ms-request-id`.
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-ms-request-id");
+/// `x-ms-version`.
+const VERSION: HeaderName = HeaderName::from_static("x-ms-version");
+/// `x-ms-client-request-id`.
+const CLIENT_REQUEST_ID: HeaderName = HeaderName::from_static("x-ms-client-request-id");
+
+/// The `Date` of a response sent now: the HTTP date of the current second, formatted once
+/// per second on each worker thread (the value only changes from one second to the next).
+fn date_now() -> Option<HeaderValue> {
+    thread_local! {
+        static DATE: RefCell<Option<(u64, HeaderValue)>> = const { RefCell::new(None) };
+    }
+    let now = SystemTime::now();
+    let Ok(since_epoch) = now.duration_since(UNIX_EPOCH) else {
+        // Before 1970: no second to remember it by.
+        return HeaderValue::from_str(&auth::sign::http_date_now()).ok();
+    };
+    let second = since_epoch.as_secs();
+    DATE.with_borrow_mut(|date| match date {
+        Some((at, value)) if *at == second => Some(value.clone()),
+        _ => {
+            let time = chrono::DateTime::<chrono::Utc>::from(now);
+            let value = HeaderValue::from_str(&auth::sign::http_date(time)).ok()?;
+            *date = Some((second, value.clone()));
+            Some(value)
+        }
+    })
+}
+
 /// Step 1: request id, common response headers, CORS headers (the request log line is
 /// [`observe::serve`]'s).
 async fn common(State(hosted): State<Arc<Hosted>>, mut request: Request, next: Next) -> Response {
@@ -92,25 +124,27 @@ async fn common(State(hosted): State<Arc<Hosted>>, mut request: Request, next: N
                 request.uri().path().to_owned(),
             )
         });
-    let request_id = uuid::Uuid::new_v4().to_string();
-    let client_request_id = request.headers().get("x-ms-client-request-id").cloned();
+    let mut id_text = uuid::Uuid::encode_buffer();
+    let request_id = &*uuid::Uuid::new_v4().hyphenated().encode_lower(&mut id_text);
+    let request_id_header = HeaderValue::from_str(request_id).ok();
+    let client_request_id = request.headers().get(&CLIENT_REQUEST_ID).cloned();
     let version = negotiate::response_version(request.headers());
     request
         .extensions_mut()
-        .insert(RequestId(request_id.clone()));
+        .insert(RequestId(request_id.to_owned()));
 
     let mut response = next.run(request).await;
 
     let headers = response.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(&request_id) {
-        headers.insert("x-ms-request-id", v);
+    if let Some(v) = request_id_header {
+        headers.insert(REQUEST_ID, v);
     }
-    headers.insert("x-ms-version", version);
-    if let Ok(v) = HeaderValue::from_str(&auth::sign::http_date_now()) {
+    headers.insert(VERSION, version);
+    if let Some(v) = date_now() {
         headers.insert(header::DATE, v);
     }
     if let Some(v) = client_request_id {
-        headers.insert("x-ms-client-request-id", v);
+        headers.insert(CLIENT_REQUEST_ID, v);
     }
     if let Some((origin, method, path)) = cors_request
         && method != Method::OPTIONS
@@ -129,16 +163,16 @@ async fn common(State(hosted): State<Arc<Hosted>>, mut request: Request, next: N
 }
 
 /// Steps 2–6, with panics caught.
-async fn dispatch(State(state): State<Arc<Hosted>>, request: Request) -> Response {
+async fn dispatch(State(state): State<Arc<Hosted>>, mut request: Request) -> Response {
     let request_id = request
-        .extensions()
-        .get::<RequestId>()
-        .map(|r| r.0.clone())
+        .extensions_mut()
+        .remove::<RequestId>()
+        .map(|r| r.0)
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     // A panic in the handler (a bug, never expected) becomes a 500 for this request instead
     // of a dropped connection. Nothing the handler shares is left half-updated by a panic:
     // the stores keep their own invariants behind locks that recover from poisoning.
-    let outcome = AssertUnwindSafe(handle(&state, request))
+    let outcome = AssertUnwindSafe(handle(&state, request, &request_id))
         .catch_unwind()
         .await
         .unwrap_or_else(|panic| {
@@ -166,17 +200,16 @@ async fn dispatch(State(state): State<Arc<Hosted>>, request: Request) -> Respons
     }
 }
 
-/// `http://<Host>/<account>`: the base of `odata.metadata` and `odata.id`.
-fn base_url(parts: &Parts, account: &str) -> String {
-    let host = parts
+/// The host of `http://<Host>/<account>`, the base of `odata.metadata` and `odata.id`.
+fn base_host(parts: &Parts) -> String {
+    parts
         .headers
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
         .filter(|h| !h.is_empty() && h.is_ascii())
         .map(str::to_owned)
         .or_else(|| parts.uri.authority().map(|a| a.to_string()))
-        .unwrap_or_else(|| "localhost".into());
-    format!("http://{host}/{account}")
+        .unwrap_or_else(|| "localhost".into())
 }
 
 const ALLOW_TABLES: &str = "GET, POST";
@@ -185,7 +218,7 @@ const ALLOW_BATCH: &str = "POST";
 const ALLOW_ENTITIES: &str = "GET, POST";
 const ALLOW_ENTITY: &str = "GET, PUT, MERGE, PATCH, DELETE";
 
-async fn handle(hosted: &Hosted, request: Request) -> Result<Response, ApiError> {
+async fn handle(hosted: &Hosted, request: Request, request_id: &str) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
     if parts.method == Method::OPTIONS {
         observe::note_preflight();
@@ -202,14 +235,10 @@ async fn handle(hosted: &Hosted, request: Request) -> Result<Response, ApiError>
     observe::note_request(&parts.method, &parts.headers, &path);
     let (state, secondary, grant) = auth::authorize(hosted, &parts, &path.account).await?;
     let state = &state;
-    let request_id = parts
-        .extensions
-        .get::<RequestId>()
-        .map(|r| r.0.clone())
-        .unwrap_or_default();
+    let request_id = request_id.to_owned();
     let links = Links {
-        base: base_url(&parts, &path.account),
-        account: path.account.clone(),
+        host: base_host(&parts),
+        account: path.account,
     };
     let admin = !matches!(path.target, Target::Resource(_));
     let mut ctx = if admin {
@@ -233,7 +262,7 @@ async fn handle(hosted: &Hosted, request: Request) -> Result<Response, ApiError>
             tableq_model::ErrorCode::AuthorizationFailure,
             format!(
                 "the secondary endpoint `{}` serves reads only; send {method} to `{}`",
-                path.account, state.config.account.name
+                ctx.links.account, state.config.account.name
             ),
         ));
     }
@@ -352,8 +381,20 @@ async fn route(
             allow,
         ))
     };
-    if let Some(target) = WriteTarget::of(&method, &resource) {
+    // A read is never a write: only other methods are looked at as one.
+    let read = matches!(method, Method::GET | Method::HEAD);
+    if !read && let Some(target) = WriteTarget::of(&method, &resource) {
         return entities::write(state, ctx, target, body).await;
+    }
+    // The point get, with the names moved out of the parsed path rather than copied.
+    if method == Method::GET
+        && let Resource::Entity {
+            table,
+            partition_key,
+            row_key,
+        } = resource
+    {
+        return entities::get(state, ctx, table.name, partition_key.value, row_key.value).await;
     }
     match &resource {
         Resource::Tables { .. } => match method {
@@ -378,20 +419,7 @@ async fn route(
             },
             _ => not_allowed(&resource, ALLOW_ENTITIES),
         },
-        Resource::Entity {
-            table,
-            partition_key,
-            row_key,
-        } => match method {
-            Method::GET => {
-                let (table, pk, rk) = (
-                    table.name.clone(),
-                    partition_key.value.clone(),
-                    row_key.value.clone(),
-                );
-                entities::get(state, ctx, table, pk, rk).await
-            }
-            _ => not_allowed(&resource, ALLOW_ENTITY),
-        },
+        // GET was answered above.
+        Resource::Entity { .. } => not_allowed(&resource, ALLOW_ENTITY),
     }
 }

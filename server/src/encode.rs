@@ -28,11 +28,12 @@ use tableq_model::{DateTime, Entity};
 
 use crate::resource::{entity_link, table_link};
 
-/// What names resources in responses: the base URL and the account.
+/// What names resources in responses: the host and the account, which make the base URL
+/// `http://<host>/<account>` (written out only where a response carries a URL).
 #[derive(Debug, Clone)]
 pub(crate) struct Links {
-    /// `http://<host>/<account>`.
-    pub base: String,
+    /// The host of the base URL (the request's `Host`).
+    pub host: String,
     /// The account name.
     pub account: String,
 }
@@ -40,16 +41,17 @@ pub(crate) struct Links {
 impl Links {
     /// `<base>/$metadata#<fragment>`.
     pub fn metadata(&self, fragment: &str) -> String {
-        format!("{}/$metadata#{fragment}", self.base)
+        format!("http://{}/{}/$metadata#{fragment}", self.host, self.account)
     }
 
     /// `<base>/<relative link>`.
     pub fn absolute(&self, link: &str) -> String {
-        format!("{}/{link}", self.base)
+        format!("http://{}/{}/{link}", self.host, self.account)
     }
 
     /// The envelope of an entity; `element` adds `odata.metadata` (single-entity bodies).
-    /// The URLs are built only at full metadata, the only level that carries them.
+    /// Each member is built only at the levels that carry it: none without metadata, the
+    /// URLs only at full metadata.
     pub fn entity_envelope(
         &self,
         table: &str,
@@ -59,10 +61,18 @@ impl Links {
         timestamp: Option<DateTime>,
         element: bool,
     ) -> Envelope {
+        if level == MetadataLevel::NoMetadata {
+            return Envelope::default();
+        }
         let full = level == MetadataLevel::FullMetadata;
         let edit = full.then(|| entity_link(table, partition_key, row_key));
         Envelope {
-            metadata: element.then(|| self.metadata(&format!("{table}/@Element"))),
+            metadata: element.then(|| {
+                format!(
+                    "http://{}/{}/$metadata#{table}/@Element",
+                    self.host, self.account
+                )
+            }),
             type_name: full.then(|| format!("{}.{table}", self.account)),
             id: edit.as_deref().map(|e| self.absolute(e)),
             etag: timestamp.map(etag),
@@ -88,7 +98,7 @@ pub(crate) fn entity_body(
         entity.timestamp(),
         true,
     );
-    let mut out = Vec::with_capacity(256);
+    let mut out = Vec::with_capacity(512);
     EntityWriter::new(level).with_select(select).write(
         &mut out,
         entity,
@@ -208,7 +218,7 @@ mod tests {
 
     fn links() -> Links {
         Links {
-            base: "http://h/acct".into(),
+            host: "h".into(),
             account: "acct".into(),
         }
     }

@@ -28,7 +28,7 @@
 //! assert_eq!(response_level(Some(&atom), None).unwrap_err().status().as_u16(), 415);
 //! ```
 
-use axum::http::{HeaderMap, HeaderValue, Method};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
 use tableq_model::ErrorCode;
 use tableq_model::json::MetadataLevel;
 
@@ -70,9 +70,16 @@ enum Media {
     Other,
 }
 
+/// Whether `text` contains `needle` (ASCII) in any ASCII letter case.
+fn contains_ignore_ascii_case(text: &str, needle: &str) -> bool {
+    text.as_bytes()
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
 fn classify(media: &str) -> Media {
     let mut parts = media.split(';').map(str::trim);
-    let essence = parts.next().unwrap_or("").to_ascii_lowercase();
+    let essence = parts.next().unwrap_or("");
     let mut level = None;
     let mut q_zero = false;
     for p in parts {
@@ -91,10 +98,16 @@ fn classify(media: &str) -> Media {
     if q_zero {
         return Media::Other;
     }
-    match essence.as_str() {
-        "application/json" | "json" | "*/*" | "application/*" => Media::Json(level),
-        e if e.contains("xml") || e.contains("atom") => Media::Xml,
-        _ => Media::Other,
+    // The essence in any ASCII letter case (compared as if lower-cased).
+    let json = ["application/json", "json", "*/*", "application/*"];
+    if json.iter().any(|j| essence.eq_ignore_ascii_case(j)) {
+        Media::Json(level)
+    } else if contains_ignore_ascii_case(essence, "xml")
+        || contains_ignore_ascii_case(essence, "atom")
+    {
+        Media::Xml
+    } else {
+        Media::Other
     }
 }
 
@@ -228,23 +241,30 @@ fn is_version_date(text: &str) -> bool {
         })
 }
 
+/// `x-ms-version`.
+const X_MS_VERSION: HeaderName = HeaderName::from_static("x-ms-version");
+/// `DataServiceVersion`.
+const DATA_SERVICE_VERSION: HeaderName = HeaderName::from_static("dataserviceversion");
+/// `MaxDataServiceVersion`.
+const MAX_DATA_SERVICE_VERSION: HeaderName = HeaderName::from_static("maxdataserviceversion");
+
 /// The `x-ms-version` to answer with: the request's when it is acceptable and known,
 /// [`NEWEST_VERSION`] for a later date, else [`DEFAULT_VERSION`].
 pub fn response_version(headers: &HeaderMap) -> HeaderValue {
-    match headers.get("x-ms-version").map(HeaderValue::to_str) {
-        Some(Ok(v)) if is_version_date(v) && v > NEWEST_VERSION => {
+    let sent = headers.get(X_MS_VERSION);
+    match sent.map(|v| (v, v.to_str())) {
+        Some((_, Ok(v))) if is_version_date(v) && v > NEWEST_VERSION => {
             HeaderValue::from_static(NEWEST_VERSION)
         }
-        Some(Ok(v)) if is_version_date(v) && v >= OLDEST_VERSION => {
-            HeaderValue::from_str(v).unwrap_or(HeaderValue::from_static(DEFAULT_VERSION))
-        }
+        // The request's own value (ASCII digits and dashes), shared rather than copied.
+        Some((sent, Ok(v))) if is_version_date(v) && v >= OLDEST_VERSION => sent.clone(),
         _ => HeaderValue::from_static(DEFAULT_VERSION),
     }
 }
 
 /// Checks `x-ms-version`, `DataServiceVersion` and `MaxDataServiceVersion`.
 pub fn check_versions(headers: &HeaderMap) -> Result<(), ApiError> {
-    if let Some(v) = headers.get("x-ms-version") {
+    if let Some(v) = headers.get(X_MS_VERSION) {
         let text = v.to_str().unwrap_or("");
         if !is_version_date(text) {
             return Err(ApiError::new(
@@ -261,8 +281,8 @@ pub fn check_versions(headers: &HeaderMap) -> Result<(), ApiError> {
             ));
         }
     }
-    for name in ["dataserviceversion", "maxdataserviceversion"] {
-        if let Some(v) = headers.get(name) {
+    for name in [DATA_SERVICE_VERSION, MAX_DATA_SERVICE_VERSION] {
+        if let Some(v) = headers.get(&name) {
             let text = v.to_str().unwrap_or("");
             let version = text.trim();
             let version = version.strip_suffix(';').unwrap_or(version).trim_end();
@@ -276,7 +296,7 @@ pub fn check_versions(headers: &HeaderMap) -> Result<(), ApiError> {
                     ErrorCode::InvalidHeaderValue,
                     format!(
                         "{} `{text}` is not one of 1.0, 2.0, 3.0 (optionally followed by ;NetFx)",
-                        if name == "dataserviceversion" {
+                        if name == DATA_SERVICE_VERSION {
                             "DataServiceVersion"
                         } else {
                             "MaxDataServiceVersion"
@@ -318,6 +338,48 @@ mod tests {
     fn level(accept: &str) -> Result<MetadataLevel, u16> {
         let v = HeaderValue::from_str(accept).unwrap();
         response_level(Some(&v), None).map_err(|e| e.status().as_u16())
+    }
+
+    /// `classify` as first written: the essence lower-cased into a new string.
+    fn classify_lowered(media: &str) -> &'static str {
+        let essence = media
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        match essence.as_str() {
+            "application/json" | "json" | "*/*" | "application/*" => "json",
+            e if e.contains("xml") || e.contains("atom") => "xml",
+            _ => "other",
+        }
+    }
+
+    #[test]
+    fn essences_compare_in_any_ascii_case() {
+        for media in [
+            "application/json",
+            "APPLICATION/JSON;odata=nometadata",
+            " Json ",
+            "*/*",
+            "Application/*",
+            "application/atom+xml",
+            "TEXT/XML",
+            "application/ATOM",
+            "xm",
+            "",
+            "application/jsonx",
+            "application/xmł",
+            "ÄTOM/xML",
+            "text/plain",
+        ] {
+            let got = match classify(media) {
+                Media::Json(_) => "json",
+                Media::Xml => "xml",
+                Media::BadLevel(_) | Media::Other => "other",
+            };
+            assert_eq!(got, classify_lowered(media), "{media}");
+        }
     }
 
     #[test]

@@ -22,6 +22,7 @@
 //! ```
 
 use percent_encoding::percent_decode_str;
+use std::borrow::Cow;
 use tableq_model::ErrorCode;
 
 use crate::error::ApiError;
@@ -81,13 +82,22 @@ pub struct RequestTarget {
     pub target: Target,
 }
 
-/// The value of `name` in a raw query string (percent-decoded; the first if repeated).
-fn query_value(query: Option<&str>, name: &str) -> Option<String> {
-    query?
-        .split('&')
-        .filter_map(|pair| pair.split_once('=').or(Some((pair, ""))))
-        .find(|(n, _)| *n == name)
-        .map(|(_, v)| percent_decode_str(v).decode_utf8_lossy().into_owned())
+/// The values of `restype` and `comp` in a raw query string (percent-decoded, lossily; the
+/// first of each if repeated), read in one pass.
+fn restype_and_comp(query: Option<&str>) -> (Option<Cow<'_, str>>, Option<Cow<'_, str>>) {
+    let (mut restype, mut comp) = (None, None);
+    for pair in query.into_iter().flat_map(|q| q.split('&')) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let slot = match name {
+            "restype" => &mut restype,
+            "comp" => &mut comp,
+            _ => continue,
+        };
+        if slot.is_none() {
+            *slot = Some(percent_decode_str(value).decode_utf8_lossy());
+        }
+    }
+    (restype, comp)
 }
 
 /// `/{acct}-secondary/{acct}/…` → `/{acct}-secondary/…`: the Python SDK reaches the
@@ -117,10 +127,9 @@ pub fn parse_target(path: &str, query: Option<&str>) -> Result<RequestTarget, Ap
     let path = path.as_ref();
     let rest = path.strip_prefix('/').unwrap_or(path);
     let rest = rest.strip_suffix('/').unwrap_or(rest);
-    let restype = query_value(query, "restype");
-    let comp = query_value(query, "comp");
+    let (restype, comp) = restype_and_comp(query);
     if !rest.contains('/') && restype.is_some() {
-        let account = decode(rest)?;
+        let account = decode(rest)?.into_owned();
         if account.is_empty() {
             return Err(invalid_uri("the path names no account"));
         }
@@ -169,7 +178,7 @@ pub fn parse_path(path: &str) -> Result<RequestPath, ApiError> {
     };
     // One trailing `/` names the same resource.
     let resource = resource.strip_suffix('/').unwrap_or(resource);
-    let account = decode(account)?;
+    let account = decode(account)?.into_owned();
     if account.is_empty() {
         return Err(invalid_uri(
             "the path names no account: use /{account}/Tables or /{account}/{table}()",
@@ -191,11 +200,10 @@ pub fn parse_path(path: &str) -> Result<RequestPath, ApiError> {
     Ok(RequestPath { account, resource })
 }
 
-/// Percent-decodes one path segment as UTF-8.
-fn decode(segment: &str) -> Result<String, ApiError> {
+/// Percent-decodes one path segment as UTF-8 (borrowed when it has no `%`).
+fn decode(segment: &str) -> Result<Cow<'_, str>, ApiError> {
     percent_decode_str(segment)
         .decode_utf8()
-        .map(|s| s.into_owned())
         .map_err(|_| invalid_uri("the path is not UTF-8 after percent-decoding"))
 }
 
@@ -285,6 +293,27 @@ mod tests {
                 .account,
             "acct"
         );
+    }
+
+    #[test]
+    fn restype_and_comp_are_read_in_one_pass() {
+        let both = |q: &str| {
+            let (r, c) = restype_and_comp(Some(q));
+            (r.map(Cow::into_owned), c.map(Cow::into_owned))
+        };
+        let some = |s: &str| Some(s.to_owned());
+        assert_eq!(
+            both("comp=stats&restype=service"),
+            (some("service"), some("stats"))
+        );
+        // The first of each counts; values are percent-decoded (lossily), names are not.
+        assert_eq!(
+            both("comp=a%63l&comp=x&restype&%63omp=y&restype=z"),
+            (some(""), some("acl"))
+        );
+        assert_eq!(both("comp=%FF&&sig=x"), (None, some("\u{fffd}")));
+        assert_eq!(restype_and_comp(None), (None, None));
+        assert_eq!(both(""), (None, None));
     }
 
     #[test]

@@ -139,7 +139,7 @@ pub(crate) fn authenticate(
 }
 
 /// The role an operation needs, and the table it acts on (for table-scoped assignments).
-fn needs(op: &Operation) -> (Role, Option<&str>) {
+fn needs<'a>(op: &Operation<'a>) -> (Role, Option<&'a str>) {
     match op {
         Operation::QueryTables | Operation::ServiceStats => (Role::Reader, None),
         Operation::ServiceProperties { write } => (

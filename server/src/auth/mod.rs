@@ -35,6 +35,7 @@
 pub(crate) use tableq_client::sign;
 
 mod bearer;
+mod memo;
 mod sas;
 
 pub(crate) use bearer::BearerSetup;
@@ -54,6 +55,7 @@ use crate::context::{AppState, short_read};
 use crate::error::ApiError;
 use crate::query::QueryParams;
 use crate::resource::{Resource, Target};
+use memo::MacMemo;
 pub(crate) use sas::SasGrant;
 use sas::{EntityOp, Operation, unauthenticated};
 use sign::{AccountKey, Scheme, SignedParts, string_to_sign};
@@ -69,9 +71,10 @@ pub const SECONDARY_SUFFIX: &str = "-secondary";
 /// How far `x-ms-date` / `Date` may be from the server's clock (the service's 15 minutes).
 const MAX_CLOCK_SKEW: chrono::Duration = chrono::Duration::minutes(15);
 
-/// One hosted account: its key and its state (store + configuration).
+/// One hosted account: its key (with the memo of the SAS strings to sign it verified) and
+/// its state (store + configuration).
 struct HostedAccount {
-    key: AccountKey,
+    key: MacMemo,
     state: Arc<AppState>,
 }
 
@@ -91,7 +94,7 @@ impl Hosted {
         let mode = config.auth;
         Ok(Hosted {
             accounts: vec![HostedAccount {
-                key,
+                key: MacMemo::new(key),
                 state: Arc::new(AppState::new(backend, config)),
             }],
             mode,
@@ -114,7 +117,7 @@ impl Hosted {
             ..self.primary().config.clone()
         };
         self.accounts.push(HostedAccount {
-            key,
+            key: MacMemo::new(key),
             state: Arc::new(AppState::new(backend, config)),
         });
         Ok(())
@@ -145,12 +148,12 @@ impl Hosted {
     pub(crate) fn names(&self) -> Vec<String> {
         self.accounts
             .iter()
-            .map(|a| a.key.name().to_owned())
+            .map(|a| a.key.key().name().to_owned())
             .collect()
     }
 
     fn find(&self, name: &str) -> Option<&HostedAccount> {
-        self.accounts.iter().find(|a| a.key.name() == name)
+        self.accounts.iter().find(|a| a.key.key().name() == name)
     }
 
     /// The state of the account a path names (`{account}` or `{account}-secondary`), and
@@ -202,7 +205,7 @@ pub(crate) fn admit_operation(
     query: &mut QueryParams,
     keys: Option<(&str, &str)>,
 ) -> Result<(), ApiError> {
-    let op = operation(method, &Target::Resource(resource.clone()), headers);
+    let op = resource_operation(method, resource, headers);
     sas.allows(&op)?;
     if !sas.has_key_range() {
         return Ok(());
@@ -257,7 +260,8 @@ pub(crate) async fn authorize(
     if hosted.mode == AuthMode::Off {
         return Ok((state, secondary, Grant::Full));
     }
-    let key = &hosted_account.key;
+    let memo = &hosted_account.key;
+    let key = memo.key();
     let secure = parts.extensions.get::<Secure>().is_some();
     if let Some(value) = parts.headers.get(axum::http::header::AUTHORIZATION) {
         let value = value
@@ -276,7 +280,7 @@ pub(crate) async fn authorize(
     }
     match sas::read_token(parts.uri.query()).map_err(denied)? {
         Some((fields, signature)) => {
-            let token = sas::verify_signature(key, fields, &signature)?;
+            let token = sas::verify_signature(memo, fields, &signature)?;
             let policy = match (token.policy_id(), token.table()) {
                 (Some(id), Some(table)) => Some(stored_policy(&state, table, id).await?),
                 _ => None,
@@ -419,7 +423,23 @@ fn check_shared_key(
 }
 
 /// What `method` on `target` is, for SAS permissions.
-fn operation(method: &Method, target: &Target, headers: &HeaderMap) -> Operation {
+fn operation<'a>(method: &Method, target: &'a Target, headers: &HeaderMap) -> Operation<'a> {
+    match target {
+        Target::ServiceProperties => Operation::ServiceProperties {
+            write: method != Method::GET,
+        },
+        Target::ServiceStats => Operation::ServiceStats,
+        Target::TableAcl { table } => Operation::TableAcl { table },
+        Target::Resource(resource) => resource_operation(method, resource, headers),
+    }
+}
+
+/// What `method` on `resource` is, for SAS permissions.
+fn resource_operation<'a>(
+    method: &Method,
+    resource: &'a Resource,
+    headers: &HeaderMap,
+) -> Operation<'a> {
     let writes = |keys| {
         let conditional = headers.contains_key(axum::http::header::IF_MATCH);
         (
@@ -431,20 +451,6 @@ fn operation(method: &Method, target: &Target, headers: &HeaderMap) -> Operation
             keys,
         )
     };
-    let resource = match target {
-        Target::ServiceProperties => {
-            return Operation::ServiceProperties {
-                write: method != Method::GET,
-            };
-        }
-        Target::ServiceStats => return Operation::ServiceStats,
-        Target::TableAcl { table } => {
-            return Operation::TableAcl {
-                table: table.clone(),
-            };
-        }
-        Target::Resource(resource) => resource,
-    };
     match resource {
         Resource::Tables { .. } if method == Method::POST => Operation::CreateTable,
         Resource::Tables { .. } => Operation::QueryTables,
@@ -452,7 +458,7 @@ fn operation(method: &Method, target: &Target, headers: &HeaderMap) -> Operation
         Resource::Table { .. } => Operation::QueryTables,
         Resource::Batch { .. } => Operation::Batch,
         Resource::Entities { table } => Operation::Entity {
-            table: table.name.clone(),
+            table: &table.name,
             kind: if method == Method::POST {
                 EntityOp::Insert
             } else {
@@ -465,7 +471,7 @@ fn operation(method: &Method, target: &Target, headers: &HeaderMap) -> Operation
             partition_key,
             row_key,
         } => {
-            let keys = Some((partition_key.value.clone(), row_key.value.clone()));
+            let keys = Some((partition_key.value.as_str(), row_key.value.as_str()));
             let (kind, keys) = match method.as_str() {
                 "GET" => (EntityOp::Read, keys),
                 "DELETE" => (EntityOp::Delete, keys),
@@ -474,7 +480,7 @@ fn operation(method: &Method, target: &Target, headers: &HeaderMap) -> Operation
                 _ => (EntityOp::Upsert, keys),
             };
             Operation::Entity {
-                table: table.name.clone(),
+                table: &table.name,
                 kind,
                 keys,
             }
@@ -652,7 +658,7 @@ mod tests {
             .end_key("b", None)
             .sign(&key);
         let (fields, sig) = sas::read_token(Some(&token)).unwrap().unwrap();
-        let grant = sas::verify(&key, fields, &sig, chrono::Utc::now()).unwrap();
+        let grant = sas::verify(&MacMemo::new(key), fields, &sig, chrono::Utc::now()).unwrap();
         let range = key_range(&grant);
         assert_eq!(
             range.to_string(),

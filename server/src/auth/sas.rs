@@ -39,18 +39,21 @@
 //! ```
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::net::IpAddr;
 use tableq_model::ErrorCode;
 use tableq_model::order::compare_str;
 use tableq_store::AccessPolicy;
 
-use super::sign::{AccountKey, SasFields};
+use super::memo::MacMemo;
+use super::sign::SasFields;
 use crate::error::ApiError;
 
-/// A request's operation, as far as permissions go.
+/// A request's operation, as far as permissions go (borrowing the names from the request's
+/// parsed path).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Operation {
+pub(crate) enum Operation<'a> {
     /// `GET Tables`, `GET Tables('t')`.
     QueryTables,
     /// `POST Tables`.
@@ -69,16 +72,16 @@ pub(crate) enum Operation {
     /// Get or set a table's ACL.
     TableAcl {
         /// The table.
-        table: String,
+        table: &'a str,
     },
     /// An operation on entities of `table`.
     Entity {
         /// The table.
-        table: String,
+        table: &'a str,
         /// What is done.
         kind: EntityOp,
         /// The entity's keys, when the URL names one entity.
-        keys: Option<(String, String)>,
+        keys: Option<(&'a str, &'a str)>,
     },
 }
 
@@ -148,8 +151,9 @@ pub(crate) struct KeyBound {
     pub row_key: Option<String>,
 }
 
-/// Reads the SAS parameters of a raw query string; `None` when it has no `sig`.
-pub(crate) fn read_token(query: Option<&str>) -> Result<Option<(SasFields, String)>, String> {
+/// Reads the SAS parameters of a raw query string; `None` when it has no `sig`. The
+/// signature is borrowed from the query string when it needs no decoding.
+pub(crate) fn read_token(query: Option<&str>) -> Result<Option<(SasFields, Cow<'_, str>)>, String> {
     let Some(query) = query else {
         return Ok(None);
     };
@@ -163,7 +167,7 @@ pub(crate) fn read_token(query: Option<&str>) -> Result<Option<(SasFields, Strin
         };
         let name_text = decode(name)?;
         if name_text == "sig" {
-            if signature.replace(decode(value)?.into_owned()).is_some() {
+            if signature.replace(decode(value)?).is_some() {
                 return Err("the SAS parameter `sig` is given more than once".into());
             }
         } else if let Some(slot) = fields.slot_mut(&name_text)
@@ -191,16 +195,20 @@ pub(crate) fn parse_time(text: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.and_utc())
 }
 
-/// Checks a token's signature (and that it is a token of the table service at all).
+/// Checks a token's signature with an account's key (through its memo of verified strings
+/// to sign, [`MacMemo`]), and that it is a token of the table service at all.
 pub(crate) fn verify_signature(
-    key: &AccountKey,
+    memo: &MacMemo,
     fields: SasFields,
     signature: &str,
 ) -> Result<SignedToken, ApiError> {
+    let key = memo.key();
     if fields.version.is_none() {
         return Err(unauthenticated("the SAS has no signed version (sv)"));
     }
-    if !key.verify(&fields.string_to_sign(key.name()), signature) {
+    let mut text = String::with_capacity(192);
+    fields.write_string_to_sign(key.name(), &mut text);
+    if !memo.verify(&text, signature) {
         return Err(unauthenticated(format!(
             "the SAS signature (sig) does not match: the token was not signed with the key of \
              account `{}`, or one of its fields was changed",
@@ -226,12 +234,12 @@ pub(crate) fn verify_signature(
 /// `client`.
 #[cfg(test)]
 pub(crate) fn verify(
-    key: &AccountKey,
+    memo: &MacMemo,
     fields: SasFields,
     signature: &str,
     now: DateTime<Utc>,
 ) -> Result<SasGrant, ApiError> {
-    verify_signature(key, fields, signature)?.grant(None, now, Some([127, 0, 0, 1].into()), false)
+    verify_signature(memo, fields, signature)?.grant(None, now, Some([127, 0, 0, 1].into()), false)
 }
 
 /// Whether `client` is inside a `sip` value: one address, or an inclusive range `a-b`.
@@ -484,7 +492,7 @@ impl SasGrant {
 
     /// Whether the token allows `operation` (key ranges of inserts are checked apart, once
     /// the body's keys are known).
-    pub(crate) fn allows(&self, operation: &Operation) -> Result<(), ApiError> {
+    pub(crate) fn allows(&self, operation: &Operation<'_>) -> Result<(), ApiError> {
         if self.fields.is_account_sas() {
             return self.allows_as_account_sas(operation);
         }
@@ -528,7 +536,7 @@ impl SasGrant {
         }
     }
 
-    fn allows_as_account_sas(&self, operation: &Operation) -> Result<(), ApiError> {
+    fn allows_as_account_sas(&self, operation: &Operation<'_>) -> Result<(), ApiError> {
         let needs_type = |t: char, what: &str| {
             if self.resource_type(t) {
                 Ok(())
@@ -596,13 +604,13 @@ impl SasGrant {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::sign::SasBuilder;
+    use crate::auth::sign::{AccountKey, SasBuilder};
 
     fn grant(builder: SasBuilder, now: DateTime<Utc>) -> Result<SasGrant, ApiError> {
         let key = AccountKey::development();
         let token = builder.sign(&key);
         let (fields, sig) = read_token(Some(&token)).unwrap().unwrap();
-        verify(&key, fields, &sig, now)
+        verify(&MacMemo::new(key), fields, &sig, now)
     }
 
     fn at(text: &str) -> DateTime<Utc> {
@@ -645,6 +653,29 @@ mod tests {
     }
 
     #[test]
+    fn a_remembered_signature_still_has_its_window_checked() {
+        let key = AccountKey::development();
+        let memo = MacMemo::new(key.clone());
+        let token = SasBuilder::table("t")
+            .permissions("r")
+            .start("2026-01-01T00:00:00Z")
+            .expiry("2026-01-02T00:00:00Z")
+            .sign(&key);
+        let at_time = |now: &str| {
+            let (fields, sig) = read_token(Some(&token)).unwrap().unwrap();
+            verify(&memo, fields, &sig, at(now))
+        };
+        // The first request verifies (and the memo remembers) the signature ...
+        assert!(at_time("2026-01-01T12:00:00Z").is_ok());
+        // ... and every later one is judged at its own time.
+        let late = at_time("2026-01-02T00:00:01Z").unwrap_err();
+        assert!(late.detail().unwrap().contains("expired"), "{late}");
+        let early = at_time("2025-12-31T23:59:59Z").unwrap_err();
+        assert!(early.detail().unwrap().contains("not valid yet"), "{early}");
+        assert!(at_time("2026-01-01T23:59:59Z").is_ok());
+    }
+
+    #[test]
     fn a_changed_field_breaks_the_signature() {
         let key = AccountKey::development();
         let token = SasBuilder::table("t")
@@ -653,11 +684,18 @@ mod tests {
             .sign(&key);
         let widened = token.replace("sp=r", "sp=raud");
         let (fields, sig) = read_token(Some(&widened)).unwrap().unwrap();
-        let e = verify(&key, fields, &sig, at("2026-01-01")).unwrap_err();
+        let memo = MacMemo::new(key.clone());
+        let e = verify(&memo, fields, &sig, at("2026-01-01")).unwrap_err();
         assert!(e.detail().unwrap().contains("does not match"), "{e}");
         let other = AccountKey::new("other1", "AAAA").unwrap();
         let (fields, sig) = read_token(Some(&token)).unwrap().unwrap();
-        assert!(verify(&other, fields, &sig, at("2026-01-01")).is_err());
+        assert!(verify(&MacMemo::new(other), fields, &sig, at("2026-01-01")).is_err());
+        // The memo of the right key knows this token once it verified, and still refuses
+        // the changed one.
+        let (fields, sig) = read_token(Some(&token)).unwrap().unwrap();
+        assert!(verify(&memo, fields, &sig, at("2026-01-01")).is_ok());
+        let (fields, sig) = read_token(Some(&widened)).unwrap().unwrap();
+        assert!(verify(&memo, fields, &sig, at("2026-01-01")).is_err());
         assert_eq!(read_token(Some("$filter=x")).unwrap(), None);
         assert!(read_token(Some("sig=a&sig=b")).is_err());
     }
@@ -673,10 +711,10 @@ mod tests {
             at("2026-01-01"),
         )
         .unwrap();
-        let entity = |kind, pk: &str, rk: &str| Operation::Entity {
-            table: "orders".into(),
+        let entity = |kind, pk: &'static str, rk: &'static str| Operation::Entity {
+            table: "orders",
             kind,
-            keys: Some((pk.into(), rk.into())),
+            keys: Some((pk, rk)),
         };
         assert!(g.allows(&entity(EntityOp::Read, "c", "x")).is_ok());
         assert!(g.allows(&entity(EntityOp::Read, "b", "2")).is_ok());
@@ -687,7 +725,7 @@ mod tests {
         assert!(g.allows(&entity(EntityOp::Delete, "c", "x")).is_err());
         assert!(g.allows(&entity(EntityOp::Upsert, "c", "x")).is_err());
         let other_table = Operation::Entity {
-            table: "other".into(),
+            table: "other",
             kind: EntityOp::Read,
             keys: None,
         };
@@ -726,7 +764,7 @@ mod tests {
         assert!(g.allows(&Operation::DeleteTable).is_err());
         assert!(g.allows(&Operation::Batch).is_err());
         let read = Operation::Entity {
-            table: "t".into(),
+            table: "t",
             kind: EntityOp::Read,
             keys: None,
         };
@@ -756,21 +794,21 @@ mod tests {
         fields.services = Some("b".into());
         let key = AccountKey::development();
         let sig = key.sign(&fields.string_to_sign(key.name()));
-        assert!(verify(&key, fields, &sig, at("2026-01-01")).is_err());
+        assert!(verify(&MacMemo::new(key), fields, &sig, at("2026-01-01")).is_err());
     }
 }
 
 #[cfg(test)]
 mod policy_tests {
     use super::*;
-    use crate::auth::sign::SasBuilder;
+    use crate::auth::sign::{AccountKey, SasBuilder};
     use tableq_model::DateTime as Stamp;
 
     fn signed(builder: SasBuilder) -> SignedToken {
         let key = AccountKey::development();
         let token = builder.sign(&key);
         let (fields, sig) = read_token(Some(&token)).unwrap().unwrap();
-        verify_signature(&key, fields, &sig).unwrap()
+        verify_signature(&MacMemo::new(key), fields, &sig).unwrap()
     }
 
     fn policy(start: Option<&str>, expiry: Option<&str>, permission: Option<&str>) -> AccessPolicy {
@@ -793,7 +831,7 @@ mod policy_tests {
         let p = policy(None, Some("2030-01-01T00:00:00Z"), Some("ra"));
         let g = token.clone().grant(Some(&p), now(), None, false).unwrap();
         let insert = Operation::Entity {
-            table: "t".into(),
+            table: "t",
             kind: EntityOp::Insert,
             keys: None,
         };

@@ -32,7 +32,7 @@ pub(crate) mod metrics;
 
 use axum::Router;
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue, Method, Request, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, Request, header};
 use axum::response::Response;
 use hyper::body::Incoming;
 use std::cell::RefCell;
@@ -311,6 +311,51 @@ pub(crate) async fn serve(
     response
 }
 
+/// `x-ms-request-id`.
+const REQUEST_ID: HeaderName = HeaderName::from_static("x-ms-request-id");
+/// `x-ms-error-code`.
+const ERROR_CODE: HeaderName = HeaderName::from_static(crate::error::ERROR_CODE_HEADER);
+
+/// What a request's log line says besides its [`Record`].
+struct LogLine<'a> {
+    method: &'a Method,
+    path: &'a str,
+    status: u16,
+    /// The response's `x-ms-error-code`, or empty.
+    error_code: &'a str,
+    /// The time taken, in milliseconds.
+    ms: f64,
+    request_id: &'a str,
+    operation: &'a str,
+}
+
+impl LogLine<'_> {
+    /// Appends the message of the `text` format to `out`:
+    /// `{method} {path} {status}[ {error code}] {ms:.1}ms request_id={id} operation={op}[ table={t}][ rows={examined}/{returned}]`.
+    fn write_text(&self, record: &Record, out: &mut String) {
+        use std::fmt::Write;
+        out.push_str(self.method.as_str());
+        out.push(' ');
+        out.push_str(self.path);
+        let _ = write!(out, " {}", self.status);
+        if !self.error_code.is_empty() {
+            out.push(' ');
+            out.push_str(self.error_code);
+        }
+        let _ = write!(out, " {:.1}ms request_id=", self.ms);
+        out.push_str(self.request_id);
+        out.push_str(" operation=");
+        out.push_str(self.operation);
+        if let Some(t) = &record.table {
+            out.push_str(" table=");
+            out.push_str(t);
+        }
+        if let Some((examined, returned)) = record.rows {
+            let _ = write!(out, " rows={examined}/{returned}");
+        }
+    }
+}
+
 fn log_request(
     format: LogFormat,
     method: &Method,
@@ -320,7 +365,7 @@ fn log_request(
     record: &Record,
     took: Duration,
 ) {
-    let header = |name: &str| {
+    let header = |name: &HeaderName| {
         response
             .headers()
             .get(name)
@@ -328,25 +373,29 @@ fn log_request(
             .unwrap_or("")
     };
     let status = response.status().as_u16();
-    let error_code = header(crate::error::ERROR_CODE_HEADER);
-    let request_id = header("x-ms-request-id");
+    let error_code = header(&ERROR_CODE);
+    let request_id = header(&REQUEST_ID);
     let ms = took.as_secs_f64() * 1000.0;
     match format {
         LogFormat::Text => {
-            use std::fmt::Write;
-            let mut extra = String::new();
-            let _ = write!(extra, " operation={operation}");
-            if let Some(t) = &record.table {
-                let _ = write!(extra, " table={t}");
+            thread_local! {
+                /// The message being logged, reused from line to line on each thread.
+                static LINE: RefCell<String> = const { RefCell::new(String::new()) };
             }
-            if let Some((examined, returned)) = record.rows {
-                let _ = write!(extra, " rows={examined}/{returned}");
-            }
-            tracing::info!(
-                target: "tableq_server::request",
-                "{method} {path} {status}{}{error_code} {ms:.1}ms request_id={request_id}{extra}",
-                if error_code.is_empty() { "" } else { " " },
-            );
+            let fields = LogLine {
+                method,
+                path,
+                status,
+                error_code,
+                ms,
+                request_id,
+                operation,
+            };
+            LINE.with_borrow_mut(|line| {
+                line.clear();
+                fields.write_text(record, line);
+                tracing::info!(target: "tableq_server::request", "{line}");
+            });
         }
         LogFormat::Json => {
             tracing::info!(
@@ -381,6 +430,65 @@ pub(crate) struct Observed {
 mod tests {
     use super::*;
     use tableq_parser::resource::{KeyValue, TableName};
+
+    #[test]
+    fn text_lines_are_written_as_the_format_string_wrote_them() {
+        // The line as first written, with one `format!` and a separate `extra` string.
+        fn formatted(l: &LogLine<'_>, record: &Record) -> String {
+            let (method, path, status, error_code, ms, request_id, operation) = (
+                l.method,
+                l.path,
+                l.status,
+                l.error_code,
+                l.ms,
+                l.request_id,
+                l.operation,
+            );
+            let mut extra = format!(" operation={operation}");
+            if let Some(t) = &record.table {
+                extra.push_str(&format!(" table={t}"));
+            }
+            if let Some((examined, returned)) = record.rows {
+                extra.push_str(&format!(" rows={examined}/{returned}"));
+            }
+            format!(
+                "{method} {path} {status}{}{error_code} {ms:.1}ms request_id={request_id}{extra}",
+                if error_code.is_empty() { "" } else { " " },
+            )
+        }
+        let records = [
+            Record::default(),
+            Record {
+                table: Some("t\u{1b}ü".into()),
+                rows: Some((12, 3)),
+                ..Record::default()
+            },
+            Record {
+                rows: Some((0, 0)),
+                ..Record::default()
+            },
+        ];
+        let method = Method::from_bytes(b"MERGE").unwrap();
+        let mut line = String::from("stale");
+        for record in &records {
+            for (status, error_code) in [(200, ""), (404, "ResourceNotFound")] {
+                for ms in [0.0, 0.04999, 0.05, 0.25, 1.35, 12345.678, f64::MAX] {
+                    let fields = LogLine {
+                        method: &method,
+                        path: "/a/t()",
+                        status,
+                        error_code,
+                        ms,
+                        request_id: "id",
+                        operation: "GetEntity",
+                    };
+                    line.clear();
+                    fields.write_text(record, &mut line);
+                    assert_eq!(line, formatted(&fields, record));
+                }
+            }
+        }
+    }
 
     #[test]
     fn operations_are_named_as_the_service_names_them() {
