@@ -183,6 +183,12 @@ impl<'b> BlockView<'b> {
         self.rows
     }
 
+    /// The whole block's bytes (rows are [`span`](BlockView::span)s of them).
+    #[inline]
+    pub(crate) fn bytes(&self) -> &'b [u8] {
+        self.bytes
+    }
+
     /// The PartitionKey of every row.
     #[inline]
     pub(crate) fn partition_key(&self) -> &'b str {

@@ -389,7 +389,8 @@ struct BlockRows<'a> {
     cursor: Option<Cursor>,
     /// Exclusive upper block key.
     end: Vec<u8>,
-    block: Option<&'a Loaded>,
+    /// The current block (kept in the snapshot's arena for `'a`).
+    block: Option<BlockView<'a>>,
     row: usize,
     row_end: usize,
     /// The PartitionKey of the last block read.
@@ -472,7 +473,8 @@ impl<'a> BlockRows<'a> {
             self.skip_partition = past_upper;
             self.row = lo;
             self.row_end = hi;
-            self.block = Some(self.snapshot.blocks.get_or_init(Arena::new).keep(loaded));
+            let kept = self.snapshot.blocks.get_or_init(Arena::new).keep(loaded);
+            self.block = Some(kept.view());
             return true;
         }
     }
@@ -480,7 +482,7 @@ impl<'a> BlockRows<'a> {
     /// The current block while it has rows left, loading the next block when it has none;
     /// `None` at the end of the blocks (or after a failure, recorded in the snapshot).
     #[inline]
-    fn current(&mut self) -> Option<&'a Loaded> {
+    fn current(&mut self) -> Option<BlockView<'a>> {
         loop {
             if let Some(block) = self.block
                 && self.row < self.row_end
@@ -496,8 +498,8 @@ impl<'a> BlockRows<'a> {
 
     /// The row at the position in `block` (the current block), moving past it.
     #[inline]
-    fn take(&mut self, block: &'a Loaded) -> DurableRow<'a> {
-        let (start, end) = block.view().span(self.row);
+    fn take(&mut self, block: BlockView<'a>) -> DurableRow<'a> {
+        let (start, end) = block.span(self.row);
         self.row += 1;
         DurableRow::in_block(block, start, end, self.snapshot)
     }
@@ -548,6 +550,22 @@ impl<'a> Iterator for DurableRows<'a> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
+        // The hot path, kept small enough to inline into the executor's loop: the next row
+        // of the current block when no memtable entry is in the way.
+        if self.mem.is_none()
+            && let Some(block) = self.blocks.block
+            && self.blocks.row < self.blocks.row_end
+        {
+            return Some(Ok(self.blocks.take(block)));
+        }
+        self.next_slow()
+    }
+}
+
+impl<'a> DurableRows<'a> {
+    /// The next row when the current block is used up or the memtable has entries left.
+    #[inline(never)]
+    fn next_slow(&mut self) -> Option<Result<DurableRow<'a>, StoreError>> {
         let Some(mem) = self.mem.as_mut() else {
             return match self.blocks.current() {
                 Some(block) => Some(Ok(self.blocks.take(block))),
@@ -556,9 +574,9 @@ impl<'a> Iterator for DurableRows<'a> {
         };
         let snapshot = self.blocks.snapshot;
         loop {
-            let loaded_before = self.blocks.block.map(std::ptr::from_ref);
+            let loaded_before = self.blocks.block.map(|b| b.bytes().as_ptr());
             let block = self.blocks.current();
-            if self.blocks.block.map(std::ptr::from_ref) != loaded_before {
+            if self.blocks.block.map(|b| b.bytes().as_ptr()) != loaded_before {
                 self.run_end = 0;
             }
             let Some(&(mpk, entry)) = mem.peek() else {
@@ -582,7 +600,7 @@ impl<'a> Iterator for DurableRows<'a> {
             if self.blocks.row < self.run_end {
                 return Some(Ok(self.blocks.take(block)));
             }
-            let view = block.view();
+            let view = block;
             let at = match compare_str(view.partition_key(), mpk) {
                 // The block's partition sorts first: all its rows precede the entry.
                 std::cmp::Ordering::Less => self.blocks.row_end,
@@ -621,19 +639,18 @@ pub struct DurableRow<'a> {
 }
 
 impl<'a> DurableRow<'a> {
-    /// Row `start..end` of a loaded block.
+    /// Row `start..end` of a block.
     #[inline]
     fn in_block(
-        block: &'a Loaded,
+        block: BlockView<'a>,
         start: u32,
         end: u32,
         snapshot: &'a DurableSnapshot,
     ) -> DurableRow<'a> {
         DurableRow {
-            pk: &block.pk,
+            pk: block.partition_key(),
             bytes: block
-                .guard
-                .value()
+                .bytes()
                 .get(start as usize..end as usize)
                 .unwrap_or_default(),
             snapshot,
@@ -736,8 +753,8 @@ impl EntitySource for DurableSnapshot {
                 .map(|bytes| DurableRow::in_memory(pk, bytes, self)));
         }
         Ok(self.lookup(partition_key, row_key)?.map(|(block, i)| {
-            let (start, end) = block.view().span(i);
-            let block = self.blocks.get_or_init(Arena::new).keep(block);
+            let block = self.blocks.get_or_init(Arena::new).keep(block).view();
+            let (start, end) = block.span(i);
             DurableRow::in_block(block, start, end, self)
         }))
     }
