@@ -107,7 +107,7 @@ impl Gate {
                 // The holder takes the queue before it lets the writer go.
                 Err(TryLockError::WouldBlock) => return,
             };
-            let handed_over = self.drain(&mut writer, LEADER_GROUPS);
+            let handed_over = self.drain(&mut writer, LEADER_GROUPS, true);
             drop(writer);
             if handed_over || self.queue().requests.is_empty() {
                 return;
@@ -116,9 +116,15 @@ impl Gate {
     }
 
     /// Commits queued requests, at most `groups` groups; `true` when it stopped with work
-    /// left for the background thread (and woke it).
-    fn drain(&self, writer: &mut Writer, groups: usize) -> bool {
+    /// left for the background thread (and woke it). A `leader` commits nothing while a
+    /// flush or checkpoint is due: that bounds the memtables and the log by the limits plus
+    /// one group, however fast writers come.
+    fn drain(&self, writer: &mut Writer, groups: usize, leader: bool) -> bool {
         for _ in 0..groups {
+            if leader && writer.background_due() {
+                self.hand_over();
+                return true;
+            }
             let group: Vec<Request> = {
                 let mut queue = self.queue();
                 let n = queue.requests.len().min(MAX_GROUP);
@@ -191,7 +197,7 @@ impl Gate {
             }
             let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
             writer.background(timer);
-            while self.drain(&mut writer, usize::MAX) {
+            while self.drain(&mut writer, usize::MAX, false) {
                 // `drain` stopped for background work (a flush due): do it, go on.
                 self.queue().wanted = false;
                 writer.background(false);
