@@ -18,6 +18,7 @@ pub mod import;
 pub mod input;
 pub mod pipe;
 pub mod serve;
+pub mod serve_log;
 pub mod serve_tls;
 pub mod token;
 pub mod validate;

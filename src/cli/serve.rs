@@ -216,7 +216,8 @@ fn accounts(args: &Args) -> Result<Vec<Account>, String> {
 
 /// Runs the server until Ctrl-C / SIGTERM.
 pub fn run(args: Args) -> ExitCode {
-    init_logging(args.log_format);
+    // Dropped last: what the log buffered is written out before the process exits.
+    let _log = init_logging(args.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("tableq-serve")
@@ -231,8 +232,10 @@ pub fn run(args: Args) -> ExitCode {
     runtime.block_on(serve(args))
 }
 
-fn init_logging(format: LogFormatArg) {
+/// Logs to stderr, buffered (`serve_log.rs`); the guard writes out the buffer when dropped.
+fn init_logging(format: LogFormatArg) -> super::serve_log::FlushGuard {
     use tracing_subscriber::EnvFilter;
+    let (stderr, guard) = super::serve_log::buffered_stderr();
     let filter = match EnvFilter::try_from_default_env() {
         Ok(f) => f,
         Err(e) => {
@@ -244,10 +247,11 @@ fn init_logging(format: LogFormatArg) {
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(stderr);
     let _ = match format {
         LogFormatArg::Text => builder
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .event_format(super::serve_log::text_format())
             .try_init(),
         LogFormatArg::Json => builder
             .json()
@@ -255,6 +259,7 @@ fn init_logging(format: LogFormatArg) {
             .with_current_span(false)
             .try_init(),
     };
+    guard
 }
 
 /// The store of one account the flags ask for (blocking: connects to a database server,
