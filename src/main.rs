@@ -6,6 +6,13 @@
 
 mod cli;
 
+/// mimalloc instead of the system allocator: the server allocates and frees on every
+/// request from two or more threads (and frees on one thread what another allocated), and
+/// glibc's malloc spent ≈ 25 % of a single insert's CPU at 8 connections in its arena
+/// locks and free-list work (`benches/README.md`, "The Azurite duel").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
