@@ -302,17 +302,11 @@ fn collect_answers<'a>(
 fn parts<'a>(body: &'a [u8], boundary: &str) -> Vec<&'a [u8]> {
     let delimiter = format!("--{boundary}");
     let d = delimiter.as_bytes();
-    // Delimiters at the start of the body or of a line.
-    let mut starts = Vec::new();
-    let mut at = 0;
-    while at + d.len() <= body.len() {
-        if (at == 0 || body[at - 1] == b'\n') && body[at..].starts_with(d) {
-            starts.push(at);
-            at += d.len();
-        } else {
-            at += 1;
-        }
-    }
+    // Delimiters at the start of the body or of a line. (A boundary holds no line break,
+    // so a delimiter found inside a line never hides one that starts a line.)
+    let starts: Vec<usize> = memchr::memmem::find_iter(body, d)
+        .filter(|&at| at == 0 || body[at - 1] == b'\n')
+        .collect();
     let mut out = Vec::new();
     for (i, &start) in starts.iter().enumerate() {
         let after = start + d.len();

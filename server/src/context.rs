@@ -165,14 +165,17 @@ pub(crate) fn empty_response(status: StatusCode) -> Response {
 }
 
 /// Sets a header from text (which must be a valid header value: the server only sends
-/// ASCII it built itself).
+/// ASCII it built itself). `name` is one of the server's header-name constants: a valid,
+/// lower-case header name.
 pub(crate) fn set_header(
     response: &mut Response,
     name: &'static str,
     value: &str,
 ) -> Result<(), ApiError> {
     let bad = || ApiError::internal(format!("cannot send header {name}: {value:?}"));
-    let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
+    // The names are the server's own constants (valid, lower-case): `from_static` borrows
+    // them instead of copying them into a new allocation per header.
+    let name = HeaderName::from_static(name);
     let value = HeaderValue::from_str(value).map_err(|_| bad())?;
     response.headers_mut().insert(name, value);
     Ok(())

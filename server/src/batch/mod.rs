@@ -190,7 +190,9 @@ fn http_part(part: &Part<'_>) -> Result<Operation, String> {
 }
 
 /// One operation's context: its path (the outer request's account), headers, query.
-fn operation_context(outer: &Ctx, op: &Operation) -> Result<(Resource, Ctx, Method), ApiError> {
+/// The operation's resource, context and effective method. Its headers move into the
+/// context (the operation keeps an empty map).
+fn operation_context(outer: &Ctx, op: &mut Operation) -> Result<(Resource, Ctx, Method), ApiError> {
     let path = parse_path(&op.path)?;
     if path.account != outer.links.account {
         return Err(ApiError::new(
@@ -204,7 +206,7 @@ fn operation_context(outer: &Ctx, op: &Operation) -> Result<(Resource, Ctx, Meth
     let ctx = request_context(
         outer.links.clone(),
         op.query.as_deref(),
-        op.headers.clone(),
+        std::mem::take(&mut op.headers),
         outer.request_id.clone(),
     )?;
     let method = negotiate::effective_method(&op.method, &ctx.headers)?;
@@ -220,8 +222,8 @@ struct Prepared {
 }
 
 /// Checks and decodes operation `op` of a changeset.
-fn prepare(outer: &Ctx, op: Operation) -> Result<Prepared, ApiError> {
-    let (resource, mut ctx, method) = operation_context(outer, &op)?;
+fn prepare(outer: &Ctx, mut op: Operation) -> Result<Prepared, ApiError> {
+    let (resource, mut ctx, method) = operation_context(outer, &mut op)?;
     if let Some(sas) = &outer.sas {
         auth::admit_operation(sas, &method, &resource, &ctx.headers, &mut ctx.query, None)?;
     }
@@ -401,9 +403,9 @@ fn changeset_outcome(
 }
 
 /// Runs a query operation as the same request alone; its failure is its answer.
-async fn query(state: &Arc<AppState>, outer: &Ctx, op: Operation) -> Answer {
+async fn query(state: &Arc<AppState>, outer: &Ctx, mut op: Operation) -> Answer {
     let content_id = op.content_id.clone();
-    let admitted = operation_context(outer, &op).and_then(|(resource, mut ctx, method)| {
+    let admitted = operation_context(outer, &mut op).and_then(|(resource, mut ctx, method)| {
         if let Some(sas) = &outer.sas {
             auth::admit_operation(sas, &method, &resource, &ctx.headers, &mut ctx.query, None)?;
         }

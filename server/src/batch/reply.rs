@@ -30,6 +30,8 @@ use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use http_body_util::BodyExt;
+use std::borrow::Cow;
+use std::io::Write;
 
 use crate::error::ApiError;
 
@@ -42,7 +44,7 @@ pub(crate) struct Answer {
     /// Its status.
     pub status: StatusCode,
     /// Its headers, in the order to write them (names as written).
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(Cow<'static, str>, HeaderValue)>,
     /// Its body.
     pub body: Vec<u8>,
 }
@@ -52,13 +54,16 @@ impl Answer {
     /// bodies before they answer).
     pub(crate) async fn of(response: Response, content_id: Option<String>) -> Answer {
         let (parts, body) = response.into_parts();
-        let mut headers: Vec<(String, String)> = parts
+        let mut headers: Vec<(Cow<'static, str>, HeaderValue)> = parts
             .headers
             .iter()
-            .filter(|(name, _)| **name != header::CONTENT_LENGTH)
-            .filter_map(|(name, value)| Some((service_case(name), text(value)?)))
+            .filter(|(name, value)| **name != header::CONTENT_LENGTH && value.to_str().is_ok())
+            .map(|(name, value)| (service_case(name), value.clone()))
             .collect();
-        headers.push(("DataServiceVersion".into(), "3.0;".into()));
+        headers.push((
+            Cow::Borrowed("DataServiceVersion"),
+            HeaderValue::from_static("3.0;"),
+        ));
         headers.sort_by(|a, b| a.0.cmp(&b.0));
         let body = match body.collect().await {
             Ok(collected) => collected.to_bytes().to_vec(),
@@ -74,15 +79,11 @@ impl Answer {
     }
 }
 
-fn text(value: &HeaderValue) -> Option<String> {
-    value.to_str().ok().map(str::to_owned)
-}
-
 /// A header name in the service's case: known names as the service writes them, others
 /// with each dash-separated word capitalised (`x-ms-error-code` stays lower-case, as the
 /// service sends it).
-fn service_case(name: &HeaderName) -> String {
-    let known = match name.as_str() {
+fn service_case(name: &HeaderName) -> Cow<'static, str> {
+    Cow::Borrowed(match name.as_str() {
         "etag" => "ETag",
         "content-type" => "Content-Type",
         "content-id" => "Content-ID",
@@ -91,22 +92,23 @@ fn service_case(name: &HeaderName) -> String {
         "dataserviceversion" => "DataServiceVersion",
         "preference-applied" => "Preference-Applied",
         "cache-control" => "Cache-Control",
-        other if other.starts_with("x-ms-") => other,
+        other if other.starts_with("x-ms-") => return Cow::Owned(other.to_owned()),
         other => {
-            return other
-                .split('-')
-                .map(|word| {
-                    let mut chars = word.chars();
-                    match chars.next() {
-                        Some(first) => first.to_ascii_uppercase().to_string() + chars.as_str(),
-                        None => String::new(),
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("-");
+            return Cow::Owned(
+                other
+                    .split('-')
+                    .map(|word| {
+                        let mut chars = word.chars();
+                        match chars.next() {
+                            Some(first) => first.to_ascii_uppercase().to_string() + chars.as_str(),
+                            None => String::new(),
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join("-"),
+            );
         }
-    };
-    known.to_owned()
+    })
 }
 
 /// What the batch answers.
@@ -121,30 +123,32 @@ impl Reply {
     /// The `202 Accepted` multipart response.
     pub(crate) fn into_response(self) -> Result<Response, ApiError> {
         let batch = format!("batchresponse_{}", uuid::Uuid::new_v4());
-        let mut out = String::new();
-        out.push_str(&format!("--{batch}{CRLF}"));
-        let mut bytes: Vec<u8> = Vec::new();
+        let mut bytes: Vec<u8> = Vec::with_capacity(match &self {
+            Reply::Changeset(answers) => 256 + answers.len() * 512,
+            Reply::Query(answer) => 512 + answer.body.len(),
+        });
+        // Writes into a `Vec` do not fail.
+        let _ = write!(bytes, "--{batch}{CRLF}");
         match self {
             Reply::Changeset(answers) => {
                 let changeset = format!("changesetresponse_{}", uuid::Uuid::new_v4());
-                out.push_str(&format!(
+                let _ = write!(
+                    bytes,
                     "Content-Type: multipart/mixed; boundary={changeset}{CRLF}{CRLF}"
-                ));
-                bytes.extend_from_slice(out.as_bytes());
+                );
                 for answer in &answers {
-                    bytes.extend_from_slice(format!("--{changeset}{CRLF}").as_bytes());
+                    let _ = write!(bytes, "--{changeset}{CRLF}");
                     write_answer(&mut bytes, answer);
                     bytes.extend_from_slice(CRLF.as_bytes());
                 }
-                bytes.extend_from_slice(format!("--{changeset}--{CRLF}").as_bytes());
+                let _ = write!(bytes, "--{changeset}--{CRLF}");
             }
             Reply::Query(answer) => {
-                bytes.extend_from_slice(out.as_bytes());
                 write_answer(&mut bytes, &answer);
                 bytes.extend_from_slice(CRLF.as_bytes());
             }
         }
-        bytes.extend_from_slice(format!("--{batch}--{CRLF}").as_bytes());
+        let _ = write!(bytes, "--{batch}--{CRLF}");
         let mut response = Response::new(Body::from(bytes));
         *response.status_mut() = StatusCode::ACCEPTED;
         let content_type = HeaderValue::from_str(&format!("multipart/mixed; boundary={batch}"))
@@ -160,24 +164,23 @@ impl Reply {
 /// line break that precedes the next delimiter.
 fn write_answer(out: &mut Vec<u8>, answer: &Answer) {
     out.extend_from_slice(
-        format!(
-            "Content-Type: application/http{CRLF}Content-Transfer-Encoding: binary{CRLF}{CRLF}"
-        )
-        .as_bytes(),
+        b"Content-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n",
     );
-    out.extend_from_slice(
-        format!(
-            "HTTP/1.1 {} {}{CRLF}",
-            answer.status.as_u16(),
-            answer.status.canonical_reason().unwrap_or("")
-        )
-        .as_bytes(),
+    // Writes into a `Vec` do not fail.
+    let _ = write!(
+        out,
+        "HTTP/1.1 {} {}{CRLF}",
+        answer.status.as_u16(),
+        answer.status.canonical_reason().unwrap_or("")
     );
     if let Some(id) = &answer.content_id {
-        out.extend_from_slice(format!("Content-ID: {id}{CRLF}").as_bytes());
+        let _ = write!(out, "Content-ID: {id}{CRLF}");
     }
     for (name, value) in &answer.headers {
-        out.extend_from_slice(format!("{name}: {value}{CRLF}").as_bytes());
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(CRLF.as_bytes());
     }
     out.extend_from_slice(CRLF.as_bytes());
     out.extend_from_slice(&answer.body);
