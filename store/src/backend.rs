@@ -103,6 +103,13 @@ pub struct WriteLogStats {
     pub checkpoints: u64,
     /// Seconds spent in them.
     pub checkpoint_seconds: f64,
+    /// Flushes of the rows written since the last flush (kept in memory in front of the
+    /// data file) into the data file, checkpoints not counted.
+    pub flushes: u64,
+    /// Seconds spent in them.
+    pub flush_seconds: f64,
+    /// Bytes of rows in memory, waiting for the next flush.
+    pub memtable_bytes: u64,
 }
 
 /// A storage engine with the Table service's semantics (see the module docs).

@@ -195,8 +195,8 @@ impl Shared {
     }
 }
 
-/// How often the background thread flushes what the memtables hold (and looks for a
-/// checkpoint due by time, or a refusal of writes to end).
+/// How often (at most) the background thread looks for a flush or a checkpoint due by
+/// time, or a refusal of writes to end.
 const BACKGROUND_TICK: Duration = Duration::from_secs(1);
 
 /// The background writer thread and the background syncer.
@@ -237,6 +237,9 @@ impl DurableBackend {
             fsync_seconds: seconds(&c.fsync_nanos),
             checkpoints: load(&c.checkpoints),
             checkpoint_seconds: seconds(&c.checkpoint_nanos),
+            flushes: load(&c.flushes),
+            flush_seconds: seconds(&c.flush_nanos),
+            memtable_bytes: load(&c.memtable_bytes),
         }
     }
 
@@ -307,6 +310,7 @@ impl DurableBackend {
             log_bytes: options.checkpoint_log_bytes,
             interval: options.checkpoint_interval,
             memtable_bytes: options.memtable_bytes,
+            flush_interval: options.flush_interval,
         };
         let mut writer = writer::Writer::new(shared.clone(), opened.names, log, checkpoints);
         // A replay that cannot write (a full disk) is an I/O error; anything else is a log
@@ -339,7 +343,10 @@ impl DurableBackend {
         // The background thread: flushes, checkpoints, the timer (a flush of what the
         // memtables hold, checkpoints due by time, the probe that ends a refusal of
         // writes), and every group under `always`.
-        let tick = options.checkpoint_interval.min(BACKGROUND_TICK);
+        let tick = options
+            .checkpoint_interval
+            .min(options.flush_interval)
+            .min(BACKGROUND_TICK);
         let leaders = matches!(options.fsync, FsyncPolicy::Interval(_));
         let gate = Arc::new(Gate::new(writer, leaders, tick));
         let thread = {
@@ -703,6 +710,22 @@ impl Backend for DurableBackend {
             "checkpoint_seconds_sum",
             "Seconds spent in checkpoints since the store opened",
             stats.checkpoint_seconds,
+        )
+        .counter(
+            "flushes_total",
+            "Flushes of the memtables (rows written since the last flush, in memory in front \
+             of the data file) into the data file; checkpoints not counted",
+            stats.flushes,
+        )
+        .gauge(
+            "flush_seconds_sum",
+            "Seconds spent in flushes since the store opened",
+            stats.flush_seconds,
+        )
+        .gauge(
+            "memtable_bytes",
+            "Bytes of rows in the memtables, waiting for the next flush",
+            stats.memtable_bytes as f64,
         )
         .gauge(
             "data_file_bytes",

@@ -45,10 +45,15 @@ pub struct DurableOptions {
     pub checkpoint_interval: Duration,
     /// Flush the memtables (the rows written since the last flush, kept in memory in front
     /// of redb) into redb when they hold this many bytes (default 16 MiB, about 60 000
-    /// small entities). They are also flushed every second, so the bound matters for
+    /// small entities). They are also flushed every
+    /// [`flush_interval`](DurableOptions::flush_interval), so the bound matters for
     /// bursts: a larger one makes single writes cheaper (fewer, larger redb transactions)
     /// and holds more memory.
     pub memtable_bytes: usize,
+    /// Flush what the memtables hold at least this often (default 1 s): scans read redb's
+    /// blocks faster than memtable rows, so a table written in a burst is in blocks soon
+    /// after.
+    pub flush_interval: Duration,
 }
 
 impl Default for DurableOptions {
@@ -62,6 +67,7 @@ impl Default for DurableOptions {
             checkpoint_log_bytes: 64 << 20,
             checkpoint_interval: Duration::from_secs(30),
             memtable_bytes: 16 << 20,
+            flush_interval: Duration::from_secs(1),
         }
     }
 }
@@ -96,6 +102,12 @@ impl DurableOptions {
     /// Sets [`memtable_bytes`](DurableOptions::memtable_bytes) (at least 1).
     pub fn with_memtable_bytes(mut self, bytes: usize) -> DurableOptions {
         self.memtable_bytes = bytes.max(1);
+        self
+    }
+
+    /// Sets [`flush_interval`](DurableOptions::flush_interval) (at least 1 ms).
+    pub fn with_flush_interval(mut self, interval: Duration) -> DurableOptions {
+        self.flush_interval = interval.max(Duration::from_millis(1));
         self
     }
 

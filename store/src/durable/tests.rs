@@ -107,12 +107,13 @@ fn insert(rk: &str, v: i32) -> WriteOp {
     WriteOp::Insert { entity: e }
 }
 
-/// No checkpoint unless asked: the log keeps every record.
+/// No checkpoint (nor flush) unless asked: the log keeps every record.
 fn keep_log(fsync: FsyncPolicy) -> DurableOptions {
     DurableOptions::default()
         .with_cache_bytes(8 << 20)
         .with_fsync(fsync)
         .with_checkpoints(u64::MAX, Duration::from_secs(3600))
+        .with_flush_interval(Duration::from_secs(3600))
 }
 
 /// Waits (up to 10 s) for `done`.
@@ -507,6 +508,21 @@ fn metrics_report_the_log_the_data_file_and_refusals() {
     assert!(matches!(value("wal_log_bytes"), SampleValue::Gauge(b) if b > 0.0));
     assert!(matches!(value("data_file_bytes"), SampleValue::Gauge(b) if b > 0.0));
     assert_eq!(value("writes_refused"), SampleValue::Gauge(0.0));
+    // The write waits in the memtable until a flush (a second at most).
+    assert!(matches!(value("memtable_bytes"), SampleValue::Gauge(b) if b > 0.0));
+    assert_eq!(value("flushes_total"), SampleValue::Counter(0));
+    store.gate.with_writer(|w| w.flush()).unwrap();
+    let metrics = store.metrics();
+    let value = |name: &str| {
+        metrics
+            .samples()
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.value.clone())
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    assert_eq!(value("memtable_bytes"), SampleValue::Gauge(0.0));
+    assert_eq!(value("flushes_total"), SampleValue::Counter(1));
     store.close().unwrap();
 }
 

@@ -125,8 +125,10 @@ impl Request {
 pub(crate) struct CheckpointLimits {
     pub(crate) log_bytes: u64,
     pub(crate) interval: Duration,
-    /// Flush when the memtables hold this many bytes.
+    /// Flush when the memtables hold this many bytes…
     pub(crate) memtable_bytes: usize,
+    /// …and at least this often.
+    pub(crate) flush_interval: Duration,
 }
 
 /// Why writes are refused, and what ends the refusal.
@@ -160,6 +162,8 @@ pub(crate) struct Writer {
     pub(crate) wal: Wal,
     checkpoints: CheckpointLimits,
     last_checkpoint: Instant,
+    /// The last flush or checkpoint (either empties the memtables).
+    last_flush: Instant,
     last_checkpoint_failure: Option<Instant>,
     /// The last probe of the disk while writes were refused.
     last_probe: Option<Instant>,
@@ -185,6 +189,7 @@ impl Writer {
             wal,
             checkpoints,
             last_checkpoint: Instant::now(),
+            last_flush: Instant::now(),
             last_checkpoint_failure: None,
             last_probe: None,
         };
@@ -236,7 +241,7 @@ impl Writer {
     }
 
     /// The background thread's work: end a refusal if the disk allows, checkpoint if one
-    /// is due, flush if the memtables are due (`timer`: whatever they hold).
+    /// is due, flush if the memtables are due (by size, or — on a `timer` tick — by age).
     pub(crate) fn background(&mut self, timer: bool) {
         if let Some(refusal) = self.refusal() {
             self.recover(&refusal);
@@ -257,7 +262,9 @@ impl Writer {
                 && self.last_checkpoint.elapsed() >= self.checkpoints.interval);
         let result = if checkpoint {
             self.checkpoint()
-        } else if self.mem_bytes > 0 && (timer || self.mem_bytes >= self.checkpoints.memtable_bytes)
+        } else if self.mem_bytes > 0
+            && (self.mem_bytes >= self.checkpoints.memtable_bytes
+                || (timer && self.last_flush.elapsed() >= self.checkpoints.flush_interval))
         {
             self.flush()
         } else {
@@ -366,6 +373,7 @@ impl Writer {
             return;
         }
         self.publish_memtables(&state);
+        self.wal.set_memtable_bytes(self.mem_bytes);
         for (request, answer) in run.into_iter().zip(answers) {
             if let Request::Write { reply, .. } = request {
                 let _ = reply.send(answer);
@@ -484,7 +492,10 @@ impl Writer {
 
     /// Folds the memtables into redb in one non-durable transaction and empties them.
     pub(crate) fn flush(&mut self) -> Result<(), StoreError> {
-        self.fold(Durability::None, None)
+        let started = Instant::now();
+        self.fold(Durability::None, None)?;
+        self.wal.count_flush(started.elapsed());
+        Ok(())
     }
 
     /// A durable redb commit of the memtables that records the last log record it
@@ -531,6 +542,8 @@ impl Writer {
         self.mem.clear();
         self.mem_bytes = 0;
         self.mem_max_timestamp = None;
+        self.wal.set_memtable_bytes(0);
+        self.last_flush = Instant::now();
         Ok(())
     }
 

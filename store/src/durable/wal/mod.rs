@@ -144,6 +144,11 @@ pub(crate) struct Counters {
     pub(crate) fsync_nanos: AtomicU64,
     pub(crate) checkpoints: AtomicU64,
     pub(crate) checkpoint_nanos: AtomicU64,
+    /// Flushes of the memtables into redb (checkpoints not counted) and their time.
+    pub(crate) flushes: AtomicU64,
+    pub(crate) flush_nanos: AtomicU64,
+    /// The memtables' bytes now (the writer updates it).
+    pub(crate) memtable_bytes: AtomicU64,
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -362,6 +367,21 @@ impl Wal {
         let c = &self.shared.counters;
         c.checkpoints.fetch_add(1, Ordering::Relaxed);
         c.checkpoint_nanos.fetch_add(nanos(took), Ordering::Relaxed);
+    }
+
+    /// Counts a flush of the memtables that took `took`.
+    pub(crate) fn count_flush(&self, took: Duration) {
+        let c = &self.shared.counters;
+        c.flushes.fetch_add(1, Ordering::Relaxed);
+        c.flush_nanos.fetch_add(nanos(took), Ordering::Relaxed);
+    }
+
+    /// Records the memtables' size.
+    pub(crate) fn set_memtable_bytes(&self, bytes: usize) {
+        self.shared
+            .counters
+            .memtable_bytes
+            .store(bytes as u64, Ordering::Relaxed);
     }
 }
 
