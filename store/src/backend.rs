@@ -81,7 +81,7 @@ impl ScanExplain {
 }
 
 /// The counters of an engine's write-ahead log, for metrics
-/// ([`Backend::write_log_stats`]): totals since the engine was opened, except the sizes.
+/// ([`DurableBackend::write_log_stats`](crate::DurableBackend::write_log_stats)): totals since the engine was opened, except the sizes.
 #[derive(Debug, Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct WriteLogStats {

@@ -1,12 +1,13 @@
 //! [`DurableBackend`]: the durable engine (`tableq serve`, the default): tables in one
 //! [redb](https://docs.rs/redb) file in a data directory, every acknowledged write in a
-//! write-ahead log in front of it (`wal/`).
+//! write-ahead log in front of it (`wal/`), and the writes since the last flush in memory
+//! (`mem.rs`).
 //!
 //! # What survives what
 //!
-//! A write ([`Backend::write_batch`], `create_table`, `delete_table`) returns only after
-//! its record was appended to the write-ahead log with `write(2)` and its redb commit made
-//! it visible; when the log is `fsync`ed is the [`FsyncPolicy`]:
+//! A write ([`Backend::write_batch`], `create_table`, `delete_table`, a setting) returns
+//! only after its record was appended to the write-ahead log with `write(2)` and the write
+//! was made visible to readers; when the log is `fsync`ed is the [`FsyncPolicy`]:
 //!
 //! | crash | `interval=MS` (default: 1000) | `always` |
 //! |---|---|---|
@@ -26,14 +27,35 @@
 //! [`Backend::ready`] reports it, and writes resume by themselves once the disk takes them
 //! again (`writer.rs`).
 //!
-//! # Layout
+//! # Design: one engine, three tiers
 //!
-//! * **Group commit** (`writer.rs`, `txn.rs`): one writer thread owns redb's single write
-//!   transaction. Callers queue requests; the thread takes every queued request, resolves
-//!   each against the transaction's current state ([`crate::resolve()`] — a failing request
-//!   leaves no trace), applies it, appends the group's log records with one `write(2)`,
-//!   commits once, and only then replies to all of them. Writers arriving together share
-//!   one `write(2)` (and, under `always`, one `fsync`).
+//! A write's record goes to the log (durability), its rows to the memtable of its table
+//! (visibility), and — later, in bulk — into redb's blocks (the data file). An entity write
+//! thus costs a `write(2)` of its record and an insert into a persistent in-memory tree; the
+//! per-write redb transaction of the previous design (a read-modify-write of a 256-row block
+//! and a commit: ≈ 340 000 instructions per single insert, two thirds of the server's work)
+//! is paid once per flush of thousands of rows. Why not an LSM engine with a journal (such
+//! as fjall): it would replace the block layout that scans read in place and redb's MVCC
+//! snapshots; a memtable in front of redb gives writes an LSM's cost and keeps both. The
+//! figures (per single insert, 1 and 8 connections, before and after) are in
+//! `benches/README.md`, section "The Azurite duel".
+//!
+//! * **The gate** (`gate.rs`): callers queue requests; a caller that finds the writer free
+//!   commits the queued requests itself, in groups (no hand-off to another thread, one
+//!   `write(2)` per group); under `always`, and for flushes and checkpoints, a background
+//!   thread does. Writers arriving together share one `write(2)` (and, under `always`, one
+//!   `fsync`).
+//! * **The writer** (`writer.rs`, `txn.rs`): resolves each write against the current state
+//!   — the memtable, then redb ([`crate::resolve()`]: a failing request leaves no trace) —,
+//!   appends the group's log records, applies the rows to the memtables and only then
+//!   publishes the new memtable versions and replies. Table creation and deletion and
+//!   settings are redb transactions of their own, after their log record.
+//! * **Memtables** (`mem.rs`): per table, a persistent two-level tree (PartitionKey →
+//!   RowKey → the row in the block encoding, or a removal); readers hold a version.
+//!   **Flushes** fold every memtable into redb in one non-durable transaction (when they
+//!   hold [`DurableOptions::memtable_bytes`], and at least every
+//!   [`DurableOptions::flush_interval`]); a **checkpoint** is a flush committed durably
+//!   that records the last log record it holds, after which the log is emptied.
 //! * **Write-ahead log** (`wal/`, `replay.rs`): records, checkpoints, replay; the
 //!   background `fsync` of the interval mode.
 //! * **Blocks** (`block.rs`, `edit.rs`): rows of one partition are stored several to a redb
@@ -42,10 +64,11 @@
 //!   (`keys.rs`). A scan pays redb's per-entry cost once per block and reads rows in place;
 //!   a point get is one redb lookup and a binary search in the block.
 //! * **Reads** (`read.rs`): a [`DurableSnapshot`] is one redb read transaction (an MVCC
-//!   snapshot) of one table: the [`EntitySource`](tableq_exec::EntitySource) the executor
-//!   runs a query page on, with property slots (interned name numbers, the row codec's
-//!   `Names`) and
-//!   `split` at block boundaries for parallel scans.
+//!   snapshot) of one table with the memtable version taken with it (under the catalog
+//!   lock, which a flush holds while it commits and empties the memtables): the
+//!   [`EntitySource`](tableq_exec::EntitySource) the executor runs a query page on, with
+//!   property slots (interned name numbers, the row codec's `Names`) and `split` at block
+//!   boundaries for parallel scans. A memtable entry wins over the stored row of its key.
 //!
 //! The data directory holds two files, [`DATA_FILE`] (created atomically: initialised
 //! under a temporary name, then renamed) and the log [`WAL_FILE`]; redb locks the data

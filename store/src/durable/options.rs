@@ -13,7 +13,7 @@
 use super::wal::FsyncPolicy;
 use std::time::Duration;
 
-/// Tuning of a [`DurableBackend`] (see [`DurableBackend::open_with`]).
+/// Tuning of a [`DurableBackend`](super::DurableBackend) (see [`DurableBackend::open_with`](super::DurableBackend::open_with)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DurableOptions {

@@ -5,41 +5,44 @@
 //!
 //! A durable redb commit (`Durability::Immediate`) writes the changed pages and `fsync`s
 //! them: ≈ 0.3–0.5 ms per commit on the reference machine, which made a single insert wait
-//! for the disk. redb's non-durable commits (`Durability::None`) are visible to readers at
-//! once but survive nothing: a crash reverts the file to the last durable commit. The log
-//! closes that gap. Every change the writer commits is first appended here as one record
-//! with one `write(2)`; then the redb commit is made non-durable, and the reply is sent.
-//! A `kill -9`, a panic or an OOM kill therefore loses nothing acknowledged: the record is
-//! in the operating system's page cache, and opening the data directory replays every
-//! record past the last durable commit. When the log is `fsync`ed is the durability mode
-//! ([`FsyncPolicy`]): before the reply (`always`, group-committed), or in the background
-//! every interval (the default, 1 s), so a power loss loses at most that interval.
+//! for the disk. The log closes that gap. Every change the writer commits is first appended
+//! here as one record with one `write(2)`; then the change is made visible (an entity write
+//! in its table's memtable, `mem.rs`; a table or setting change by a non-durable redb
+//! commit), and the reply is sent. A `kill -9`, a panic or an OOM kill therefore loses
+//! nothing acknowledged: the record is in the operating system's page cache, and opening
+//! the data directory replays every record past the last durable commit. When the log is
+//! `fsync`ed is the durability mode ([`FsyncPolicy`]): before the reply (`always`,
+//! group-committed), or in the background every interval (the default, 1 s), so a power
+//! loss loses at most that interval.
 //!
 //! The alternative considered was an engine with this mode built in (an LSM tree with a
 //! journal, such as fjall). It would have replaced the block layout that lets scans read
-//! rows in place (`block.rs`, ≈ 29 M entities/s through the executor) and the MVCC
-//! snapshots query pages run on, to gain what the log gives on top of redb: a reply that
-//! waits for one `write(2)` instead of an `fsync`. The figures that decided it (per single
-//! insert through [`Backend::write`](crate::Backend::write), before and after the log) are
-//! in `benches/README.md`, section "durable"; an LSM engine was not benchmarked.
+//! rows in place (`block.rs`) and the MVCC snapshots query pages run on, to gain what the
+//! log and the memtables give on top of redb: a reply that waits for one `write(2)` and an
+//! in-memory insert, with redb's cost paid per flush instead of per write. The measured
+//! effect (single inserts through the server, before and after the memtables) is in
+//! `benches/README.md`, section "The Azurite duel"; an LSM engine was not benchmarked.
 //!
 //! # Checkpoints
 //!
-//! A checkpoint is a durable redb commit that records the number of the last log record
-//! it contains (`wal_lsn` in the meta table); the log is then emptied (truncated to its
-//! header, which names the next record number). The writer checkpoints when the log passes
+//! A checkpoint is a durable redb commit — of the memtables' rows, folded into the blocks —
+//! that records the number of the last log record it contains (`wal_lsn` in the meta
+//! table); the log is then emptied (truncated to its header, which names the next record
+//! number). The background thread checkpoints when the log passes
 //! [`DurableOptions::checkpoint_log_bytes`](super::DurableOptions::checkpoint_log_bytes)
-//! (64 MiB by default: about 200 000 small entities, replayed in well under a second), when
+//! (64 MiB by default: about 200 000 small entities, replayed in about half a second), when
 //! [`DurableOptions::checkpoint_interval`](super::DurableOptions::checkpoint_interval) has
 //! passed since the last one with records pending (30 s), and when the store closes. The
-//! log is thus bounded, and so is the memory redb holds for non-durable commits.
+//! log is thus bounded (a caller commits nothing while a checkpoint is due), and so is the
+//! memory redb holds for non-durable commits.
 //!
 //! # Files
 //!
 //! `tableq.wal` next to the data file (`log.rs`: layout, torn-tail rule); records hold one
 //! change each — a table created or deleted, or one write's resolved changes with its
-//! Timestamp (`record.rs`). Replay applies them through the same functions as live writes
-//! (`writer.rs`), so a replayed state is the state that was acknowledged.
+//! Timestamp (`record.rs`). Replay applies them through the same resolved changes that
+//! live writes put into the memtables, straight into redb's blocks (`replay.rs`, `txn.rs`),
+//! so a replayed state is the state that was acknowledged.
 
 mod log;
 mod record;
