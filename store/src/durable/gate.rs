@@ -49,6 +49,9 @@ struct Queue {
     /// The store is closing: requests are refused; the background thread commits what is
     /// queued, checkpoints and ends.
     closing: bool,
+    /// The background thread has ended (closed, or — a bug — panicked): requests that
+    /// only it would commit are refused instead of waiting for ever.
+    stopped: bool,
 }
 
 /// The queue, the writer, and the background thread's wake-up (see the module docs).
@@ -86,6 +89,13 @@ impl Gate {
             if queue.closing {
                 drop(queue);
                 request.refuse(StoreError::Closed);
+                return;
+            }
+            if queue.stopped && !self.leaders {
+                drop(queue);
+                request.refuse(StoreError::storage(
+                    "the durable store's writer thread stopped unexpectedly",
+                ));
                 return;
             }
             queue.requests.push_back(request);
@@ -170,6 +180,23 @@ impl Gate {
     /// timer or the close; then does the writer's background work and commits what is
     /// queued. Ends after the close, once the queue is empty and the last checkpoint made.
     pub(crate) fn run(&self) {
+        /// Marks the thread stopped however it ends, and answers what it left queued.
+        struct Stopped<'g>(&'g Gate);
+        impl Drop for Stopped<'_> {
+            fn drop(&mut self) {
+                let left: Vec<Request> = {
+                    let mut queue = self.0.queue();
+                    queue.stopped = true;
+                    queue.requests.drain(..).collect()
+                };
+                for request in left {
+                    request.refuse(StoreError::storage(
+                        "the durable store's writer thread stopped before committing the write",
+                    ));
+                }
+            }
+        }
+        let _stopped = Stopped(self);
         let mut next_tick = Instant::now() + self.tick;
         loop {
             let (closing, timer) = {
