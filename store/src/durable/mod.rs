@@ -208,13 +208,17 @@ impl Shared {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
+        let txn = self.read_txn()?;
+        Ok((entry, txn, mem))
+    }
+
+    /// A read transaction of the data file as of its last commit.
+    pub(crate) fn read_txn(&self) -> Result<redb::ReadTransaction, StoreError> {
         let db = self.db.read().unwrap_or_else(PoisonError::into_inner);
-        let txn = db
-            .as_ref()
+        db.as_ref()
             .ok_or(StoreError::Closed)?
             .begin_read()
-            .map_err(StoreError::storage)?;
-        Ok((entry, txn, mem))
+            .map_err(StoreError::storage)
     }
 }
 
@@ -614,17 +618,7 @@ impl Backend for DurableBackend {
 
     fn service_properties(&self) -> Result<ServiceProperties, StoreError> {
         self.check_open()?;
-        let db = self
-            .shared
-            .db
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        let txn = db
-            .as_ref()
-            .ok_or(StoreError::Closed)?
-            .begin_read()
-            .map_err(StoreError::storage)?;
-        settings::service(&txn)
+        settings::service(&self.shared.read_txn()?)
     }
 
     fn set_service_properties(&self, properties: &ServiceProperties) -> Result<(), StoreError> {

@@ -495,9 +495,9 @@ fn metrics_report_the_log_the_data_file_and_refusals() {
     let store = DurableBackend::open_with(dir.path(), keep_log(FsyncPolicy::default())).unwrap();
     store.create_table("t1x").unwrap();
     store.write("t1x", insert("a", 1)).unwrap();
-    let metrics = store.metrics();
     let value = |name: &str| {
-        metrics
+        store
+            .metrics()
             .samples()
             .iter()
             .find(|s| s.name == name)
@@ -512,15 +512,6 @@ fn metrics_report_the_log_the_data_file_and_refusals() {
     assert!(matches!(value("memtable_bytes"), SampleValue::Gauge(b) if b > 0.0));
     assert_eq!(value("flushes_total"), SampleValue::Counter(0));
     store.gate.with_writer(|w| w.flush()).unwrap();
-    let metrics = store.metrics();
-    let value = |name: &str| {
-        metrics
-            .samples()
-            .iter()
-            .find(|s| s.name == name)
-            .map(|s| s.value.clone())
-            .unwrap_or_else(|| panic!("no {name}"))
-    };
     assert_eq!(value("memtable_bytes"), SampleValue::Gauge(0.0));
     assert_eq!(value("flushes_total"), SampleValue::Counter(1));
     store.close().unwrap();

@@ -30,7 +30,7 @@ use super::writer::Writer;
 use crate::codec::Names;
 use crate::error::StoreError;
 use crate::resolve::{Change, StateReader};
-use redb::{Durability, ReadOnlyTable, ReadableDatabase, ReadableTable, Table, WriteTransaction};
+use redb::{Durability, ReadOnlyTable, ReadableTable, Table, WriteTransaction};
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 use tableq_model::{DateTime, Entity};
@@ -262,16 +262,7 @@ impl Writer {
     /// commit).
     pub(crate) fn stored_rows(&mut self) -> Result<&StoredRows, StoreError> {
         if self.stored_rows.is_none() {
-            let db = self
-                .shared
-                .db
-                .read()
-                .unwrap_or_else(PoisonError::into_inner);
-            let txn = db
-                .as_ref()
-                .ok_or(StoreError::Closed)?
-                .begin_read()
-                .map_err(storage)?;
+            let txn = self.shared.read_txn()?;
             self.stored_rows = Some(txn.open_table(ROWS).map_err(storage)?);
         }
         self.stored_rows
