@@ -37,6 +37,7 @@ use crate::key::{Key, Scan};
 use crate::result::ExecStats;
 use crate::source::{EntitySource, SourceRow};
 use rayon::prelude::*;
+use std::ops::ControlFlow;
 use tableq_planner::plan::KeyRange;
 
 /// Most chunks in one wave (many small ranges).
@@ -324,70 +325,58 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
             from: job.from.as_ref(),
             until: job.until.as_ref(),
         };
-        let mut it = self.source.scan(scan);
         let mut rows = Vec::new();
         let mut examined = 0u64;
-        let end = if !budget.enabled() {
-            // The hot loop: no budget to account. (For an infallible source the error arm
-            // is unreachable and compiles away.)
-            loop {
-                let row = match it.next() {
-                    None => break ChunkEnd::Exhausted,
-                    Some(Ok(row)) => row,
-                    Some(Err(e)) => return Err(e),
-                };
+        let mut end = ChunkEnd::Exhausted;
+        // A chunk stops before the row after its `limit`-th match (or after the budget ran
+        // out): that row is not examined, its key is where the page resumes. A source error
+        // ends the chunk (returned by `scan_each`).
+        if !budget.enabled() {
+            // The hot loop: no budget to account.
+            self.source.scan_each(scan, |row| {
+                if rows.len() >= limit {
+                    end = ChunkEnd::Stopped(key_of(&row));
+                    return ControlFlow::Break(());
+                }
                 examined += 1;
                 if predicate.eval(&row) {
                     rows.push(row);
-                    if rows.len() >= limit {
-                        break next_key(&mut it)?;
-                    }
                 }
-            }
+                ControlFlow::Continue(())
+            })?;
         } else {
             let mut since_tick = 0u64;
-            let end = loop {
+            let scanned = self.source.scan_each(scan, |row| {
+                if rows.len() >= limit {
+                    end = ChunkEnd::Stopped(key_of(&row));
+                    return ControlFlow::Break(());
+                }
                 if since_tick >= budget.interval {
                     let stop = budget.tick(since_tick);
                     since_tick = 0;
                     if stop {
-                        break next_key(&mut it)?;
+                        end = ChunkEnd::Stopped(key_of(&row));
+                        return ControlFlow::Break(());
                     }
                 }
-                let row = match it.next() {
-                    None => break ChunkEnd::Exhausted,
-                    Some(Ok(row)) => row,
-                    Some(Err(e)) => return Err(e),
-                };
                 examined += 1;
                 since_tick += 1;
                 if predicate.eval(&row) {
                     rows.push(row);
-                    if rows.len() >= limit {
-                        break next_key(&mut it)?;
-                    }
                 }
-            };
+                ControlFlow::Continue(())
+            });
             if since_tick > 0 {
                 budget.tick(since_tick);
             }
-            end
-        };
+            scanned?;
+        }
         Ok(ChunkOut {
             rows,
             examined,
             end,
         })
     }
-}
-
-/// How a chunk ends when it stops before its end: at the next row's key, if any (reading
-/// it may fail).
-fn next_key<R: SourceRow, E>(rows: &mut impl Iterator<Item = Result<R, E>>) -> Result<ChunkEnd, E> {
-    Ok(match rows.next().transpose()? {
-        None => ChunkEnd::Exhausted,
-        Some(r) => ChunkEnd::Stopped(key_of(&r)),
-    })
 }
 
 /// Appends a chunk's matches to the wave's rows; `Some` when the page ends in this chunk.

@@ -50,7 +50,7 @@ use crate::codec::Corrupt;
 use crate::codec::Names;
 use crate::error::StoreError;
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tableq_exec::{Chunk, EntitySource, Key, PropertySlot, Scan, SlotLookup, SourceRow};
@@ -741,6 +741,37 @@ impl EntitySource for DurableSnapshot {
         DurableRows::new(self, scan)
     }
 
+    /// The rows of [`scan`](EntitySource::scan), handed over block by block: without
+    /// memtable entries in the scan, a loop over each block's rows (no iterator state kept
+    /// between rows); with them, the merging iterator.
+    fn scan_each<'a, F>(&'a self, scan: Scan<'a>, mut visit: F) -> Result<(), StoreError>
+    where
+        F: FnMut(DurableRow<'a>) -> ControlFlow<()>,
+    {
+        let mut rows = DurableRows::new(self, scan);
+        if rows.mem.is_some() {
+            for row in rows {
+                if visit(row?).is_break() {
+                    break;
+                }
+            }
+            return Ok(());
+        }
+        let blocks = &mut rows.blocks;
+        while let Some(block) = blocks.current() {
+            let (first, end) = (blocks.row, blocks.row_end);
+            blocks.row = end;
+            for i in first..end {
+                let (start, end) = block.span(i);
+                if visit(DurableRow::in_block(block, start, end, self)).is_break() {
+                    return Ok(());
+                }
+            }
+        }
+        // The end of the blocks: the failure that ended them (or that a row recorded).
+        self.take_error()
+    }
+
     fn get<'a>(
         &'a self,
         partition_key: &str,
@@ -834,3 +865,7 @@ impl EntitySource for DurableSnapshot {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "read_tests.rs"]
+mod tests;
