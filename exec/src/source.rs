@@ -137,6 +137,7 @@
 //! ```
 
 use crate::key::{Chunk, Scan};
+use crate::value_test::ValueTest;
 use std::convert::Infallible;
 use std::marker::PhantomData;
 use std::ops::ControlFlow;
@@ -176,6 +177,16 @@ pub trait SourceRow: ListProperties + Send + Sync {
     fn custom_by_slot(&self, slot: PropertySlot) -> Option<ValueRef<'_>> {
         let _ = slot;
         None
+    }
+
+    /// Whether the custom property in `slot` satisfies `test` (`false` when the row has no
+    /// such property): how compiled predicates test slots. The default decodes the value
+    /// ([`custom_by_slot`](SourceRow::custom_by_slot)); a source that can read a stored
+    /// number without decoding a whole value overrides it, calling the typed
+    /// [`ValueTest::matches_int32`] and the like — it must answer exactly as the default.
+    #[inline]
+    fn test_slot(&self, slot: PropertySlot, test: &ValueTest) -> bool {
+        self.custom_by_slot(slot).is_some_and(|v| test.matches(v))
     }
 }
 

@@ -352,7 +352,7 @@ impl<'b> RowRef<'b> {
 
     /// A slot's value; its payload lies in the row (offsets from the row's first byte).
     #[inline]
-    fn decode(&self, slot: Slot) -> Result<ValueRef<'b>, Corrupt> {
+    pub(crate) fn decode(&self, slot: Slot) -> Result<ValueRef<'b>, Corrupt> {
         let row = self.0;
         let payload = move |a: u32, b: u32| {
             row.get(a as usize..a as usize + b as usize)
@@ -366,21 +366,29 @@ impl<'b> RowRef<'b> {
         )
     }
 
-    /// The value of the property with name number `id`.
+    /// The slot of the property with name number `id` (not decoded: see
+    /// [`decode`](RowRef::decode)).
     #[inline]
-    pub(crate) fn value(&self, id: u32) -> Result<Option<ValueRef<'b>>, Corrupt> {
-        for bytes in self.slots()?.chunks_exact(SLOT) {
+    pub(crate) fn slot(&self, id: u32) -> Result<Option<Slot>, Corrupt> {
+        let mut rest = self.slots()?;
+        while let Some((bytes, tail)) = rest.split_first_chunk::<SLOT>() {
             // Only the number is read until the slot is found.
             match Slot::id_of_le_bytes(bytes).cmp(&id) {
-                Ordering::Less => {}
-                Ordering::Equal => {
-                    let slot = Slot::from_le_bytes(bytes.try_into().unwrap_or(&[0; SLOT]));
-                    return self.decode(slot).map(Some);
-                }
+                Ordering::Less => rest = tail,
+                Ordering::Equal => return Ok(Some(Slot::from_le_bytes(bytes))),
                 Ordering::Greater => return Ok(None),
             }
         }
         Ok(None)
+    }
+
+    /// The value of the property with name number `id`.
+    #[inline]
+    pub(crate) fn value(&self, id: u32) -> Result<Option<ValueRef<'b>>, Corrupt> {
+        match self.slot(id)? {
+            Some(slot) => self.decode(slot).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Calls `f` with every property (name number, value), in number order.
