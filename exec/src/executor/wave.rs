@@ -1,6 +1,7 @@
 //! Waves: a page's key ranges cut into chunks of work ([`EntitySource::split`]) and scanned
-//! — in parallel on the executor's pool, or on the calling thread when the wave is tiny —
-//! with each chunk's matches merged back in key order.
+//! — by the calling thread with helpers from the executor's pool (`helpers.rs`), or by the
+//! calling thread alone when the wave is tiny — with each chunk's matches merged back in
+//! key order.
 //!
 //! **Sizing.** A wave holds about [`CHUNKS_PER_THREAD`] chunks per thread of `chunk_rows`
 //! rows. The first wave is sized as if every row matched (at least
@@ -36,8 +37,9 @@ use crate::compile::CompiledPredicate;
 use crate::key::{Key, Scan};
 use crate::result::ExecStats;
 use crate::source::{EntitySource, SourceRow};
-use rayon::prelude::*;
 use std::ops::ControlFlow;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use tableq_planner::plan::KeyRange;
 
 /// Most chunks in one wave (many small ranges).
@@ -94,6 +96,20 @@ struct ChunkOut<R> {
     examined: u64,
     end: ChunkEnd,
 }
+
+impl<R> Default for ChunkOut<R> {
+    fn default() -> ChunkOut<R> {
+        ChunkOut {
+            rows: Vec::new(),
+            examined: 0,
+            end: ChunkEnd::Exhausted,
+        }
+    }
+}
+
+/// What scanning a chunk of source `S` gave.
+type ChunkResult<'a, S> =
+    Result<ChunkOut<<S as EntitySource>::Row<'a>>, <S as EntitySource>::Error>;
 
 /// A page's position in its ranges and the size of its next wave's chunks.
 pub(super) struct Waves<'p> {
@@ -257,10 +273,9 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
         stats: &mut ExecStats,
     ) -> Result<WaveOut<S::Row<'a>>, S::Error> {
         let jobs = &wave.jobs;
-        let sequential =
-            self.threads <= 1 || jobs.len() == 1 || wave.estimate <= self.tuning.small_wave_rows;
         let mut kept = Vec::new();
-        if sequential {
+        if self.threads <= 1 || jobs.len() == 1 || wave.estimate <= self.tuning.small_wave_rows {
+            // A small wave: its chunks one after the other, up to the page's end.
             for job in jobs {
                 let out = self.run_chunk(ranges, job, predicate, limit - kept.len(), budget)?;
                 stats.examined += out.examined;
@@ -270,15 +285,36 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
             }
             return Ok(WaveOut::goes_on(kept));
         }
-        let run = || {
-            jobs.par_iter()
-                .map(|job| self.run_chunk(ranges, job, predicate, limit, budget))
-                .collect::<Vec<_>>()
+        // Every chunk of the wave is scanned (each up to the page's whole limit), then
+        // merged in key order. The calling thread scans chunks too, claiming them in key
+        // order with the pool's helpers, if it lends any: when the pool is busy with other
+        // pages, the calling thread scans the wave alone instead of waiting for a helper
+        // that would find nothing left. Who scans a chunk never changes the page.
+        let next = AtomicUsize::new(0);
+        let slots: Vec<OnceLock<ChunkResult<'a, S>>> =
+            jobs.iter().map(|_| OnceLock::new()).collect();
+        let work = || {
+            loop {
+                let i = next.fetch_add(1, AtomicOrdering::Relaxed);
+                let Some(job) = jobs.get(i) else { break };
+                let out = self.run_chunk(ranges, job, predicate, limit, budget);
+                // Each index is claimed once, so the slot is empty.
+                let _ = slots[i].set(out);
+            }
         };
-        let outs = match &self.pool {
-            Some(pool) => pool.install(run),
-            None => run(),
-        };
+        let lent = self
+            .helpers
+            .reserve((self.threads - 1).min(jobs.len() - 1), self.threads - 1);
+        match (&lent, &self.pool) {
+            (None, _) => work(),
+            (Some(lent), Some(pool)) => pool.in_place_scope(|s| share(s, lent.count(), &work)),
+            (Some(lent), None) => rayon::in_place_scope(|s| share(s, lent.count(), &work)),
+        }
+        drop(lent);
+        let outs: Vec<ChunkResult<'a, S>> = slots
+            .into_iter()
+            .map(|slot| slot.into_inner().unwrap_or_else(|| Ok(ChunkOut::default())))
+            .collect();
         // Every chunk was read, including work past the page's end.
         stats.examined += outs
             .iter()
@@ -377,6 +413,14 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
             end,
         })
     }
+}
+
+/// Runs `work` on the calling thread and on `helpers` tasks of the scope's pool.
+fn share<'scope, F: Fn() + Sync>(scope: &rayon::Scope<'scope>, helpers: usize, work: &'scope F) {
+    for _ in 0..helpers {
+        scope.spawn(move |_| work());
+    }
+    work();
 }
 
 /// Appends a chunk's matches to the wave's rows; `Some` when the page ends in this chunk.
