@@ -214,7 +214,13 @@ mod tests {
     proptest! {
         /// The typed entry points agree with `matches` of the same value.
         #[test]
-        fn typed_tests_agree(lit in number(), a in any::<i32>(), b in any::<i64>(), c in any::<f64>(), op in proptest::sample::select(CmpOp::ALL.to_vec())) {
+        fn typed_tests_agree(
+            lit in number(),
+            a in any::<i32>(),
+            b in any::<i64>(),
+            c in any::<f64>(),
+            op in proptest::sample::select(CmpOp::ALL.to_vec()),
+        ) {
             let t = ValueTest::new(op, &lit);
             prop_assert_eq!(t.matches_int32(a), t.matches(ValueRef::Int32(a)));
             prop_assert_eq!(t.matches_int64(b), t.matches(ValueRef::Int64(b)));
