@@ -9,9 +9,10 @@
 //!    per thread of `chunk_rows` rows.
 //!    The first wave is sized as if every row matched (at least 1 Ki rows per chunk); later
 //!    waves grow ×4 while nothing matched, else to what the observed selectivity says the page
-//!    still needs (at most ×2, at most 128 Ki rows per chunk). A `$top` page
-//!    therefore stops after a bounded look-ahead (the first page of a huge scan reads a few
-//!    thousand rows, not the table), while long scans quickly reach large, cheap chunks.
+//!    still needs (at most ×4 until 32 matches back the estimate, at most 128 Ki rows per
+//!    chunk). A `$top` page therefore stops after a bounded look-ahead (the first page of a
+//!    huge scan reads a few thousand rows, not the table), while long scans quickly reach
+//!    large, cheap chunks.
 //! 3. The chunks of a wave are scanned by the calling thread together with helpers on the
 //!    executor's rayon pool (as many as the pool has idle: none when other pages keep it
 //!    busy), each chunk stopping once it alone could fill the page; results are merged back

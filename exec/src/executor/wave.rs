@@ -6,9 +6,10 @@
 //! **Sizing.** A wave holds about [`CHUNKS_PER_THREAD`] chunks per thread of `chunk_rows`
 //! rows. The first wave is sized as if every row matched (at least
 //! [`Tuning::initial_chunk_rows`] per chunk); later waves grow ×4 while nothing matched,
-//! else to what the observed selectivity says the page still needs (at most ×2, at most
-//! [`Tuning::max_chunk_rows`]). A `$top` page therefore stops after a bounded look-ahead,
-//! while long scans quickly reach large, cheap chunks.
+//! else to what the observed selectivity says the page still needs (at most ×4 until the
+//! estimate rests on 32 matches, at most [`Tuning::max_chunk_rows`]). A `$top` page
+//! therefore stops after a bounded look-ahead, while long scans quickly reach large, cheap
+//! chunks.
 //!
 //! **Chunks.** Each chunk stops once it alone could fill the page (or when the budget runs
 //! out, or at the first source error) and reports where it stopped; [`absorb`] appends
@@ -48,6 +49,8 @@ const MAX_WAVE_CHUNKS: usize = 256;
 const MIN_ADAPTIVE_CHUNK_ROWS: usize = 64;
 /// Chunks per thread in a wave: more than one lets work stealing even out slow chunks.
 const CHUNKS_PER_THREAD: usize = 4;
+/// Matches from which the observed selectivity sizes the next wave without a growth cap.
+const TRUSTED_SAMPLE: usize = 32;
 
 /// A chunk of work: keys `>= from` and `< until` of the plan's range number `range`.
 pub(super) struct Job {
@@ -238,20 +241,26 @@ impl<'p> Waves<'p> {
 
     /// Sizes the next wave's chunks: ×4 while nothing matched (long scans reach large,
     /// cheap chunks fast), else no more than the rows the page still needs at the
-    /// selectivity observed so far (plus a margin, at most ×2): a `$top` page stops early.
+    /// selectivity observed so far, plus a margin — at most ×4 while that selectivity rests
+    /// on fewer than [`TRUSTED_SAMPLE`] matches: a `$top` page stops early, a selective
+    /// scan takes few waves.
     pub(super) fn adapt(&mut self, limit: usize, produced: usize, examined: u64) {
-        let growth = if produced == 0 { 4 } else { 2 };
         let grown = self
             .chunk_rows
-            .saturating_mul(growth)
+            .saturating_mul(4)
             .min(self.tuning.max_chunk_rows);
         self.chunk_rows = if produced == 0 || examined == 0 {
             grown
         } else {
+            let most = if produced >= TRUSTED_SAMPLE {
+                self.tuning.max_chunk_rows
+            } else {
+                grown
+            };
             let missing = (limit - produced) as f64;
             let needed = missing * examined as f64 / produced as f64 * 1.25;
             let per_chunk = needed / (self.threads * CHUNKS_PER_THREAD) as f64;
-            (per_chunk.ceil() as usize).clamp(MIN_ADAPTIVE_CHUNK_ROWS.min(grown), grown)
+            (per_chunk.ceil() as usize).clamp(MIN_ADAPTIVE_CHUNK_ROWS.min(grown), most)
         };
     }
 }
