@@ -301,13 +301,12 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
                     limit - produced,
                     &budget,
                     &mut stats,
+                    sink,
                 )
                 .map_err(ExecError::Source)?;
-            let (kept, resume) = (out.kept, out.resume);
-            produced += kept.len();
-            sink.wave(kept);
-            if resume.is_some() {
-                break resume;
+            produced += out.kept;
+            if out.resume.is_some() {
+                break out.resume;
             }
             waves.adapt(limit, produced, stats.examined);
         };

@@ -34,13 +34,14 @@
 use super::Executor;
 use super::options::{Budget, Tuning};
 use super::pages::{Resume, key_of};
+use super::sink::Sink;
 use crate::compile::CompiledPredicate;
 use crate::key::{Key, Scan};
 use crate::result::ExecStats;
 use crate::source::{EntitySource, SourceRow};
 use std::ops::ControlFlow;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use tableq_planner::plan::KeyRange;
 
 /// Most chunks in one wave (many small ranges).
@@ -67,24 +68,11 @@ pub(super) struct Wave {
     estimate: usize,
 }
 
-/// What a wave produced: its matches in key order, and where the page ends if it ends in
-/// this wave.
-pub(super) struct WaveOut<R> {
-    pub(super) kept: Vec<R>,
+/// What a wave produced: how many matches it handed to the sink, and where the page ends if
+/// it ends in this wave.
+pub(super) struct WaveOut {
+    pub(super) kept: usize,
     pub(super) resume: Option<Resume>,
-}
-
-impl<R> WaveOut<R> {
-    fn ends(kept: Vec<R>, at: Resume) -> WaveOut<R> {
-        WaveOut {
-            kept,
-            resume: Some(at),
-        }
-    }
-
-    fn goes_on(kept: Vec<R>) -> WaveOut<R> {
-        WaveOut { kept, resume: None }
-    }
 }
 
 enum ChunkEnd {
@@ -266,12 +254,14 @@ impl<'p> Waves<'p> {
 }
 
 impl<S: EntitySource + ?Sized> Executor<'_, S> {
-    /// Scans the chunks of a wave and keeps at most `limit` matches, in key order; `Some`
-    /// resume position when the page ends in this wave.
+    /// Scans the chunks of a wave and hands at most `limit` matches to `sink`, in key order;
+    /// `Some` resume position when the page ends in this wave.
     ///
     /// A source error in a chunk fails the wave unless the page ends in an earlier chunk
     /// (then the failed chunk's rows would have been discarded anyway): the outcome is the
-    /// one a sequential scan would meet. Chunks running in parallel are not cancelled.
+    /// one a sequential scan would meet. Chunks running in parallel are not cancelled. The
+    /// sink may have been handed the rows of earlier chunks when the error comes back.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn run_wave<'a>(
         &'a self,
         ranges: &'a [KeyRange],
@@ -280,62 +270,76 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
         limit: usize,
         budget: &Budget,
         stats: &mut ExecStats,
-    ) -> Result<WaveOut<S::Row<'a>>, S::Error> {
+        sink: &mut dyn Sink<S>,
+    ) -> Result<WaveOut, S::Error> {
         let jobs = &wave.jobs;
-        let mut kept = Vec::new();
         if self.threads <= 1 || jobs.len() == 1 || wave.estimate <= self.tuning.small_wave_rows {
             // A small wave: its chunks one after the other, up to the page's end.
+            let mut kept = Vec::new();
+            let mut resume = None;
             for job in jobs {
                 let out = self.run_chunk(ranges, job, predicate, limit - kept.len(), budget)?;
                 stats.examined += out.examined;
-                if let Some(r) = absorb(&mut kept, out, job, limit) {
-                    return Ok(WaveOut::ends(kept, r));
+                resume = absorb(&mut kept, out, job, limit);
+                if resume.is_some() {
+                    break;
                 }
             }
-            return Ok(WaveOut::goes_on(kept));
+            let out = WaveOut {
+                kept: kept.len(),
+                resume,
+            };
+            sink.wave(kept);
+            return Ok(out);
         }
         // Every chunk of the wave is scanned (each up to the page's whole limit), then
         // merged in key order. The calling thread scans chunks too, claiming them in key
         // order with the pool's helpers, if it lends any: when the pool is busy with other
         // pages, the calling thread scans the wave alone instead of waiting for a helper
-        // that would find nothing left. Who scans a chunk never changes the page.
+        // that would find nothing left. Once it has no chunk left to claim, it merges the
+        // chunks already scanned (handing their rows to the sink) while the helpers finish
+        // theirs. Who scans a chunk never changes the page.
         let next = AtomicUsize::new(0);
-        let slots: Vec<OnceLock<ChunkResult<'a, S>>> =
-            jobs.iter().map(|_| OnceLock::new()).collect();
+        let slots: Vec<Mutex<Option<ChunkResult<'a, S>>>> =
+            jobs.iter().map(|_| Mutex::new(None)).collect();
         let work = || {
             loop {
                 let i = next.fetch_add(1, AtomicOrdering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
                 let out = self.run_chunk(ranges, job, predicate, limit, budget);
-                // Each index is claimed once, so the slot is empty.
-                let _ = slots[i].set(out);
+                *lock(&slots[i]) = Some(out);
             }
         };
+        let mut merge = Merge::<S>::new(jobs, limit);
         let lent = self
             .helpers
             .reserve((self.threads - 1).min(jobs.len() - 1), self.threads - 1);
         match (&lent, &self.pool) {
             (None, _) => work(),
-            (Some(lent), Some(pool)) => pool.in_place_scope(|s| share(s, lent.count(), &work)),
-            (Some(lent), None) => rayon::in_place_scope(|s| share(s, lent.count(), &work)),
+            (Some(lent), Some(pool)) => pool.in_place_scope(|s| {
+                share(s, lent.count(), &work);
+                merge.scanned(&slots, sink, false);
+            }),
+            (Some(lent), None) => rayon::in_place_scope(|s| {
+                share(s, lent.count(), &work);
+                merge.scanned(&slots, sink, false);
+            }),
         }
         drop(lent);
-        let outs: Vec<ChunkResult<'a, S>> = slots
-            .into_iter()
-            .map(|slot| slot.into_inner().unwrap_or_else(|| Ok(ChunkOut::default())))
-            .collect();
+        merge.scanned(&slots, sink, true);
         // Every chunk was read, including work past the page's end.
-        stats.examined += outs
-            .iter()
-            .filter_map(|o| o.as_ref().ok())
-            .map(|o| o.examined)
-            .sum::<u64>();
-        for (out, job) in outs.into_iter().zip(jobs) {
-            if let Some(r) = absorb(&mut kept, out?, job, limit) {
-                return Ok(WaveOut::ends(kept, r));
-            }
+        stats.examined += merge.examined;
+        match merge.end {
+            Some(Err(e)) => Err(e),
+            Some(Ok(resume)) => Ok(WaveOut {
+                kept: merge.kept,
+                resume: Some(resume),
+            }),
+            None => Ok(WaveOut {
+                kept: merge.kept,
+                resume: None,
+            }),
         }
-        Ok(WaveOut::goes_on(kept))
     }
 
     /// Scans one chunk, keeping at most `limit` matches; stops at the first source error.
@@ -432,6 +436,79 @@ fn share<'scope, F: Fn() + Sync>(scope: &rayon::Scope<'scope>, helpers: usize, w
     work();
 }
 
+/// A chunk result slot, whether or not a thread panicked while holding it.
+fn lock<T>(slot: &Mutex<T>) -> MutexGuard<'_, T> {
+    slot.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The in-order merge of a parallel wave's chunks: the page's rows go to the sink chunk by
+/// chunk, up to where the page ends or the first source error; the rows of later chunks
+/// are dropped, their examined entities still counted.
+struct Merge<'w, S: EntitySource + ?Sized> {
+    jobs: &'w [Job],
+    limit: usize,
+    /// Chunks merged so far.
+    next: usize,
+    /// Rows handed to the sink.
+    kept: usize,
+    examined: u64,
+    /// Where the page ends, or the error that ends the wave.
+    end: Option<Result<Resume, S::Error>>,
+}
+
+impl<'w, S: EntitySource + ?Sized> Merge<'w, S> {
+    fn new(jobs: &'w [Job], limit: usize) -> Merge<'w, S> {
+        Merge {
+            jobs,
+            limit,
+            next: 0,
+            kept: 0,
+            examined: 0,
+            end: None,
+        }
+    }
+
+    /// Merges the chunks scanned so far, in key order, up to the first one not scanned yet
+    /// (with `all`, every chunk: the wave is over, and a chunk without a result, which
+    /// only a panic leaves, counts as empty).
+    fn scanned<'a>(
+        &mut self,
+        slots: &[Mutex<Option<ChunkResult<'a, S>>>],
+        sink: &mut dyn Sink<S>,
+        all: bool,
+    ) where
+        S: 'a,
+    {
+        while let Some(slot) = slots.get(self.next) {
+            let out = match lock(slot).take() {
+                Some(out) => out,
+                None if all => Ok(ChunkOut::default()),
+                None => return,
+            };
+            let job = &self.jobs[self.next];
+            self.next += 1;
+            let out = match out {
+                Ok(out) => out,
+                Err(e) => {
+                    if self.end.is_none() {
+                        self.end = Some(Err(e));
+                    }
+                    continue;
+                }
+            };
+            self.examined += out.examined;
+            if self.end.is_some() {
+                continue;
+            }
+            let mut rows = Vec::new();
+            let resume = absorb(&mut rows, out, job, self.limit - self.kept);
+            self.kept += rows.len();
+            sink.wave(rows);
+            self.end = resume.map(Ok);
+        }
+    }
+}
+
 /// Appends a chunk's matches to the wave's rows; `Some` when the page ends in this chunk.
 fn absorb<R: SourceRow>(
     kept: &mut Vec<R>,
@@ -462,5 +539,61 @@ fn absorb<R: SourceRow>(
             },
         }),
         ChunkEnd::Exhausted => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::VecSource;
+    use crate::executor::sink::Visit;
+    use crate::source::EntityRef;
+    use tableq_model::Entity;
+
+    fn job(until: &str) -> Job {
+        Job {
+            range: 0,
+            from: None,
+            until: Some(Key::new("p", until)),
+            point: false,
+        }
+    }
+
+    fn out(rows: &[Entity]) -> ChunkResult<'_, VecSource> {
+        Ok(ChunkOut {
+            rows: rows.iter().map(EntityRef).collect(),
+            examined: 10,
+            end: ChunkEnd::Exhausted,
+        })
+    }
+
+    /// Chunks merge in key order as they become available, stop at the page's end and
+    /// still count what later chunks examined.
+    #[test]
+    fn chunks_merge_in_order_as_they_are_scanned() {
+        let rows: Vec<Entity> = (0..6).map(|i| Entity::new("p", format!("r{i}"))).collect();
+        let jobs = [job("r2"), job("r4"), job("r6")];
+        let slots: Vec<Mutex<Option<ChunkResult<'_, VecSource>>>> =
+            (0..3).map(|_| Mutex::new(None)).collect();
+        let mut seen = Vec::new();
+        let mut sink = Visit {
+            visit: |row: crate::RowView<'_>| seen.push(row.row().row_key().to_owned()),
+            select: None,
+        };
+        let mut merge = Merge::<VecSource>::new(&jobs, 3);
+        // Only the second chunk is scanned: nothing can be merged yet.
+        *lock(&slots[1]) = Some(out(&rows[2..4]));
+        merge.scanned(&slots, &mut sink, false);
+        assert_eq!((merge.next, merge.kept), (0, 0));
+        // The first one too: both merge; the page ends in the second (3 of its 4 rows).
+        *lock(&slots[0]) = Some(out(&rows[0..2]));
+        merge.scanned(&slots, &mut sink, false);
+        assert_eq!((merge.next, merge.kept), (2, 3));
+        assert!(matches!(&merge.end, Some(Ok(Resume::At(k))) if k.row_key == "r3"));
+        // The third chunk's rows are dropped, its examined entities counted.
+        *lock(&slots[2]) = Some(out(&rows[4..6]));
+        merge.scanned(&slots, &mut sink, true);
+        assert_eq!((merge.next, merge.kept, merge.examined), (3, 3, 30));
+        assert_eq!(seen, ["r0", "r1", "r2"]);
     }
 }
