@@ -4,9 +4,10 @@
 //! Compiling resolves, once per query and source, what the naive evaluator redoes per
 //! entity: property names become [`PropertySlot`]s (or a constant `false` when the source
 //! knows no entity has the property), system properties become direct key/Timestamp reads,
-//! and each comparison's operator becomes a bit mask over the four outcomes of ordering a
-//! value against the literal (less, equal, greater, unordered). Literals are already typed
-//! values (DateTime ticks, Guid bytes), so nothing is parsed or allocated per entity.
+//! and each comparison becomes a [`ValueTest`] (a typed literal, the operator a bit mask over
+//! the outcomes of ordering a value against it), so nothing is parsed or allocated per
+//! entity. A comparison on a slot is handed to the row ([`SourceRow::test_slot`]), which may
+//! test a stored number without decoding a whole value.
 //!
 //! The ordering of a value against a literal follows [`tableq_model::order_against`]
 //! exactly — widening, mismatch-as-less, NaN — and is tested against
@@ -25,8 +26,8 @@
 //! ```
 
 use crate::source::{EntitySource, PropertySlot, SlotLookup, SourceRow};
-use std::cmp::Ordering;
-use tableq_model::{CmpOp, SystemProperty, Value, ValueRef, order::compare_str};
+use crate::value_test::ValueTest;
+use tableq_model::{SystemProperty, ValueRef};
 use tableq_planner::predicate::{Comparison, Predicate, PredicateKind};
 
 /// A residual predicate compiled for one source. Cheap to share across threads.
@@ -58,109 +59,33 @@ enum Target {
     Name(Box<str>),
 }
 
-/// A comparison: where to read the value, the literal, and which outcomes make it true.
+/// A comparison: where to read the value, and which values satisfy it.
 #[derive(Debug, Clone)]
 struct Test {
     target: Target,
-    literal: Literal,
-    /// Bit `outcome as u8` set when that outcome makes the comparison true.
-    mask: u8,
+    test: ValueTest,
 }
 
-#[derive(Debug, Clone)]
-enum Literal {
-    String(Box<str>),
-    Int32(i32),
-    Int64(i64),
-    Double(f64),
-    Boolean(bool),
-    DateTime(i64),
-    Guid([u8; 16]),
-    Binary(Box<[u8]>),
-}
-
-const LESS: u8 = 1;
-const EQUAL: u8 = 2;
-const GREATER: u8 = 4;
-const UNORDERED: u8 = 8;
-
-fn mask_of(op: CmpOp) -> u8 {
-    let mut mask = 0;
-    for (bit, ordering) in [
-        (LESS, Ordering::Less),
-        (EQUAL, Ordering::Equal),
-        (GREATER, Ordering::Greater),
-    ] {
-        if op.holds(ordering) {
-            mask |= bit;
+impl Target {
+    /// The value of the target in `row` (slots are tested by the row itself).
+    fn read<'r, R: SourceRow + ?Sized>(&self, row: &'r R) -> Option<ValueRef<'r>> {
+        match self {
+            Target::Slot(slot) => row.custom_by_slot(*slot),
+            Target::PartitionKey => Some(ValueRef::String(row.partition_key())),
+            Target::RowKey => Some(ValueRef::String(row.row_key())),
+            Target::Timestamp => row.timestamp().map(ValueRef::DateTime),
+            Target::Name(name) => row.custom(name),
         }
-    }
-    if op == CmpOp::Ne {
-        mask |= UNORDERED;
-    }
-    mask
-}
-
-#[inline]
-fn outcome(ordering: Option<Ordering>) -> u8 {
-    match ordering {
-        Some(Ordering::Less) => LESS,
-        Some(Ordering::Equal) => EQUAL,
-        Some(Ordering::Greater) => GREATER,
-        None => UNORDERED,
-    }
-}
-
-impl Literal {
-    fn from_value(v: &Value) -> Literal {
-        match v {
-            Value::String(s) => Literal::String(s.as_str().into()),
-            Value::Int32(i) => Literal::Int32(*i),
-            Value::Int64(i) => Literal::Int64(*i),
-            Value::Double(d) => Literal::Double(*d),
-            Value::Boolean(b) => Literal::Boolean(*b),
-            Value::DateTime(t) => Literal::DateTime(t.ticks()),
-            Value::Guid(g) => Literal::Guid(*g.as_bytes()),
-            Value::Binary(b) => Literal::Binary(b.as_slice().into()),
-        }
-    }
-
-    /// The outcome bit of ordering `value` (the property) against this literal, by the
-    /// rules of [`tableq_model::order_against`].
-    #[inline]
-    fn order(&self, value: ValueRef<'_>) -> u8 {
-        outcome(match (value, self) {
-            (ValueRef::String(a), Literal::String(b)) => Some(compare_str(a, b)),
-            (ValueRef::Int32(a), Literal::Int32(b)) => Some(a.cmp(b)),
-            (ValueRef::Int64(a), Literal::Int32(b)) => Some(a.cmp(&i64::from(*b))),
-            (ValueRef::Int64(a), Literal::Int64(b)) => Some(a.cmp(b)),
-            (ValueRef::Double(a), Literal::Int32(b)) => a.partial_cmp(&f64::from(*b)),
-            (ValueRef::Double(a), Literal::Int64(b)) => a.partial_cmp(&(*b as f64)),
-            (ValueRef::Double(a), Literal::Double(b)) => a.partial_cmp(b),
-            (ValueRef::Boolean(a), Literal::Boolean(b)) => Some(a.cmp(b)),
-            (ValueRef::DateTime(a), Literal::DateTime(b)) => Some(a.ticks().cmp(b)),
-            (ValueRef::Guid(a), Literal::Guid(b)) => Some(a.as_bytes().cmp(b)),
-            (ValueRef::Binary(a), Literal::Binary(b)) => Some(a.cmp(b)),
-            // Type mismatch: the property counts as less than the literal.
-            _ => Some(Ordering::Less),
-        })
     }
 }
 
 impl Test {
     #[inline]
     fn eval<R: SourceRow + ?Sized>(&self, row: &R) -> bool {
-        let value = match &self.target {
-            Target::Slot(slot) => row.custom_by_slot(*slot),
-            Target::PartitionKey => Some(ValueRef::String(row.partition_key())),
-            Target::RowKey => Some(ValueRef::String(row.row_key())),
-            Target::Timestamp => row.timestamp().map(ValueRef::DateTime),
-            Target::Name(name) => row.custom(name),
-        };
-        match value {
+        match &self.target {
+            Target::Slot(slot) => row.test_slot(*slot, &self.test),
             // Missing property: false for every operator.
-            None => false,
-            Some(v) => self.literal.order(v) & self.mask != 0,
+            other => other.read(row).is_some_and(|v| self.test.matches(v)),
         }
     }
 }
@@ -212,7 +137,29 @@ impl CompiledPredicate {
     /// the source the predicate was compiled for.
     #[inline]
     pub fn eval<R: SourceRow + ?Sized>(&self, row: &R) -> bool {
-        self.root.eval(row)
+        // The common shapes are evaluated here, inlined into the caller's loop; nested
+        // ones through the recursive `Node::eval`.
+        match &self.root {
+            Node::Compare(t) => t.eval(row),
+            Node::AllOf(tests) => {
+                for t in tests.iter() {
+                    if !t.eval(row) {
+                        return false;
+                    }
+                }
+                true
+            }
+            Node::AnyOf(tests) => {
+                for t in tests.iter() {
+                    if t.eval(row) {
+                        return true;
+                    }
+                }
+                false
+            }
+            Node::Const(b) => *b,
+            node => node.eval(row),
+        }
     }
 }
 
@@ -272,8 +219,7 @@ fn compile_comparison(c: &Comparison, resolve: &dyn Fn(&str) -> SlotLookup) -> N
     };
     Node::Compare(Test {
         target,
-        literal: Literal::from_value(&c.value),
-        mask: mask_of(c.op),
+        test: ValueTest::new(c.op, &c.value),
     })
 }
 
@@ -292,7 +238,7 @@ fn all_tests(nodes: &[Node]) -> Option<Box<[Test]>> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use tableq_model::{DateTime, Entity, compare};
+    use tableq_model::{CmpOp, DateTime, Entity, EntityView, Value, compare};
 
     fn value() -> impl Strategy<Value = Value> {
         prop_oneof![
@@ -341,6 +287,76 @@ mod tests {
             let want = compare(prop.as_ref().map(Value::as_ref), op, lit.as_ref());
             prop_assert_eq!(CompiledPredicate::by_name(&pred).eval(&e), want);
             prop_assert_eq!(pred.eval(&e), want);
+        }
+    }
+
+    /// Rows that read properties by slot (the name's index in `NAMES`), with the default
+    /// `test_slot`: a compiled predicate over slots agrees with `compare`.
+    struct Slotted(Entity);
+
+    const NAMES: [&str; 2] = ["X", "Y"];
+
+    impl EntityView for Slotted {
+        fn partition_key(&self) -> &str {
+            self.0.partition_key()
+        }
+        fn row_key(&self) -> &str {
+            self.0.row_key()
+        }
+        fn timestamp(&self) -> Option<DateTime> {
+            self.0.timestamp()
+        }
+        fn custom(&self, name: &str) -> Option<ValueRef<'_>> {
+            EntityView::custom(&self.0, name)
+        }
+    }
+
+    impl tableq_model::json::ListProperties for Slotted {
+        fn for_each_custom(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) {
+            self.0.for_each_custom(f);
+        }
+    }
+
+    impl SourceRow for Slotted {
+        fn to_entity(&self) -> Entity {
+            self.0.clone()
+        }
+        fn custom_by_slot(&self, slot: PropertySlot) -> Option<ValueRef<'_>> {
+            EntityView::custom(&self.0, NAMES[slot.0 as usize])
+        }
+    }
+
+    fn slot_of(name: &str) -> SlotLookup {
+        match NAMES.iter().position(|n| *n == name) {
+            Some(i) => SlotLookup::Slot(PropertySlot(i as u32)),
+            None => SlotLookup::Absent,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+        #[test]
+        fn slot_comparisons_agree_with_compare(
+            x in proptest::option::of(value()),
+            y in value(),
+            lit in value(),
+            op in op(),
+        ) {
+            let mut e = Entity::new("p", "r");
+            if let Some(v) = &x {
+                e.set("X", v.clone());
+            }
+            e.set("Y", y.clone());
+            let row = Slotted(e);
+            let x_test = Predicate::compare("X", op, lit.clone());
+            let want_x = compare(x.as_ref().map(Value::as_ref), op, lit.as_ref());
+            let want_y = compare(Some(y.as_ref()), op, lit.as_ref());
+            let compiled = |p: &Predicate| CompiledPredicate { root: compile_node(p, &slot_of) };
+            prop_assert_eq!(compiled(&x_test).eval(&row), want_x);
+            let both = Predicate::and([x_test.clone(), Predicate::compare("Y", op, lit.clone())]);
+            prop_assert_eq!(compiled(&both).eval(&row), want_x && want_y);
+            let either = Predicate::or([x_test, Predicate::compare("Y", op, lit.clone())]);
+            prop_assert_eq!(compiled(&either).eval(&row), want_x || want_y);
         }
     }
 

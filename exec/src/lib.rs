@@ -11,7 +11,8 @@
 //!   and small embedded tables. Storage engines (a compact in-memory layout, a durable
 //!   file, PostgreSQL) live in `tableq-store`.
 //! * [`CompiledPredicate`] — the plan's residual compiled per source (names resolved once,
-//!   operators as outcome masks), agreeing with [`tableq_model::compare`].
+//!   each comparison a [`ValueTest`]: a typed literal, the operator an outcome mask),
+//!   agreeing with [`tableq_model::compare`].
 //! * [`Executor`] — runs a [`Plan`](tableq_planner::plan::Plan) in parallel (rayon), in key
 //!   order, page by page with continuations and an optional work budget; results as owned
 //!   [`ResultRow`]s ([`Executor::execute_page`]) or as borrowed [`RowView`]s handed to a
@@ -62,6 +63,7 @@ pub mod key;
 pub mod result;
 pub mod source;
 pub mod stream;
+pub mod value_test;
 pub mod vec_source;
 
 pub use compile::CompiledPredicate;
@@ -69,4 +71,5 @@ pub use executor::{DEFAULT_PAGE_SIZE, ExecError, Executor, PageOptions, Pages, T
 pub use key::{Chunk, Key, Scan, compare_keys};
 pub use result::{ExecStats, Page, ResultRow, RowView};
 pub use source::{EntityRef, EntitySource, OkRows, PropertySlot, SlotLookup, SourceRow};
+pub use value_test::ValueTest;
 pub use vec_source::{VecRows, VecSource};

@@ -137,8 +137,10 @@
 //! ```
 
 use crate::key::{Chunk, Scan};
+use crate::value_test::ValueTest;
 use std::convert::Infallible;
 use std::marker::PhantomData;
+use std::ops::ControlFlow;
 use tableq_model::json::ListProperties;
 use tableq_model::{DateTime, Entity, EntityView, ValueRef};
 
@@ -176,6 +178,16 @@ pub trait SourceRow: ListProperties + Send + Sync {
         let _ = slot;
         None
     }
+
+    /// Whether the custom property in `slot` satisfies `test` (`false` when the row has no
+    /// such property): how compiled predicates test slots. The default decodes the value
+    /// ([`custom_by_slot`](SourceRow::custom_by_slot)); a source that can read a stored
+    /// number without decoding a whole value overrides it, calling the typed
+    /// [`ValueTest::matches_int32`] and the like — it must answer exactly as the default.
+    #[inline]
+    fn test_slot(&self, slot: PropertySlot, test: &ValueTest) -> bool {
+        self.custom_by_slot(slot).is_some_and(|v| test.matches(v))
+    }
 }
 
 /// An ordered store of entities the executor can query. See the module docs for the
@@ -200,6 +212,43 @@ pub trait EntitySource: Sync {
 
     /// Every entity of `scan`, in ascending key order (see the module docs).
     fn scan<'a>(&'a self, scan: Scan<'a>) -> Self::Rows<'a>;
+
+    /// Calls `visit` with every entity of `scan`, in ascending key order, until it returns
+    /// [`ControlFlow::Break`]: the same rows, in the same order and with the same errors as
+    /// [`scan`](EntitySource::scan) yields them (the first error ends the scan and is
+    /// returned; a break returns `Ok`).
+    ///
+    /// This is how the executor reads a chunk. The default iterates over
+    /// [`scan`](EntitySource::scan); a source whose rows live in blocks overrides it with a
+    /// loop per block, which compiles into a tighter loop around `visit` than an iterator
+    /// that keeps its position between calls.
+    ///
+    /// ```
+    /// use std::ops::ControlFlow;
+    /// use tableq_exec::{EntitySource, Scan, VecSource};
+    /// use tableq_model::{Entity, EntityView};
+    /// use tableq_planner::plan::KeyRange;
+    /// let source = VecSource::new((0..5).map(|i| Entity::new("p", format!("r{i}"))));
+    /// let range = KeyRange::full();
+    /// let mut keys = Vec::new();
+    /// source.scan_each(Scan { range: &range, from: None, until: None }, |row| {
+    ///     keys.push(row.row_key().to_owned());
+    ///     if keys.len() == 2 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+    /// }).unwrap();
+    /// assert_eq!(keys, ["r0", "r1"]);
+    /// ```
+    #[inline]
+    fn scan_each<'a, F>(&'a self, scan: Scan<'a>, mut visit: F) -> Result<(), Self::Error>
+    where
+        F: FnMut(Self::Row<'a>) -> ControlFlow<()>,
+    {
+        for row in self.scan(scan) {
+            if visit(row?).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
 
     /// The entity with exactly these keys (`Ok(None)` when there is none).
     fn get<'a>(

@@ -1,6 +1,6 @@
 //! `Edm.DateTime`: a UTC instant counted in 100 ns ticks.
 
-use chrono::{Datelike, NaiveDate, Timelike};
+use chrono::{Datelike, NaiveDate};
 use std::fmt;
 
 /// A UTC instant with 100 ns precision, restricted to the Table service's range
@@ -161,7 +161,9 @@ impl DateTime {
     /// digit: this runs for every Timestamp and ETag the server sends, where `core::fmt`
     /// padding cost several thousand instructions a value.
     pub(crate) fn render(self) -> ([u8; MAX_TEXT_LEN], usize) {
-        let t = self.to_chrono();
+        let seconds = self.0.div_euclid(TICKS_PER_SECOND);
+        let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
+        let in_day = seconds.rem_euclid(86_400) as u32;
         let mut buf = *b"0000-00-00T00:00:00.0000000Z";
         let mut put = |at: usize, width: usize, mut value: u32| {
             for i in (at..at + width).rev() {
@@ -170,12 +172,12 @@ impl DateTime {
             }
         };
         // Years are 1601..=9999 by construction: always four digits.
-        put(0, 4, t.year().unsigned_abs());
-        put(5, 2, t.month());
-        put(8, 2, t.day());
-        put(11, 2, t.hour());
-        put(14, 2, t.minute());
-        put(17, 2, t.second());
+        put(0, 4, year);
+        put(5, 2, month);
+        put(8, 2, day);
+        put(11, 2, in_day / 3600);
+        put(14, 2, in_day / 60 % 60);
+        put(17, 2, in_day % 60);
         let frac = self.0.rem_euclid(TICKS_PER_SECOND) as u32;
         let len = if frac == 0 {
             buf[19] = b'Z';
@@ -192,6 +194,30 @@ impl DateTime {
         };
         (buf, len)
     }
+}
+
+/// The proleptic Gregorian (year, month, day) of a day counted from 0001-01-01 (day 0), for
+/// days of the DateTime range (years 1601..=9999): whole 400-year eras, then the year of
+/// the era counted from March, so that the leap day ends a year (the usual civil-from-days
+/// arithmetic, checked against chrono by `render_matches_the_reference`).
+fn civil_from_days(days: i64) -> (u32, u32, u32) {
+    // Days from 0000-03-01, the start of a 400-year era, to the day.
+    let z = days + 306;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    // Months from March: 0 = March … 11 = February.
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    let year = era * 400 + year_of_era + i64::from(month <= 2);
+    (year as u32, month as u32, day as u32)
 }
 
 impl fmt::Display for DateTime {
@@ -213,6 +239,7 @@ impl std::str::FromStr for DateTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::Timelike;
     use proptest::prelude::*;
 
     /// The text form as `core::fmt` writes it: the reference for [`DateTime::render`].

@@ -183,7 +183,11 @@ impl<'a> PageWriter<'a> {
             return;
         };
         let source = row.row();
-        let etag = source.timestamp().map(etag);
+        // No metadata: no envelope, so no ETag to render.
+        let etag = match self.writer.level() {
+            MetadataLevel::NoMetadata => None,
+            _ => source.timestamp().map(etag),
+        };
         let (edit, id) = match &self.type_name {
             Some(_) => {
                 let edit = entity_link(self.table, source.partition_key(), source.row_key());

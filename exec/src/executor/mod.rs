@@ -9,13 +9,15 @@
 //!    per thread of `chunk_rows` rows.
 //!    The first wave is sized as if every row matched (at least 1 Ki rows per chunk); later
 //!    waves grow ×4 while nothing matched, else to what the observed selectivity says the page
-//!    still needs (at most ×2, at most 128 Ki rows per chunk). A `$top` page
-//!    therefore stops after a bounded look-ahead (the first page of a huge scan reads a few
-//!    thousand rows, not the table), while long scans quickly reach large, cheap chunks.
-//! 3. The chunks of a wave are scanned in parallel on the executor's rayon pool, each
-//!    stopping once it alone could fill the page; results are merged back in key order.
-//!    Tiny waves (point lookups, a few small ranges) run on the calling thread — no rayon
-//!    overhead — and a point range is answered by [`EntitySource::get`].
+//!    still needs (at most ×4 until 32 matches back the estimate, at most 128 Ki rows per
+//!    chunk). A `$top` page therefore stops after a bounded look-ahead (the first page of a
+//!    huge scan reads a few thousand rows, not the table), while long scans quickly reach
+//!    large, cheap chunks.
+//! 3. The chunks of a wave are scanned by the calling thread together with helpers on the
+//!    executor's rayon pool (as many as the pool has idle: none when other pages keep it
+//!    busy), each chunk stopping once it alone could fill the page; results are merged back
+//!    in key order. Tiny waves (point lookups, a few small ranges) run on the calling thread
+//!    alone and stop at the page's end; a point range is answered by [`EntitySource::get`].
 //! 4. The page ends after `limit` rows, or when the work budget (entities examined, deadline)
 //!    runs out, with a **continuation**: the key of the next entity to examine, inclusive.
 //!    Resuming there with the same plan yields exactly the remaining results; entities
@@ -23,8 +25,9 @@
 //!    result to be skipped or repeated.
 //!
 //! Files: `options` (page options, tuning, the work budget), `wave` (building, sizing and
-//! running waves of chunks), `sink` (owned results or a visitor), `pages` (continuations and
-//! the [`Pages`] iterator); this file holds the [`Executor`] and its public API.
+//! running waves of chunks), `helpers` (the pool threads lent to waves), `sink` (owned
+//! results or a visitor), `pages` (continuations and the [`Pages`] iterator); this file
+//! holds the [`Executor`] and its public API.
 //!
 //! ```
 //! use tableq_exec::{Executor, VecSource, PageOptions};
@@ -48,6 +51,7 @@
 //! assert!(pages.last().unwrap().continuation.is_none());
 //! ```
 
+mod helpers;
 mod options;
 mod pages;
 mod sink;
@@ -60,6 +64,7 @@ use crate::compile::CompiledPredicate;
 use crate::key::Key;
 use crate::result::{ExecStats, Page, ResultRow, RowView};
 use crate::source::EntitySource;
+use helpers::HelperCount;
 use options::Budget;
 use sink::{Materialize, Sink, Visit};
 use std::convert::Infallible;
@@ -122,6 +127,8 @@ impl<E> ExecError<E> {
 pub struct Executor<'s, S: ?Sized> {
     source: &'s S,
     pool: Option<Arc<rayon::ThreadPool>>,
+    /// The pool's helpers lent to waves.
+    helpers: HelperCount,
     threads: usize,
     tuning: Tuning,
 }
@@ -132,6 +139,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
         Executor {
             source,
             pool: None,
+            helpers: HelperCount::Global,
             threads: rayon::current_num_threads().max(1),
             tuning: Tuning::default(),
         }
@@ -161,6 +169,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
                     .build()?,
             ))
         };
+        self.helpers = HelperCount::Own(Arc::default());
         self.threads = threads;
         Ok(self)
     }
@@ -169,6 +178,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
     pub fn with_pool(mut self, pool: Arc<rayon::ThreadPool>) -> Executor<'s, S> {
         self.threads = pool.current_num_threads().max(1);
         self.pool = Some(pool);
+        self.helpers = HelperCount::Own(Arc::default());
         self
     }
 
@@ -291,13 +301,12 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
                     limit - produced,
                     &budget,
                     &mut stats,
+                    sink,
                 )
                 .map_err(ExecError::Source)?;
-            let (kept, resume) = (out.kept, out.resume);
-            produced += kept.len();
-            sink.wave(kept);
-            if resume.is_some() {
-                break resume;
+            produced += out.kept;
+            if out.resume.is_some() {
+                break out.resume;
             }
             waves.adapt(limit, produced, stats.examined);
         };

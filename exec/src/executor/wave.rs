@@ -1,13 +1,15 @@
 //! Waves: a page's key ranges cut into chunks of work ([`EntitySource::split`]) and scanned
-//! — in parallel on the executor's pool, or on the calling thread when the wave is tiny —
-//! with each chunk's matches merged back in key order.
+//! — by the calling thread with helpers from the executor's pool (`helpers.rs`), or by the
+//! calling thread alone when the wave is tiny — with each chunk's matches merged back in
+//! key order.
 //!
 //! **Sizing.** A wave holds about [`CHUNKS_PER_THREAD`] chunks per thread of `chunk_rows`
 //! rows. The first wave is sized as if every row matched (at least
 //! [`Tuning::initial_chunk_rows`] per chunk); later waves grow ×4 while nothing matched,
-//! else to what the observed selectivity says the page still needs (at most ×2, at most
-//! [`Tuning::max_chunk_rows`]). A `$top` page therefore stops after a bounded look-ahead,
-//! while long scans quickly reach large, cheap chunks.
+//! else to what the observed selectivity says the page still needs (at most ×4 until the
+//! estimate rests on 32 matches, at most [`Tuning::max_chunk_rows`]). A `$top` page
+//! therefore stops after a bounded look-ahead, while long scans quickly reach large, cheap
+//! chunks.
 //!
 //! **Chunks.** Each chunk stops once it alone could fill the page (or when the budget runs
 //! out, or at the first source error) and reports where it stopped; [`absorb`] appends
@@ -32,11 +34,14 @@
 use super::Executor;
 use super::options::{Budget, Tuning};
 use super::pages::{Resume, key_of};
+use super::sink::Sink;
 use crate::compile::CompiledPredicate;
 use crate::key::{Key, Scan};
 use crate::result::ExecStats;
 use crate::source::{EntitySource, SourceRow};
-use rayon::prelude::*;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use tableq_planner::plan::KeyRange;
 
 /// Most chunks in one wave (many small ranges).
@@ -45,6 +50,8 @@ const MAX_WAVE_CHUNKS: usize = 256;
 const MIN_ADAPTIVE_CHUNK_ROWS: usize = 64;
 /// Chunks per thread in a wave: more than one lets work stealing even out slow chunks.
 const CHUNKS_PER_THREAD: usize = 4;
+/// Matches from which the observed selectivity sizes the next wave without a growth cap.
+const TRUSTED_SAMPLE: usize = 32;
 
 /// A chunk of work: keys `>= from` and `< until` of the plan's range number `range`.
 pub(super) struct Job {
@@ -61,24 +68,11 @@ pub(super) struct Wave {
     estimate: usize,
 }
 
-/// What a wave produced: its matches in key order, and where the page ends if it ends in
-/// this wave.
-pub(super) struct WaveOut<R> {
-    pub(super) kept: Vec<R>,
+/// What a wave produced: how many matches it handed to the sink, and where the page ends if
+/// it ends in this wave.
+pub(super) struct WaveOut {
+    pub(super) kept: usize,
     pub(super) resume: Option<Resume>,
-}
-
-impl<R> WaveOut<R> {
-    fn ends(kept: Vec<R>, at: Resume) -> WaveOut<R> {
-        WaveOut {
-            kept,
-            resume: Some(at),
-        }
-    }
-
-    fn goes_on(kept: Vec<R>) -> WaveOut<R> {
-        WaveOut { kept, resume: None }
-    }
 }
 
 enum ChunkEnd {
@@ -93,6 +87,20 @@ struct ChunkOut<R> {
     examined: u64,
     end: ChunkEnd,
 }
+
+impl<R> Default for ChunkOut<R> {
+    fn default() -> ChunkOut<R> {
+        ChunkOut {
+            rows: Vec::new(),
+            examined: 0,
+            end: ChunkEnd::Exhausted,
+        }
+    }
+}
+
+/// What scanning a chunk of source `S` gave.
+type ChunkResult<'a, S> =
+    Result<ChunkOut<<S as EntitySource>::Row<'a>>, <S as EntitySource>::Error>;
 
 /// A page's position in its ranges and the size of its next wave's chunks.
 pub(super) struct Waves<'p> {
@@ -221,31 +229,39 @@ impl<'p> Waves<'p> {
 
     /// Sizes the next wave's chunks: ×4 while nothing matched (long scans reach large,
     /// cheap chunks fast), else no more than the rows the page still needs at the
-    /// selectivity observed so far (plus a margin, at most ×2): a `$top` page stops early.
+    /// selectivity observed so far, plus a margin — at most ×4 while that selectivity rests
+    /// on fewer than [`TRUSTED_SAMPLE`] matches: a `$top` page stops early, a selective
+    /// scan takes few waves.
     pub(super) fn adapt(&mut self, limit: usize, produced: usize, examined: u64) {
-        let growth = if produced == 0 { 4 } else { 2 };
         let grown = self
             .chunk_rows
-            .saturating_mul(growth)
+            .saturating_mul(4)
             .min(self.tuning.max_chunk_rows);
         self.chunk_rows = if produced == 0 || examined == 0 {
             grown
         } else {
+            let most = if produced >= TRUSTED_SAMPLE {
+                self.tuning.max_chunk_rows
+            } else {
+                grown
+            };
             let missing = (limit - produced) as f64;
             let needed = missing * examined as f64 / produced as f64 * 1.25;
             let per_chunk = needed / (self.threads * CHUNKS_PER_THREAD) as f64;
-            (per_chunk.ceil() as usize).clamp(MIN_ADAPTIVE_CHUNK_ROWS.min(grown), grown)
+            (per_chunk.ceil() as usize).clamp(MIN_ADAPTIVE_CHUNK_ROWS.min(grown), most)
         };
     }
 }
 
 impl<S: EntitySource + ?Sized> Executor<'_, S> {
-    /// Scans the chunks of a wave and keeps at most `limit` matches, in key order; `Some`
-    /// resume position when the page ends in this wave.
+    /// Scans the chunks of a wave and hands at most `limit` matches to `sink`, in key order;
+    /// `Some` resume position when the page ends in this wave.
     ///
     /// A source error in a chunk fails the wave unless the page ends in an earlier chunk
     /// (then the failed chunk's rows would have been discarded anyway): the outcome is the
-    /// one a sequential scan would meet. Chunks running in parallel are not cancelled.
+    /// one a sequential scan would meet. Chunks running in parallel are not cancelled. The
+    /// sink may have been handed the rows of earlier chunks when the error comes back.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn run_wave<'a>(
         &'a self,
         ranges: &'a [KeyRange],
@@ -254,42 +270,76 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
         limit: usize,
         budget: &Budget,
         stats: &mut ExecStats,
-    ) -> Result<WaveOut<S::Row<'a>>, S::Error> {
+        sink: &mut dyn Sink<S>,
+    ) -> Result<WaveOut, S::Error> {
         let jobs = &wave.jobs;
-        let sequential =
-            self.threads <= 1 || jobs.len() == 1 || wave.estimate <= self.tuning.small_wave_rows;
-        let mut kept = Vec::new();
-        if sequential {
+        if self.threads <= 1 || jobs.len() == 1 || wave.estimate <= self.tuning.small_wave_rows {
+            // A small wave: its chunks one after the other, up to the page's end.
+            let mut kept = Vec::new();
+            let mut resume = None;
             for job in jobs {
                 let out = self.run_chunk(ranges, job, predicate, limit - kept.len(), budget)?;
                 stats.examined += out.examined;
-                if let Some(r) = absorb(&mut kept, out, job, limit) {
-                    return Ok(WaveOut::ends(kept, r));
+                resume = absorb(&mut kept, out, job, limit);
+                if resume.is_some() {
+                    break;
                 }
             }
-            return Ok(WaveOut::goes_on(kept));
+            let out = WaveOut {
+                kept: kept.len(),
+                resume,
+            };
+            sink.wave(kept);
+            return Ok(out);
         }
-        let run = || {
-            jobs.par_iter()
-                .map(|job| self.run_chunk(ranges, job, predicate, limit, budget))
-                .collect::<Vec<_>>()
-        };
-        let outs = match &self.pool {
-            Some(pool) => pool.install(run),
-            None => run(),
-        };
-        // Every chunk was read, including work past the page's end.
-        stats.examined += outs
-            .iter()
-            .filter_map(|o| o.as_ref().ok())
-            .map(|o| o.examined)
-            .sum::<u64>();
-        for (out, job) in outs.into_iter().zip(jobs) {
-            if let Some(r) = absorb(&mut kept, out?, job, limit) {
-                return Ok(WaveOut::ends(kept, r));
+        // Every chunk of the wave is scanned (each up to the page's whole limit), then
+        // merged in key order. The calling thread scans chunks too, claiming them in key
+        // order with the pool's helpers, if it lends any: when the pool is busy with other
+        // pages, the calling thread scans the wave alone instead of waiting for a helper
+        // that would find nothing left. Once it has no chunk left to claim, it merges the
+        // chunks already scanned (handing their rows to the sink) while the helpers finish
+        // theirs. Who scans a chunk never changes the page.
+        let next = AtomicUsize::new(0);
+        let slots: Vec<Mutex<Option<ChunkResult<'a, S>>>> =
+            jobs.iter().map(|_| Mutex::new(None)).collect();
+        let work = || {
+            loop {
+                let i = next.fetch_add(1, AtomicOrdering::Relaxed);
+                let Some(job) = jobs.get(i) else { break };
+                let out = self.run_chunk(ranges, job, predicate, limit, budget);
+                *lock(&slots[i]) = Some(out);
             }
+        };
+        let mut merge = Merge::<S>::new(jobs, limit);
+        let lent = self
+            .helpers
+            .reserve((self.threads - 1).min(jobs.len() - 1), self.threads - 1);
+        match (&lent, &self.pool) {
+            (None, _) => work(),
+            (Some(lent), Some(pool)) => pool.in_place_scope(|s| {
+                share(s, lent.count(), &work);
+                merge.scanned(&slots, sink, false);
+            }),
+            (Some(lent), None) => rayon::in_place_scope(|s| {
+                share(s, lent.count(), &work);
+                merge.scanned(&slots, sink, false);
+            }),
         }
-        Ok(WaveOut::goes_on(kept))
+        drop(lent);
+        merge.scanned(&slots, sink, true);
+        // Every chunk was read, including work past the page's end.
+        stats.examined += merge.examined;
+        match merge.end {
+            Some(Err(e)) => Err(e),
+            Some(Ok(resume)) => Ok(WaveOut {
+                kept: merge.kept,
+                resume: Some(resume),
+            }),
+            None => Ok(WaveOut {
+                kept: merge.kept,
+                resume: None,
+            }),
+        }
     }
 
     /// Scans one chunk, keeping at most `limit` matches; stops at the first source error.
@@ -324,55 +374,52 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
             from: job.from.as_ref(),
             until: job.until.as_ref(),
         };
-        let mut it = self.source.scan(scan);
         let mut rows = Vec::new();
         let mut examined = 0u64;
-        let end = if !budget.enabled() {
-            // The hot loop: no budget to account. (For an infallible source the error arm
-            // is unreachable and compiles away.)
-            loop {
-                let row = match it.next() {
-                    None => break ChunkEnd::Exhausted,
-                    Some(Ok(row)) => row,
-                    Some(Err(e)) => return Err(e),
-                };
+        let mut end = ChunkEnd::Exhausted;
+        // A chunk stops before the row after its `limit`-th match (or after the budget ran
+        // out): that row is not examined, its key is where the page resumes. A source error
+        // ends the chunk (returned by `scan_each`).
+        if !budget.enabled() {
+            // The hot loop: no budget to account.
+            self.source.scan_each(scan, |row| {
+                if rows.len() >= limit {
+                    end = ChunkEnd::Stopped(key_of(&row));
+                    return ControlFlow::Break(());
+                }
                 examined += 1;
                 if predicate.eval(&row) {
                     rows.push(row);
-                    if rows.len() >= limit {
-                        break next_key(&mut it)?;
-                    }
                 }
-            }
+                ControlFlow::Continue(())
+            })?;
         } else {
             let mut since_tick = 0u64;
-            let end = loop {
+            let scanned = self.source.scan_each(scan, |row| {
+                if rows.len() >= limit {
+                    end = ChunkEnd::Stopped(key_of(&row));
+                    return ControlFlow::Break(());
+                }
                 if since_tick >= budget.interval {
                     let stop = budget.tick(since_tick);
                     since_tick = 0;
                     if stop {
-                        break next_key(&mut it)?;
+                        end = ChunkEnd::Stopped(key_of(&row));
+                        return ControlFlow::Break(());
                     }
                 }
-                let row = match it.next() {
-                    None => break ChunkEnd::Exhausted,
-                    Some(Ok(row)) => row,
-                    Some(Err(e)) => return Err(e),
-                };
                 examined += 1;
                 since_tick += 1;
                 if predicate.eval(&row) {
                     rows.push(row);
-                    if rows.len() >= limit {
-                        break next_key(&mut it)?;
-                    }
                 }
-            };
+                ControlFlow::Continue(())
+            });
             if since_tick > 0 {
                 budget.tick(since_tick);
             }
-            end
-        };
+            scanned?;
+        }
         Ok(ChunkOut {
             rows,
             examined,
@@ -381,13 +428,85 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
     }
 }
 
-/// How a chunk ends when it stops before its end: at the next row's key, if any (reading
-/// it may fail).
-fn next_key<R: SourceRow, E>(rows: &mut impl Iterator<Item = Result<R, E>>) -> Result<ChunkEnd, E> {
-    Ok(match rows.next().transpose()? {
-        None => ChunkEnd::Exhausted,
-        Some(r) => ChunkEnd::Stopped(key_of(&r)),
-    })
+/// Runs `work` on the calling thread and on `helpers` tasks of the scope's pool.
+fn share<'scope, F: Fn() + Sync>(scope: &rayon::Scope<'scope>, helpers: usize, work: &'scope F) {
+    for _ in 0..helpers {
+        scope.spawn(move |_| work());
+    }
+    work();
+}
+
+/// A chunk result slot, whether or not a thread panicked while holding it.
+fn lock<T>(slot: &Mutex<T>) -> MutexGuard<'_, T> {
+    slot.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The in-order merge of a parallel wave's chunks: the page's rows go to the sink chunk by
+/// chunk, up to where the page ends or the first source error; the rows of later chunks
+/// are dropped, their examined entities still counted.
+struct Merge<'w, S: EntitySource + ?Sized> {
+    jobs: &'w [Job],
+    limit: usize,
+    /// Chunks merged so far.
+    next: usize,
+    /// Rows handed to the sink.
+    kept: usize,
+    examined: u64,
+    /// Where the page ends, or the error that ends the wave.
+    end: Option<Result<Resume, S::Error>>,
+}
+
+impl<'w, S: EntitySource + ?Sized> Merge<'w, S> {
+    fn new(jobs: &'w [Job], limit: usize) -> Merge<'w, S> {
+        Merge {
+            jobs,
+            limit,
+            next: 0,
+            kept: 0,
+            examined: 0,
+            end: None,
+        }
+    }
+
+    /// Merges the chunks scanned so far, in key order, up to the first one not scanned yet
+    /// (with `all`, every chunk: the wave is over, and a chunk without a result, which
+    /// only a panic leaves, counts as empty).
+    fn scanned<'a>(
+        &mut self,
+        slots: &[Mutex<Option<ChunkResult<'a, S>>>],
+        sink: &mut dyn Sink<S>,
+        all: bool,
+    ) where
+        S: 'a,
+    {
+        while let Some(slot) = slots.get(self.next) {
+            let out = match lock(slot).take() {
+                Some(out) => out,
+                None if all => Ok(ChunkOut::default()),
+                None => return,
+            };
+            let job = &self.jobs[self.next];
+            self.next += 1;
+            let out = match out {
+                Ok(out) => out,
+                Err(e) => {
+                    if self.end.is_none() {
+                        self.end = Some(Err(e));
+                    }
+                    continue;
+                }
+            };
+            self.examined += out.examined;
+            if self.end.is_some() {
+                continue;
+            }
+            let mut rows = Vec::new();
+            let resume = absorb(&mut rows, out, job, self.limit - self.kept);
+            self.kept += rows.len();
+            sink.wave(rows);
+            self.end = resume.map(Ok);
+        }
+    }
 }
 
 /// Appends a chunk's matches to the wave's rows; `Some` when the page ends in this chunk.
@@ -420,5 +539,61 @@ fn absorb<R: SourceRow>(
             },
         }),
         ChunkEnd::Exhausted => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::VecSource;
+    use crate::executor::sink::Visit;
+    use crate::source::EntityRef;
+    use tableq_model::Entity;
+
+    fn job(until: &str) -> Job {
+        Job {
+            range: 0,
+            from: None,
+            until: Some(Key::new("p", until)),
+            point: false,
+        }
+    }
+
+    fn out(rows: &[Entity]) -> ChunkResult<'_, VecSource> {
+        Ok(ChunkOut {
+            rows: rows.iter().map(EntityRef).collect(),
+            examined: 10,
+            end: ChunkEnd::Exhausted,
+        })
+    }
+
+    /// Chunks merge in key order as they become available, stop at the page's end and
+    /// still count what later chunks examined.
+    #[test]
+    fn chunks_merge_in_order_as_they_are_scanned() {
+        let rows: Vec<Entity> = (0..6).map(|i| Entity::new("p", format!("r{i}"))).collect();
+        let jobs = [job("r2"), job("r4"), job("r6")];
+        let slots: Vec<Mutex<Option<ChunkResult<'_, VecSource>>>> =
+            (0..3).map(|_| Mutex::new(None)).collect();
+        let mut seen = Vec::new();
+        let mut sink = Visit {
+            visit: |row: crate::RowView<'_>| seen.push(row.row().row_key().to_owned()),
+            select: None,
+        };
+        let mut merge = Merge::<VecSource>::new(&jobs, 3);
+        // Only the second chunk is scanned: nothing can be merged yet.
+        *lock(&slots[1]) = Some(out(&rows[2..4]));
+        merge.scanned(&slots, &mut sink, false);
+        assert_eq!((merge.next, merge.kept), (0, 0));
+        // The first one too: both merge; the page ends in the second (3 of its 4 rows).
+        *lock(&slots[0]) = Some(out(&rows[0..2]));
+        merge.scanned(&slots, &mut sink, false);
+        assert_eq!((merge.next, merge.kept), (2, 3));
+        assert!(matches!(&merge.end, Some(Ok(Resume::At(k))) if k.row_key == "r3"));
+        // The third chunk's rows are dropped, its examined entities counted.
+        *lock(&slots[2]) = Some(out(&rows[4..6]));
+        merge.scanned(&slots, &mut sink, true);
+        assert_eq!((merge.next, merge.kept, merge.examined), (3, 3, 30));
+        assert_eq!(seen, ["r0", "r1", "r2"]);
     }
 }

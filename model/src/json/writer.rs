@@ -389,8 +389,17 @@ impl<'o> Object<'o> {
     }
 }
 
-/// Appends `s` as a JSON string, escaped exactly as `serde_json` escapes it.
+/// Appends `s` as a JSON string, escaped exactly as `serde_json` escapes it: `"`, `\` and
+/// the control characters U+0000–U+001F, nothing else. Text without any of those (every
+/// property name, most values) is copied as it is.
 fn write_json_string(out: &mut Vec<u8>, s: &str) {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        return;
+    }
     // Writing into a Vec<u8> cannot fail.
     let _ = serde_json::to_writer(&mut *out, s);
 }
@@ -508,5 +517,29 @@ impl CollectionWriter {
     /// Writes the closing `]}`.
     pub fn end(self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"]}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The copy of text that needs no escape and the escaping of the rest are
+        /// serde_json's, byte for byte.
+        #[test]
+        fn strings_are_written_as_serde_json_writes_them(
+            s in prop_oneof![
+                "[a-zA-Z0-9_ ]{0,12}",
+                "[\u{0}-\u{7F}]{0,12}",
+                ".{0,12}",
+                Just("\"\\\u{1F}\u{7F}é\u{10000}".to_owned()),
+            ]
+        ) {
+            let mut out = Vec::new();
+            write_json_string(&mut out, &s);
+            prop_assert_eq!(out, serde_json::to_vec(&s).unwrap());
+        }
     }
 }

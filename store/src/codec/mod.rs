@@ -91,6 +91,17 @@ pub(crate) enum PayloadKind {
     Bytes,
 }
 
+/// A number read from a slot ([`Slot::number`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Number {
+    /// An Int32.
+    Int32(i32),
+    /// An Int64.
+    Int64(i64),
+    /// A Double (any bit pattern).
+    Double(f64),
+}
+
 /// One encoded property (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Slot {
@@ -227,6 +238,19 @@ impl Slot {
                     .unwrap_or([0; 16]),
             )),
             _ => ValueRef::Binary(bytes().get(at..at + len).unwrap_or(&[])),
+        }
+    }
+
+    /// The value when it is a number, which the slot holds whole (Int32, Int64, Double:
+    /// every bit pattern is a valid value, so nothing is checked; [`decode`](Slot::decode)
+    /// returns the same number); `None` for the other types.
+    #[inline(always)]
+    pub(crate) fn number(self) -> Option<Number> {
+        match self.id_tag & TAG_MASK {
+            TAG_INT32 => Some(Number::Int32(self.a as i32)),
+            TAG_INT64 => Some(Number::Int64(self.wide() as i64)),
+            TAG_DOUBLE => Some(Number::Double(f64::from_bits(self.wide()))),
+            _ => None,
         }
     }
 

@@ -352,7 +352,7 @@ impl<'b> RowRef<'b> {
 
     /// A slot's value; its payload lies in the row (offsets from the row's first byte).
     #[inline]
-    fn decode(&self, slot: Slot) -> Result<ValueRef<'b>, Corrupt> {
+    pub(crate) fn decode(&self, slot: Slot) -> Result<ValueRef<'b>, Corrupt> {
         let row = self.0;
         let payload = move |a: u32, b: u32| {
             row.get(a as usize..a as usize + b as usize)
@@ -366,21 +366,29 @@ impl<'b> RowRef<'b> {
         )
     }
 
-    /// The value of the property with name number `id`.
+    /// The slot of the property with name number `id` (not decoded: see
+    /// [`decode`](RowRef::decode)).
     #[inline]
-    pub(crate) fn value(&self, id: u32) -> Result<Option<ValueRef<'b>>, Corrupt> {
-        for bytes in self.slots()?.chunks_exact(SLOT) {
+    pub(crate) fn slot(&self, id: u32) -> Result<Option<Slot>, Corrupt> {
+        let mut rest = self.slots()?;
+        while let Some((bytes, tail)) = rest.split_first_chunk::<SLOT>() {
             // Only the number is read until the slot is found.
             match Slot::id_of_le_bytes(bytes).cmp(&id) {
-                Ordering::Less => {}
-                Ordering::Equal => {
-                    let slot = Slot::from_le_bytes(bytes.try_into().unwrap_or(&[0; SLOT]));
-                    return self.decode(slot).map(Some);
-                }
+                Ordering::Less => rest = tail,
+                Ordering::Equal => return Ok(Some(Slot::from_le_bytes(bytes))),
                 Ordering::Greater => return Ok(None),
             }
         }
         Ok(None)
+    }
+
+    /// The value of the property with name number `id`.
+    #[inline]
+    pub(crate) fn value(&self, id: u32) -> Result<Option<ValueRef<'b>>, Corrupt> {
+        match self.slot(id)? {
+            Some(slot) => self.decode(slot).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Calls `f` with every property (name number, value), in number order.
@@ -429,16 +437,49 @@ impl<'b> RowRef<'b> {
         ))
     }
 
-    /// Calls `f` with every property, ordered by name.
+    /// Calls `f` with every property, ordered by name. On a damaged row, `f` may have seen
+    /// the properties before the damaged one when the error comes back (a reader then
+    /// fails the whole page).
     pub(crate) fn for_each_by_name(
         &self,
         names: &Names,
         f: &mut dyn FnMut(&str, ValueRef<'_>),
     ) -> Result<(), Corrupt> {
+        if self.numbered_by_name(names) {
+            // The common case (names numbered in the order of their first use, which for
+            // most tables is the order of the first entity's properties): decode and hand
+            // over in slot order, collecting nothing.
+            for slot in self.slot_iter()? {
+                f(names.name(slot.id()), self.decode(slot)?);
+            }
+            return Ok(());
+        }
         for (n, v) in self.named(names)? {
             f(n, v);
         }
         Ok(())
+    }
+
+    /// Whether the slots' numbers strictly increase, are all among `names` and name the
+    /// properties in strictly increasing name order: then slot order is name order and
+    /// nothing needs checking or sorting beyond decoding the values.
+    fn numbered_by_name(&self, names: &Names) -> bool {
+        let Ok(slots) = self.slots() else {
+            return false;
+        };
+        let mut previous: Option<(u32, &str)> = None;
+        for bytes in slots.chunks_exact(SLOT) {
+            let id = Slot::id_of_le_bytes(bytes);
+            if id as usize >= names.len() {
+                return false;
+            }
+            let name = names.name(id);
+            if previous.is_some_and(|(p, n)| p >= id || n >= name) {
+                return false;
+            }
+            previous = Some((id, name));
+        }
+        true
     }
 
     /// Checks the whole row: everything the accessors check, with name numbers below

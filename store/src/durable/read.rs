@@ -46,14 +46,13 @@ use super::keys::{entity_key, partition_end, partition_prefix, table_end, table_
 use super::locate::{floor_block, search_keys};
 use super::mem::{MemRows, MemTable};
 use super::schema::ROWS;
-use crate::codec::Corrupt;
-use crate::codec::Names;
+use crate::codec::{Corrupt, Names, Number, Slot};
 use crate::error::StoreError;
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
-use std::ops::Bound;
+use std::ops::{Bound, ControlFlow};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use tableq_exec::{Chunk, EntitySource, Key, PropertySlot, Scan, SlotLookup, SourceRow};
+use tableq_exec::{Chunk, EntitySource, Key, PropertySlot, Scan, SlotLookup, SourceRow, ValueTest};
 use tableq_model::json::ListProperties;
 use tableq_model::order::compare_str;
 use tableq_model::{DateTime, Entity, EntityView, ValueRef};
@@ -685,6 +684,17 @@ impl<'a> DurableRow<'a> {
     }
 }
 
+impl DurableRow<'_> {
+    /// Records a damaged value (the page then fails) and reads it as absent: off the scan
+    /// loop's hot path.
+    #[cold]
+    #[inline(never)]
+    fn damaged<T>(&self, e: Corrupt) -> Option<T> {
+        self.snapshot.fail(StoreError::storage(e));
+        None
+    }
+}
+
 impl std::fmt::Debug for DurableRow<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DurableRow")
@@ -721,8 +731,45 @@ impl SourceRow for DurableRow<'_> {
 
     #[inline]
     fn custom_by_slot(&self, slot: PropertySlot) -> Option<ValueRef<'_>> {
-        self.or_fail(self.row().value(slot.0), None)
+        match self.row().value(slot.0) {
+            Ok(v) => v,
+            Err(e) => self.damaged(e),
+        }
     }
+
+    /// Numbers are tested as read from their slot; other values are decoded (and checked)
+    /// as [`custom_by_slot`](SourceRow::custom_by_slot) does ([`test_value`]).
+    #[inline]
+    fn test_slot(&self, slot: PropertySlot, test: &ValueTest) -> bool {
+        match test_value(self.row(), slot.0, test) {
+            Ok(matches) => matches,
+            Err(e) => self.damaged::<()>(e).is_some(),
+        }
+    }
+}
+
+/// Whether the property with name number `id` of `row` satisfies `test`: a number as read
+/// from its slot, any other value decoded and checked. Agrees with testing
+/// [`RowRef::value`] — the same answer, the same [`Corrupt`] error for a damaged row
+/// (property-tested below).
+#[inline]
+fn test_value(row: RowRef<'_>, id: u32, test: &ValueTest) -> Result<bool, Corrupt> {
+    let Some(slot) = row.slot(id)? else {
+        return Ok(false);
+    };
+    Ok(match slot.number() {
+        Some(Number::Int32(v)) => test.matches_int32(v),
+        Some(Number::Int64(v)) => test.matches_int64(v),
+        Some(Number::Double(v)) => test.matches_double(v),
+        None => return test_decoded(row, slot, test),
+    })
+}
+
+/// [`test_value`] of a value that is not a number: out of line, so that the scan loop
+/// inlines the numbers' path only.
+#[inline(never)]
+fn test_decoded(row: RowRef<'_>, slot: Slot, test: &ValueTest) -> Result<bool, Corrupt> {
+    row.decode(slot).map(|v| test.matches(v))
 }
 
 impl ListProperties for DurableRow<'_> {
@@ -739,6 +786,37 @@ impl EntitySource for DurableSnapshot {
 
     fn scan<'a>(&'a self, scan: Scan<'a>) -> DurableRows<'a> {
         DurableRows::new(self, scan)
+    }
+
+    /// The rows of [`scan`](EntitySource::scan), handed over block by block: without
+    /// memtable entries in the scan, a loop over each block's rows (no iterator state kept
+    /// between rows); with them, the merging iterator.
+    fn scan_each<'a, F>(&'a self, scan: Scan<'a>, mut visit: F) -> Result<(), StoreError>
+    where
+        F: FnMut(DurableRow<'a>) -> ControlFlow<()>,
+    {
+        let mut rows = DurableRows::new(self, scan);
+        if rows.mem.is_some() {
+            for row in rows {
+                if visit(row?).is_break() {
+                    break;
+                }
+            }
+            return Ok(());
+        }
+        let blocks = &mut rows.blocks;
+        while let Some(block) = blocks.current() {
+            let (first, end) = (blocks.row, blocks.row_end);
+            blocks.row = end;
+            for i in first..end {
+                let (start, end) = block.span(i);
+                if visit(DurableRow::in_block(block, start, end, self)).is_break() {
+                    return Ok(());
+                }
+            }
+        }
+        // The end of the blocks: the failure that ended them (or that a row recorded).
+        self.take_error()
     }
 
     fn get<'a>(
@@ -834,3 +912,7 @@ impl EntitySource for DurableSnapshot {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "read_tests.rs"]
+mod tests;

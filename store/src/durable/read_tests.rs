@@ -1,0 +1,342 @@
+//! Tests of the scan's fast paths (`read.rs`) against the general ones they stand for:
+//! [`test_value`] against decoding with [`RowRef::value`] (every Edm type, damaged rows),
+//! and [`DurableSnapshot::scan_each`] against the merging iterator (with and without
+//! memtable entries, early stops, a damaged block).
+
+use super::*;
+use crate::codec::Names;
+use crate::durable::block::{build_block, encode_row};
+use crate::durable::{DurableBackend, DurableOptions};
+use crate::op::WriteOp;
+use crate::{Backend, StoreError};
+use proptest::prelude::*;
+use std::borrow::Cow;
+use tableq_model::{CmpOp, Value};
+use tableq_planner::plan::{KeyInterval, KeyRange};
+
+/// An entity with a property of every Edm type (two numbers of each kind), from `seed`.
+fn every_type(seed: u64) -> Entity {
+    let mut e = Entity::new("p", format!("r{seed}"));
+    let i = seed as i64;
+    e.set("Bin", Value::Binary(vec![seed as u8, 7]));
+    e.set("Bool", Value::Boolean(seed.is_multiple_of(2)));
+    e.set(
+        "Dt",
+        Value::DateTime(DateTime::from_ticks(DateTime::MIN.ticks() + i).unwrap_or(DateTime::MIN)),
+    );
+    e.set("Dbl", Value::Double(i as f64 / 3.0));
+    e.set("Guid", Value::Guid(uuid::Uuid::from_u128(u128::from(seed))));
+    e.set("I32", Value::Int32(seed as i32 % 7 - 3));
+    e.set("I64", Value::Int64(i - 3));
+    e.set("Nan", Value::Double(f64::NAN));
+    e.set("Str", Value::String(format!("s{}", seed % 5)));
+    e
+}
+
+/// Literals of every Edm type, near the values `every_type` stores.
+fn literal() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        (-4i32..4).prop_map(Value::Int32),
+        (-4i64..4).prop_map(Value::Int64),
+        prop_oneof![Just(0.0f64), Just(1.0), Just(-1.5), Just(f64::NAN)].prop_map(Value::Double),
+        any::<bool>().prop_map(Value::Boolean),
+        (0i64..4).prop_map(|i| Value::DateTime(
+            DateTime::from_ticks(DateTime::MIN.ticks() + i).unwrap_or(DateTime::MIN)
+        )),
+        (0u128..3).prop_map(|g| Value::Guid(uuid::Uuid::from_u128(g))),
+        (0u8..3).prop_map(|b| Value::Binary(vec![b, 7])),
+        "s[0-5]".prop_map(Value::String),
+    ]
+}
+
+/// One block holding `entities`, with the table's names.
+fn block(entities: &[Entity]) -> (Vec<u8>, Names) {
+    let mut names = Names::default();
+    let rows: Vec<Cow<'_, [u8]>> = entities
+        .iter()
+        .map(|e| {
+            let row = encode_row(e, &mut |n| Ok(names.intern(n).unwrap_or(0)));
+            Cow::Owned(row.unwrap())
+        })
+        .collect();
+    (build_block("p", &rows).unwrap(), names)
+}
+
+/// Testing a property by decoding it, the general path `test_value` stands for.
+fn by_decoding(row: RowRef<'_>, id: u32, test: &ValueTest) -> Result<bool, Corrupt> {
+    Ok(row.value(id)?.is_some_and(|v| test.matches(v)))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// On intact rows and on rows with any one byte changed: the same answer or the same
+    /// error as decoding, for every property (and an absent one), every operator and
+    /// literals of every type.
+    #[test]
+    fn testing_a_slot_agrees_with_decoding_it(
+        seed in 0u64..50,
+        damage in proptest::option::of((any::<prop::sample::Index>(), any::<u8>())),
+        op in proptest::sample::select(CmpOp::ALL.to_vec()),
+        lit in literal(),
+    ) {
+        let (mut bytes, names) = block(&[every_type(seed)]);
+        let view = BlockView::parse(&bytes).unwrap();
+        let (start, end) = view.span(0);
+        if let Some((at, to)) = damage {
+            // Any byte of the row (the header and offsets are checked when a block loads).
+            let i = start as usize + at.index((end - start) as usize);
+            bytes[i] = to;
+        }
+        let row = RowRef(&bytes[start as usize..end as usize]);
+        let test = ValueTest::new(op, &lit);
+        for id in 0..=names.len() as u32 {
+            prop_assert_eq!(
+                test_value(row, id, &test),
+                by_decoding(row, id, &test),
+                "property {} {:?} {:?}", id, op, lit
+            );
+        }
+    }
+}
+
+#[test]
+fn damaged_values_fail_the_test_as_they_fail_decoding() {
+    let e = every_type(4);
+    let (bytes, names) = block(std::slice::from_ref(&e));
+    let view = BlockView::parse(&bytes).unwrap();
+    let (start, end) = view.span(0);
+    let row = bytes[start as usize..end as usize].to_vec();
+    let slot_at = |name: &str| {
+        let id = names.id(name).unwrap();
+        // The slots follow the 12-byte header and the RowKey; numbers are in order.
+        12 + e.row_key().len() + 12 * id as usize
+    };
+    let test = ValueTest::new(CmpOp::Ne, &Value::Int32(0));
+    let cases: [(&str, usize, u32); 4] = [
+        // A Boolean that is neither 0 nor 1.
+        ("Bool", 4, 2),
+        // A DateTime past the range (high word).
+        ("Dt", 8, u32::MAX >> 1),
+        // A string running past the row.
+        ("Str", 8, 1 << 20),
+        // An unknown type tag on an Int32 slot (keeping its number).
+        ("I32", 0, (names.id("I32").unwrap() << 4) | 9),
+    ];
+    for (name, offset, value) in cases {
+        let mut damaged = row.clone();
+        let at = slot_at(name) + offset;
+        damaged[at..at + 4].copy_from_slice(&value.to_le_bytes());
+        let id = names.id(name).unwrap();
+        let fast = test_value(RowRef(&damaged), id, &test);
+        assert!(fast.is_err(), "{name}: {fast:?}");
+        assert_eq!(fast, by_decoding(RowRef(&damaged), id, &test), "{name}");
+    }
+    // A slot table past the row's end.
+    let mut short = row.clone();
+    short.truncate(20);
+    assert_eq!(
+        test_value(RowRef(&short), 0, &test),
+        Err(Corrupt("slot table past the row's end"))
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// `scan_each` against the iterator.
+
+fn entity(pk: &str, rk: &str, v: i32) -> Entity {
+    let mut e = Entity::new(pk, rk);
+    e.set("V", Value::Int32(v));
+    e.set("S", Value::String(format!("v{v}")));
+    e
+}
+
+/// A store with small blocks over three partitions; `flushed` rows are in blocks, the
+/// others in the memtable.
+fn store(dir: &std::path::Path, flushed: bool) -> DurableBackend {
+    let options = DurableOptions::default()
+        .with_cache_bytes(8 << 20)
+        .with_block_limits(4, 1 << 20)
+        .with_memtable_bytes(usize::MAX);
+    let store = DurableBackend::open_with(dir, options).unwrap();
+    store.create_table("t1x").unwrap();
+    for pk in ["a", "b", "c"] {
+        let ops = (0..20)
+            .step_by(2)
+            .map(|i| WriteOp::Insert {
+                entity: entity(pk, &format!("r{i:02}"), i),
+            })
+            .collect();
+        store.write_batch("t1x", ops).unwrap();
+    }
+    if flushed {
+        store.gate.with_writer(|w| w.flush()).unwrap();
+    }
+    store
+}
+
+/// The scans the comparison runs: everything, a partition, a RowKey slice across
+/// partitions, and bounded chunks.
+fn scans() -> Vec<(KeyRange, Option<Key>, Option<Key>)> {
+    let rk = |lo: &str, hi: &str| {
+        KeyInterval::new(
+            Bound::Included(lo.to_owned()),
+            Bound::Excluded(hi.to_owned()),
+        )
+    };
+    vec![
+        (KeyRange::full(), None, None),
+        (KeyRange::partition("b"), None, None),
+        (
+            KeyRange::new(KeyInterval::full(), rk("r05", "r13")),
+            None,
+            None,
+        ),
+        (
+            KeyRange::full(),
+            Some(Key::new("a", "r07")),
+            Some(Key::new("c", "r03")),
+        ),
+        (KeyRange::full(), Some(Key::new("b", "r00")), None),
+    ]
+}
+
+/// The keys and `V`s a scan yields through the iterator, and how it ended.
+fn by_iterator(snapshot: &DurableSnapshot, scan: Scan<'_>, most: usize) -> (Vec<String>, String) {
+    let mut seen = Vec::new();
+    for row in snapshot.scan(scan) {
+        match row {
+            Ok(row) => {
+                if seen.len() == most {
+                    return (seen, "stopped".into());
+                }
+                seen.push(describe(&row));
+            }
+            Err(e) => return (seen, e.to_string()),
+        }
+    }
+    (seen, "end".into())
+}
+
+/// The same through `scan_each`.
+fn by_visitor(snapshot: &DurableSnapshot, scan: Scan<'_>, most: usize) -> (Vec<String>, String) {
+    let mut seen = Vec::new();
+    let mut stopped = false;
+    let result = snapshot.scan_each(scan, |row| {
+        if seen.len() == most {
+            stopped = true;
+            return ControlFlow::Break(());
+        }
+        seen.push(describe(&row));
+        ControlFlow::Continue(())
+    });
+    let end = match result {
+        Err(e) => e.to_string(),
+        Ok(()) if stopped => "stopped".into(),
+        Ok(()) => "end".into(),
+    };
+    (seen, end)
+}
+
+fn describe(row: &DurableRow<'_>) -> String {
+    let v = row.custom_by_slot(PropertySlot(0)).map(|v| v.to_owned());
+    format!("{}/{} {v:?}", row.partition_key(), row.row_key())
+}
+
+fn compare_scans(snapshot: &DurableSnapshot) {
+    for (range, from, until) in scans() {
+        for most in [0, 1, 5, usize::MAX] {
+            let scan = Scan {
+                range: &range,
+                from: from.as_ref(),
+                until: until.as_ref(),
+            };
+            let want = by_iterator(snapshot, scan, most);
+            let got = by_visitor(snapshot, scan, most);
+            assert_eq!(
+                got, want,
+                "{range:?} from {from:?} until {until:?}, {most} rows"
+            );
+        }
+    }
+}
+
+#[test]
+fn scan_each_yields_what_the_iterator_yields() {
+    for flushed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path(), flushed);
+        compare_scans(&store.snapshot("t1x").unwrap());
+        // Memtable entries over flushed blocks: inserts between rows, replacements and
+        // removals of stored rows.
+        let mut ops = vec![
+            WriteOp::Insert {
+                entity: entity("a", "r05", 105),
+            },
+            WriteOp::InsertOrReplace {
+                entity: entity("b", "r04", 104),
+            },
+        ];
+        ops.push(WriteOp::Delete {
+            partition_key: "c".into(),
+            row_key: "r10".into(),
+            if_match: crate::IfMatch::Any,
+        });
+        store.write_batch("t1x", ops).unwrap();
+        compare_scans(&store.snapshot("t1x").unwrap());
+        store.close().unwrap();
+    }
+}
+
+#[test]
+fn scan_each_meets_a_damaged_block_as_the_iterator_does() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = store(dir.path(), true);
+        store.close().unwrap();
+    }
+    // Damage the third block's row offsets (through redb, so the file stays valid).
+    {
+        let db = redb::Database::open(dir.path().join(crate::durable::DATA_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            use redb::ReadableTable;
+            let mut rows = txn.open_table(ROWS).unwrap();
+            let (key, mut value) = {
+                let mut it = rows.iter().unwrap();
+                let (k, v) = it.nth(2).unwrap().unwrap();
+                (k.value().to_vec(), v.value().to_vec())
+            };
+            let value: &mut Vec<u8> = &mut value;
+            let view = BlockView::parse(value).unwrap();
+            let dir_at = 8 + view.partition_key().len();
+            value[dir_at + 4..dir_at + 8].copy_from_slice(&u32::MAX.to_le_bytes());
+            rows.insert(&key[..], &value[..]).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let options = DurableOptions::default().with_block_limits(4, 1 << 20);
+    let store = DurableBackend::open_with(dir.path(), options).unwrap();
+    let snapshot = store.snapshot("t1x").unwrap();
+    let range = KeyRange::full();
+    let scan = Scan {
+        range: &range,
+        from: None,
+        until: None,
+    };
+    let want = by_iterator(&snapshot, scan, usize::MAX);
+    assert!(want.1.contains("row offsets"), "{want:?}");
+    assert_eq!(by_visitor(&snapshot, scan, usize::MAX), want);
+    // Through the executor: the page fails with the block's error.
+    let plan = tableq_planner::plan(
+        &tableq_parser::parse_filter("V ge 0", &Default::default()).unwrap(),
+        None,
+        None,
+    );
+    let err = store
+        .query("t1x", &plan, None, &Default::default(), &mut |_| {})
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Storage(_)), "{err}");
+    assert!(err.to_string().contains("row offsets"), "{err}");
+    store.close().unwrap();
+}
