@@ -8,6 +8,8 @@
 //!
 //! * `in_process/<engine>` — `Backend::query` of the plan the server would build
 //!   (`Age eq 42 and Score lt 500.0`, ≈ 500 matches, one page), every row visited;
+//! * `in_process_json/<engine>` — the same, every result row written as JSON the way the
+//!   server writes it at `nometadata` (what serialisation alone costs);
 //! * `http/<engine>` — the same query as `GET /devstoreaccount1/bench()?$filter=…` on one
 //!   keep-alive connection to a `tableq_server::Server` over that backend (signed with
 //!   SharedKey, `nometadata` JSON), the whole body read. The answer must hold every match
@@ -21,6 +23,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 use tableq::datagen::{GenOptions, Generator};
 use tableq::exec::PageOptions;
+use tableq::model::json::{EntityWriter, EnvelopeRef, MetadataLevel};
 use tableq::planner::plan::Plan;
 use tableq::planner::{Query, QueryText};
 use tableq_client::TableServiceClient;
@@ -84,6 +87,24 @@ fn in_process(backend: &dyn Backend, plan: &Plan) -> usize {
     rows
 }
 
+/// The same page with every result row written as the server writes it at `nometadata`
+/// (`EntityWriter` into one reused buffer): the in-process half of what the HTTP path adds.
+fn in_process_json(backend: &dyn Backend, plan: &Plan, out: &mut Vec<u8>) -> usize {
+    let writer = EntityWriter::new(MetadataLevel::NoMetadata);
+    out.clear();
+    let mut rows = 0usize;
+    let page = backend
+        .query(TABLE, plan, None, &PageOptions::default(), &mut |row| {
+            writer.write(out, row.row(), EnvelopeRef::default());
+            out.push(b',');
+            rows += 1;
+        })
+        .expect("the query runs");
+    assert!(page.continuation.is_none(), "one page holds every match");
+    black_box(&out);
+    rows
+}
+
 fn scan(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("tableq-http-scan-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -111,6 +132,10 @@ fn scan(c: &mut Criterion) {
         eprintln!("{name}: {ENTITIES} entities, `{FILTER}` matches {matches}");
         group.bench_function(format!("in_process/{name}"), |b| {
             b.iter(|| in_process(&*backend, &plan))
+        });
+        let mut out = Vec::new();
+        group.bench_function(format!("in_process_json/{name}"), |b| {
+            b.iter(|| in_process_json(&*backend, &plan, &mut out))
         });
 
         let server = server_runtime
