@@ -360,9 +360,10 @@ fn inserts(c: &mut Criterion) {
     group.finish();
 }
 
-/// What a crash leaves after `n` entities were written since the last checkpoint: the
-/// durable file as of that checkpoint and the log holding the writes.
-fn crashed_directory(n: u64) -> (tempfile::TempDir, Vec<u8>, std::path::PathBuf) {
+/// What a crash leaves after `n` entities were written since the last checkpoint, `per`
+/// entities a write (one log record each): the durable file as of that checkpoint and the
+/// log holding the writes.
+fn crashed_directory(n: u64, per_write: usize) -> (tempfile::TempDir, Vec<u8>, std::path::PathBuf) {
     let dir = tempfile::tempdir_in(bench_root()).expect("temporary directory");
     let never = options().with_checkpoints(u64::MAX, Duration::from_secs(24 * 3600));
     let store = DurableBackend::open_with(dir.path(), never.clone()).expect("open");
@@ -379,7 +380,7 @@ fn crashed_directory(n: u64) -> (tempfile::TempDir, Vec<u8>, std::path::PathBuf)
             ops.push(WriteOp::Insert {
                 entity: entity(r * PARTITIONS + p),
             });
-            if ops.len() == 100 {
+            if ops.len() == per_write {
                 store
                     .write_batch("bench", std::mem::take(&mut ops))
                     .expect("load");
@@ -392,7 +393,7 @@ fn crashed_directory(n: u64) -> (tempfile::TempDir, Vec<u8>, std::path::PathBuf)
     let log = dir.path().join("log-copy");
     std::fs::copy(dir.path().join(tableq_store::durable::WAL_FILE), &log).expect("copy the log");
     eprintln!(
-        "recovery: {n} entities written in {:.1} s; log of {:.0} MiB",
+        "recovery: {n} entities written {per_write} a record in {:.1} s; log of {:.0} MiB",
         started.elapsed().as_secs_f64(),
         std::fs::metadata(&log).map_or(0, |m| m.len()) as f64 / (1 << 20) as f64
     );
@@ -406,39 +407,44 @@ fn recovery(c: &mut Criterion) {
         return;
     }
     let n = 1_000_000;
-    let (dir, durable, log) = crashed_directory(n);
     let mut group = c.benchmark_group("recovery");
     group.sample_size(10);
     group.throughput(Throughput::Elements(n));
-    group.bench_function("replay_1m", |b| {
-        b.iter_custom(|iters| {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                let restart = tempfile::tempdir_in(bench_root()).expect("temporary directory");
-                std::fs::write(
-                    restart.path().join(tableq_store::durable::DATA_FILE),
-                    &durable,
-                )
-                .expect("data file");
-                std::fs::copy(&log, restart.path().join(tableq_store::durable::WAL_FILE))
-                    .expect("log");
-                let started = Instant::now();
-                let store = DurableBackend::open_with(restart.path(), options()).expect("replay");
-                total += started.elapsed();
-                assert_eq!(
-                    store
-                        .get("bench", "p000", "r00000000")
-                        .map(|e| e.is_some())
-                        .ok(),
-                    Some(true)
-                );
-                drop(store);
-            }
-            total
-        })
-    });
+    // `replay_1m`: records of 100 entities (`$batch` changesets, `tableq import`);
+    // `replay_1m_single`: one entity a record (single inserts).
+    for (name, per_write) in [("replay_1m", 100), ("replay_1m_single", 1)] {
+        let (dir, durable, log) = crashed_directory(n, per_write);
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let restart = tempfile::tempdir_in(bench_root()).expect("temporary directory");
+                    std::fs::write(
+                        restart.path().join(tableq_store::durable::DATA_FILE),
+                        &durable,
+                    )
+                    .expect("data file");
+                    std::fs::copy(&log, restart.path().join(tableq_store::durable::WAL_FILE))
+                        .expect("log");
+                    let started = Instant::now();
+                    let store =
+                        DurableBackend::open_with(restart.path(), options()).expect("replay");
+                    total += started.elapsed();
+                    assert_eq!(
+                        store
+                            .get("bench", "p000", "r00000000")
+                            .map(|e| e.is_some())
+                            .ok(),
+                        Some(true)
+                    );
+                    drop(store);
+                }
+                total
+            })
+        });
+        drop(dir);
+    }
     group.finish();
-    drop(dir);
 }
 
 criterion_group!(benches, scans_and_gets, inserts, recovery);

@@ -160,6 +160,16 @@ impl Slot {
         self.id_tag >> TAG_BITS
     }
 
+    /// The slot with property number `id` instead of its own; `None` when `id` exceeds
+    /// [`MAX_NAME_ID`].
+    #[inline]
+    pub(crate) fn with_id(self, id: u32) -> Option<Slot> {
+        (id <= MAX_NAME_ID).then_some(Slot {
+            id_tag: (id << TAG_BITS) | (self.id_tag & TAG_MASK),
+            ..self
+        })
+    }
+
     /// Where the slot's payload is, and its (offset, length); `None` for inline values.
     #[inline]
     pub(crate) fn payload(self) -> Option<(PayloadKind, u32, u32)> {

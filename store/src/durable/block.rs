@@ -284,7 +284,7 @@ impl<'b> BlockView<'b> {
 /// The accessors check what they read and report damage as [`Corrupt`] (a slot table or
 /// value past the row's end, a string that is not UTF-8, an unknown tag, a DateTime out of
 /// range, name numbers out of order): a scan pays only for the values it reads.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct RowRef<'b>(pub(crate) &'b [u8]);
 
 impl<'b> RowRef<'b> {
@@ -421,6 +421,45 @@ impl<'b> RowRef<'b> {
             props.sort_unstable_by(|a, b| a.0.cmp(b.0));
         }
         Ok(props)
+    }
+
+    /// The row with its property numbers mapped through `map` (this row's number `n`
+    /// becomes `map[n]`; distinct numbers must map to distinct numbers), its slots sorted by
+    /// the new numbers. Values stay where they are: slots have a fixed size and payloads
+    /// are addressed from the row's first byte. (Replay moves a logged row from its
+    /// record's name numbering to its table's without decoding it.)
+    pub(crate) fn renumbered(&self, map: &[u32]) -> Result<Vec<u8>, Corrupt> {
+        let start = ROW_HEAD + self.rk_len();
+        let end = start + SLOT * self.slot_count();
+        let mut out = self.0.to_vec();
+        let slots = out
+            .get_mut(start..end)
+            .ok_or(Corrupt("slot table past the row's end"))?;
+        let (slots, _) = slots.as_chunks_mut::<SLOT>();
+        let mut sorted = true;
+        let mut previous: Option<u32> = None;
+        for bytes in slots.iter_mut() {
+            let slot = Slot::from_le_bytes(bytes);
+            let id = *map
+                .get(slot.id() as usize)
+                .ok_or(Corrupt("unknown property number"))?;
+            let slot = slot
+                .with_id(id)
+                .ok_or(Corrupt("property number too large"))?;
+            *bytes = slot.to_le_bytes();
+            sorted &= previous.is_none_or(|p| p < id);
+            previous = Some(id);
+        }
+        if !sorted {
+            slots.sort_unstable_by_key(|s| Slot::id_of_le_bytes(s));
+            if slots
+                .windows(2)
+                .any(|w| Slot::id_of_le_bytes(&w[0]) == Slot::id_of_le_bytes(&w[1]))
+            {
+                return Err(Corrupt("two properties renumbered alike"));
+            }
+        }
+        Ok(out)
     }
 
     /// The row as an owned entity of partition `pk`.
@@ -646,6 +685,38 @@ mod tests {
                 (p.name.clone(), v)
             })
             .collect()
+    }
+
+    #[test]
+    fn renumbering_moves_a_row_to_another_name_list() {
+        let entity = all_types();
+        let mut from = Names::default();
+        let row = encode_all(std::slice::from_ref(&entity), &mut from).remove(0);
+        // Another table knows the names in reverse order, after names of its own.
+        let mut to = Names::default();
+        to.push("Other");
+        for i in (0..from.len()).rev() {
+            to.push(from.name(i as u32));
+        }
+        let map: Vec<u32> = (0..from.len())
+            .map(|i| to.id(from.name(i as u32)).unwrap())
+            .collect();
+        let moved = RowRef(&row).renumbered(&map).unwrap();
+        RowRef(&moved).check(to.len()).unwrap();
+        assert_eq!(
+            RowRef(&moved)
+                .to_entity(entity.partition_key(), &to)
+                .unwrap(),
+            RowRef(&row)
+                .to_entity(entity.partition_key(), &from)
+                .unwrap()
+        );
+        // The identity keeps the bytes.
+        let same: Vec<u32> = (0..from.len() as u32).collect();
+        assert_eq!(RowRef(&row).renumbered(&same).unwrap(), row);
+        // A number the map lacks, or two numbers mapped alike, is damage.
+        assert!(RowRef(&row).renumbered(&map[..1]).is_err());
+        assert!(RowRef(&row).renumbered(&vec![0; from.len()]).is_err());
     }
 
     #[test]

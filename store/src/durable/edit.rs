@@ -25,19 +25,21 @@
 //! ```
 
 use super::Limits;
-use super::block::{
-    BlockView, EncodeError, RowRef, block_overhead, build_block, encode_row, row_share,
-};
+use super::block::{BlockView, RowRef, block_overhead, build_block, row_share};
+#[cfg(test)]
+use super::block::{EncodeError, encode_row};
 use super::keys::{compare_utf8, entity_key, partition_prefix};
 use super::locate::{BlockEntry, floor_block};
 use super::mem::MemTable;
 use crate::codec::Names;
 use crate::error::StoreError;
+#[cfg(test)]
 use crate::resolve::Change;
 use redb::{ReadableTable, Table};
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::ops::{Bound, Range};
+#[cfg(test)]
 use tableq_exec::compare_keys;
 
 pub(crate) type RowsTable<'txn> = Table<'txn, &'static [u8], &'static [u8]>;
@@ -117,7 +119,9 @@ fn checked<'b>(bytes: &'b [u8], names: &Names) -> Result<BlockView<'b>, StoreErr
 
 /// Applies `changes` (distinct keys, as [`crate::resolve()`] returns them) to table
 /// `table`, numbering new property names in `names`; returns the numbers of the names it
-/// added (the caller stores them).
+/// added. The tests' way into the block edits: the engine reaches them through
+/// [`apply_memtable`].
+#[cfg(test)]
 pub(crate) fn apply(
     rows: &mut RowsTable<'_>,
     table: u64,

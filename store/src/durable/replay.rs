@@ -1,24 +1,27 @@
 //! Replaying the write-ahead log: the records numbered after the last checkpoint are
-//! applied to redb through the writer's own operations (`txn.rs`), in order, when the data
-//! directory is opened (and when redb is reopened after an I/O failure).
+//! applied again, in order, when the data directory is opened (and when redb is reopened
+//! after an I/O failure).
 //!
-//! Replay is a bulk load: consecutive writes to one table are merged (the last change of
-//! each key wins, as applying them one by one would leave it) and applied together, up to
-//! [`BATCH_CHANGES`] changes per transaction; a table created or deleted is applied at its
-//! place in the order. Transactions are non-durable; the caller checkpoints at the end.
-//! The clock is raised past every replayed Timestamp, so ETags keep increasing.
+//! Replay takes the live write path minus the log append: a logged write's rows go into
+//! the memtables as they are (a row keeps its bytes, only its property numbers move from
+//! the record's name list to the table's: [`RowRef::renumbered`]), and the memtables are
+//! folded into redb's blocks whenever they hold
+//! [`DurableOptions::memtable_bytes`](super::DurableOptions::memtable_bytes) — the live
+//! writes' flush, in bulk and in key order. Nothing decodes an entity. A table created or
+//! deleted, service properties or access policies are applied in their own transaction at
+//! their place in the order. Every transaction is non-durable; the caller checkpoints at
+//! the end. The clock is raised past every replayed Timestamp, so ETags keep increasing.
+//!
+//! Readers (only a reopen after an I/O failure has any) keep the memtables they had until
+//! that checkpoint: replay folds without publishing empty memtables, so no reader sees a
+//! row go back to an older version while the replay catches up.
+//!
+//! [`RowRef::renumbered`]: super::block::RowRef::renumbered
 
-use super::txn::{GroupState, Tables};
+use super::txn::GroupState;
 use super::wal::{self, Contents, LogOp};
 use super::writer::Writer;
 use crate::error::StoreError;
-use crate::resolve::Change;
-use redb::Durability;
-use tableq_exec::compare_keys;
-use tableq_model::DateTime;
-
-/// Most changes applied in one replay transaction (bounds the memory a replay holds).
-pub(crate) const BATCH_CHANGES: usize = 100_000;
 
 impl Writer {
     /// Applies the records of `contents` numbered after `durable_lsn` (those before are in
@@ -37,106 +40,55 @@ impl Writer {
                 contents.base_lsn
             )));
         }
-        let mut batch: Vec<LogOp> = Vec::new();
-        let mut changes = 0usize;
+        // The tables whose name lists the replayed rows extend (published before a fold).
+        let mut state = GroupState::default();
+        // A record's name number → its table's (reused between records).
+        let mut map: Vec<u32> = Vec::new();
         let mut replayed = 0u64;
         for (lsn, body) in &contents.records {
             if *lsn <= durable_lsn {
                 continue;
             }
-            let op = wal::encode::decode(body).map_err(|e| {
-                StoreError::storage(format!("write-ahead log record {lsn} is corrupt: {e}"))
-            })?;
-            if let LogOp::Write { changes: c, .. } = &op {
-                changes += c.len();
-            }
-            batch.push(op);
+            let corrupt =
+                |e| StoreError::storage(format!("write-ahead log record {lsn} is corrupt: {e}"));
+            let op = wal::encode::decode(body).map_err(corrupt)?;
             replayed += 1;
-            if changes >= BATCH_CHANGES {
-                self.replay_batch(std::mem::take(&mut batch))?;
-                changes = 0;
+            match op {
+                LogOp::Write {
+                    table,
+                    timestamp,
+                    names,
+                    changes,
+                } => {
+                    self.shared.clock.observe(timestamp);
+                    self.replay_to_memtable(
+                        &mut state, table, timestamp, &names, &changes, &mut map,
+                    )?;
+                    if self.memtables_full() {
+                        self.publish_names(&mut state);
+                        self.fold_unpublished()?;
+                    }
+                }
+                other => {
+                    self.publish_names(&mut state);
+                    self.in_transaction(redb::Durability::None, |w, t, s| match other {
+                        LogOp::CreateTable { id, name } => {
+                            let key = tableq_model::validate::table_key(name);
+                            w.add_table(t, s, key, id, name)
+                        }
+                        LogOp::DeleteTable { id, key } => w.drop_table(t, s, key.to_owned(), id),
+                        LogOp::SetService { stored } => super::settings::put_service(t.txn, stored),
+                        LogOp::SetAcl { table, stored } => {
+                            super::settings::put_acl(t.txn, table, stored)
+                        }
+                        LogOp::Write { .. } => Ok(()),
+                    })?;
+                }
             }
         }
-        if !batch.is_empty() {
-            self.replay_batch(batch)?;
-        }
+        self.publish_names(&mut state);
         self.wal
             .continue_after(contents.last_lsn().max(durable_lsn));
         Ok(replayed)
-    }
-
-    /// Applies `ops` in one transaction.
-    fn replay_batch(&mut self, ops: Vec<LogOp>) -> Result<(), StoreError> {
-        self.in_transaction(Durability::None, |w, t, state| {
-            let mut pending: Option<(u64, Vec<Change>, DateTime)> = None;
-            for op in ops {
-                match op {
-                    LogOp::Write {
-                        table,
-                        timestamp,
-                        changes,
-                    } => {
-                        w.shared.clock.observe(timestamp);
-                        match &mut pending {
-                            Some((t_id, c, ts)) if *t_id == table => {
-                                c.extend(changes);
-                                *ts = (*ts).max(timestamp);
-                            }
-                            _ => {
-                                if let Some(p) = pending.take() {
-                                    w.replay_writes(t, state, p)?;
-                                }
-                                pending = Some((table, changes, timestamp));
-                            }
-                        }
-                    }
-                    LogOp::CreateTable { id, name } => {
-                        if let Some(p) = pending.take() {
-                            w.replay_writes(t, state, p)?;
-                        }
-                        let key = tableq_model::validate::table_key(&name);
-                        w.add_table(t, state, key, id, &name)?;
-                    }
-                    LogOp::DeleteTable { id, key } => {
-                        if let Some(p) = pending.take() {
-                            w.replay_writes(t, state, p)?;
-                        }
-                        w.drop_table(t, state, key, id)?;
-                    }
-                    LogOp::SetService { stored } => {
-                        super::settings::put_service(t.txn, &stored)?;
-                    }
-                    LogOp::SetAcl { table, stored } => {
-                        super::settings::put_acl(t.txn, table, stored.as_deref())?;
-                    }
-                }
-            }
-            if let Some(p) = pending {
-                w.replay_writes(t, state, p)?;
-            }
-            Ok(())
-        })
-    }
-
-    /// Applies merged writes to one table: the last change of each key.
-    fn replay_writes(
-        &mut self,
-        t: &mut Tables<'_>,
-        state: &mut GroupState,
-        (table, mut changes, timestamp): (u64, Vec<Change>, DateTime),
-    ) -> Result<(), StoreError> {
-        // Stable: equal keys keep their order, so the last of each run is the latest.
-        changes.sort_by(|a, b| {
-            let ((pa, ra), (pb, rb)) = (a.keys(), b.keys());
-            compare_keys(pa, ra, pb, rb)
-        });
-        let mut last: Vec<Change> = Vec::with_capacity(changes.len());
-        for c in changes {
-            match last.last_mut() {
-                Some(prev) if prev.keys() == c.keys() => *prev = c,
-                _ => last.push(c),
-            }
-        }
-        self.apply_write(t, state, table, last, timestamp)
     }
 }

@@ -8,9 +8,10 @@
 //!   (with the changes of the group being committed), then redb's rows;
 //! * [`Writer::apply_to_memtable`] — one write's resolved changes, encoded into the table's
 //!   memtable (the property names they add are numbered on the way);
-//! * [`Writer::add_table`], [`Writer::drop_table`], [`Writer::apply_write`] — a table
-//!   created, a table deleted (with its memtable), one write's changes applied to redb's
-//!   blocks (`edit.rs`; the replay's path);
+//!   [`Writer::replay_to_memtable`] — the same for a logged write, its rows kept as logged
+//!   (renumbered into the table's names);
+//! * [`Writer::add_table`], [`Writer::drop_table`] — a table created, a table deleted
+//!   (with its memtable); the memtables reach redb's blocks in a flush (`edit.rs`);
 //! * [`Writer::in_transaction`] — begins a transaction, runs the operations, and commits:
 //!   the property names the transaction added are stored with it and published to readers
 //!   *before* the commit (a reader must know a name before it can see a row that uses it);
@@ -20,12 +21,13 @@
 
 use super::TableEntry;
 use super::block::{BlockView, RowRef, encode_row};
-use super::edit::{self, RowsTable};
+use super::edit::RowsTable;
 use super::keys::{table_end, table_prefix};
 use super::locate::{floor_block, search_keys};
 use super::mem::MemTable;
 use super::open::encode_table;
 use super::schema::{META, META_CLOCK, META_NEXT_TABLE, NAMES, ROWS, TABLES};
+use super::wal::LogChange;
 use super::writer::Writer;
 use crate::codec::Names;
 use crate::error::StoreError;
@@ -337,15 +339,20 @@ impl Writer {
         Ok(())
     }
 
-    /// Applies one write's `changes` (distinct keys) with Timestamp `timestamp` to table
-    /// `id`'s blocks in redb (the replay's path: live writes go to the memtable).
-    pub(crate) fn apply_write(
+    /// Applies a logged write (table `id`, Timestamp `timestamp`, rows numbered by the
+    /// record's `names`) to the table's memtable, as [`apply_to_memtable`] applied it when
+    /// it was live: each row renumbered into the table's names (new names are numbered),
+    /// or a removal. `map` is scratch space. The replay's path (`replay.rs`).
+    ///
+    /// [`apply_to_memtable`]: Writer::apply_to_memtable
+    pub(crate) fn replay_to_memtable(
         &mut self,
-        t: &mut Tables<'_>,
         state: &mut GroupState,
         id: u64,
-        changes: Vec<Change>,
         timestamp: DateTime,
+        names: &[&str],
+        changes: &[LogChange<'_>],
+        map: &mut Vec<u32>,
     ) -> Result<(), StoreError> {
         if !self.table_keys.contains_key(&id) {
             return Err(storage(format!(
@@ -353,9 +360,34 @@ impl Writer {
             )));
         }
         self.remember_names(state, id);
-        let names = self.names.entry(id).or_default();
-        edit::apply(&mut t.rows, id, names, self.shared.limits, changes)?;
-        state.max_timestamp = state.max_timestamp.max(Some(timestamp));
+        let table_names = self.names.entry(id).or_default();
+        map.clear();
+        for name in names {
+            map.push(
+                table_names
+                    .intern(name)
+                    .ok_or_else(|| storage(super::block::EncodeError::TooManyNames))?,
+            );
+        }
+        let identity = map.iter().enumerate().all(|(i, &n)| n as usize == i);
+        let mem = self.mem.entry(id).or_default();
+        let before = mem.bytes();
+        for change in changes {
+            match *change {
+                LogChange::Put { pk, row } => {
+                    let rk = row.row_key().map_err(storage)?;
+                    let bytes: Arc<[u8]> = if identity {
+                        Arc::from(row.bytes())
+                    } else {
+                        Arc::from(row.renumbered(map).map_err(storage)?)
+                    };
+                    mem.put(pk, rk, Some(bytes));
+                }
+                LogChange::Delete { pk, rk } => mem.put(pk, rk, None),
+            }
+        }
+        self.mem_bytes = self.mem_bytes - before + mem.bytes();
+        self.mem_max_timestamp = self.mem_max_timestamp.max(Some(timestamp));
         Ok(())
     }
 

@@ -493,9 +493,20 @@ impl Writer {
     /// Folds the memtables into redb in one non-durable transaction and empties them.
     pub(crate) fn flush(&mut self) -> Result<(), StoreError> {
         let started = Instant::now();
-        self.fold(Durability::None, None)?;
+        self.fold(Durability::None, None, true)?;
         self.wal.count_flush(started.elapsed());
         Ok(())
+    }
+
+    /// Whether the memtables hold enough to be folded into redb (by size).
+    pub(crate) fn memtables_full(&self) -> bool {
+        self.mem_bytes >= self.checkpoints.memtable_bytes
+    }
+
+    /// A flush during replay: the memtables folded into redb non-durably, readers left
+    /// with the memtables they have (see `replay.rs`).
+    pub(crate) fn fold_unpublished(&mut self) -> Result<(), StoreError> {
+        self.fold(Durability::None, None, false)
     }
 
     /// A durable redb commit of the memtables that records the last log record it
@@ -503,7 +514,7 @@ impl Writer {
     pub(crate) fn checkpoint(&mut self) -> Result<(), StoreError> {
         let started = Instant::now();
         let lsn = self.wal.last_lsn();
-        self.fold(Durability::Immediate, Some(lsn))?;
+        self.fold(Durability::Immediate, Some(lsn), true)?;
         self.last_checkpoint = Instant::now();
         self.last_checkpoint_failure = None;
         // Every record is now in the durable file: the log may be emptied. If that fails
@@ -516,11 +527,17 @@ impl Writer {
 
     /// Folds the memtables into redb's blocks in one transaction committed with
     /// `durability` (recording `lsn` as the last record the file holds, for a checkpoint);
-    /// readers get the commit and empty memtables together.
-    fn fold(&mut self, durability: Durability, lsn: Option<u64>) -> Result<(), StoreError> {
+    /// readers get the commit and empty memtables together (unless `publish` is false:
+    /// they keep theirs).
+    fn fold(
+        &mut self,
+        durability: Durability,
+        lsn: Option<u64>,
+        publish: bool,
+    ) -> Result<(), StoreError> {
         let timestamp = self.mem_max_timestamp;
         self.in_transaction(durability, |w, t, state| {
-            state.flushes = true;
+            state.flushes = publish;
             state.max_timestamp = timestamp;
             for (id, mem) in &w.mem {
                 if mem.is_empty() {

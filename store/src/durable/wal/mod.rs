@@ -40,15 +40,16 @@
 //!
 //! `tableq.wal` next to the data file (`log.rs`: layout, torn-tail rule); records hold one
 //! change each — a table created or deleted, or one write's resolved changes with its
-//! Timestamp (`record.rs`). Replay applies them through the same resolved changes that
-//! live writes put into the memtables, straight into redb's blocks (`replay.rs`, `txn.rs`),
-//! so a replayed state is the state that was acknowledged.
+//! Timestamp (`record.rs`). Replay puts them into the memtables as live writes did —
+//! a put's row as logged, renumbered into its table's names — and folds the memtables
+//! into redb's blocks as flushes do (`replay.rs`, `txn.rs`), so a replayed state is the
+//! state that was acknowledged.
 
 mod log;
 mod record;
 
 pub(crate) use log::{Contents, DiskLog, HEADER_LEN, LogFile, header, read};
-pub(crate) use record::LogOp;
+pub(crate) use record::{LogChange, LogOp};
 pub(crate) mod encode {
     //! Record bodies, by kind (see `record.rs`).
     pub(crate) use super::record::{

@@ -24,7 +24,7 @@
 //! unlikely, so a failure is treated as a corrupt log.
 
 use super::super::block::{EncodeError, RowRef, encode_row};
-use crate::codec::{Corrupt, Names};
+use crate::codec::{Corrupt, MAX_NAME_ID, Names};
 use crate::resolve::Change;
 use tableq_model::DateTime;
 #[cfg(test)]
@@ -38,22 +38,22 @@ const KIND_ACL: u8 = 5;
 const CHANGE_PUT: u8 = 1;
 const CHANGE_DELETE: u8 = 2;
 
-/// One logged change, decoded (what replay applies).
+/// One logged change, decoded (what replay applies), borrowing the record's body.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum LogOp {
+pub(crate) enum LogOp<'b> {
     /// Table `id` was created with this name (as given).
     CreateTable {
         /// The table id.
         id: u64,
         /// The name as created.
-        name: String,
+        name: &'b str,
     },
     /// Table `id` (catalog key `key`, its lowercase name) was deleted with its entities.
     DeleteTable {
         /// The table id.
         id: u64,
         /// The catalog key.
-        key: String,
+        key: &'b str,
     },
     /// One write to table `table`, with its Timestamp.
     Write {
@@ -61,21 +61,60 @@ pub(crate) enum LogOp {
         table: u64,
         /// The write's Timestamp (the clock's floor after a replay).
         timestamp: DateTime,
+        /// The property names the record's rows number (a row's slot `i` names `names[i]`).
+        names: Vec<&'b str>,
         /// The changes, in the order `resolve` returned them.
-        changes: Vec<Change>,
+        changes: Vec<LogChange<'b>>,
     },
     /// The account's service properties were set (their stored form).
     SetService {
         /// The stored form (`crate::service`).
-        stored: String,
+        stored: &'b str,
     },
     /// Table `table`'s stored access policies were set (`None`: removed).
     SetAcl {
         /// The table id.
         table: u64,
         /// The stored form (`crate::acl`), or `None` for no policies.
-        stored: Option<String>,
+        stored: Option<&'b str>,
     },
+}
+
+/// One change of a logged write: a put's row (checked, numbered by the record's names)
+/// or a removal.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum LogChange<'b> {
+    /// Store this row in partition `pk`.
+    Put {
+        /// The PartitionKey.
+        pk: &'b str,
+        /// The row, in the block layout.
+        row: RowRef<'b>,
+    },
+    /// Remove the entity with these keys.
+    Delete {
+        /// The PartitionKey.
+        pk: &'b str,
+        /// The RowKey.
+        rk: &'b str,
+    },
+}
+
+impl LogChange<'_> {
+    /// The change as the write path's [`Change`] (an owned entity, named by `names`).
+    #[cfg(test)]
+    pub(crate) fn to_change(self, names: &[&str]) -> Result<Change, Corrupt> {
+        Ok(match self {
+            LogChange::Put { pk, row } => {
+                let mut table = Names::default();
+                for name in names {
+                    table.push(name);
+                }
+                Change::Put(row.to_entity(pk, &table)?)
+            }
+            LogChange::Delete { pk, rk } => Change::delete(pk, rk),
+        })
+    }
 }
 
 fn str16(out: &mut Vec<u8>, s: &str) -> Result<(), EncodeError> {
@@ -230,28 +269,30 @@ impl<'b> Reader<'b> {
     }
 }
 
-/// Decodes a record body.
-pub(crate) fn decode(body: &[u8]) -> Result<LogOp, Corrupt> {
+/// Decodes a record body (borrowing it).
+pub(crate) fn decode(body: &[u8]) -> Result<LogOp<'_>, Corrupt> {
     let mut r = Reader { bytes: body, at: 0 };
     let op = match r.u8()? {
         KIND_CREATE => LogOp::CreateTable {
             id: r.u64()?,
-            name: r.str16()?.to_owned(),
+            name: r.str16()?,
         },
         KIND_DELETE_TABLE => LogOp::DeleteTable {
             id: r.u64()?,
-            key: r.str16()?.to_owned(),
+            key: r.str16()?,
         },
         KIND_WRITE => {
             let table = r.u64()?;
             let timestamp = DateTime::from_ticks(i64::from_le_bytes(r.array()?))
                 .ok_or(Corrupt("log record Timestamp out of range"))?;
-            let mut names = Names::default();
-            for _ in 0..r.u32()? {
-                let name = r.str16()?;
-                if names.id(name).is_some() || names.push(name).is_none() {
-                    return Err(Corrupt("log record names repeat or overflow"));
-                }
+            let count = r.u32()? as usize;
+            // Each name takes at least 2 bytes: bound the allocation by the body.
+            let mut names: Vec<&str> = Vec::with_capacity(count.min(body.len() / 2));
+            for _ in 0..count {
+                names.push(r.str16()?);
+            }
+            if names.len() > MAX_NAME_ID as usize + 1 || repeats(&names) {
+                return Err(Corrupt("log record names repeat or overflow"));
             }
             let count = r.u32()? as usize;
             // Each change takes at least 5 bytes: bound the allocation by the body.
@@ -263,30 +304,28 @@ pub(crate) fn decode(body: &[u8]) -> Result<LogOp, Corrupt> {
                         let len = r.u32()? as usize;
                         let row = RowRef(r.take(len)?);
                         row.check(names.len())?;
-                        Change::Put(row.to_entity(pk, &names)?)
+                        LogChange::Put { pk, row }
                     }
-                    CHANGE_DELETE => {
-                        let pk = r.str16()?;
-                        let rk = r.str16()?;
-                        Change::delete(pk, rk)
-                    }
+                    CHANGE_DELETE => LogChange::Delete {
+                        pk: r.str16()?,
+                        rk: r.str16()?,
+                    },
                     _ => return Err(Corrupt("unknown change in a log record")),
                 });
             }
             LogOp::Write {
                 table,
                 timestamp,
+                names,
                 changes,
             }
         }
-        KIND_SERVICE => LogOp::SetService {
-            stored: r.str32()?.to_owned(),
-        },
+        KIND_SERVICE => LogOp::SetService { stored: r.str32()? },
         KIND_ACL => LogOp::SetAcl {
             table: r.u64()?,
             stored: match r.u8()? {
                 0 => None,
-                1 => Some(r.str32()?.to_owned()),
+                1 => Some(r.str32()?),
                 _ => return Err(Corrupt("unknown policies marker in a log record")),
             },
         },
@@ -296,16 +335,26 @@ pub(crate) fn decode(body: &[u8]) -> Result<LogOp, Corrupt> {
     Ok(op)
 }
 
-/// The entity a put carries (for tests and diagnostics).
-#[cfg(test)]
-pub(crate) fn puts(op: &LogOp) -> Vec<&Entity> {
-    match op {
-        LogOp::Write { changes, .. } => changes
+/// Whether a name appears twice in `names` (a record names each property once). Records
+/// name a handful: compared pairwise, hashed beyond a few dozen.
+fn repeats(names: &[&str]) -> bool {
+    if names.len() <= 32 {
+        return names
             .iter()
-            .filter_map(|c| match c {
-                Change::Put(e) => Some(e),
-                Change::Delete { .. } => None,
-            })
+            .enumerate()
+            .any(|(i, a)| names[i + 1..].contains(a));
+    }
+    let distinct: std::collections::HashSet<&&str> = names.iter().collect();
+    distinct.len() != names.len()
+}
+
+/// The changes of a decoded write as the write path's [`Change`]s (for tests).
+#[cfg(test)]
+pub(crate) fn changes(op: &LogOp<'_>) -> Vec<Change> {
+    match op {
+        LogOp::Write { names, changes, .. } => changes
+            .iter()
+            .map(|c| c.to_change(names).unwrap())
             .collect(),
         _ => Vec::new(),
     }
@@ -342,35 +391,27 @@ mod tests {
                 create_table(7, "Orders").unwrap(),
                 LogOp::CreateTable {
                     id: 7,
-                    name: "Orders".into(),
+                    name: "Orders",
                 },
             ),
             (
                 delete_table(7, "orders").unwrap(),
                 LogOp::DeleteTable {
                     id: 7,
-                    key: "orders".into(),
-                },
-            ),
-            (
-                write(7, ts, &changes).unwrap(),
-                LogOp::Write {
-                    table: 7,
-                    timestamp: ts,
-                    changes: changes.clone(),
+                    key: "orders",
                 },
             ),
             (
                 set_service("{\"cors\":[]}").unwrap(),
                 LogOp::SetService {
-                    stored: "{\"cors\":[]}".into(),
+                    stored: "{\"cors\":[]}",
                 },
             ),
             (
                 set_acl(7, Some("[{\"id\":\"p1\"}]")).unwrap(),
                 LogOp::SetAcl {
                     table: 7,
-                    stored: Some("[{\"id\":\"p1\"}]".into()),
+                    stored: Some("[{\"id\":\"p1\"}]"),
                 },
             ),
             (
@@ -385,7 +426,20 @@ mod tests {
             assert_eq!(decode(&body).unwrap(), op);
         }
         let body = write(7, ts, &changes).unwrap();
-        assert_eq!(puts(&decode(&body).unwrap()).len(), 2);
+        let op = decode(&body).unwrap();
+        let LogOp::Write {
+            table,
+            timestamp,
+            ref names,
+            ..
+        } = op
+        else {
+            panic!("not a write: {op:?}");
+        };
+        assert_eq!((table, timestamp), (7, ts));
+        // Each name once, in the order the rows first use them.
+        assert_eq!(names, &["N", "S", "B", "G"]);
+        assert_eq!(super::changes(&op), changes);
     }
 
     #[test]
@@ -406,6 +460,29 @@ mod tests {
         let mut marker = body.clone();
         marker[9] = 2;
         assert!(decode(&marker).is_err());
+    }
+
+    #[test]
+    fn a_name_listed_twice_is_damage() {
+        let ts = DateTime::from_ticks(639_000_000_000_000_123).unwrap();
+        let names = |list: &[&str]| {
+            let mut body = vec![KIND_WRITE];
+            body.extend_from_slice(&1u64.to_le_bytes());
+            body.extend_from_slice(&ts.ticks().to_le_bytes());
+            body.extend_from_slice(&(list.len() as u32).to_le_bytes());
+            for name in list {
+                str16(&mut body, name).unwrap();
+            }
+            body.extend_from_slice(&0u32.to_le_bytes());
+            body
+        };
+        assert!(decode(&names(&["a", "b"])).is_ok());
+        assert!(decode(&names(&["a", "b", "a"])).is_err());
+        let many: Vec<String> = (0..40).map(|i| format!("n{i}")).collect();
+        let mut list: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(decode(&names(&list)).is_ok());
+        list.push("n7");
+        assert!(decode(&names(&list)).is_err());
     }
 
     proptest! {
