@@ -120,9 +120,26 @@ struct Loaded {
     _dir: tempfile::TempDir,
 }
 
-fn load(n: u64) -> Loaded {
+/// Where a loaded table's rows are when the benches read them.
+#[derive(Clone, Copy, PartialEq)]
+enum Rows {
+    /// In redb's blocks: the load is flushed (as the engine does within
+    /// [`DurableOptions::flush_interval`] of the last write) before anything is measured.
+    Blocks,
+    /// In the memtable: flushes are off, so the rows stay where writes put them (the
+    /// state of a table's last second of writes).
+    Memtable,
+}
+
+fn load(n: u64, rows_in: Rows) -> Loaded {
     let dir = tempfile::tempdir_in(bench_root()).expect("temporary directory");
-    let store = DurableBackend::open_with(dir.path(), options()).expect("open");
+    let options = match rows_in {
+        Rows::Blocks => options(),
+        Rows::Memtable => options()
+            .with_memtable_bytes(usize::MAX)
+            .with_flush_interval(Duration::from_secs(24 * 3600)),
+    };
+    let store = DurableBackend::open_with(dir.path(), options).expect("open");
     store.create_table("bench").expect("create table");
     let started = Instant::now();
     let per = n / PARTITIONS;
@@ -150,6 +167,18 @@ fn load(n: u64) -> Loaded {
         bytes as f64 / 1e6,
         bytes as f64 / n as f64
     );
+    // Wait for the flush that puts the rows into blocks (or check that none happened).
+    let waited = Instant::now();
+    while rows_in == Rows::Blocks && store.write_log_stats().memtable_bytes > 0 {
+        assert!(
+            waited.elapsed() < Duration::from_secs(60),
+            "the load was not flushed"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    if rows_in == Rows::Memtable {
+        assert!(store.write_log_stats().memtable_bytes > 0);
+    }
     // The in-memory reference holds the same entities, with the Timestamps the store gave.
     let snapshot = store.snapshot("bench").expect("snapshot");
     let all = Plan {
@@ -178,6 +207,79 @@ fn plan(filter: &str) -> Plan {
     tableq_planner::plan(&f, None, None)
 }
 
+type Group<'a> = criterion::BenchmarkGroup<'a, criterion::measurement::WallTime>;
+
+/// The executor's scan (2 threads) of `store`'s table, and the same scan as a hand-written
+/// loop on one thread (`Age eq 42` by slot: the source's own cost, without the executor)
+/// through `scan_each` (the executor's way) and through the `scan` iterator, as
+/// `{executor}/{label}`, `{hand_loop}/{label}` and `{hand_loop}_iter/{label}`.
+fn durable_scans(
+    group: &mut Group<'_>,
+    (executor, hand_loop): (&str, &str),
+    label: &str,
+    store: &DurableBackend,
+    n: u64,
+    residual: &Plan,
+) {
+    use tableq_exec::{Scan, SlotLookup, SourceRow};
+    use tableq_planner::plan::KeyRange;
+    group.bench_function(BenchmarkId::new(executor, label), |b| {
+        b.iter(|| {
+            let snapshot = store.snapshot("bench").expect("snapshot");
+            let executor = Executor::new(&snapshot)
+                .with_threads(2)
+                .expect("thread pool");
+            let (rows, stats) = executor
+                .execute_all(residual, &PageOptions::unbounded())
+                .expect("scan");
+            snapshot.take_error().expect("no storage error");
+            assert_eq!(stats.examined, n);
+            black_box(rows.len())
+        })
+    });
+    let range = KeyRange::full();
+    let snapshot = store.snapshot("bench").expect("snapshot");
+    let SlotLookup::Slot(age) = snapshot.property_slot("Age") else {
+        panic!()
+    };
+    group.bench_function(BenchmarkId::new(hand_loop, label), |b| {
+        b.iter(|| {
+            let scan = Scan {
+                range: &range,
+                from: None,
+                until: None,
+            };
+            let mut n = 0u64;
+            snapshot
+                .scan_each(scan, |row| {
+                    if let Some(tableq_model::ValueRef::Int32(42)) = row.custom_by_slot(age) {
+                        n += 1;
+                    }
+                    std::ops::ControlFlow::Continue(())
+                })
+                .expect("scan");
+            black_box(n)
+        })
+    });
+    group.bench_function(BenchmarkId::new(format!("{hand_loop}_iter"), label), |b| {
+        b.iter(|| {
+            let scan = Scan {
+                range: &range,
+                from: None,
+                until: None,
+            };
+            let mut n = 0u64;
+            for row in snapshot.scan(scan) {
+                let row = row.expect("scan");
+                if let Some(tableq_model::ValueRef::Int32(42)) = row.custom_by_slot(age) {
+                    n += 1;
+                }
+            }
+            black_box(n)
+        })
+    });
+}
+
 fn scans_and_gets(c: &mut Criterion) {
     let residual = plan("Age eq 42 and Score gt 900.0 and Active");
     let mut sizes = vec![("10k", 10_000u64)];
@@ -185,53 +287,36 @@ fn scans_and_gets(c: &mut Criterion) {
         sizes.push(("1M", 1_000_000));
     }
     for (label, n) in sizes {
-        let data = load(n);
+        let data = load(n, Rows::Blocks);
         let mut group = c.benchmark_group("full_scan_residual");
         group.throughput(Throughput::Elements(data.n));
         if n >= 1_000_000 {
             group.sample_size(20);
         }
-        group.bench_function(BenchmarkId::new("durable", label), |b| {
-            b.iter(|| {
-                let snapshot = data.store.snapshot("bench").expect("snapshot");
-                let executor = Executor::new(&snapshot)
-                    .with_threads(2)
-                    .expect("thread pool");
-                let (rows, stats) = executor
-                    .execute_all(&residual, &PageOptions::unbounded())
-                    .expect("scan");
-                snapshot.take_error().expect("no storage error");
-                assert_eq!(stats.examined, data.n);
-                black_box(rows.len())
-            })
-        });
-        // The same scan as a hand-written loop on one thread (`Age eq 42` by slot): the
-        // sources' own cost, without the executor.
+        durable_scans(
+            &mut group,
+            ("durable", "loop_durable_1thread"),
+            label,
+            &data.store,
+            n,
+            &residual,
+        );
+        if n <= 10_000 {
+            // The same rows before their flush: every row read from the memtable.
+            let fresh = load(n, Rows::Memtable);
+            durable_scans(
+                &mut group,
+                ("durable_memtable", "loop_durable_memtable_1thread"),
+                label,
+                &fresh.store,
+                n,
+                &residual,
+            );
+        }
         {
-            use tableq_exec::{Scan, SlotLookup, SourceRow};
+            use tableq_exec::{Scan, SourceRow};
             use tableq_planner::plan::KeyRange;
             let range = KeyRange::full();
-            let snapshot = data.store.snapshot("bench").expect("snapshot");
-            let SlotLookup::Slot(age) = snapshot.property_slot("Age") else {
-                panic!()
-            };
-            group.bench_function(BenchmarkId::new("loop_durable_1thread", label), |b| {
-                b.iter(|| {
-                    let scan = Scan {
-                        range: &range,
-                        from: None,
-                        until: None,
-                    };
-                    let mut n = 0u64;
-                    for row in snapshot.scan(scan) {
-                        let row = row.expect("scan");
-                        if let Some(tableq_model::ValueRef::Int32(42)) = row.custom_by_slot(age) {
-                            n += 1;
-                        }
-                    }
-                    black_box(n)
-                })
-            });
             let memory = &data.memory;
             let Some(mage) = memory.slot("Age") else {
                 panic!()

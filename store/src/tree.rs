@@ -18,9 +18,9 @@
 //!   its split: every entry of `children[i + 1]` has a key `>= keys[i]`, every entry of
 //!   `children[i]` a key `< keys[i]`.
 //!
-//! Reading in order goes leaf by leaf: [`Tree::seek`] returns the rest of the leaf that
-//! holds the first entry at or after a position, and [`Cursor`] re-seeks after a leaf's
-//! last key when it runs out (`O(log n)` per leaf, no stack to keep).
+//! Reading in order goes leaf by leaf: [`Tree::cursor`] descends once to the first entry
+//! at or after a position, keeping the path (per branch, the children still to visit), and
+//! [`Cursor`] steps from a leaf's end to the next leaf along that path, comparing no keys.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -171,21 +171,39 @@ impl<E: TreeEntry> Tree<E> {
         replaced
     }
 
-    /// The rest of the leaf holding the first entry whose key is not `before` (a predicate
-    /// that holds for a prefix of the keys in order, and for no key after it), starting
-    /// at that entry; empty when every entry is `before`.
-    pub(crate) fn seek(&self, before: impl Fn(&str) -> bool) -> &[E] {
-        match self.root.as_deref() {
-            Some(node) => seek_in(node, &before).unwrap_or(&[]),
-            None => &[],
-        }
-    }
-
-    /// A cursor at the first entry whose key is not `before` (see [`Tree::seek`]).
+    /// A cursor at the first entry whose key is not `before` (a predicate that holds for
+    /// a prefix of the keys in order, and for no key after it); at the end when every
+    /// entry is `before`.
     pub(crate) fn cursor(&self, before: impl Fn(&str) -> bool) -> Cursor<'_, E> {
-        Cursor {
-            tree: self,
-            leaf: self.seek(before),
+        let mut cursor = Cursor {
+            path: Vec::new(),
+            leaf: &[],
+        };
+        let Some(mut node) = self.root.as_deref() else {
+            return cursor;
+        };
+        loop {
+            match node {
+                Node::Leaf(entries) => {
+                    let i = entries.partition_point(|e| before(e.key()));
+                    cursor.leaf = &entries[i..];
+                    if cursor.leaf.is_empty() {
+                        // Every entry here is `before`: the next leaf's first is not.
+                        cursor.next_leaf();
+                    }
+                    return cursor;
+                }
+                Node::Branch { keys, children } => {
+                    // Children left of `start` hold only keys below a `before` separator.
+                    let start = keys.partition_point(|k| before(k));
+                    let mut rest = children[start..].iter();
+                    let Some(child) = rest.next() else {
+                        return cursor;
+                    };
+                    cursor.path.push(rest);
+                    node = child;
+                }
+            }
         }
     }
 
@@ -241,23 +259,12 @@ fn insert_into<E: TreeEntry>(node: &mut Arc<Node<E>>, entry: E) -> (Option<E>, O
     }
 }
 
-fn seek_in<'a, E: TreeEntry>(node: &'a Node<E>, before: &dyn Fn(&str) -> bool) -> Option<&'a [E]> {
-    match node {
-        Node::Leaf(entries) => {
-            let i = entries.partition_point(|e| before(e.key()));
-            (i < entries.len()).then(|| &entries[i..])
-        }
-        Node::Branch { keys, children } => {
-            // Children left of `start` hold only keys below a `before` separator.
-            let start = keys.partition_point(|k| before(k));
-            children[start..].iter().find_map(|c| seek_in(c, before))
-        }
-    }
-}
-
-/// A position in a [`Tree`], moving forward in key order.
+/// A position in a [`Tree`], moving forward in key order: the rest of the current leaf,
+/// and for each branch above it the children still to visit — a leaf's end steps to the
+/// next leaf without comparing keys.
 pub(crate) struct Cursor<'a, E> {
-    tree: &'a Tree<E>,
+    /// Per branch level, from the root: the children after the one the cursor is in.
+    path: Vec<std::slice::Iter<'a, Arc<Node<E>>>>,
     /// The rest of the current leaf (empty at the end).
     leaf: &'a [E],
 }
@@ -265,7 +272,7 @@ pub(crate) struct Cursor<'a, E> {
 impl<E> Clone for Cursor<'_, E> {
     fn clone(&self) -> Self {
         Cursor {
-            tree: self.tree,
+            path: self.path.clone(),
             leaf: self.leaf,
         }
     }
@@ -277,6 +284,36 @@ impl<'a, E: TreeEntry> Cursor<'a, E> {
     pub(crate) fn peek(&self) -> Option<&'a E> {
         self.leaf.first()
     }
+
+    /// Moves to the first entry of the next leaf (or to the end).
+    #[inline(never)]
+    fn next_leaf(&mut self) {
+        self.leaf = &[];
+        while let Some(siblings) = self.path.last_mut() {
+            let Some(mut node) = siblings.next() else {
+                self.path.pop();
+                continue;
+            };
+            // The leftmost leaf under `node`.
+            loop {
+                match &**node {
+                    Node::Leaf(entries) => {
+                        self.leaf = entries;
+                        break;
+                    }
+                    Node::Branch { children, .. } => {
+                        let mut rest = children.iter();
+                        let Some(child) = rest.next() else { break };
+                        self.path.push(rest);
+                        node = child;
+                    }
+                }
+            }
+            if !self.leaf.is_empty() {
+                return;
+            }
+        }
+    }
 }
 
 impl<'a, E: TreeEntry> Iterator for Cursor<'a, E> {
@@ -285,13 +322,10 @@ impl<'a, E: TreeEntry> Iterator for Cursor<'a, E> {
     #[inline]
     fn next(&mut self) -> Option<&'a E> {
         let (first, rest) = self.leaf.split_first()?;
-        self.leaf = if rest.is_empty() {
-            let last = first.key();
-            self.tree
-                .seek(|k| compare_str(k, last) != Ordering::Greater)
-        } else {
-            rest
-        };
+        self.leaf = rest;
+        if rest.is_empty() {
+            self.next_leaf();
+        }
         Some(first)
     }
 }
@@ -383,5 +417,23 @@ mod tests {
         assert_eq!(got, (0..10_000).collect::<Vec<_>>());
         assert_eq!(tree.get("04321").map(|e| e.1), Some(4321));
         assert!(tree.get("x").is_none());
+        // A cursor from anywhere walks the rest, leaf after leaf, to the end.
+        for start in [
+            0u32, 1, 15, 16, 31, 32, 33, 1_000, 4_999, 5_000, 9_998, 9_999,
+        ] {
+            let from = format!("{start:05}");
+            let got: Vec<u32> = tree
+                .cursor(|k| compare_str(k, &from).is_lt())
+                .map(|e| e.1)
+                .collect();
+            assert_eq!(got, (start..10_000).collect::<Vec<_>>(), "from {from}");
+        }
+        // Between two keys, and past the last.
+        let got: Vec<u32> = tree
+            .cursor(|k| compare_str(k, "04999a").is_lt())
+            .map(|e| e.1)
+            .collect();
+        assert_eq!(got, (5_000..10_000).collect::<Vec<_>>());
+        assert_eq!(tree.cursor(|k| compare_str(k, "x").is_lt()).count(), 0);
     }
 }

@@ -513,6 +513,8 @@ pub struct DurableRows<'a> {
     /// Rows of the current block before this index precede the next memtable entry (0 =
     /// not worked out since the block or the memtable entry changed).
     run_end: usize,
+    /// The blocks' end was seen (and its failure, if any, reported).
+    blocks_ended: bool,
 }
 
 impl std::fmt::Debug for DurableRows<'_> {
@@ -535,6 +537,7 @@ impl<'a> DurableRows<'a> {
             blocks: BlockRows::new(snapshot, scan),
             mem,
             run_end: 0,
+            blocks_ended: false,
         }
     }
 }
@@ -551,11 +554,20 @@ impl<'a> Iterator for DurableRows<'a> {
     fn next(&mut self) -> Option<Self::Item> {
         // The hot path, kept small enough to inline into the executor's loop: the next row
         // of the current block when no memtable entry is in the way.
-        if self.mem.is_none()
-            && let Some(block) = self.blocks.block
-            && self.blocks.row < self.blocks.row_end
-        {
-            return Some(Ok(self.blocks.take(block)));
+        if self.mem.is_none() {
+            let blocks = &mut self.blocks;
+            if blocks.row < blocks.row_end
+                && let Some(block) = &blocks.block
+            {
+                let (start, end) = block.span(blocks.row);
+                blocks.row += 1;
+                return Some(Ok(DurableRow::in_block(
+                    *block,
+                    start,
+                    end,
+                    blocks.snapshot,
+                )));
+            }
         }
         self.next_slow()
     }
@@ -587,8 +599,13 @@ impl<'a> DurableRows<'a> {
                 };
             };
             let Some(block) = block else {
-                if let Some(failure) = blocks_end(snapshot) {
-                    return Some(failure);
+                // The blocks ended: with a failure, reported before the memtable's rest
+                // (checked once; the end of the scan checks again).
+                if !self.blocks_ended {
+                    self.blocks_ended = true;
+                    if let Some(failure) = blocks_end(snapshot) {
+                        return Some(failure);
+                    }
                 }
                 mem.next();
                 if let Some(bytes) = &entry.row {
