@@ -65,12 +65,12 @@ impl Writer {
                         &mut state, table, timestamp, &names, &changes, &mut map,
                     )?;
                     if self.memtables_full() {
-                        self.publish_names(&mut state);
+                        self.publish_replayed_names(&mut state);
                         self.fold_unpublished()?;
                     }
                 }
                 other => {
-                    self.publish_names(&mut state);
+                    self.publish_replayed_names(&mut state);
                     self.in_transaction(redb::Durability::None, |w, t, s| match other {
                         LogOp::CreateTable { id, name } => {
                             let key = tableq_model::validate::table_key(name);
@@ -86,9 +86,16 @@ impl Writer {
                 }
             }
         }
-        self.publish_names(&mut state);
+        self.publish_replayed_names(&mut state);
         self.wal
             .continue_after(contents.last_lsn().max(durable_lsn));
         Ok(replayed)
+    }
+
+    /// Gives readers the name lists the replayed rows extended, and starts over (what was
+    /// published is not kept: a failed replay is not undone, it fails the open).
+    fn publish_replayed_names(&self, state: &mut GroupState) {
+        self.publish_names(state);
+        *state = GroupState::default();
     }
 }

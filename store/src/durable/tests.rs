@@ -864,3 +864,45 @@ fn replay_moves_logged_rows_into_the_tables_names_and_folds_as_it_goes() {
         store.close().unwrap();
     }
 }
+
+#[test]
+fn replay_of_many_tables_created_and_written_restores_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = || keep_log(FsyncPolicy::default());
+    let store = DurableBackend::open_with(dir.path(), options()).unwrap();
+    store.close().unwrap();
+    let durable = std::fs::read(dir.path().join(DATA_FILE)).unwrap();
+    let store = DurableBackend::open_with(dir.path(), options()).unwrap();
+    let tables: Vec<String> = (0..200).map(|i| format!("t{i:03}x")).collect();
+    for (i, table) in tables.iter().enumerate() {
+        store.create_table(table).unwrap();
+        // Each table its own property names, and one shared with every other table.
+        let mut e = Entity::new("p", "r");
+        e.set(format!("Own{i}"), Value::Int32(i as i32));
+        e.set("Shared", Value::from(table.as_str()));
+        store
+            .write(table, WriteOp::InsertOrReplace { entity: e })
+            .unwrap();
+        if i % 50 == 49 {
+            store.delete_table(&tables[i - 1]).unwrap();
+        }
+    }
+    let log = std::fs::read(dir.path().join(WAL_FILE)).unwrap();
+    store.close().unwrap();
+    let restart = tempfile::tempdir().unwrap();
+    std::fs::write(restart.path().join(DATA_FILE), &durable).unwrap();
+    std::fs::write(restart.path().join(WAL_FILE), &log).unwrap();
+    let store = DurableBackend::open_with(restart.path(), options()).unwrap();
+    for (i, table) in tables.iter().enumerate() {
+        let deleted = i % 50 == 48;
+        let got = store.get(table, "p", "r");
+        if deleted {
+            assert!(got.is_err(), "{table} was deleted");
+            continue;
+        }
+        let e = got.unwrap().unwrap();
+        assert_eq!(e.custom(&format!("Own{i}")), Some(&Value::Int32(i as i32)));
+        assert_eq!(e.custom("Shared"), Some(&Value::from(table.as_str())));
+        assert_eq!(e.len(), 2, "{table}: {e:?}");
+    }
+}
