@@ -18,7 +18,7 @@
 //!
 //! [`RowRef::renumbered`]: super::block::RowRef::renumbered
 
-use super::txn::GroupState;
+use super::txn::{GroupState, Tables};
 use super::wal::{self, Contents, LogOp};
 use super::writer::Writer;
 use crate::error::StoreError;
@@ -69,19 +69,25 @@ impl Writer {
                         self.fold_unpublished()?;
                     }
                 }
-                other => {
-                    self.publish_replayed_names(&mut state);
-                    self.in_transaction(redb::Durability::None, |w, t, s| match other {
-                        LogOp::CreateTable { id, name } => {
-                            let key = tableq_model::validate::table_key(name);
-                            w.add_table(t, s, key, id, name)
-                        }
-                        LogOp::DeleteTable { id, key } => w.drop_table(t, s, key.to_owned(), id),
-                        LogOp::SetService { stored } => super::settings::put_service(t.txn, stored),
-                        LogOp::SetAcl { table, stored } => {
-                            super::settings::put_acl(t.txn, table, stored)
-                        }
-                        LogOp::Write { .. } => Ok(()),
+                LogOp::CreateTable { id, name } => {
+                    self.replay_in_transaction(&mut state, |w, t, s| {
+                        let key = tableq_model::validate::table_key(name);
+                        w.add_table(t, s, key, id, name)
+                    })?;
+                }
+                LogOp::DeleteTable { id, key } => {
+                    self.replay_in_transaction(&mut state, |w, t, s| {
+                        w.drop_table(t, s, key.to_owned(), id)
+                    })?;
+                }
+                LogOp::SetService { stored } => {
+                    self.replay_in_transaction(&mut state, |_, t, _| {
+                        super::settings::put_service(t.txn, stored)
+                    })?;
+                }
+                LogOp::SetAcl { table, stored } => {
+                    self.replay_in_transaction(&mut state, |_, t, _| {
+                        super::settings::put_acl(t.txn, table, stored)
                     })?;
                 }
             }
@@ -90,6 +96,17 @@ impl Writer {
         self.wal
             .continue_after(contents.last_lsn().max(durable_lsn));
         Ok(replayed)
+    }
+
+    /// Applies a record that is not an entity write in a transaction of its own, after
+    /// publishing the names the writes before it added.
+    fn replay_in_transaction(
+        &mut self,
+        state: &mut GroupState,
+        work: impl FnOnce(&mut Writer, &mut Tables<'_>, &mut GroupState) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.publish_replayed_names(state);
+        self.in_transaction(redb::Durability::None, work)
     }
 
     /// Gives readers the name lists the replayed rows extended, and starts over (what was

@@ -360,35 +360,32 @@ impl Writer {
             )));
         }
         self.remember_names(state, id);
-        let table_names = self.names.entry(id).or_default();
-        map.clear();
-        for name in names {
-            map.push(
-                table_names
-                    .intern(name)
-                    .ok_or_else(|| storage(super::block::EncodeError::TooManyNames))?,
-            );
-        }
-        let identity = map.iter().enumerate().all(|(i, &n)| n as usize == i);
-        let mem = self.mem.entry(id).or_default();
-        let before = mem.bytes();
-        for change in changes {
-            match *change {
-                LogChange::Put { pk, row } => {
-                    let rk = row.row_key().map_err(storage)?;
-                    let bytes: Arc<[u8]> = if identity {
-                        Arc::from(row.bytes())
-                    } else {
-                        Arc::from(row.renumbered(map).map_err(storage)?)
-                    };
-                    mem.put(pk, rk, Some(bytes));
-                }
-                LogChange::Delete { pk, rk } => mem.put(pk, rk, None),
+        self.fill_memtable(id, timestamp, |table_names, mem| {
+            map.clear();
+            for name in names {
+                map.push(
+                    table_names
+                        .intern(name)
+                        .ok_or_else(|| storage(super::block::EncodeError::TooManyNames))?,
+                );
             }
-        }
-        self.mem_bytes = self.mem_bytes - before + mem.bytes();
-        self.mem_max_timestamp = self.mem_max_timestamp.max(Some(timestamp));
-        Ok(())
+            let identity = map.iter().enumerate().all(|(i, &n)| n as usize == i);
+            for change in changes {
+                match *change {
+                    LogChange::Put { pk, row } => {
+                        let rk = row.row_key().map_err(storage)?;
+                        let bytes: Arc<[u8]> = if identity {
+                            Arc::from(row.bytes())
+                        } else {
+                            Arc::from(row.renumbered(map).map_err(storage)?)
+                        };
+                        mem.put(pk, rk, Some(bytes));
+                    }
+                    LogChange::Delete { pk, rk } => mem.put(pk, rk, None),
+                }
+            }
+            Ok(())
+        })
     }
 
     /// Applies one write's resolved `changes` (distinct keys) with Timestamp `timestamp`
@@ -403,34 +400,49 @@ impl Writer {
     ) -> Result<(), StoreError> {
         self.remember_names(state, id);
         self.remember_memtable(state, id);
+        self.fill_memtable(id, timestamp, |names, mem| {
+            for change in changes {
+                match change {
+                    Change::Put(entity) => {
+                        let row = encode_row(entity, &mut |name| match names.id(name) {
+                            Some(id) => Ok(id),
+                            None => names
+                                .push(name)
+                                .ok_or(super::block::EncodeError::TooManyNames),
+                        })
+                        .map_err(storage)?;
+                        mem.put(
+                            entity.partition_key(),
+                            entity.row_key(),
+                            Some(Arc::from(row)),
+                        );
+                    }
+                    Change::Delete {
+                        partition_key,
+                        row_key,
+                    } => mem.put(partition_key, row_key, None),
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Runs `fill` on table `id`'s name list and memtable, then counts the bytes the
+    /// memtable gained and the write's Timestamp — the part of a write that the live path
+    /// and the replay share.
+    fn fill_memtable(
+        &mut self,
+        id: u64,
+        timestamp: DateTime,
+        fill: impl FnOnce(&mut Names, &mut MemTable) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
         let names = self.names.entry(id).or_default();
         let mem = self.mem.entry(id).or_default();
         let before = mem.bytes();
-        for change in changes {
-            match change {
-                Change::Put(entity) => {
-                    let row = encode_row(entity, &mut |name| match names.id(name) {
-                        Some(id) => Ok(id),
-                        None => names
-                            .push(name)
-                            .ok_or(super::block::EncodeError::TooManyNames),
-                    })
-                    .map_err(storage)?;
-                    mem.put(
-                        entity.partition_key(),
-                        entity.row_key(),
-                        Some(Arc::from(row)),
-                    );
-                }
-                Change::Delete {
-                    partition_key,
-                    row_key,
-                } => mem.put(partition_key, row_key, None),
-            }
-        }
+        let filled = fill(names, mem);
         self.mem_bytes = self.mem_bytes - before + mem.bytes();
         self.mem_max_timestamp = self.mem_max_timestamp.max(Some(timestamp));
-        Ok(())
+        filled
     }
 
     /// Notes table `id`'s name count before the group changes it.
