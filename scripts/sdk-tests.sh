@@ -214,9 +214,12 @@ unset TABLEQ_SDK_TLS_ENDPOINT TABLEQ_SDK_TLS_HTTP_ENDPOINT TABLEQ_SDK_TLS_AUTHOR
 if [ -n "$bin" ] && { [ "$store" = durable ] || [ "$store" = memory ]; }; then
     tls_http=$(python3 "$helper" free-port)
     tls_https=$(python3 "$helper" free-port)
-    printf '%s\n' '[{"principalId": "reader-app", "role": "Storage Table Data Reader"}]' >"$work/roles.json"
+    # The local issuer's registered clients (tests/sdk/*/tokens tests use these secrets).
+    printf '%s\n' '[{"principalId": "reader-app", "clientSecret": "reader-secret", "role": "Storage Table Data Reader"},' \
+        ' {"principalId": "contributor-app", "clientSecret": "contributor-secret", "role": "Storage Table Data Contributor"}]' \
+        >"$work/roles.json"
     "$bin" serve --host 127.0.0.1 --port "$tls_http" --https-port "$tls_https" --in-memory \
-        --tls self-signed --keys "$work/keys" --role-assignments "$work/roles.json" \
+        --tls self-signed --local-issuer --keys "$work/keys" --role-assignments "$work/roles.json" \
         >"$work/tls-server.log" 2>&1 &
     tls_pid=$!
     if ! python3 "$helper" wait "$tls_http" "$tls_pid" 60; then

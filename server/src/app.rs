@@ -226,10 +226,10 @@ async fn handle(hosted: &Hosted, request: Request, request_id: &str) -> Result<R
         return cors::preflight(state, &parts.headers).await;
     }
     if let Some(setup) = hosted.bearer()
-        && let Some(local) = &setup.bearer.local
+        && setup.bearer.local.is_some()
         && let Some(route) = crate::token::issuer_route(parts.uri.path())
     {
-        return issuer_request(local, &setup.bearer.assignments, &parts, route, body).await;
+        return issuer_request(setup, &parts, route, body).await;
     }
     let path = parse_target(parts.uri.path(), parts.uri.query())?;
     observe::note_request(&parts.method, &parts.headers, &path);
@@ -285,31 +285,30 @@ async fn handle(hosted: &Hosted, request: Request, request_id: &str) -> Result<R
 
 /// A request to the local token issuer's endpoints (module `crate::token`).
 async fn issuer_request(
-    local: &crate::token::LocalIssuer,
-    assignments: &crate::token::RoleAssignments,
+    setup: &crate::auth::BearerSetup,
     parts: &Parts,
     route: (&str, crate::token::IssuerRoute),
     body: Body,
 ) -> Result<Response, ApiError> {
     /// A token request is a short form; anything longer is refused unread.
     const MAX_FORM_BYTES: usize = 64 * 1024;
+    let Some(local) = &setup.bearer.local else {
+        return Err(ApiError::new(
+            tableq_model::ErrorCode::ResourceNotFound,
+            "this server runs no token issuer (tableq serve --local-issuer)",
+        ));
+    };
     let form = crate::context::read_bytes(body, &parts.headers, MAX_FORM_BYTES).await?;
-    let host = parts
-        .headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .filter(|h| !h.is_empty() && h.is_ascii() && !h.contains(['/', '"', ' ', ',']))
-        .unwrap_or("127.0.0.1");
     let secure = parts
         .extensions
         .get::<crate::connection::Secure>()
         .is_some();
     Ok(crate::token::issuer_answer(
         local,
-        assignments,
+        &setup.bearer.assignments,
         &parts.method,
         route,
-        &format!("https://{host}"),
+        setup.origin_for(parts),
         secure,
         &form,
     ))

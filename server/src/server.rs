@@ -201,14 +201,22 @@ impl Server {
     /// `localhost` and `[::1]`): tokens of the local issuer carry
     /// `iss = https://{name}:{port}/{tenant}/v2.0`, and `https://{name}:{port}/{account}`
     /// is accepted as an audience. Needs [`Server::enable_https`] first.
-    pub fn enable_tokens(&mut self, bearer: Bearer, names: &[String]) -> Result<(), ServerError> {
-        let port = self
-            .https
-            .as_ref()
-            .ok_or(ServerError::TokensNeedHttps)?
-            .local_addr
-            .port();
-        let mut origins = Vec::new();
+    ///
+    /// The server names itself by `public_origin` (`https://host[:port]`, e.g. behind a
+    /// proxy) when given, else by its bound HTTPS address: that origin is the local
+    /// issuer's URL for requests whose `Host` is none of the names above.
+    pub fn enable_tokens(
+        &mut self,
+        bearer: Bearer,
+        names: &[String],
+        public_origin: Option<&str>,
+    ) -> Result<(), ServerError> {
+        let https = self.https.as_ref().ok_or(ServerError::TokensNeedHttps)?;
+        let port = https.local_addr.port();
+        let mut origins = vec![match public_origin {
+            Some(origin) => origin.trim_end_matches('/').to_ascii_lowercase(),
+            None => format!("https://{}", shown(https.local_addr)),
+        }];
         let defaults = ["127.0.0.1".to_owned(), "localhost".into(), "::1".into()];
         for name in defaults.iter().chain(names) {
             let host = if name.contains(':') {

@@ -73,6 +73,21 @@ pub enum TlsError {
     /// rustls refused the certificate and key (e.g. the key does not match).
     #[error("the certificate and key cannot be used for TLS: {0}")]
     Config(String),
+    /// A private key, secret or keys directory that others may read or write.
+    #[error(
+        "{}: permissions {mode:04o} are too open — others may read or change it, so it is \
+         not used (as ssh refuses such keys); `chmod {fix} {}` mends it",
+        path.display(),
+        path.display()
+    )]
+    Unprotected {
+        /// The file or directory.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+        /// The mode that mends it (`600`, `700`).
+        fix: String,
+    },
 }
 
 /// A server certificate chain and its key, ready to serve HTTPS, and (for a self-signed
@@ -105,6 +120,7 @@ impl TlsMaterial {
         if chain.is_empty() {
             return Err(pem_error(cert, "holds no `BEGIN CERTIFICATE` block".into()));
         }
+        check_private_file(key)?;
         let key_text = read(key)?;
         let key_der = PrivateKeyDer::from_pem_slice(&key_text)
             .map_err(|_| pem_error(key, "holds no PEM private key".into()))?;
@@ -126,6 +142,11 @@ impl TlsMaterial {
         let ca_key_path = dir.join("ca-key.pem");
         let server_path = dir.join("server.pem");
         let server_key_path = dir.join("server-key.pem");
+        for key in [&ca_key_path, &server_key_path] {
+            if key.exists() {
+                check_private_file(key)?;
+            }
+        }
         let mut regenerated = false;
         let ca = match load_kept(&ca_path, &ca_key_path, &[]) {
             Some(kept) => kept,
@@ -326,14 +347,15 @@ fn server_params(names: &[String]) -> Result<CertificateParams, TlsError> {
     Ok(params)
 }
 
-/// Creates `dir` (and its parents); a directory made here is private (0700).
+/// Creates `dir` (and its parents); a directory made here is private (0700). A directory
+/// that is already there must be private enough ([`check_private_dir`]).
 pub(crate) fn create_private_dir(dir: &Path) -> Result<(), TlsError> {
     let io = |source| TlsError::Io {
         path: dir.to_owned(),
         source,
     };
     if dir.is_dir() {
-        return Ok(());
+        return check_private_dir(dir);
     }
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
@@ -343,6 +365,42 @@ pub(crate) fn create_private_dir(dir: &Path) -> Result<(), TlsError> {
         builder.mode(0o700);
     }
     builder.create(dir).map_err(io)
+}
+
+/// Refuses, as `ssh` does, a keys directory that others may write to or look into (any
+/// group-write or other bit: `chmod 700` mends it): whoever can write there can swap the
+/// keys, and whoever can list it learns what it holds.
+pub fn check_private_dir(dir: &Path) -> Result<(), TlsError> {
+    check_mode(dir, 0o027, "700")
+}
+
+/// Refuses, as `ssh` does, a private key (or secret) file that group or others may read or
+/// write (`chmod 600` mends it): a key others can read is no longer private.
+pub fn check_private_file(path: &Path) -> Result<(), TlsError> {
+    check_mode(path, 0o077, "600")
+}
+
+#[cfg(unix)]
+fn check_mode(path: &Path, forbidden: u32, fix: &str) -> Result<(), TlsError> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(path).map_err(|source| TlsError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & forbidden != 0 {
+        return Err(TlsError::Unprotected {
+            path: path.to_owned(),
+            mode,
+            fix: fix.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn check_mode(_: &Path, _: u32, _: &str) -> Result<(), TlsError> {
+    Ok(())
 }
 
 /// Writes a file only its owner can read (0600), replacing it atomically.

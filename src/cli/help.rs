@@ -145,12 +145,17 @@ EXPLORER:
 HTTPS AND TOKENS (README, \"HTTPS and tokens\"):
     --tls self-signed makes a local CA and server certificate in the keys directory
     (--keys, default DATA/keys) and reuses them; --tls-cert/--tls-key use your own.
-    HTTPS takes --port, or --https-port beside HTTP. Over HTTPS, Entra ID bearer tokens
-    (RS256; iss, aud, exp/nbf, tid checked) are authorized by Storage Table Data Reader /
-    Contributor roles (token `roles` claim or --role-assignments FILE). The local issuer
-    (OpenID discovery, JWKS, client-credentials token endpoint under /{tenant}/…) serves
-    ClientSecretCredential; `tableq token` prints a token; --trust-issuer URL|JWKS-FILE trusts
-    another issuer instead.
+    HTTPS takes --port, or --https-port beside HTTP. HTTPS alone accepts SharedKey,
+    SharedKeyLite and SAS, and no bearer token. --local-issuer runs the local issuer
+    (OpenID discovery, JWKS, client-credentials token endpoint under /{tenant}/…) for
+    ClientSecretCredential: it gives tokens only to registered clients whose secret matches
+    (the clientSecret of --role-assignments principals, else one client generated on the
+    first start and printed in the banner); `tableq token` prints a token with its key.
+    --trust-issuer URL|JWKS-FILE trusts another issuer of one tenant (https://, http:// on
+    loopback only). Tokens (RS256; iss, aud, exp/nbf, tid checked) are authorized by
+    Storage Table Data Reader / Contributor roles as --role-assignments FILE decides for
+    every issuer (else the token's `roles` claim). Keys and the keys directory must be
+    private (0600 / 0700). --public-url https://HOST[:PORT] names the server behind a proxy.
 
 OUTPUT:
     stdout: a banner — the table endpoint, the storage, a ready connection string for

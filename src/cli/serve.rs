@@ -6,7 +6,8 @@
 //!              [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-connections N]
 //!              [--body-budget SIZE] [--body-budget-wait D] [--log-format text|json]
 //!              [--tls self-signed | --tls-cert PEM --tls-key PEM] [--https-port PORT]
-//!              [--keys DIR] [--trust-issuer URL|JWKS-FILE]... [--role-assignments FILE]
+//!              [--keys DIR] [--local-issuer] [--trust-issuer URL|JWKS-FILE]...
+//!              [--role-assignments FILE] [--public-url https://HOST[:PORT]]
 //! ```
 //!
 //! `--fsync` sets when the durable store's write-ahead log is `fsync`ed: `interval=MS`
@@ -363,6 +364,7 @@ async fn run_server(
     auth: AuthMode,
     args: &Args,
 ) -> ExitCode {
+    let names: Vec<String> = accounts.iter().map(|a| a.name.clone()).collect();
     let mut pairs = accounts.into_iter().zip(stores);
     let Some((first, first_store)) = pairs.next() else {
         eprintln!("error: no account to serve");
@@ -387,6 +389,14 @@ async fn run_server(
         },
         ..ServerConfig::default()
     };
+    // HTTPS material, the signing key and the issuer's client exist before the port opens.
+    let tls = match super::serve_tls::prepare(&args.tls, &args.data, &args.host, &names).await {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let mut server = match Server::bind(addr, first_store, config).await {
         Ok(s) => s,
         Err(e) => {
@@ -394,10 +404,8 @@ async fn run_server(
             return ExitCode::from(2);
         }
     };
-    let mut names = vec![tableq_server::DEV_ACCOUNT.to_owned()];
     let mut others = Vec::new();
     for (account, store) in pairs {
-        names.push(account.name.clone());
         others.push((account.name.clone(), account.key.clone()));
         if let Err(e) = server.add_account(account, store) {
             eprintln!("error: {e}");
@@ -405,21 +413,15 @@ async fn run_server(
         }
     }
     let bind_ip = server.local_addr().ip();
-    let https_lines = match super::serve_tls::setup(
-        &args.tls,
-        &args.data,
-        &args.host,
-        bind_ip,
-        &names,
-        &mut server,
-    )
-    .await
-    {
-        Ok(lines) => lines,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+    let https_lines = match tls {
+        None => String::new(),
+        Some(prepared) => match prepared.apply(&mut server, bind_ip).await {
+            Ok(lines) => lines,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
     };
     // Signal handlers first, so that a SIGTERM right after the banner stops cleanly.
     let shutdown = tableq_server::shutdown_signal();

@@ -10,8 +10,10 @@
 //! | a valid token whose principal lacks the role | 403 `AuthorizationPermissionMismatch` |
 //!
 //! Every one carries the service's hint
-//! `WWW-Authenticate: Bearer authorization_uri=https://{host}/{tenant}/oauth2/authorize,
-//! resource_id=https://storage.azure.com` (the tenant is the token's, else `common`).
+//! `WWW-Authenticate: Bearer authorization_uri=https://{authority}/{tenant}/oauth2/authorize,
+//! resource_id=https://storage.azure.com` (the tenant is the token's, else `common`; the
+//! authority is the local issuer's configured origin when the server runs it, else Entra
+//! ID's `login.microsoftonline.com` — never the request's `Host`).
 //! Reading needs Storage Table Data Reader; writing entities, creating and deleting tables,
 //! `$batch`, setting service properties and ACLs need Storage Table Data Contributor.
 
@@ -27,11 +29,32 @@ use crate::token::{Bearer, Principal, Role, STORAGE_AUDIENCE};
 const FIRST_BEARER_VERSION: &str = "2019-02-02";
 
 /// The bearer-token setup of a server: issuers, assignments, and the HTTPS origins clients
-/// may name it by (for `iss` of the local issuer and `aud`).
+/// may name it by (for `iss` of the local issuer and `aud`), the first the one it names
+/// itself by.
 #[derive(Debug)]
 pub(crate) struct BearerSetup {
     pub(crate) bearer: Bearer,
     pub(crate) origins: Vec<String>,
+}
+
+impl BearerSetup {
+    /// The server's HTTPS origin a request reached: the configured origin its `Host` names,
+    /// else the first configured one. A `Host` that is not one of the server's own is never
+    /// echoed (in a discovery document, a token or a hint).
+    pub(crate) fn origin_for(&self, parts: &Parts) -> &str {
+        let host = parts
+            .headers
+            .get(axum::http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .map(str::to_ascii_lowercase);
+        host.and_then(|h| {
+            self.origins
+                .iter()
+                .find(|o| o.strip_prefix("https://") == Some(h.as_str()))
+        })
+        .or(self.origins.first())
+        .map_or("https://127.0.0.1", String::as_str)
+    }
 }
 
 /// A verified token's principal, for one account.
@@ -53,14 +76,13 @@ impl PartialEq for BearerGrant {
 
 impl Eq for BearerGrant {}
 
-/// The `WWW-Authenticate` value for a request.
-fn challenge(parts: &Parts, tenant: Option<&str>) -> String {
-    let host = parts
-        .headers
-        .get(axum::http::header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .filter(|h| !h.is_empty() && h.is_ascii() && !h.contains([',', '"', ' ']))
-        .unwrap_or("127.0.0.1");
+/// The `WWW-Authenticate` value for a request: the authorization URI of the local issuer
+/// when the server runs one (at the origin the request reached), else Entra ID's.
+fn challenge(setup: Option<&Arc<BearerSetup>>, parts: &Parts, tenant: Option<&str>) -> String {
+    let authority = match setup {
+        Some(setup) if setup.bearer.local.is_some() => setup.origin_for(parts),
+        _ => "https://login.microsoftonline.com",
+    };
     let tenant = tenant
         .filter(|t| {
             !t.is_empty()
@@ -69,7 +91,7 @@ fn challenge(parts: &Parts, tenant: Option<&str>) -> String {
         })
         .unwrap_or("common");
     format!(
-        "Bearer authorization_uri=https://{host}/{tenant}/oauth2/authorize, \
+        "Bearer authorization_uri={authority}/{tenant}/oauth2/authorize, \
          resource_id={STORAGE_AUDIENCE}"
     )
 }
@@ -93,7 +115,7 @@ pub(crate) fn authenticate(
 ) -> Result<BearerGrant, ApiError> {
     let token = token.trim();
     let tenant = unverified_tenant(token);
-    let hint = challenge(parts, tenant.as_deref());
+    let hint = challenge(setup, parts, tenant.as_deref());
     let failed = |code, detail: String| ApiError::new(code, detail).with_challenge(hint.clone());
     if !secure {
         return Err(failed(
@@ -121,7 +143,7 @@ pub(crate) fn authenticate(
     let Some(setup) = setup else {
         return Err(failed(
             ErrorCode::AuthenticationFailed,
-            "this server trusts no token issuer (tableq serve runs its own issuer with --tls, \
+            "this server trusts no token issuer (tableq serve runs its own with --local-issuer, \
              or trusts another with --trust-issuer)"
                 .into(),
         ));

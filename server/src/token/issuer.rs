@@ -12,10 +12,22 @@
 //!
 //! These paths have three or more segments, and every Table-service path has at most two
 //! (`/{account}/{resource}`), so no tenant name, not even an account's, can collide with
-//! an account's resources. They are served over HTTPS only (as the SDKs require).
-//! Any tenant and any client id / secret pair are accepted; the token's `oid` and `sub`
-//! are the client id, and its `roles` claim holds the role the role assignments give that
-//! principal ([`RoleAssignments::issued_role`](super::RoleAssignments::issued_role)).
+//! an account's resources. They are served over HTTPS only (as the SDKs require), and only
+//! when the server runs the issuer (`tableq serve --local-issuer`).
+//!
+//! Any tenant is accepted, but only **registered clients whose secret matches** get a
+//! token: the role-assignments file's principals with a `clientSecret`, or, without a file,
+//! the client generated on the first start ([`GeneratedClient`](super::GeneratedClient)).
+//! Any other client id, or a wrong secret, is answered `401 invalid_client` with Entra ID's
+//! `AADSTS7000215` — the same answer for both, so the endpoint does not tell which client
+//! ids exist. The token's `oid` and `sub` are the client id, and its `roles` claim holds the
+//! role the role assignments give that principal
+//! ([`RoleAssignments::issued_role`](super::RoleAssignments::issued_role)).
+//!
+//! The issuer's URL (in discovery and in every token's `iss`) is one of the server's own
+//! HTTPS origins, from its configuration: the one the request's `Host` names when that is
+//! one of them, else the first (the bound address, or `--public-url`). A `Host` header is
+//! never copied into a document.
 
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -79,6 +91,12 @@ impl LocalIssuer {
             path: path.clone(),
             what,
         };
+        if dir.is_dir() {
+            crate::tls::check_private_dir(dir).map_err(|e| file_error(e.to_string()))?;
+        }
+        if path.exists() {
+            crate::tls::check_private_file(&path).map_err(|e| file_error(e.to_string()))?;
+        }
         let key = match std::fs::read_to_string(&path) {
             Ok(pem) => rsa::RsaPrivateKey::from_pkcs8_pem(&pem)
                 .map_err(|_| file_error("not a PKCS#8 PEM RSA private key".into()))?,
@@ -179,6 +197,98 @@ impl LocalIssuer {
     }
 }
 
+/// The local issuer's client file in the keys directory.
+pub const CLIENT_FILE: &str = "local-client.json";
+
+/// The client of the local issuer made on the first start of a server that runs the issuer
+/// without a role-assignments file: a client id (a GUID) and a secret (32 random bytes,
+/// base64url), kept in `local-client.json` of the keys directory (mode 0600) and printed in
+/// the banner, as the account key is. It has the role Storage Table Data Contributor.
+#[derive(Clone, PartialEq, Eq)]
+pub struct GeneratedClient {
+    /// The client id (`client_id`; the tokens' `oid` and `sub`).
+    pub id: String,
+    /// The secret (`client_secret`).
+    pub secret: String,
+    /// Whether it was made now (else read from the file).
+    pub made_now: bool,
+    /// The file.
+    pub path: PathBuf,
+}
+
+impl std::fmt::Debug for GeneratedClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the secret.
+        f.debug_struct("GeneratedClient")
+            .field("id", &self.id)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GeneratedClient {
+    /// The client kept in `dir`, made (and written 0600) when there is none. A file that
+    /// cannot be read, is not the client file's JSON or is open to others is an error,
+    /// never silently replaced: applications already hold its secret.
+    pub fn open(dir: &Path) -> Result<GeneratedClient, TokenError> {
+        use base64::Engine;
+        let path = dir.join(CLIENT_FILE);
+        let file_error = |what: String| TokenError::File {
+            path: path.clone(),
+            what,
+        };
+        #[derive(serde::Deserialize, serde::Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Stored {
+            client_id: String,
+            client_secret: String,
+        }
+        if dir.is_dir() {
+            crate::tls::check_private_dir(dir).map_err(|e| file_error(e.to_string()))?;
+        }
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                crate::tls::check_private_file(&path).map_err(|e| file_error(e.to_string()))?;
+                let stored: Stored = serde_json::from_str(&text).map_err(|e| {
+                    file_error(format!(
+                        "not a client file ({e}): want {{\"clientId\": \"…\", \"clientSecret\": \"…\"}}"
+                    ))
+                })?;
+                if stored.client_id.is_empty() || stored.client_secret.is_empty() {
+                    return Err(file_error("an empty client id or secret".into()));
+                }
+                Ok(GeneratedClient {
+                    id: stored.client_id,
+                    secret: stored.client_secret,
+                    made_now: false,
+                    path,
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let mut bytes = [0u8; 32];
+                ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
+                    .map_err(|_| file_error("no random bytes for a secret".into()))?;
+                let stored = Stored {
+                    client_id: uuid::Uuid::new_v4().to_string(),
+                    client_secret: base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes),
+                };
+                let text =
+                    serde_json::to_string_pretty(&stored).map_err(|e| file_error(e.to_string()))?;
+                crate::tls::create_private_dir(dir)
+                    .and_then(|()| crate::tls::write_private(&path, text.as_bytes()))
+                    .map_err(|e| file_error(e.to_string()))?;
+                Ok(GeneratedClient {
+                    id: stored.client_id,
+                    secret: stored.client_secret,
+                    made_now: true,
+                    path,
+                })
+            }
+            Err(e) => Err(file_error(e.to_string())),
+        }
+    }
+}
+
 /// PKCS#1 DER of an RSA key (what jsonwebtoken signs with).
 fn rsa_pkcs1_der(key: &rsa::RsaPrivateKey) -> Result<Vec<u8>, String> {
     use rsa::pkcs1::EncodeRsaPrivateKey;
@@ -209,6 +319,43 @@ pub(crate) fn route(path: &str) -> Option<(&str, Route)> {
     Some((tenant, route))
 }
 
+/// Entra ID's answer to an unknown client or a wrong secret (one answer for both).
+fn invalid_client(client_id: &str) -> Response {
+    let trace = uuid::Uuid::new_v4();
+    let correlation = uuid::Uuid::new_v4();
+    let now = chrono::Utc::now().format("%Y-%m-%d %H:%M:%SZ");
+    // The client id is echoed only when it is a plain identifier (it comes from the request).
+    let shown = if !client_id.is_empty()
+        && client_id.len() <= 128
+        && client_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
+    {
+        client_id
+    } else {
+        "(not shown)"
+    };
+    json_response(
+        StatusCode::UNAUTHORIZED,
+        &json!({
+            "error": "invalid_client",
+            "error_description": format!(
+                "AADSTS7000215: Invalid client secret provided. Ensure the secret being sent in \
+                 the request is the client secret value, not the client secret ID, for a secret \
+                 added to app '{shown}'. (tableq's local issuer: the client is not registered \
+                 or its secret does not match — see the role-assignments file or the client \
+                 printed at start-up.) Trace ID: {trace} Correlation ID: {correlation} \
+                 Timestamp: {now}"
+            ),
+            "error_codes": [7000215],
+            "timestamp": now.to_string(),
+            "trace_id": trace.to_string(),
+            "correlation_id": correlation.to_string(),
+            "error_uri": "https://login.microsoftonline.com/error?code=7000215",
+        }),
+    )
+}
+
 /// An OAuth 2.0 error response.
 fn oauth_error(status: StatusCode, error: &str, description: &str) -> Response {
     json_response(
@@ -229,8 +376,9 @@ fn json_response(status: StatusCode, value: &serde_json::Value) -> Response {
     response
 }
 
-/// Answers one request to the issuer's endpoints: `origin` is `https://{Host}`, `secure`
-/// whether it came over HTTPS, `form` the body of a token request.
+/// Answers one request to the issuer's endpoints: `origin` is the server's HTTPS origin the
+/// request reached (from the configuration, never its `Host`), `secure` whether it came over
+/// HTTPS, `form` the body of a token request.
 pub(crate) fn answer(
     issuer: &LocalIssuer,
     assignments: &RoleAssignments,
@@ -285,13 +433,15 @@ fn token(
 ) -> Response {
     let mut grant_type = None;
     let mut client_id = None;
-    let mut secret = false;
+    let mut secret = None;
+    let mut assertion = false;
     let mut scope = None;
     for (k, v) in form_urlencoded::parse(form) {
         match k.as_ref() {
             "grant_type" => grant_type = Some(v.into_owned()),
             "client_id" => client_id = Some(v.into_owned()),
-            "client_secret" | "client_assertion" => secret = !v.is_empty(),
+            "client_secret" => secret = Some(v.into_owned()),
+            "client_assertion" => assertion = true,
             "scope" => scope = Some(v.into_owned()),
             _ => {}
         }
@@ -310,12 +460,21 @@ fn token(
             "client_id is missing",
         );
     };
-    if !secret {
+    let Some(secret) = secret.filter(|s| !s.is_empty()) else {
         return oauth_error(
             StatusCode::UNAUTHORIZED,
             "invalid_client",
-            "client_secret is missing (any non-empty secret is accepted)",
+            if assertion {
+                "AADSTS700027: the local issuer takes client secrets only \
+                 (client_secret), not certificate assertions"
+            } else {
+                "AADSTS7000216: 'client_assertion', 'client_secret' or 'request' is required \
+                 for the 'client_credentials' grant type."
+            },
         );
+    };
+    if !assignments.client_matches(&client_id, &secret) {
+        return invalid_client(&client_id);
     }
     // `https://storage.azure.com/.default` (or a table endpoint's `…/.default`).
     let audience = scope.as_deref().unwrap_or("").split(' ').find_map(|s| {

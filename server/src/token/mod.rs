@@ -14,7 +14,8 @@
 //!   verifies with a key of a trusted issuer, its `iss` is that issuer's, its `aud` is
 //!   `https://storage.azure.com`, `https://storage.azure.com/` or the account's table
 //!   endpoint, `exp` / `nbf` hold within five minutes of skew, and it names a tenant
-//!   (`tid`). Its principal's role is the assigned one (file) or else its `roles` claim.
+//!   (`tid`). Its principal's role is what the role assignments decide for it, whichever
+//!   issuer vouched for it ([`RoleAssignments::decide`]).
 //!
 //! Signing keys never leave the keys directory: they are not logged, and no error says
 //! more than which file could not be used.
@@ -22,7 +23,10 @@
 mod issuer;
 mod roles;
 
-pub use issuer::{LocalIssuer, SIGNING_KEY_FILE, TOKEN_LIFETIME_SECONDS, TokenRequest};
+pub use issuer::{
+    CLIENT_FILE, GeneratedClient, LocalIssuer, SIGNING_KEY_FILE, TOKEN_LIFETIME_SECONDS,
+    TokenRequest,
+};
 pub(crate) use issuer::{Route as IssuerRoute, answer as issuer_answer, route as issuer_route};
 pub use roles::{RoleAssignments, Scope};
 
@@ -167,16 +171,20 @@ pub struct Principal {
     pub claimed: Vec<Role>,
 }
 
-/// An external issuer trusted through its keys: a JWKS file (`{"keys": [...]}`, optionally
-/// with an `"issuer"` member naming the `iss` its tokens carry), or the keys and issuer an
-/// OpenID discovery document names ([`TrustedKeys::from_jwks`]). Without a named issuer,
-/// tokens must carry Entra ID's `https://sts.windows.net/{tid}/` or
-/// `https://login.microsoftonline.com/{tid}/v2.0` for their own `tid`; an issuer of Entra ID
-/// (`https://login.microsoftonline.com/{tenant}/v2.0`, `{tenantid}` standing for any) also
-/// accepts the `https://sts.windows.net/{tid}/` of the storage access tokens it issues.
+/// An external issuer trusted through its keys: a JWKS file (`{"keys": [...]}` with an
+/// `"issuer"` member naming the `iss` its tokens carry), or the keys and issuer an OpenID
+/// discovery document names ([`TrustedKeys::from_jwks`]).
+///
+/// The issuer is **pinned to one tenant**: Entra ID signs the tokens of every tenant with
+/// the same keys, so keys alone would let any tenant's application in. A JWKS without an
+/// issuer, and a multi-tenant issuer (`{tenantid}` in it, or Entra ID's `common`,
+/// `organizations` and `consumers`), are refused. An issuer of Entra ID
+/// (`https://login.microsoftonline.com/{tenant}/v2.0`) also accepts the v1
+/// `https://sts.windows.net/{tenant}/` of the storage access tokens it issues, for its own
+/// tenant only.
 pub struct TrustedKeys {
     source: String,
-    issuer: Option<String>,
+    issuer: String,
     keys: Vec<(Option<String>, DecodingKey)>,
 }
 
@@ -202,7 +210,8 @@ impl TrustedKeys {
     }
 
     /// The RSA keys of a JWKS document (`source` names where it came from). `issuer` is the
-    /// `iss` their tokens carry (else the document's `"issuer"` member, else Entra ID's).
+    /// `iss` their tokens carry (else the document's `"issuer"` member; one of them must
+    /// name a single tenant's issuer).
     pub fn from_jwks(
         issuer: Option<String>,
         jwks: &str,
@@ -233,9 +242,23 @@ impl TrustedKeys {
         if keys.is_empty() {
             return Err("holds no RSA key".into());
         }
+        let Some(issuer) = issuer.or(file.issuer) else {
+            return Err(
+                "names no \"issuer\": add the `iss` its tokens carry, e.g. \"issuer\": \
+                 \"https://login.microsoftonline.com/<tenant-id>/v2.0\" (Entra ID signs every \
+                 tenant's tokens with the same keys, so keys alone would trust every tenant)"
+                    .into(),
+            );
+        };
+        if let Some(why) = multi_tenant(&issuer) {
+            return Err(format!(
+                "the issuer {issuer} {why}: trust one tenant's issuer instead, e.g. \
+                 https://login.microsoftonline.com/<tenant-id>/v2.0"
+            ));
+        }
         Ok(TrustedKeys {
             source: source.to_owned(),
-            issuer: issuer.or(file.issuer),
+            issuer,
             keys,
         })
     }
@@ -245,20 +268,35 @@ impl TrustedKeys {
         &self.source
     }
 
-    fn accepts_issuer(&self, iss: &str, tid: &str) -> bool {
-        let sts = format!("https://sts.windows.net/{tid}/");
-        match &self.issuer {
-            Some(issuer) => {
-                let issuer = issuer.replace("{tenantid}", tid);
-                if issuer == iss {
-                    return true;
-                }
-                // Entra ID's discovery names its v2.0 issuer; storage tokens are v1.
-                issuer == format!("https://login.microsoftonline.com/{tid}/v2.0") && iss == sts
-            }
-            None => iss == sts || iss == format!("https://login.microsoftonline.com/{tid}/v2.0"),
-        }
+    /// The `iss` its tokens carry.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
     }
+
+    fn accepts_issuer(&self, iss: &str, tid: &str) -> bool {
+        if self.issuer == iss {
+            return true;
+        }
+        // Entra ID's discovery names its v2.0 issuer; storage tokens are v1.
+        self.issuer == format!("https://login.microsoftonline.com/{tid}/v2.0")
+            && iss == format!("https://sts.windows.net/{tid}/")
+    }
+}
+
+/// Why `issuer` stands for more than one tenant, if it does.
+fn multi_tenant(issuer: &str) -> Option<&'static str> {
+    if issuer.contains("{tenantid}") || issuer.contains("{tenant}") {
+        return Some("stands for any tenant (`{tenantid}`)");
+    }
+    let tenant = issuer
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .nth(2)
+        .unwrap_or("");
+    ["common", "organizations", "consumers"]
+        .iter()
+        .any(|t| tenant.eq_ignore_ascii_case(t))
+        .then_some("is Entra ID's multi-tenant endpoint")
 }
 
 /// Everything bearer-token checking needs (see the module docs).
@@ -376,16 +414,10 @@ impl Bearer {
     }
 
     /// The role `principal` has on `table` of `account` (`None`: the account itself): the
-    /// assignments file's, else the token's `roles` claim.
+    /// role assignments decide, for every issuer alike ([`RoleAssignments::decide`]).
     pub fn role(&self, principal: &Principal, account: &str, table: Option<&str>) -> Option<Role> {
-        if let Some(role) = self.assignments.role(&principal.id, account, table) {
-            return Some(role);
-        }
-        if self.assignments.assigns(&principal.id) {
-            // Assigned elsewhere only: the assignments decide.
-            return None;
-        }
-        principal.claimed.iter().copied().max()
+        self.assignments
+            .decide(&principal.id, &principal.claimed, account, table)
     }
 }
 

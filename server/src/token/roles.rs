@@ -3,12 +3,12 @@
 //!
 //! The file is JSON: a list of assignments, or an object with the list under
 //! `"assignments"` and a `"default"` for principals the list does not name — `"none"`, or
-//! a role (the local issuer's default is Contributor):
+//! a role:
 //!
 //! ```json
 //! {"default": "none",
 //!  "assignments": [
-//!    {"principalId": "app-1", "role": "Storage Table Data Reader"},
+//!    {"principalId": "app-1", "clientSecret": "s3cret-1", "role": "Storage Table Data Reader"},
 //!    {"principalId": "app-2", "role": "Storage Table Data Contributor",
 //!     "scope": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Storage/storageAccounts/devstoreaccount1/tableServices/default/tables/orders"}]}
 //! ```
@@ -16,6 +16,15 @@
 //! A `scope` is Azure's resource id of an account or a table (as above), or the short
 //! forms `ACCOUNT` and `ACCOUNT/TABLE`; without one, the assignment covers every account.
 //! A principal's role on a table is the highest role of its assignments that cover it.
+//!
+//! The file applies to the tokens of **every** trusted issuer, the local one and those of
+//! `--trust-issuer` alike ([`RoleAssignments::decide`]): a principal the file assigns has
+//! exactly the roles assigned (a token's `roles` claim does not add to them); a principal it
+//! does not name has the `default` — `"none"` (no role, whatever its token claims) or a role
+//! — and, when the file sets no default, the table roles its token's `roles` claim names.
+//!
+//! `clientSecret` registers the principal as a client of the local issuer
+//! (`--local-issuer`): only registered clients whose secret matches get tokens there.
 
 use serde::Deserialize;
 use std::path::Path;
@@ -81,21 +90,28 @@ struct Assignment {
     scope: Scope,
 }
 
-/// The role assignments (see the module docs). The default (no file): nobody is
-/// assigned anything, and the local issuer gives Contributor.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RoleAssignments {
-    assignments: Vec<Assignment>,
-    default: Option<Role>,
+/// The role of principals the file does not name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Unassigned {
+    /// No `default` in the file (or no file): a token's `roles` claim decides; the local
+    /// issuer issues Contributor.
+    #[default]
+    Claimed,
+    /// `"default": "none"`: no role, whatever a token claims.
+    Nothing,
+    /// `"default": "<role>"`: that role.
+    Role(Role),
 }
 
-impl Default for RoleAssignments {
-    fn default() -> RoleAssignments {
-        RoleAssignments {
-            assignments: Vec::new(),
-            default: Some(Role::Contributor),
-        }
-    }
+/// The role assignments (see the module docs). The default (no file): nobody is
+/// assigned anything, a token's `roles` claim decides, and the local issuer gives
+/// Contributor.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RoleAssignments {
+    assignments: Vec<Assignment>,
+    default: Unassigned,
+    /// Registered clients of the local issuer: principal → secret.
+    secrets: Vec<(String, String)>,
 }
 
 #[derive(Deserialize)]
@@ -117,6 +133,8 @@ struct Entry {
     role: String,
     #[serde(default)]
     scope: Option<String>,
+    #[serde(default)]
+    client_secret: Option<String>,
 }
 
 impl RoleAssignments {
@@ -137,8 +155,8 @@ impl RoleAssignments {
         let form: FileForm = serde_json::from_str(text).map_err(|e| {
             format!(
                 "not a role-assignment file ({e}): want [{{\"principalId\": \"…\", \"role\": \
-                 \"Storage Table Data Reader\"}}, …] or {{\"default\": \"none\", \
-                 \"assignments\": […]}}"
+                 \"Storage Table Data Reader\", \"clientSecret\": \"…\"}}, …] or \
+                 {{\"default\": \"none\", \"assignments\": […]}}"
             )
         })?;
         let (default, entries) = match form {
@@ -149,13 +167,14 @@ impl RoleAssignments {
             } => (default, assignments),
         };
         let default = match default.as_deref() {
-            None => Some(Role::Contributor),
-            Some(d) if d.eq_ignore_ascii_case("none") => None,
-            Some(d) => Some(Role::parse(d).ok_or_else(|| {
+            None => Unassigned::Claimed,
+            Some(d) if d.eq_ignore_ascii_case("none") => Unassigned::Nothing,
+            Some(d) => Unassigned::Role(Role::parse(d).ok_or_else(|| {
                 format!("`default`: `{d}` is not none, a table reader or a table contributor")
             })?),
         };
         let mut assignments = Vec::with_capacity(entries.len());
+        let mut secrets: Vec<(String, String)> = Vec::new();
         for (i, e) in entries.into_iter().enumerate() {
             let role = Role::parse(&e.role).ok_or_else(|| {
                 format!(
@@ -174,6 +193,24 @@ impl RoleAssignments {
                     )
                 })?,
             };
+            if let Some(secret) = e.client_secret {
+                if secret.is_empty() {
+                    return Err(format!(
+                        "assignment {i}: `clientSecret` of `{}` is empty",
+                        e.principal_id
+                    ));
+                }
+                match secrets.iter().find(|(p, _)| *p == e.principal_id) {
+                    Some((_, known)) if *known != secret => {
+                        return Err(format!(
+                            "assignment {i}: `{}` is given two different client secrets",
+                            e.principal_id
+                        ));
+                    }
+                    Some(_) => {}
+                    None => secrets.push((e.principal_id.clone(), secret)),
+                }
+            }
             assignments.push(Assignment {
                 principal: e.principal_id,
                 role,
@@ -183,7 +220,62 @@ impl RoleAssignments {
         Ok(RoleAssignments {
             assignments,
             default,
+            secrets,
         })
+    }
+
+    /// Registers one more client of the local issuer (the generated one) with the role
+    /// `role` on every account.
+    pub fn with_client(mut self, principal: &str, secret: &str, role: Role) -> RoleAssignments {
+        self.secrets.push((principal.to_owned(), secret.to_owned()));
+        self.assignments.push(Assignment {
+            principal: principal.to_owned(),
+            role,
+            scope: Scope::All,
+        });
+        self
+    }
+
+    /// The registered clients of the local issuer and their secrets.
+    pub fn clients(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.secrets.iter().map(|(p, s)| (p.as_str(), s.as_str()))
+    }
+
+    /// Whether `client` is a registered client of the local issuer and `secret` is its
+    /// secret. The secrets are compared by their SHA-256 digests, so the time taken says
+    /// nothing about how much of a guess matched.
+    pub fn client_matches(&self, client: &str, secret: &str) -> bool {
+        let digest = |s: &str| ring::digest::digest(&ring::digest::SHA256, s.as_bytes());
+        let offered = digest(secret);
+        self.secrets.iter().any(|(p, known)| {
+            p == client
+                && digest(known)
+                    .as_ref()
+                    .iter()
+                    .zip(offered.as_ref())
+                    .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                    == 0
+        })
+    }
+
+    /// The role `principal` has on `table` of `account` (`None`: the account itself),
+    /// whichever issuer vouched for it, given the table roles its token claims (see the
+    /// module docs).
+    pub fn decide(
+        &self,
+        principal: &str,
+        claimed: &[Role],
+        account: &str,
+        table: Option<&str>,
+    ) -> Option<Role> {
+        if self.assigns(principal) {
+            return self.role(principal, account, table);
+        }
+        match self.default {
+            Unassigned::Claimed => claimed.iter().copied().max(),
+            Unassigned::Nothing => None,
+            Unassigned::Role(role) => Some(role),
+        }
     }
 
     /// The highest role assigned to `principal` that covers `table` of `account`
@@ -202,7 +294,8 @@ impl RoleAssignments {
     }
 
     /// The role the local issuer puts in the `roles` claim of a token for `principal`:
-    /// its highest account-wide assignment, else the file's default.
+    /// its highest account-wide assignment, else the file's default (Contributor when the
+    /// file sets none).
     pub fn issued_role(&self, principal: &str) -> Option<Role> {
         let assigned = self
             .assignments
@@ -211,9 +304,12 @@ impl RoleAssignments {
             .map(|a| a.role)
             .max();
         if self.assigns(principal) {
-            assigned
-        } else {
-            self.default
+            return assigned;
+        }
+        match self.default {
+            Unassigned::Claimed => Some(Role::Contributor),
+            Unassigned::Nothing => None,
+            Unassigned::Role(role) => Some(role),
         }
     }
 }
@@ -237,6 +333,10 @@ mod tests {
         assert_eq!(list.role("b", "devstoreaccount1", Some("other")), None);
         assert_eq!(list.role("b", "devstoreaccount1", None), None);
         assert_eq!(list.issued_role("nobody"), Some(Role::Contributor));
+        assert_eq!(
+            list.decide("nobody", &[Role::Reader], "x", None),
+            Some(Role::Reader)
+        );
         assert_eq!(list.issued_role("a"), Some(Role::Reader));
         let object = RoleAssignments::from_json(
             r#"{"default": "none", "assignments": [{"principalId": "c",
@@ -245,6 +345,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(object.issued_role("nobody"), None);
+        assert_eq!(
+            object.decide("nobody", &[Role::Contributor], "acct", None),
+            None
+        );
         assert_eq!(object.role("c", "acct", Some("t")), Some(Role::Contributor));
         assert_eq!(object.role("c", "other", Some("t")), None);
         assert_eq!(

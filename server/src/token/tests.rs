@@ -283,15 +283,20 @@ fn issuer_routes_never_name_table_resources() {
 #[test]
 fn entra_issuers_accept_their_storage_tokens_for_the_tokens_own_tenant() {
     let jwks = issuer().jwks().to_string();
-    let common = TrustedKeys::from_jwks(
-        Some("https://login.microsoftonline.com/{tenantid}/v2.0".into()),
-        &jwks,
-        "https://login.microsoftonline.com/common/discovery/v2.0/keys",
-    )
-    .unwrap();
-    assert!(common.accepts_issuer("https://sts.windows.net/t1/", "t1"));
-    assert!(common.accepts_issuer("https://login.microsoftonline.com/t1/v2.0", "t1"));
-    assert!(!common.accepts_issuer("https://sts.windows.net/t2/", "t1"));
+    // Entra ID signs every tenant's tokens with the same keys: an issuer that stands for
+    // any tenant would let every tenant's applications in, so it is refused.
+    for multi in [
+        "https://login.microsoftonline.com/{tenantid}/v2.0",
+        "https://login.microsoftonline.com/common/v2.0",
+        "https://login.microsoftonline.com/organizations/v2.0",
+        "https://sts.windows.net/common/",
+    ] {
+        let e = TrustedKeys::from_jwks(Some(multi.into()), &jwks, "x").unwrap_err();
+        assert!(e.contains("tenant"), "{multi}: {e}");
+    }
+    // A JWKS that names no issuer is refused too.
+    let e = TrustedKeys::from_jwks(None, &jwks, "x").unwrap_err();
+    assert!(e.contains("names no"), "{e}");
     let one = TrustedKeys::from_jwks(
         Some("https://login.microsoftonline.com/t1/v2.0".into()),
         &jwks,
@@ -303,4 +308,119 @@ fn entra_issuers_accept_their_storage_tokens_for_the_tokens_own_tenant() {
     let other = TrustedKeys::from_jwks(Some("https://idp.example/".into()), &jwks, "x").unwrap();
     assert!(!other.accepts_issuer("https://sts.windows.net/t1/", "t1"));
     assert!(TrustedKeys::from_jwks(None, "{}", "x").is_err());
+}
+
+/// `"default": "none"` holds for every issuer: a foreign token's `roles` claim grants
+/// nothing to a principal the file does not name; an assignment decides for those it names.
+#[test]
+fn the_role_file_applies_to_every_issuer() {
+    let (stranger, jwks) = stranger();
+    let none = RoleAssignments::from_json(
+        r#"{"default": "none", "assignments": [
+            {"principalId": "reader", "role": "Storage Table Data Reader"}]}"#,
+    )
+    .unwrap();
+    let bearer = Bearer {
+        trusted: vec![TrustedKeys::from_file(jwks).unwrap()],
+        assignments: none,
+        ..Bearer::default()
+    };
+    let now = jsonwebtoken::get_current_timestamp();
+    let token = |principal: &str| {
+        let mut c = claims(now);
+        c["iss"] = serde_json::json!("https://idp.example/tenant/");
+        c["oid"] = serde_json::json!(principal);
+        c["roles"] = serde_json::json!(["Storage Table Data Contributor"]);
+        let mut h = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+        h.kid = Some(stranger.key_id().to_owned());
+        jsonwebtoken::encode(&h, &c, &stranger.encoding).unwrap()
+    };
+    let foreign = verify(&bearer, &token("app-9")).unwrap();
+    assert_eq!(foreign.claimed, vec![Role::Contributor]);
+    assert_eq!(bearer.role(&foreign, "devstoreaccount1", Some("t")), None);
+    let reader = verify(&bearer, &token("reader")).unwrap();
+    assert_eq!(
+        bearer.role(&reader, "devstoreaccount1", Some("t")),
+        Some(Role::Reader)
+    );
+    // A default role is every unnamed principal's; without a default the claim decides.
+    let default_reader =
+        RoleAssignments::from_json(r#"{"default": "reader", "assignments": []}"#).unwrap();
+    assert_eq!(
+        default_reader.decide("x", &[Role::Contributor], "a", None),
+        Some(Role::Reader)
+    );
+    let unset = RoleAssignments::from_json("[]").unwrap();
+    assert_eq!(
+        unset.decide("x", &[Role::Reader], "a", None),
+        Some(Role::Reader)
+    );
+    assert_eq!(unset.decide("x", &[], "a", None), None);
+}
+
+/// Only registered clients with their own secret match; a secret is registered once.
+#[test]
+fn client_secrets_match_exactly() {
+    let file = RoleAssignments::from_json(
+        r#"[{"principalId": "a", "clientSecret": "sec-a", "role": "reader"},
+            {"principalId": "a", "clientSecret": "sec-a", "role": "contributor",
+             "scope": "acct/t"},
+            {"principalId": "b", "role": "reader"}]"#,
+    )
+    .unwrap();
+    assert!(file.client_matches("a", "sec-a"));
+    for (client, secret) in [
+        ("a", "sec-b"),
+        ("a", "sec-"),
+        ("a", ""),
+        ("b", ""),
+        ("c", "sec-a"),
+    ] {
+        assert!(!file.client_matches(client, secret), "{client}/{secret}");
+    }
+    assert_eq!(file.clients().collect::<Vec<_>>(), vec![("a", "sec-a")]);
+    for bad in [
+        r#"[{"principalId": "a", "clientSecret": "", "role": "reader"}]"#,
+        r#"[{"principalId": "a", "clientSecret": "x", "role": "reader"},
+            {"principalId": "a", "clientSecret": "y", "role": "reader"}]"#,
+    ] {
+        assert!(RoleAssignments::from_json(bad).is_err(), "{bad}");
+    }
+    let generated = RoleAssignments::default().with_client("g", "s", Role::Contributor);
+    assert!(generated.client_matches("g", "s"));
+    assert_eq!(generated.issued_role("g"), Some(Role::Contributor));
+}
+
+/// The generated client is made once, 0600, and read back the same; a damaged or open
+/// file is an error, never silently replaced.
+#[test]
+fn the_generated_client_is_kept() {
+    let dir = std::env::temp_dir().join(format!("tableq-client-{}", uuid::Uuid::new_v4()));
+    let first = GeneratedClient::open(&dir).unwrap();
+    assert!(first.made_now);
+    assert!(uuid::Uuid::parse_str(&first.id).is_ok());
+    assert!(first.secret.len() >= 40);
+    assert!(!format!("{first:?}").contains(&first.secret));
+    let again = GeneratedClient::open(&dir).unwrap();
+    assert!(!again.made_now);
+    assert_eq!(
+        (again.id.as_str(), again.secret.as_str()),
+        (first.id.as_str(), first.secret.as_str())
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join(CLIENT_FILE);
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = GeneratedClient::open(&dir).unwrap_err().to_string();
+        assert!(e.contains("too open"), "{e}");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::write(&path, "not json").unwrap();
+        assert!(GeneratedClient::open(&dir).is_err());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

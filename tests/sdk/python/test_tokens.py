@@ -6,8 +6,10 @@ The runner (`scripts/sdk-tests.sh`) starts that server and sets:
 * `TABLEQ_SDK_TLS_HTTP_ENDPOINT`: the same server's plain-HTTP endpoint;
 * `TABLEQ_SDK_TLS_AUTHORITY`: `https://127.0.0.1:<port>` (the local issuer);
 * `TABLEQ_SDK_TLS_CA`: the CA file to trust (as `REQUESTS_CA_BUNDLE`).
-The principal `reader-app` is assigned Storage Table Data Reader; any other client id gets
-Contributor. Without those variables (the PostgreSQL runs) the tests are skipped.
+The server runs its local issuer (`--local-issuer`) with two registered clients:
+`reader-app` (secret `reader-secret`, Storage Table Data Reader) and `contributor-app`
+(secret `contributor-secret`, Storage Table Data Contributor); any other client, or a wrong
+secret, gets no token. Without those variables (the PostgreSQL runs) the tests are skipped.
 """
 
 import datetime
@@ -17,7 +19,7 @@ import uuid
 import pytest
 import requests
 from azure.core.credentials import AzureNamedKeyCredential, AzureSasCredential
-from azure.core.exceptions import HttpResponseError
+from azure.core.exceptions import ClientAuthenticationError, HttpResponseError
 from azure.data.tables import (
     AccountSasPermissions,
     ResourceTypes,
@@ -49,11 +51,14 @@ def monkeypatch_module():
         yield patch
 
 
-def credential(tls, client_id):
+SECRETS = {"reader-app": "reader-secret", "contributor-app": "contributor-secret"}
+
+
+def credential(tls, client_id, secret=None):
     return ClientSecretCredential(
         TENANT,
         client_id,
-        "any-secret",
+        secret if secret is not None else SECRETS[client_id],
         authority=tls["AUTHORITY"],
         disable_instance_discovery=True,
     )
@@ -169,3 +174,20 @@ def test_tokens_over_plain_http_are_refused(tls):
         timeout=10,
     )
     assert ok.status_code == 200, ok.text
+
+
+@pytest.mark.parametrize(
+    "client_id, secret",
+    [("random-stranger", "x"), ("contributor-app", "made-up"), ("reader-app", "contributor-secret")],
+)
+def test_strangers_and_wrong_secrets_get_no_token(tls, client_id, secret):
+    # The issuer gives tokens to registered clients with their own secret only: the SDK
+    # surfaces Entra ID's answer (401 invalid_client, AADSTS7000215).
+    with pytest.raises(ClientAuthenticationError) as err:
+        credential(tls, client_id, secret).get_token("https://storage.azure.com/.default")
+    assert "AADSTS7000215" in str(err.value)
+    svc = TableServiceClient(
+        endpoint=tls["ENDPOINT"], credential=credential(tls, client_id, secret), retry_total=0
+    )
+    with pytest.raises(ClientAuthenticationError):
+        svc.create_table(unique("stolen"))

@@ -3,8 +3,10 @@
 //
 // The runner (scripts/sdk-tests.sh) starts that server, sets TABLEQ_SDK_TLS_ENDPOINT,
 // TABLEQ_SDK_TLS_HTTP_ENDPOINT, TABLEQ_SDK_TLS_AUTHORITY, and starts node with
-// NODE_EXTRA_CA_CERTS set to the server's CA (as a user would). Principal `reader-app` is a
-// Storage Table Data Reader; any other client id is a Contributor. Skipped without them.
+// NODE_EXTRA_CA_CERTS set to the server's CA (as a user would). The server runs its local
+// issuer with two registered clients: `reader-app` (secret `reader-secret`, Storage Table
+// Data Reader) and `contributor-app` (secret `contributor-secret`, Contributor); any other
+// client or a wrong secret gets no token. Skipped without them.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -21,8 +23,10 @@ const SKIP = !ENDPOINT || !AUTHORITY
   : false;
 const OPTIONS = { retryOptions: { maxRetries: 0 } };
 
-function credential(clientId) {
-  return new ClientSecretCredential(TENANT, clientId, "any-secret", {
+const SECRETS = { "reader-app": "reader-secret", "contributor-app": "contributor-secret" };
+
+function credential(clientId, secret = SECRETS[clientId]) {
+  return new ClientSecretCredential(TENANT, clientId, secret, {
     authorityHost: AUTHORITY,
     disableInstanceDiscovery: true,
   });
@@ -103,4 +107,14 @@ test("a token over plain HTTP is refused", { skip: SKIP || !HTTP_ENDPOINT }, asy
   assert.equal(reply.status, 403);
   assert.equal(reply.headers.get("x-ms-error-code"), "AuthenticationFailed");
   assert.match(reply.headers.get("www-authenticate"), /^Bearer authorization_uri=https:\/\/.*resource_id=https:\/\/storage\.azure\.com/);
+});
+
+test("strangers and wrong secrets get no token", { skip: SKIP }, async () => {
+  for (const [clientId, secret] of [["random-stranger", "x"], ["contributor-app", "made-up"]]) {
+    const err = await thrown(() => credential(clientId, secret).getToken("https://storage.azure.com/.default"));
+    assert.equal(err.name, "AuthenticationError", String(err));
+    assert.match(String(err.message), /AADSTS7000215/);
+    const service = new TableServiceClient(ENDPOINT, credential(clientId, secret), OPTIONS);
+    await assert.rejects(() => service.createTable(uniqueName("stolen")));
+  }
 });
