@@ -768,16 +768,17 @@ async fn serve_and_token_commands_work_together() {
             "GET /devstoreaccount1/Tables HTTP/1.1\r\nAuthorization: Bearer {}\r\n\
              x-ms-version: 2019-02-02\r\nAccept: application/json;odata=nometadata",
             {
+                // No --endpoint: the origin the restarted server wrote into the keys
+                // directory (its new port), so the token names the issuer it trusts.
                 let origin2 = endpoint.trim_end_matches("/devstoreaccount1").to_owned();
+                assert_eq!(
+                    std::fs::read_to_string(keys.join("local-issuer-origin"))
+                        .unwrap()
+                        .trim(),
+                    origin2
+                );
                 let out = std::process::Command::new(bin)
-                    .args([
-                        "token",
-                        "--role",
-                        "contributor",
-                        "--endpoint",
-                        &origin2,
-                        "--keys",
-                    ])
+                    .args(["token", "--role", "contributor", "--keys"])
                     .arg(&keys)
                     .output()
                     .unwrap();

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use tableq_server::Server;
 use tableq_server::tls::TlsMaterial;
 use tableq_server::token::{
-    Bearer, GeneratedClient, LocalIssuer, Role, RoleAssignments, TrustedKeys,
+    Bearer, GeneratedClient, ISSUER_ORIGIN_FILE, LocalIssuer, Role, RoleAssignments, TrustedKeys,
 };
 
 /// The HTTPS and token flags of `tableq serve`.
@@ -269,12 +269,19 @@ impl Prepared {
             );
         }
         if local {
+            // `tableq token` reads the origin tokens must name from here.
+            let origin_file = self.keys.join(ISSUER_ORIGIN_FILE);
+            if let Err(e) = std::fs::write(&origin_file, format!("{origin}\n")) {
+                tracing::warn!(
+                    "cannot write {}: {e} (tableq token then needs --endpoint {origin})",
+                    origin_file.display()
+                );
+            }
             let keys = std::fs::canonicalize(&self.keys).unwrap_or(self.keys);
             banner.push_str(&format!(
                 "tokens: Bearer over HTTPS; local issuer {origin}/<tenant> \
                  (ClientSecretCredential: authority {origin}, instance discovery off, any \
-                 tenant); `tableq token --keys {} --endpoint {origin} --role \
-                 reader|contributor` prints one\n",
+                 tenant); `tableq token --keys {} --role reader|contributor` prints one\n",
                 keys.display()
             ));
             match &self.client {

@@ -3,20 +3,24 @@
 //!
 //! ```text
 //! tableq token --role contributor|reader [--principal ID] [--tenant T]
-//!              [--endpoint https://127.0.0.1:10002] [--keys DIR | --data DIR] [--lifetime 1h]
+//!              [--endpoint https://HOST:PORT] [--keys DIR | --data DIR] [--lifetime 1h]
 //! ```
 //!
 //! The token is signed with the signing key `tableq serve --tls …` keeps in its keys
 //! directory (the server makes it on its first start with HTTPS; this command never
 //! makes one). `--endpoint` is the server's HTTPS origin: the token's issuer is
-//! `{endpoint}/{tenant}/v2.0`, which that server accepts. Exit codes: 0 printed, 2 no
+//! `{endpoint}/{tenant}/v2.0`, which that server accepts. Without it, the origin the server
+//! wrote into the keys directory at its start (`local-issuer-origin`) is used, so the token
+//! names the issuer the running server trusts. Exit codes: 0 printed, 2 no
 //! usable key or a bad flag.
 
 use clap::Args as ClapArgs;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
-use tableq_server::token::{LocalIssuer, Role, SIGNING_KEY_FILE, STORAGE_AUDIENCE, TokenRequest};
+use tableq_server::token::{
+    ISSUER_ORIGIN_FILE, LocalIssuer, Role, SIGNING_KEY_FILE, STORAGE_AUDIENCE, TokenRequest,
+};
 
 /// Arguments of `tableq token`.
 #[derive(Debug, Clone, ClapArgs)]
@@ -35,9 +39,11 @@ pub struct Args {
         default_value = "00000000-0000-0000-0000-000000000000"
     )]
     tenant: String,
-    /// The HTTPS origin of the server that will receive the token.
-    #[arg(long, value_name = "URL", default_value = "https://127.0.0.1:10002")]
-    endpoint: String,
+    /// The HTTPS origin of the server that will receive the token [default: the origin
+    /// the server running the local issuer wrote into the keys directory
+    /// (`local-issuer-origin`), else https://127.0.0.1:10002].
+    #[arg(long, value_name = "URL")]
+    endpoint: Option<String>,
     /// The keys directory of the server [default: DATA/keys].
     #[arg(long, value_name = "DIR")]
     keys: Option<PathBuf>,
@@ -70,7 +76,13 @@ pub fn run(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let endpoint = args.endpoint.trim_end_matches('/');
+    let written = std::fs::read_to_string(keys.join(ISSUER_ORIGIN_FILE)).ok();
+    let endpoint = args
+        .endpoint
+        .as_deref()
+        .or_else(|| written.as_deref().map(str::trim).filter(|o| !o.is_empty()))
+        .unwrap_or("https://127.0.0.1:10002")
+        .trim_end_matches('/');
     if !endpoint.starts_with("https://") {
         eprintln!("error: --endpoint {endpoint}: want the server's https:// origin");
         return ExitCode::from(2);

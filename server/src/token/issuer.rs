@@ -197,6 +197,11 @@ impl LocalIssuer {
     }
 }
 
+/// The file in the keys directory where a server running the local issuer writes the HTTPS
+/// origin it names itself by (one line, e.g. `https://127.0.0.1:10443`): `tableq token`'s
+/// default `--endpoint`.
+pub const ISSUER_ORIGIN_FILE: &str = "local-issuer-origin";
+
 /// The local issuer's client file in the keys directory.
 pub const CLIENT_FILE: &str = "local-client.json";
 

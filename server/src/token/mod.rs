@@ -24,8 +24,8 @@ mod issuer;
 mod roles;
 
 pub use issuer::{
-    CLIENT_FILE, GeneratedClient, LocalIssuer, SIGNING_KEY_FILE, TOKEN_LIFETIME_SECONDS,
-    TokenRequest,
+    CLIENT_FILE, GeneratedClient, ISSUER_ORIGIN_FILE, LocalIssuer, SIGNING_KEY_FILE,
+    TOKEN_LIFETIME_SECONDS, TokenRequest,
 };
 pub(crate) use issuer::{Route as IssuerRoute, answer as issuer_answer, route as issuer_route};
 pub use roles::{RoleAssignments, Scope};
@@ -85,9 +85,13 @@ pub enum TokenError {
     /// No trusted issuer has the key, or the signature does not verify.
     #[error("signature validation failed: {0}")]
     Signature(String),
-    /// `iss` is not the issuer whose key signed it.
-    #[error("issuer validation failed: `{0}` is not a trusted issuer of this server")]
-    Issuer(String),
+    /// `iss` is not the issuer whose key signed it: the token's `iss`, and the issuer that
+    /// key belongs to.
+    #[error(
+        "issuer validation failed: `{0}` is not a trusted issuer of this server (the key \
+         that signed the token is {1}'s)"
+    )]
+    Issuer(String, String),
     /// `aud` is not storage's.
     #[error(
         "audience validation failed: the token is for {0}, not https://storage.azure.com or \
@@ -370,7 +374,14 @@ impl Bearer {
                 IssuerRef::Trusted(t) => t.accepts_issuer(&claims.iss, &tid),
             };
             if !issuer_ok {
-                return Err(TokenError::Issuer(claims.iss));
+                let expected = match issuer {
+                    IssuerRef::Local => format!(
+                        "the local issuer {}/{tid}/v2.0",
+                        origins.first().map_or("https://127.0.0.1", String::as_str)
+                    ),
+                    IssuerRef::Trusted(t) => t.issuer.clone(),
+                };
+                return Err(TokenError::Issuer(claims.iss, expected));
             }
             let aud = claims.aud.values();
             if !aud.iter().any(|a| audiences.iter().any(|x| x == a)) {
