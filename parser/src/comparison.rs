@@ -38,6 +38,46 @@ fn keyword_hint(word: &str) -> Option<String> {
     })
 }
 
+/// A hint for a word one edit away from what may come next — a comparison operator after a
+/// property (`gtt`, `qe`, `nee`), `and`/`or` after a comparison (`adn`, `ro`) — naming it.
+fn near_operator(word: &str, after_property: bool) -> Option<String> {
+    const COMPARISONS: [&str; 6] = ["eq", "ne", "gt", "ge", "lt", "le"];
+    const JOINS: [&str; 2] = ["and", "or"];
+    if word.len() > 4 {
+        return None;
+    }
+    let lower = word.to_ascii_lowercase();
+    let candidates: &[&str] = if after_property { &COMPARISONS } else { &JOINS };
+    let near: Vec<&str> = candidates
+        .iter()
+        .copied()
+        .filter(|op| strsim::damerau_levenshtein(&lower, op) == 1)
+        .collect();
+    // Two letters swapped (`qe`) is the likeliest slip: name that alone.
+    let sorted = |w: &str| {
+        let mut c: Vec<char> = w.chars().collect();
+        c.sort_unstable();
+        c
+    };
+    let swapped: Vec<&str> = near
+        .iter()
+        .copied()
+        .filter(|op| sorted(op) == sorted(&lower))
+        .collect();
+    let near = if swapped.is_empty() { near } else { swapped };
+    match near.as_slice() {
+        [] => None,
+        [one] => Some(format!("did you mean `{one}`?")),
+        more => Some(format!(
+            "did you mean {}?",
+            more.iter()
+                .map(|op| format!("`{op}`"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )),
+    }
+}
+
 /// Describes an unsupported word in operator position (`add`, `in`, `has`), if it is one.
 fn unsupported_operator(word: &str) -> Option<Unsupported> {
     match word {
@@ -368,9 +408,26 @@ pub(crate) fn unexpected_after(i: Tokens<'_>, expected: &'static [&'static str])
                     SyntaxError::new(ErrorKind::UnknownOperator(w.to_string()), *s)
                         .hint(format!("keywords are lowercase: did you mean `{k}`?"))
                 }
-                _ => SyntaxError::new(ErrorKind::TrailingInput(t.to_string()), *s)
-                    .expected(expected)
-                    .hint("join conditions with `and` or `or`"),
+                // After a bare property a comparison operator is due; after a complete
+                // comparison, `and`/`or`.
+                _ => {
+                    let after_property = matches!(i.prev(), Some((Token::Ident(_), _)));
+                    match near_operator(w, after_property) {
+                        Some(hint) if after_property => {
+                            SyntaxError::new(ErrorKind::UnknownOperator(w.to_string()), *s)
+                                .expected(&["eq", "ne", "gt", "ge", "lt", "le"])
+                                .hint(hint)
+                        }
+                        Some(hint) => {
+                            SyntaxError::new(ErrorKind::UnknownKeyword(w.to_string()), *s)
+                                .expected(expected)
+                                .hint(hint)
+                        }
+                        None => SyntaxError::new(ErrorKind::TrailingInput(t.to_string()), *s)
+                            .expected(expected)
+                            .hint("join conditions with `and` or `or`"),
+                    }
+                }
             }
         }
         Token::Null => SyntaxError::new(ErrorKind::Unsupported(Unsupported::Null), *s),

@@ -68,6 +68,9 @@ pub enum ErrorKind {
     /// Two words or literals written without a space between them (`'x'and`).
     #[error("missing space between `{0}` and `{1}`")]
     MissingSpace(String, String),
+    /// A date written bare (`2024-01-01`) instead of as `datetime'…'`.
+    #[error("`{0}` is a date written without `datetime'…'`")]
+    BareDateTime(String),
 
     // ---- syntax --------------------------------------------------------------------------
     /// An operator that is not one of `eq ne gt ge lt le` (`EQ`, `==`, `<`).

@@ -329,12 +329,80 @@ fn datetime<'s>(lex: &mut Lexer<'s, Raw<'s>>) -> Result<Value, LexError> {
                 .hint("allowed are 1601-01-01T00:00:00Z … 9999-12-31T23:59:59.9999999Z")
                 .at(at.0, at.1),
             _ => LexError::new(ErrorKind::InvalidDateTime)
-                .hint(
-                    "expected YYYY-MM-DDTHH:MM:SS[.fffffff][Z|±hh:mm], e.g. `2008-07-10T00:00:00Z`",
-                )
+                .hint(no_such_instant(body).unwrap_or_else(|| {
+                    "expected YYYY-MM-DDTHH:MM:SS[.fffffff][Z|±hh:mm], e.g. \
+                     `2008-07-10T00:00:00Z`"
+                        .to_owned()
+                }))
                 .at(at.0, at.1),
         }
     })
+}
+
+/// Why a DateTime body of the right shape (`YYYY-MM-DDTHH:MM:SS…`) names no instant (month
+/// 13, 30 February, hour 24, …), if that is why it was refused.
+fn no_such_instant(body: &str) -> Option<String> {
+    let b = body.as_bytes();
+    let shaped = b.len() >= 19
+        && b.iter().take(19).enumerate().all(|(i, c)| match i {
+            4 | 7 => *c == b'-',
+            10 => *c == b'T',
+            13 | 16 => *c == b':',
+            _ => c.is_ascii_digit(),
+        });
+    if !shaped {
+        return None;
+    }
+    let field = |from: usize, to: usize| body[from..to].parse::<u32>().ok();
+    let (year, month, day) = (field(0, 4)?, field(5, 7)?, field(8, 10)?);
+    let (hour, minute, second) = (field(11, 13)?, field(14, 16)?, field(17, 19)?);
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    if !(1..=12).contains(&month) {
+        return Some(format!(
+            "month {month:02} does not exist: months are 01 to 12 (the form is \
+             YYYY-MM-DDTHH:MM:SS)"
+        ));
+    }
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    let name = MONTHS[month as usize - 1];
+    if day == 0 || day > days {
+        return Some(format!(
+            "{name} {year} has no day {day:02}: it has {days} days"
+        ));
+    }
+    if hour > 23 {
+        return Some(format!("hour {hour:02} does not exist: hours are 00 to 23"));
+    }
+    if minute > 59 {
+        return Some(format!(
+            "minute {minute:02} does not exist: minutes are 00 to 59"
+        ));
+    }
+    if second > 59 {
+        return Some(format!(
+            "second {second:02} does not exist: seconds are 00 to 59"
+        ));
+    }
+    None
 }
 
 /// `guid'a455c695-df98-5678-aaaa-81d3367e5a34'`: the dashed form only.
@@ -508,12 +576,55 @@ fn glued(
         .with_hint(hint);
     }
     let _ = next;
+    if let Some(date) = bare_date(&text[prev_span.start..]) {
+        let end = prev_span.start + date.len();
+        let hint = if date.len() == 10 {
+            format!("write a date as a DateTime literal: datetime'{date}T00:00:00Z'")
+        } else {
+            let zone = if date.ends_with('Z') { "" } else { "Z" };
+            format!("write a date as a DateTime literal: datetime'{date}{zone}'")
+        };
+        return ParseError::new(
+            ErrorKind::BareDateTime(date.to_owned()),
+            Span::new(prev_span.start, end),
+            text,
+        )
+        .with_hint(hint);
+    }
     ParseError::new(
         ErrorKind::MissingSpace(a.to_owned(), b.to_owned()),
         prev_span.to(span),
         text,
     )
     .with_hint("separate words and literals with a space")
+}
+
+/// The date (`YYYY-MM-DD`, optionally with `THH:MM[:SS[.f…]][Z]`) `text` begins with, if it
+/// begins with one written without the `datetime'…'` around it.
+fn bare_date(text: &str) -> Option<&str> {
+    let b = text.as_bytes();
+    let digits = |from: usize, to: usize| {
+        b.get(from..to)
+            .is_some_and(|d| d.iter().all(u8::is_ascii_digit))
+    };
+    if !(digits(0, 4)
+        && b.get(4) == Some(&b'-')
+        && digits(5, 7)
+        && b.get(7) == Some(&b'-')
+        && digits(8, 10))
+    {
+        return None;
+    }
+    let rest = &text[10..];
+    let time = rest
+        .strip_prefix('T')
+        .map(|t| {
+            1 + t
+                .find(|c: char| !(c.is_ascii_digit() || c == ':' || c == '.' || c == 'Z'))
+                .unwrap_or(t.len())
+        })
+        .unwrap_or(0);
+    Some(&text[..10 + time])
 }
 
 fn lex_error(text: &str, span: Span, e: LexError) -> ParseError {

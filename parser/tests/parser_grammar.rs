@@ -542,3 +542,64 @@ fn property_names_follow_the_data_model() {
     roundtrip("Timestamp ge datetime'2020-01-01T00:00:00Z'");
     roundtrip("RowKey lt 'x'");
 }
+
+/// The advice a newcomer got wrong (issue 29): a mistyped operator is named as one, a bare
+/// date points at `datetime'…'`, and a well-formed date that does not exist says why.
+#[test]
+fn near_misses_get_the_advice_they_need() {
+    let e = error("Total gtt 5");
+    assert_eq!(e.kind(), &ErrorKind::UnknownOperator("gtt".into()));
+    assert_eq!(e.hint(), Some("did you mean `gt`?"));
+    assert_eq!(error("Total qe 5").hint(), Some("did you mean `eq`?"));
+    assert_eq!(
+        error("Total gx 5").hint(),
+        Some("did you mean `gt` or `ge`?")
+    );
+    // After a complete comparison, `and`/`or` are what is due.
+    let e = error("A eq 1 adn B eq 2");
+    assert_eq!(e.kind(), &ErrorKind::UnknownKeyword("adn".into()));
+    assert_eq!(e.hint(), Some("did you mean `and`?"));
+    // A word nowhere near keeps the general advice.
+    assert_eq!(
+        error("Total banana 5").hint(),
+        Some("join conditions with `and` or `or`")
+    );
+    let e = error("Created gt 2024-01-01");
+    assert_eq!(e.kind(), &ErrorKind::BareDateTime("2024-01-01".into()));
+    assert_eq!(
+        e.hint(),
+        Some("write a date as a DateTime literal: datetime'2024-01-01T00:00:00Z'")
+    );
+    assert_eq!(e.span().range(), 11..21);
+    let e = error("Created gt 2024-01-01T10:00:00Z and A eq 1");
+    assert_eq!(
+        e.hint(),
+        Some("write a date as a DateTime literal: datetime'2024-01-01T10:00:00Z'")
+    );
+    let month = error("Created gt datetime'2024-13-01T00:00:00Z'");
+    assert_eq!(month.kind(), &ErrorKind::InvalidDateTime);
+    assert!(
+        month.hint().unwrap().starts_with("month 13 does not exist"),
+        "{month}"
+    );
+    let feb = error("Created gt datetime'2024-02-30T00:00:00Z'");
+    assert_eq!(
+        feb.hint(),
+        Some("February 2024 has no day 30: it has 29 days")
+    );
+    assert_eq!(
+        error("Created gt datetime'2023-02-29T00:00:00Z'").hint(),
+        Some("February 2023 has no day 29: it has 28 days")
+    );
+    assert_eq!(
+        error("Created gt datetime'2024-01-01T24:00:00Z'").hint(),
+        Some("hour 24 does not exist: hours are 00 to 23")
+    );
+    // A malformed one keeps the form to follow.
+    assert!(
+        error("Created gt datetime'2024-1-01T00:00:00Z'")
+            .hint()
+            .unwrap()
+            .starts_with("expected YYYY-MM-DDTHH:MM:SS")
+    );
+}
