@@ -239,6 +239,55 @@ fn cli_serve_on_a_taken_port_fails_clearly() {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(out.stdout.is_empty());
+    // The durable default: the port is claimed before the store is opened, so a failed
+    // start leaves no data directory (nor keys) behind.
+    let dir = std::env::temp_dir().join(format!("tableq-taken-{}", uuid::Uuid::new_v4()));
+    let data = dir.join("tableq-data");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = tableq()
+        .args(["serve", "--port", &port.to_string(), "--tls", "self-signed"])
+        .arg("--data")
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!data.exists(), "a failed start made {}", data.display());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The banner names the data directory absolutely, wherever the server was started from.
+#[test]
+fn the_banner_names_the_data_directory_absolutely() {
+    let dir = std::env::temp_dir().join(format!("tableq-banner-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut child = tableq()
+        .args(["serve", "--port", "0", "--data", "rel-data"])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut storage = String::new();
+    loop {
+        let mut line = String::new();
+        if std::io::BufRead::read_line(&mut out, &mut line).unwrap() == 0 {
+            break;
+        }
+        if line.starts_with("storage:") {
+            storage = line;
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let absolute = dir.join("rel-data");
+    assert!(
+        storage.contains(&absolute.display().to_string()),
+        "{storage} does not name {}",
+        absolute.display()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]

@@ -406,6 +406,8 @@ fn reserved_account_names_and_bad_limits_are_refused_at_start() {
         assert!(!stderr.contains("panicked"), "{stderr}");
         if args[0] == "--account" {
             assert!(stderr.contains("/health"), "{stderr}");
+            // One sentence, no run of spaces from a broken line continuation.
+            assert!(!stderr.contains("  "), "{stderr}");
         }
     }
 }

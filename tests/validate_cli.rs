@@ -224,12 +224,11 @@ fn unreadable_input_exits_2() {
         run.stderr
     );
 
-    // A directory opens but cannot be read.
+    // A directory is named as one (`a_directory_is_named_as_one`).
     let run = tableq(&["samples"], None);
     assert_eq!(run.code, 2);
     assert!(
-        run.stderr
-            .starts_with("error: cannot read samples: line 1:"),
+        run.stderr.starts_with("error: `samples` is a directory"),
         "{}",
         run.stderr
     );
@@ -299,4 +298,17 @@ fn a_line_over_4_mib_is_reported_without_reading_it() {
         "{}",
         run.stderr
     );
+}
+
+/// A directory is not a file of entities: the message says so (not "line 1: Is a directory").
+#[test]
+fn a_directory_is_named_as_one() {
+    let run = tableq(&["samples"], None);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("`samples` is a directory"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("line 1"), "{}", run.stderr);
 }

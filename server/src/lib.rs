@@ -82,7 +82,7 @@ pub use config::{
     ServerConfig,
 };
 pub use error::ApiError;
-pub use server::{Server, ServerError, shutdown_signal};
+pub use server::{Reserved, Server, ServerError, shutdown_signal};
 
 /// The whole request pipeline as an axum [`Router`](axum::Router) serving `config`'s account
 /// from `backend` (authorization as configured), without a listener: for driving requests

@@ -105,13 +105,54 @@ struct Https {
     local_addr: SocketAddr,
 }
 
+/// The listen backlog: connections the kernel holds before they are accepted (the
+/// connection cap's waiting room).
+const LISTEN_BACKLOG: u32 = 1024;
+
+/// An address claimed for a server that does not listen yet: the port is bound (so it is
+/// the process's, and a taken port is an error now), but connections are refused until
+/// [`Server::listen_on`] opens it. `tableq serve` claims its port first, then opens the
+/// store and makes its keys, then listens: a start that fails leaves nothing behind, and a
+/// client that connects as soon as the port answers finds the server ready.
+#[derive(Debug)]
+pub struct Reserved {
+    socket: tokio::net::TcpSocket,
+    addr: SocketAddr,
+}
+
+impl Reserved {
+    /// Binds `addr` without listening (port 0: any free port; see
+    /// [`Reserved::local_addr`]).
+    pub fn claim(addr: SocketAddr) -> Result<Reserved, ServerError> {
+        let error = |source| ServerError::Bind { addr, source };
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()
+        } else {
+            tokio::net::TcpSocket::new_v6()
+        }
+        .map_err(error)?;
+        // As `TcpListener::bind` does on Unix: a restart may reuse a port in TIME_WAIT.
+        #[cfg(unix)]
+        socket.set_reuseaddr(true).map_err(error)?;
+        socket.bind(addr).map_err(error)?;
+        let addr = socket.local_addr().map_err(error)?;
+        Ok(Reserved { socket, addr })
+    }
+
+    /// The claimed address (with the port chosen for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
 /// Refuses account names that the operator endpoints (`/health`, `/metrics`) take.
 pub(crate) fn check_account_name(name: &str) -> Result<(), ServerError> {
     if RESERVED_ACCOUNT_NAMES.contains(&name) {
         return Err(ServerError::Account {
             name: name.to_owned(),
             reason: format!(
-                "`/{name}` is the server's own endpoint (GET /health, /health/ready, /metrics),                  so no account can be named {name:?}; choose another name"
+                "`/{name}` is the server's own endpoint (GET /health, /health/ready, /metrics), \
+                 so no account can be named {name:?}; choose another name"
             ),
         });
     }
@@ -136,14 +177,26 @@ impl Server {
         backend: Arc<dyn Backend>,
         config: ServerConfig,
     ) -> Result<Server, ServerError> {
+        Server::listen_on(Reserved::claim(addr)?, backend, config)
+    }
+
+    /// Like [`Server::bind`], on an address [`Reserved::claim`]ed before: the port was
+    /// claimed early (a taken port fails before anything else is made) and opens now.
+    pub fn listen_on(
+        reserved: Reserved,
+        backend: Arc<dyn Backend>,
+        config: ServerConfig,
+    ) -> Result<Server, ServerError> {
         let name = config.account.name.clone();
         check_account_name(&name)?;
         let shared = Arc::new(Shared::new(&config));
         let limits = Resolved::new(&config.connections);
         let hosted =
             Hosted::new(backend, config).map_err(|reason| ServerError::Account { name, reason })?;
-        let listener = TcpListener::bind(addr)
-            .await
+        let addr = reserved.addr;
+        let listener = reserved
+            .socket
+            .listen(LISTEN_BACKLOG)
             .map_err(|source| ServerError::Bind { addr, source })?;
         let local_addr = listener
             .local_addr()

@@ -39,6 +39,12 @@ pub struct Input {
 /// `command` names the subcommand in the terminal hint.
 pub fn open(file: Option<&Path>, command: &str) -> Result<Input, String> {
     match file {
+        Some(p) if p.is_dir() => Err(format!(
+            "`{}` is a directory: give a file of entities (JSON lines), e.g. `{}/entities.jsonl`, \
+             or - for standard input",
+            p.display(),
+            p.display()
+        )),
         Some(p) if p.as_os_str() != "-" => match File::open(p) {
             Ok(f) => {
                 let size = f.metadata().map(|m| m.len()).unwrap_or(0);

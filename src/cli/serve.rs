@@ -51,7 +51,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tableq_client::sign::AccountKey;
 use tableq_server::{
-    Account, AuthMode, ConnectionLimits, DEFAULT_PORT, LogFormat, Server, ServerConfig,
+    Account, AuthMode, ConnectionLimits, DEFAULT_PORT, LogFormat, Reserved, Server, ServerConfig,
 };
 use tableq_store::postgres::{PostgresBackend, PostgresConfig};
 use tableq_store::{Backend, DurableBackend, DurableOptions, FsyncPolicy, MemoryBackend};
@@ -314,7 +314,7 @@ async fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("--host {host} resolves to no address"))
 }
 
-async fn serve(args: Args) -> ExitCode {
+async fn serve(mut args: Args) -> ExitCode {
     let addr = match resolve(&args.host, args.port).await {
         Ok(a) => a,
         Err(e) => {
@@ -322,6 +322,20 @@ async fn serve(args: Args) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The port is claimed before anything is made: a taken port leaves no data directory
+    // behind. It opens (listens) only once the store and the keys are ready.
+    let reserved = match Reserved::claim(addr) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // The banner names the data directory absolutely: a start from another directory is
+    // then visibly another store.
+    if let Ok(absolute) = std::path::absolute(&args.data) {
+        args.data = absolute;
+    }
     let accounts = match accounts(&args) {
         Ok(a) => a,
         Err(e) => {
@@ -352,13 +366,13 @@ async fn serve(args: Args) -> ExitCode {
     // Engines may own blocking resources (a database client's runtime) that must not be
     // dropped on an async worker: the last references are released on the blocking pool.
     let keep = stores.clone();
-    let code = run_server(addr, accounts, stores, auth, &args).await;
+    let code = run_server(reserved, accounts, stores, auth, &args).await;
     let _ = tokio::task::spawn_blocking(move || drop(keep)).await;
     code
 }
 
 async fn run_server(
-    addr: SocketAddr,
+    reserved: Reserved,
     accounts: Vec<Account>,
     stores: Vec<Arc<dyn Backend>>,
     auth: AuthMode,
@@ -397,7 +411,7 @@ async fn run_server(
             return ExitCode::from(2);
         }
     };
-    let mut server = match Server::bind(addr, first_store, config).await {
+    let mut server = match Server::listen_on(reserved, first_store, config) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
