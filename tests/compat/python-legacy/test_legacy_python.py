@@ -104,7 +104,8 @@ def all_types_entity(pk, rk):
         "I64": 9007199254740993,  # a Python int is sent as Edm.Int64
         "Dbl": 3.25,
         "Flag": True,
-        "When": datetime.datetime(2021, 6, 9, 1, 17, 8, 379589, tzinfo=UTC),
+        # the client writes whole seconds ('%Y-%m-%dT%H:%M:%SZ')
+        "When": datetime.datetime(2021, 6, 9, 1, 17, 8, tzinfo=UTC),
         "Id": EntityProperty(EdmType.GUID, "c9da6455-213d-42c9-9a79-3e9149a57833"),
         "Bytes": EntityProperty(EdmType.BINARY, b"\x00\x01\xfe\xff"),
     }
@@ -118,7 +119,7 @@ def check_all_types(e):
     assert e.I64 == 9007199254740993 and type(e.I64) is int
     assert e.Dbl == 3.25 and type(e.Dbl) is float
     assert e.Flag is True
-    assert e.When == datetime.datetime(2021, 6, 9, 1, 17, 8, 379589, tzinfo=UTC)
+    assert e.When == datetime.datetime(2021, 6, 9, 1, 17, 8, tzinfo=UTC)
     assert isinstance(e.Id, EntityProperty) and e.Id.type == EdmType.GUID
     assert e.Id.value == "c9da6455-213d-42c9-9a79-3e9149a57833"
     assert isinstance(e.Bytes, EntityProperty) and e.Bytes.type == EdmType.BINARY
@@ -275,14 +276,12 @@ def test_entity_errors(svc, table):
     expect_error(
         400, "PropertyNameInvalid", svc.insert_entity, table, {"PartitionKey": "p", "RowKey": "x", "bad name": 1}
     )
-    expect_error(400, "InvalidInput", svc.query_entities(table, filter="PartitionKey eq").__iter__().__next__)
+    expect_error(400, "InvalidInput", lambda: list(svc.query_entities(table, filter="PartitionKey eq")))
 
 
 def test_query_paging_and_filters(svc, table):
-    batch = TableBatch()
     for i in range(25):
-        batch.insert_entity({"PartitionKey": "p", "RowKey": f"r{i:03}", "N": EntityProperty(EdmType.INT32, i)})
-    svc.commit_batch(table, batch)
+        svc.insert_entity(table, {"PartitionKey": "p", "RowKey": f"r{i:03}", "N": EntityProperty(EdmType.INT32, i)})
     page = svc.query_entities(table, num_results=10)
     rows = list(page)
     assert [r.RowKey for r in rows] == [f"r{i:03}" for i in range(10)]
@@ -419,7 +418,7 @@ def test_table_acl_round_trip(svc, table):
     assert sorted(acl) == ["all", "read"]
     assert acl["read"].permission == "r"
     assert acl["all"].permission == "raud"
-    assert acl["read"].start.startswith("2030-01-01T00:00:00")
+    assert acl["read"].start == start and acl["read"].expiry == expiry
     svc.set_table_acl(table, {})
     assert svc.get_table_acl(table) == {}
     expect_error(404, "TableNotFound", svc.get_table_acl, name("gone"))

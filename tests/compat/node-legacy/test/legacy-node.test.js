@@ -23,13 +23,9 @@ const ETAG_RE = /^W\/"datetime'\d{4}-\d\d-\d\dT\d\d%3A\d\d%3A\d\d(\.\d{1,7})?Z'"
 const endpoint = (process.env.TABLEQ_COMPAT_ENDPOINT || '').replace(/\/$/, '');
 let svc;
 
-function connectionString(key = KEY) {
-  return `DefaultEndpointsProtocol=http;AccountName=${ACCOUNT};AccountKey=${key};` +
-    `TableEndpoint=${endpoint};TableSecondaryEndpoint=${endpoint}-secondary;`;
-}
-
 function service(key = KEY) {
-  return azure.createTableService(connectionString(key));
+  // The host object form names the secondary too (the connection string has no key for it).
+  return azure.createTableService(ACCOUNT, key, { primaryHost: endpoint, secondaryHost: `${endpoint}-secondary` });
 }
 
 function sasService(token) {
@@ -138,7 +134,7 @@ test('tables: create, exists, list with paging, delete', async () => {
   assert.equal((await call(svc, 'doesTableExist', names[1])).result.exists, false);
   assert.equal((await call(svc, 'deleteTableIfExists', names[0])).result, false);
   await expectError(404, 'ResourceNotFound', call(svc, 'deleteTable', names[0]));
-  await expectError(400, 'OutOfRangeInput', call(svc, 'createTable', 'ab'));
+  // (invalid table names never reach the server: the client validates them)
 });
 
 test('entities: all eight types through insert, retrieve and query in each metadata level', async () => {
@@ -248,11 +244,9 @@ test('entities: the error codes of the failures', async () => {
 
 test('queries: paging with top, a filter and continuation tokens', async () => {
   const t = await newTable();
-  const batch = new azure.TableBatch();
   for (let i = 0; i < 25; i++) {
-    batch.insertEntity({ PartitionKey: gen.String('p'), RowKey: gen.String(`r${String(i).padStart(3, '0')}`), N: gen.Int32(i) });
+    await call(svc, 'insertEntity', t, { PartitionKey: gen.String('p'), RowKey: gen.String(`r${String(i).padStart(3, '0')}`), N: gen.Int32(i) });
   }
-  await call(svc, 'executeBatch', t, batch);
   const seen = [];
   let token = null;
   let pages = 0;
@@ -295,7 +289,7 @@ test('batches: every operation, atomic failure with the failing index', async ()
   assert.equal(result[0].entity.I64._, '9007199254740993');
   const { result: all } = await call(svc, 'queryEntities', t, new azure.TableQuery().where('PartitionKey eq ?', 'b'), null);
   const rows = Object.fromEntries(all.entries.map((e) => [e.RowKey._, e]));
-  assert.deepEqual(Object.keys(rows).sort(), ['iom', 'ins', 'ior', 'mrg', 'upd']);
+  assert.deepEqual(Object.keys(rows).sort(), ['ins', 'iom', 'ior', 'mrg', 'upd']);
   assert.equal(rows.upd.V._, 'new');
   assert.equal(rows.mrg.W._, 'w');
   assert.equal(rows.mrg.V._, 'old');
