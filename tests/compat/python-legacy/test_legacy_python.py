@@ -381,10 +381,11 @@ def test_service_properties_round_trip(svc):
         assert props.minute_metrics.enabled is False
         assert len(props.cors) == 1
         rule = props.cors[0]
-        assert rule.allowed_origins == "http://example.com,http://other.example"
-        assert rule.allowed_methods == "GET,PUT,MERGE"
+        assert rule.allowed_origins == ["http://example.com", "http://other.example"]
+        assert rule.allowed_methods == ["GET", "PUT", "MERGE"]
         assert rule.max_age_in_seconds == 60
-        assert rule.exposed_headers == "x-ms-meta-*"
+        assert rule.exposed_headers == ["x-ms-meta-*"]
+        assert rule.allowed_headers == ["x-ms-meta-abc", "x-ms-meta-data*"]
     finally:
         svc.set_table_service_properties(
             logging=Logging(), hour_metrics=Metrics(), minute_metrics=Metrics(), cors=[]
