@@ -6,14 +6,16 @@ delete), entities of all eight EDM types (insert with `--if-exists fail|replace|
 show with `--select`, query with a filter, `--num-results` and `--marker`, replace and merge
 with `--if-match`, delete), the table's stored access policies, table SAS (permissions, key
 ranges, a stored policy) and account SAS, CORS rules, logging and metrics — and the error
-codes of the failures it can provoke, as the CLI prints them. Each `az` call takes seconds,
-so the tests group their calls. Run by `scripts/compat-tests.sh` with
+codes of the failures it can provoke, as the CLI prints them. The commands run through the
+CLI's own entry point in one long-lived process (`az_runner.py`, the interpreter of the `az`
+script): a new `az` process would cost seconds of start-up for each. Run by `scripts/compat-tests.sh` with
 `TABLEQ_COMPAT_ENDPOINT=http://127.0.0.1:PORT/devstoreaccount1` and `AZ` (the `az` program).
 """
 
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import uuid
 
@@ -55,21 +57,70 @@ def az_env(tmp):
     return env
 
 
+def az_python(az):
+    """The interpreter of the `az` script (its `#!` line), or None when `az` is no Python
+    script (then every command runs as its own `az` process)."""
+    path = shutil.which(az)
+    if not path:
+        pytest.fail(f"{az} not found")
+    with open(path, "rb") as script:
+        first = script.readline().decode("utf-8", "replace")
+    if first.startswith("#!") and "python" in first:
+        return first[2:].split()[0]
+    return None
+
+
+class Az:
+    """Runs CLI commands: in one long-lived `az_runner.py` process of the CLI's own
+    interpreter (a fresh `az` process costs seconds of start-up per command), else as `az`."""
+
+    def __init__(self, env):
+        self.env = env
+        self.az = os.environ.get("AZ", "az")
+        python = az_python(self.az)
+        self.proc = None
+        if python:
+            runner = os.path.join(os.path.dirname(os.path.abspath(__file__)), "az_runner.py")
+            self.proc = subprocess.Popen(
+                [python, runner], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            )
+
+    def __call__(self, args):
+        if self.proc is None:
+            proc = subprocess.run(
+                [self.az, *args], env=self.env, capture_output=True, text=True, timeout=120,
+                stdin=subprocess.DEVNULL,
+            )
+            return proc.returncode, proc.stdout, proc.stderr
+        self.proc.stdin.write(json.dumps(list(args)) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        assert line, f"az_runner.py exited ({self.proc.poll()}) during {args[:3]}"
+        reply = json.loads(line)
+        return reply["rc"], reply["out"], reply["err"]
+
+    def close(self):
+        if self.proc is not None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+
+
 @pytest.fixture(scope="session")
 def env(tmp_path_factory):
-    return az_env(tmp_path_factory.mktemp("azconfig"))
+    az = Az(az_env(tmp_path_factory.mktemp("azconfig")))
+    yield az
+    az.close()
 
 
 def run(env, *args, auth=None, check=True, debug=False):
     """Runs `az ARGS -o json` with the connection string (or `auth`, a list of auth
     arguments); returns the parsed JSON (None for no output), or (rc, stderr) if not `check`."""
     auth = ["--connection-string", connection_string()] if auth is None else auth
-    cmd = [os.environ.get("AZ", "az"), *args, *auth, "--output", "json", *(["--debug"] if debug else [])]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    rc, out, err = env([*args, *auth, "--output", "json", *(["--debug"] if debug else [])])
     if not check:
-        return proc.returncode, proc.stderr
-    assert proc.returncode == 0, f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}"
-    out = proc.stdout.strip()
+        return rc, err
+    assert rc == 0, f"{' '.join(args)} failed ({rc}):\n{err}"
+    out = out.strip()
     return json.loads(out) if out else None
 
 
