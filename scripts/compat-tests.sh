@@ -204,6 +204,7 @@ if [ -z "$endpoint" ]; then
     endpoint="http://127.0.0.1:$port/devstoreaccount1"
     say "tableq serve ${store_args[*]} is running on $endpoint (pid $server_pid)"
 fi
+[ -n "$server_pid" ] || store="external"
 export TABLEQ_COMPAT_ENDPOINT="$endpoint"
 export PYTHONDONTWRITEBYTECODE=1
 
