@@ -36,11 +36,13 @@ fn available(program: &str) -> bool {
         .is_ok_and(|status| status.success())
 }
 
-/// The lines that name failing tests or say what failed: pytest's `FAILED`/`ERROR` summary
-/// lines, node's `✖` lines after its failing-tests header, the Rust runner's `FAILED` lines,
-/// and the script's own `compat-tests:` lines.
+/// The lines that name failing tests or say what failed, each once: pytest's `FAILED` and
+/// `ERROR <nodeid>` summary lines (not its captured `ERROR    logger` records), node's `✖`
+/// lines after its failing-tests header, the Rust runner's `FAILED` lines, and the script's
+/// own `compat-tests:` lines. (The runners' stdout comes before the script's stderr, so
+/// node's header flag is not reset between suites; the de-duplication keeps one line each.)
 fn failure_lines(output: &str) -> Vec<&str> {
-    let mut lines = Vec::new();
+    let mut lines: Vec<&str> = Vec::new();
     let mut node_summary = false;
     for line in output.lines() {
         let trimmed = line.trim_start();
@@ -48,12 +50,11 @@ fn failure_lines(output: &str) -> Vec<&str> {
             node_summary = true;
             continue;
         }
-        if trimmed.starts_with("compat-tests: running") {
-            node_summary = false;
-        }
-        let is_pytest_or_rust = trimmed.starts_with("FAILED ") || trimmed.starts_with("ERROR ");
+        let is_pytest_or_rust = trimmed.starts_with("FAILED ")
+            || (trimmed.starts_with("ERROR ") && !trimmed.starts_with("ERROR  "));
         let is_node = node_summary && trimmed.starts_with('✖');
-        if is_pytest_or_rust || is_node || trimmed.starts_with("compat-tests:") {
+        let wanted = is_pytest_or_rust || is_node || trimmed.starts_with("compat-tests:");
+        if wanted && !lines.contains(&line) {
             lines.push(line);
         }
     }
@@ -164,9 +165,15 @@ compat-tests: running the node-legacy suite (azure-storage 2.10.7)
 \u{2716} failing tests:
 \u{2716} batches (7ms)
   AssertionError [ERR_ASSERTION]: Expected values
+\u{2716} table SAS (3ms)
+\u{2139} tests 7
+\u{2716} failing tests:
+\u{2716} table SAS (3ms)
 compat-tests: running the python-legacy suite (azure-cosmosdb-table 1.0.6)
 E   AssertionError: nope
+ERROR    azure.cosmosdb.table.common.storageclient:storageclient.py:424 Retry policy did not allow
 FAILED test_legacy_python.py::test_x - AssertionError: nope
+ERROR test_legacy_python.py::test_y - RuntimeError: setup
 =========== 1 failed, 3 passed in 2.00s ===========
 compat-tests: running the rust suite (azure_data_tables 0.21)
 ok tables (0.10 s)
@@ -179,8 +186,10 @@ compat-tests: FAILED: node-legacy python-legacy rust
         [
             "compat-tests: running the node-legacy suite (azure-storage 2.10.7)",
             "\u{2716} batches (7ms)",
+            "\u{2716} table SAS (3ms)",
             "compat-tests: running the python-legacy suite (azure-cosmosdb-table 1.0.6)",
             "FAILED test_legacy_python.py::test_x - AssertionError: nope",
+            "ERROR test_legacy_python.py::test_y - RuntimeError: setup",
             "compat-tests: running the rust suite (azure_data_tables 0.21)",
             "FAILED transactions: transaction: server error",
             "compat-tests: FAILED: node-legacy python-legacy rust",
