@@ -136,11 +136,20 @@ install_az() {
 # at a time; the later ones find the stamps and reuse the environments.
 exec 9>"${TMPDIR:-/tmp}/tableq-compat-tests.install.lock"
 flock 9 || die "cannot lock ${TMPDIR:-/tmp}/tableq-compat-tests.install.lock"
+# The Rust crate's first build (minutes of compiling) runs beside the other installs (the
+# Azure CLI's is mostly download and unpacking).
+rust_pid=""
+if want rust; then
+    install_rust &
+    rust_pid=$!
+fi
 want node-legacy && install_node node-legacy
 want table-node && install_node table-node
 { want python-legacy || want azcli; } && install_python
-want rust && install_rust
 want azcli && install_az
+if [ -n "$rust_pid" ]; then
+    wait "$rust_pid" || die "building tests/compat/rust failed (its messages are above)"
+fi
 flock -u 9
 $install_only && { say "client environments are installed"; exit 0; }
 
