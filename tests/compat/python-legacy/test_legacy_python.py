@@ -176,9 +176,8 @@ def test_full_and_no_metadata(svc, table):
     svc.insert_entity(table, all_types_entity("p", "r1"))
     full = svc.get_entity(table, "p", "r1", accept=TablePayloadFormat.JSON_FULL_METADATA)
     check_all_types(full)
-    # The service annotates neither Int32 nor Boolean nor Double-with-fraction in full
-    # metadata; the client reads an Int32 without annotation as EntityProperty(INT32), with
-    # one as the same; a Boolean must come back as a bool.
+    # The service annotates neither Int32 nor Boolean in full metadata (JSON's own types):
+    # with a Boolean annotation this client hands back an EntityProperty, not a bool.
     assert full.Flag is True
     none = svc.get_entity(table, "p", "r1", accept=TablePayloadFormat.JSON_NO_METADATA)
     assert none.I64 == "9007199254740993"  # bare: no type to read it by
@@ -205,6 +204,7 @@ def test_full_metadata_annotations_match_the_service(svc, table):
     assert seen["When"] == EdmType.DATETIME
     assert seen["Id"] == EdmType.GUID
     assert seen["Bytes"] == EdmType.BINARY
+    assert seen["Dbl"] == EdmType.DOUBLE
 
 
 def test_select(svc, table):
