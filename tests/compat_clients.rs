@@ -1,0 +1,225 @@
+//! The client-compatibility suites, run from `cargo test --workspace`:
+//! `scripts/compat-tests.sh` installs five clients of the Table service into project-local
+//! environments from pinned files — the legacy Node `azure-storage` 2.10.7 and
+//! `azure-table-node` 1.5.0 (npm), the legacy Python `azure-cosmosdb-table` 1.0.6 (PyPI), the
+//! Rust `azure_data_tables` 0.21 crate (`tests/compat/rust`, a crate of its own outside this
+//! workspace, built into its own target dir) and the Azure CLI (Debian's `azure-cli`, installed
+//! by the script when it runs as root) — starts the `tableq` binary built for this test with
+//! `serve` on a free loopback port, runs every suite against it, and stops it by its pid.
+//!
+//! One test runs them on the durable default store (a fresh data directory), one on
+//! PostgreSQL (`--store pg`, a server that `scripts/pg-cluster.sh` starts and stops). The
+//! PostgreSQL test prints `SKIPPED: …` and passes only where PostgreSQL's server binaries are
+//! not installed, and fails instead in CI (`pg_cluster::skipped`). Where the Azure CLI cannot
+//! be installed the script skips its suite with the reason printed — and fails in CI
+//! (`CI=true`), as it does for any missing tool.
+//!
+//! On failure the panic lists the failing tests of each runner (node's `✖`, pytest's
+//! `FAILED`, the Rust crate runner's `FAILED`) and the script's summary; the full output is
+//! printed above it.
+
+#[path = "../store/tests/pg/cluster.rs"]
+mod pg_cluster;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// Whether `program --version` runs.
+fn available(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+/// The lines that name failing tests or say what failed, each once: pytest's `FAILED` and
+/// `ERROR <nodeid>` summary lines (not its captured `ERROR    logger` records), node's `✖`
+/// lines after its failing-tests header, the Rust runner's `FAILED` lines, and the script's
+/// own `compat-tests:` lines. (The runners' stdout comes before the script's stderr, so
+/// node's header flag is not reset between suites; the de-duplication keeps one line each.)
+fn failure_lines(output: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = Vec::new();
+    let mut node_summary = false;
+    for line in output.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("✖ failing tests") {
+            node_summary = true;
+            continue;
+        }
+        let is_pytest_or_rust = trimmed.starts_with("FAILED ")
+            || (trimmed.starts_with("ERROR ") && !trimmed.starts_with("ERROR  "));
+        let is_node = node_summary && trimmed.starts_with('✖');
+        let wanted = is_pytest_or_rust || is_node || trimmed.starts_with("compat-tests:");
+        if wanted && !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    lines
+}
+
+/// What a passing run should still show: each runner's totals, every skip with its reason,
+/// and the script's summary lines.
+fn notable_lines(output: &str) -> Vec<&str> {
+    output
+        .lines()
+        .filter(|line| {
+            let trimmed = line.trim_start();
+            trimmed.starts_with("SKIPPED")
+                || trimmed.starts_with('\u{FE63}')
+                || (trimmed.starts_with("compat-tests:") && trimmed.contains(" suite"))
+                || trimmed.starts_with("compat-tests: all suites")
+                || (trimmed.starts_with('=') && trimmed.contains(" passed"))
+                || trimmed.starts_with("ℹ pass")
+                || trimmed.starts_with("ℹ skipped")
+                || trimmed.starts_with("rust: ")
+        })
+        .collect()
+}
+
+/// Runs `scripts/compat-tests.sh ARGS` with this test's `tableq` binary; panics with the
+/// failing tests when it fails, and prints the summaries and skips when it passes.
+fn run_compat_tests(args: &[&str]) {
+    let missing: Vec<&str> = ["python3", "node", "npm", "cargo"]
+        .into_iter()
+        .filter(|program| !available(program))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the compatibility suites need python3 (with venv), node (>= 20), npm and cargo on PATH; \
+         missing: {}. See README \"Client compatibility\".",
+        missing.join(", ")
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let started = Instant::now();
+    let output = Command::new("bash")
+        .arg(root.join("scripts/compat-tests.sh"))
+        .args(args)
+        .current_dir(root)
+        .env("TABLEQ_BIN", env!("CARGO_BIN_EXE_tableq"))
+        .env_remove("TABLEQ_COMPAT_ENDPOINT")
+        .env("NO_COLOR", "1")
+        .env("FORCE_COLOR", "0")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run bash scripts/compat-tests.sh");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    if !output.status.success() {
+        eprintln!("{text}");
+        let mut summary = failure_lines(&text);
+        if !summary
+            .iter()
+            .any(|line| !line.trim_start().starts_with("compat-tests:"))
+        {
+            // No test ran to a verdict (setup failed): show how the output ended.
+            let lines: Vec<&str> = text.lines().collect();
+            summary = lines[lines.len().saturating_sub(30)..].to_vec();
+        }
+        panic!(
+            "scripts/compat-tests.sh {} failed ({}); failing tests and summary:\n{}",
+            args.join(" "),
+            output.status,
+            summary.join("\n")
+        );
+    }
+    let mut stderr = std::io::stderr().lock();
+    for line in notable_lines(&text) {
+        let _ = writeln!(stderr, "compat_clients: {}", line.trim());
+    }
+    let _ = writeln!(
+        stderr,
+        "compat_clients: scripts/compat-tests.sh {} took {:.0} s",
+        args.join(" "),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn every_client_passes_its_suite_against_tableq_serve() {
+    run_compat_tests(&["--store", "durable"]);
+}
+
+#[test]
+fn every_client_passes_its_suite_against_tableq_serve_on_postgres() {
+    if !pg_cluster::binaries_available() {
+        // SKIPPED with the reason, or a failure in CI where the binaries are installed.
+        pg_cluster::skipped("every_client_passes_its_suite_against_tableq_serve_on_postgres");
+        return;
+    }
+    run_compat_tests(&["--store", "pg"]);
+}
+
+#[test]
+fn failure_lines_name_the_failing_tests_of_every_runner() {
+    let output = "\
+compat-tests: running the node-legacy suite (azure-storage 2.10.7)
+\u{2714} tables (5ms)
+\u{2716} batches (7ms)
+\u{2716} failing tests:
+\u{2716} batches (7ms)
+  AssertionError [ERR_ASSERTION]: Expected values
+\u{2716} table SAS (3ms)
+\u{2139} tests 7
+\u{2716} failing tests:
+\u{2716} table SAS (3ms)
+compat-tests: running the python-legacy suite (azure-cosmosdb-table 1.0.6)
+E   AssertionError: nope
+ERROR    azure.cosmosdb.table.common.storageclient:storageclient.py:424 Retry policy did not allow
+FAILED test_legacy_python.py::test_x - AssertionError: nope
+ERROR test_legacy_python.py::test_y - RuntimeError: setup
+=========== 1 failed, 3 passed in 2.00s ===========
+compat-tests: running the rust suite (azure_data_tables 0.21)
+ok tables (0.10 s)
+FAILED transactions: transaction: server error
+rust: 1 passed, 1 failed
+compat-tests: FAILED: node-legacy python-legacy rust
+";
+    assert_eq!(
+        failure_lines(output),
+        [
+            "compat-tests: running the node-legacy suite (azure-storage 2.10.7)",
+            "\u{2716} batches (7ms)",
+            "\u{2716} table SAS (3ms)",
+            "compat-tests: running the python-legacy suite (azure-cosmosdb-table 1.0.6)",
+            "FAILED test_legacy_python.py::test_x - AssertionError: nope",
+            "ERROR test_legacy_python.py::test_y - RuntimeError: setup",
+            "compat-tests: running the rust suite (azure_data_tables 0.21)",
+            "FAILED transactions: transaction: server error",
+            "compat-tests: FAILED: node-legacy python-legacy rust",
+        ]
+    );
+}
+
+#[test]
+fn notable_lines_keep_totals_skips_and_summaries() {
+    let output = "\
+compat-tests: installing tests/compat/rust
+\u{2139} pass 9
+\u{2139} skipped 0
+=========== 19 passed in 3.00s ===========
+ok tables (0.10 s)
+rust: 7 passed, 0 failed
+compat-tests: SKIPPED: azcli suite: az is not installed
+compat-tests: rust suite (azure_data_tables 0.21, store durable): passed in 40 s
+compat-tests: all suites passed
+";
+    assert_eq!(
+        notable_lines(output),
+        [
+            "\u{2139} pass 9",
+            "\u{2139} skipped 0",
+            "=========== 19 passed in 3.00s ===========",
+            "rust: 7 passed, 0 failed",
+            "compat-tests: SKIPPED: azcli suite: az is not installed",
+            "compat-tests: rust suite (azure_data_tables 0.21, store durable): passed in 40 s",
+            "compat-tests: all suites passed",
+        ]
+    );
+}
