@@ -67,8 +67,27 @@ impl Drop for Tmpfs {
     }
 }
 
-/// The server, stopped (by its pid) when dropped.
+/// The server, killed (by its pid) when dropped without [`Serve::stop`].
 struct Serve(Child);
+
+impl Serve {
+    /// Stops the server with SIGTERM (by its pid) and waits for it, so that its buffered
+    /// log is written out.
+    fn stop(mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let until = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < until {
+            if let Ok(Some(status)) = self.0.try_wait() {
+                assert!(status.success(), "tableq serve exited with {status}");
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("tableq serve did not stop within 30 s of SIGTERM");
+    }
+}
 
 impl Drop for Serve {
     fn drop(&mut self) {
@@ -180,7 +199,9 @@ fn refused_writes_name_the_full_disk_and_are_logged_once_a_period_with_a_count()
         assert!(response.contains(&dir), "{response}");
     }
     let burst = started.elapsed();
-    drop(server);
+    // Free the disk, so that the store closes cleanly, and stop the server.
+    std::fs::remove_file(fs.path.join("filler")).expect("free the disk");
+    server.stop();
 
     let mut log = String::new();
     std::fs::File::open(&log_path)
@@ -190,6 +211,7 @@ fn refused_writes_name_the_full_disk_and_are_logged_once_a_period_with_a_count()
         .lines()
         .filter(|l| l.contains("WARN") && l.contains("is full"))
         .collect();
+    println!("refused-write lines of the log:\n{}", refusals.join("\n"));
     if burst < Duration::from_secs(9) {
         // 41 refused writes within one 10 s period: the first is logged, the rest counted.
         assert_eq!(refusals.len(), 1, "{log}");

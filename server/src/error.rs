@@ -137,10 +137,7 @@ impl ApiError {
             StoreError::Invalid(e) => ApiError::model(e),
             StoreError::WritesRefused(reason) => ApiError {
                 writes_refused: true,
-                ..ApiError::new(
-                    ErrorCode::ServerBusy,
-                    format!("{reason}; retry the request later"),
-                )
+                ..ApiError::new(ErrorCode::ServerBusy, reason)
             },
             other if other.code().http_status() >= 500 => {
                 let what = match &other {
