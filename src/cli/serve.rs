@@ -128,8 +128,9 @@ struct LimitArgs {
     /// connection whose client takes no byte of a response for as long.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     body_timeout: Duration,
-    /// Fail a request (408) whose header and body have not all arrived this long after its
-    /// first byte, however steadily they trickle in.
+    /// Fail a request (408) whose body has not all arrived this long after the request's
+    /// first byte, however steadily it trickles in (a header still incomplete then is cut
+    /// off, without a response).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     request_timeout: Duration,
     /// Close a keep-alive connection idle this long between requests.
