@@ -24,6 +24,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tableq_server::{ConnectionLimits, ServerConfig};
+use tableq_store::Backend as _;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn short_timeouts() -> ServerConfig {
@@ -31,6 +32,7 @@ fn short_timeouts() -> ServerConfig {
         connections: ConnectionLimits {
             header_timeout: Duration::from_millis(400),
             body_timeout: Duration::from_millis(600),
+            request_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_millis(1500),
             max_connections: None,
         },
@@ -172,6 +174,97 @@ async fn a_stalled_body_gets_408_and_its_connection_is_closed() {
         metrics.contains("tableq_body_timeouts_total 1"),
         "{metrics}"
     );
+    s.stop().await.unwrap();
+}
+
+/// Issue 28, item 3: under a small `max_connections`, every slot is held by a client
+/// trickling its body one byte every 200 ms (well within the body timeout; the body would
+/// take 20 s). Each trickled request gets 408 at its total deadline (`request_timeout`
+/// after its first byte), and every one of a burst of fresh `/health` probes gets an
+/// answer — none is closed unanswered to make room for the next.
+#[tokio::test]
+async fn trickled_bodies_cannot_hold_the_cap_and_waiting_probes_are_all_answered() {
+    let s = TestServer::start_with(ServerConfig {
+        connections: ConnectionLimits {
+            header_timeout: Duration::from_secs(2),
+            body_timeout: Duration::from_millis(800),
+            request_timeout: Duration::from_millis(1500),
+            idle_timeout: Duration::from_secs(10),
+            max_connections: Some(4),
+        },
+        ..ServerConfig::default()
+    })
+    .await;
+    s.backend.create_table("slow").expect("create the table");
+    let mut trickles = Vec::new();
+    for _ in 0..4 {
+        let stream = connect(&s).await;
+        let (mut rx, mut tx) = stream.into_split();
+        let head = sign_raw(
+            "POST /devstoreaccount1/slow HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Content-Length: 100\r\n\r\n",
+        );
+        tx.write_all(head.as_bytes()).await.unwrap();
+        let writer = tokio::spawn(async move {
+            for _ in 0..100 {
+                if tx.write_all(b" ").await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        });
+        trickles.push(tokio::spawn(async move {
+            let started = Instant::now();
+            let mut out = Vec::new();
+            let mut buf = [0u8; 4096];
+            while let Ok(Ok(n @ 1..)) =
+                tokio::time::timeout(Duration::from_secs(15), rx.read(&mut buf)).await
+            {
+                out.extend_from_slice(&buf[..n]);
+            }
+            writer.abort();
+            (
+                String::from_utf8_lossy(&out).into_owned(),
+                started.elapsed(),
+            )
+        }));
+    }
+    // The four slots are taken; now the probes arrive, all at once.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let probes: Vec<_> = (0..8)
+        .map(|_| {
+            let port = s.port;
+            tokio::spawn(async move {
+                let mut c = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                    .await
+                    .unwrap();
+                c.write_all(
+                    b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                )
+                .await
+                .unwrap();
+                read_until_closed(&mut c, Duration::from_secs(15)).await
+            })
+        })
+        .collect();
+    for (i, probe) in probes.into_iter().enumerate() {
+        let (response, closed) = probe.await.unwrap();
+        assert!(
+            response.starts_with("HTTP/1.1 200"),
+            "probe {i} got no answer (closed after {closed:?}): {response:?}"
+        );
+    }
+    for trickle in trickles {
+        let (response, took) = trickle.await.unwrap();
+        assert!(response.starts_with("HTTP/1.1 408"), "{response:?}");
+        assert!(response.contains("RequestTimeout"), "{response}");
+        assert!(response.contains("--request-timeout"), "{response}");
+        assert!(
+            response.to_ascii_lowercase().contains("connection: close"),
+            "{response}"
+        );
+        assert!(took < Duration::from_secs(10), "408 after {took:?}");
+    }
     s.stop().await.unwrap();
 }
 

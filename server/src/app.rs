@@ -188,7 +188,11 @@ async fn dispatch(State(state): State<Arc<Hosted>>, mut request: Request) -> Res
     match outcome {
         Ok(response) => response,
         Err(error) => {
-            if error.status() == axum::http::StatusCode::SERVICE_UNAVAILABLE {
+            if error.is_refused_write() {
+                // A full disk refuses every write until space is freed: one line per period
+                // with a count, not one per request.
+                crate::observe::warn_refused_write(&request_id, &error);
+            } else if error.status() == axum::http::StatusCode::SERVICE_UNAVAILABLE {
                 // Overload or a store that is down for a moment: expected under load, and
                 // possibly many per second.
                 tracing::warn!(target: "tableq_server::request", "request {request_id}: {error}");

@@ -9,7 +9,9 @@
 //!   almost-complete bodies, the bodies held in memory stay within the budget; memory beyond
 //!   it stays in the clients' and the kernel's buffers.
 //! * **Progress**: a body that goes `body_timeout` without a byte arriving fails with 408
-//!   `RequestTimeout`.
+//!   `RequestTimeout`; so does one not complete by the request's deadline
+//!   (`request_timeout` after its header's first byte, see `crate::observe::RequestDeadline`)
+//!   however steadily its bytes trickle in.
 //! * **Over the limit**: a body larger than the limit — by its `Content-Length`, or once
 //!   more than the limit has arrived — is answered 413 `RequestBodyTooLarge` only after the
 //!   rest of it has been read and discarded (up to [`DISCARD_LIMIT`] bytes, within the
@@ -34,6 +36,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tableq_model::ErrorCode;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
 use crate::error::ApiError;
 use crate::observe::{self, Shared};
@@ -214,6 +217,16 @@ fn content_length(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
         })
 }
 
+/// When the next read of a body gives up: `body_timeout` from now, or the request's
+/// deadline if sooner (`true`: the deadline).
+fn read_until(timeout: Duration, deadline: Option<std::time::Instant>) -> (Instant, bool) {
+    let progress = Instant::now() + timeout;
+    match deadline.map(Instant::from_std) {
+        Some(deadline) if deadline <= progress => (deadline, true),
+        _ => (progress, false),
+    }
+}
+
 fn expects_continue(headers: &HeaderMap) -> bool {
     headers
         .get(header::EXPECT)
@@ -230,12 +243,14 @@ pub(crate) async fn read(
     let shared = observe::shared();
     let shared = shared.as_deref();
     let timeout = shared.map_or(DEFAULT_BODY_TIMEOUT, |s| s.body_timeout);
+    let deadline = observe::request_deadline();
     let close = observe::close_connection;
     let declared = content_length(headers)?;
     if let Some(len) = declared
         && len > limit as u64
     {
-        let drained = !expects_continue(headers) && discard(body, 0, Some(len), timeout).await;
+        let drained =
+            !expects_continue(headers) && discard(body, 0, Some(len), timeout, deadline).await;
         if !drained {
             close();
         }
@@ -256,7 +271,8 @@ pub(crate) async fn read(
     let mut out = BodyBuf::new(declared.map(|n| n as usize), limit);
     let mut body = body;
     loop {
-        let frame = match tokio::time::timeout(timeout, body.frame()).await {
+        let (until, whole) = read_until(timeout, deadline);
+        let frame = match tokio::time::timeout_at(until, body.frame()).await {
             Ok(None) => break,
             Ok(Some(Ok(frame))) => frame,
             Ok(Some(Err(e))) => {
@@ -270,6 +286,15 @@ pub(crate) async fn read(
                 close();
                 if let Some(s) = shared {
                     s.metrics.body_timeouts.inc();
+                }
+                if whole {
+                    let of = declared.map_or(String::new(), |n| format!(" of {n}"));
+                    return Err(ApiError::request_timeout(format!(
+                        "the request did not arrive whole within {} s of its first byte \
+                         (--request-timeout): {}{of} bytes of its body had arrived",
+                        shared.map_or(0.0, |s| s.request_timeout.as_secs_f64()),
+                        out.len()
+                    )));
                 }
                 return Err(ApiError::request_timeout(format!(
                     "no byte of the request body arrived for {} s (it had sent {} bytes)",
@@ -285,7 +310,7 @@ pub(crate) async fn read(
             let seen = (out.len() + data.len()) as u64;
             drop(out);
             drop(held);
-            if !discard(body, seen, declared, timeout).await {
+            if !discard(body, seen, declared, timeout, deadline).await {
                 close();
             }
             return Err(too_large(limit));
@@ -315,13 +340,20 @@ pub(crate) async fn read(
 }
 
 /// Reads and drops the rest of `body` (`seen` bytes already read); `true` when it ended
-/// within [`DISCARD_LIMIT`] and the timeout.
-async fn discard(mut body: Body, mut seen: u64, declared: Option<u64>, timeout: Duration) -> bool {
+/// within [`DISCARD_LIMIT`], the timeout and the request's deadline.
+async fn discard(
+    mut body: Body,
+    mut seen: u64,
+    declared: Option<u64>,
+    timeout: Duration,
+    deadline: Option<std::time::Instant>,
+) -> bool {
     if declared.is_some_and(|n| n > DISCARD_LIMIT) {
         return false;
     }
     loop {
-        match tokio::time::timeout(timeout, body.frame()).await {
+        let (until, _) = read_until(timeout, deadline);
+        match tokio::time::timeout_at(until, body.frame()).await {
             Ok(None) => return true,
             Ok(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {

@@ -102,6 +102,7 @@ pub enum LogFormat {
 /// use tableq_server::config::ConnectionLimits;
 /// let limits = ConnectionLimits::default();
 /// assert_eq!(limits.idle_timeout.as_secs(), 120);
+/// assert_eq!(limits.request_timeout.as_secs(), 30);
 /// assert_eq!(limits.max_connections, None); // derived from the open-file limit
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,12 +114,22 @@ pub struct ConnectionLimits {
     /// the client taking a byte of it (default 30 s); then the request fails (408) or the
     /// connection is closed.
     pub body_timeout: Duration,
+    /// The longest a whole request — its header and its body — may take to arrive, from
+    /// the header's first byte (default 30 s, the Table service's own server timeout);
+    /// then a request whose body is incomplete fails (408 `RequestTimeout`) and its
+    /// connection is closed (a header is also bounded by `header_timeout`). A client that
+    /// sends a byte just often enough to pass `body_timeout` cannot hold its connection
+    /// longer than this.
+    pub request_timeout: Duration,
     /// The longest a keep-alive connection may stay idle between requests (default 2 min).
     pub idle_timeout: Duration,
     /// The most connections open at once; `None` (the default) derives it from the
     /// process's open-file limit (`ulimit -n`), keeping room for the store's files and
     /// database connections. At the cap, the connection that has waited longest for a
-    /// request is closed to make room; when every connection is busy, new ones wait.
+    /// request (idle, or sending a header, for at least a second) is closed to make room;
+    /// otherwise new connections wait in the listen backlog until one closes, which every
+    /// request does within `request_timeout` plus its handling. A new connection is never
+    /// closed unanswered to make room for a newer one.
     pub max_connections: Option<usize>,
 }
 
@@ -127,6 +138,7 @@ impl Default for ConnectionLimits {
         ConnectionLimits {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(120),
             max_connections: None,
         }

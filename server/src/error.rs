@@ -52,6 +52,8 @@ pub struct ApiError {
     /// What only the server's log may see (a storage failure's own text, which can name
     /// the database server and its configuration).
     logged: Option<String>,
+    /// A write the store refused for now (a full disk): logged at a limited rate.
+    writes_refused: bool,
 }
 
 impl ApiError {
@@ -74,6 +76,7 @@ impl ApiError {
             allow: None,
             challenge: None,
             logged: None,
+            writes_refused: false,
         }
     }
 
@@ -115,9 +118,27 @@ impl ApiError {
     /// assert!(!e.body("id", "now").contains("app@db"));
     /// assert!(e.to_string().contains("app@db:5432/tables"));
     /// ```
+    ///
+    /// Writes refused for now ([`StoreError::WritesRefused`], 503 `ServerBusy`) are the
+    /// exception: the store's own sentence says what the client needs to know — e.g. that
+    /// the disk holding the data directory (named) is full, and that reads go on.
+    ///
+    /// ```
+    /// use tableq_server::ApiError;
+    /// use tableq_store::StoreError;
+    /// let e = ApiError::store(StoreError::WritesRefused(
+    ///     "the disk holding /srv/tableq/wal is full (No space left on device)".into(),
+    /// ));
+    /// assert_eq!((e.status().as_u16(), e.code()), (503, "ServerBusy"));
+    /// assert!(e.body("id", "now").contains("the disk holding /srv/tableq/wal is full"));
+    /// ```
     pub fn store(error: StoreError) -> ApiError {
         match error {
             StoreError::Invalid(e) => ApiError::model(e),
+            StoreError::WritesRefused(reason) => ApiError {
+                writes_refused: true,
+                ..ApiError::new(ErrorCode::ServerBusy, reason)
+            },
             other if other.code().http_status() >= 500 => {
                 let what = match &other {
                     StoreError::Timeout(_) => {
@@ -191,6 +212,7 @@ impl ApiError {
             allow: None,
             challenge: None,
             logged: None,
+            writes_refused: false,
         }
     }
 
@@ -204,12 +226,19 @@ impl ApiError {
             allow: None,
             challenge: None,
             logged: None,
+            writes_refused: false,
         }
     }
 
     /// 500 `InternalError` for a failure inside the server.
     pub fn internal(detail: impl Into<String>) -> ApiError {
         ApiError::new(ErrorCode::InternalError, detail)
+    }
+
+    /// Whether this is a write the store refused for now (a full disk), which the server
+    /// logs at a limited rate.
+    pub(crate) fn is_refused_write(&self) -> bool {
+        self.writes_refused
     }
 
     /// The HTTP status.
@@ -367,6 +396,22 @@ mod tests {
         assert_eq!(service_time(t), "2024-01-02T03:04:05.1234567Z");
         let response = ApiError::bare(ErrorCode::InvalidInput).into_response_for("id");
         assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn refused_writes_carry_the_stores_reason_and_are_marked() {
+        let reason = "the disk holding /data/tableq/wal is full (No space left on device \
+                      (os error 28)): writes are refused until space is freed; reads go on";
+        let e = ApiError::store(StoreError::WritesRefused(reason.into()));
+        assert_eq!((e.status().as_u16(), e.code()), (503, "ServerBusy"));
+        assert!(e.is_refused_write());
+        let body: serde_json::Value = serde_json::from_str(&e.body("r", "t")).unwrap();
+        let message = body["odata.error"]["message"]["value"].as_str().unwrap();
+        assert!(message.contains(reason), "{message}");
+        // Other 5xx store failures keep their text for the log only, and are not marked.
+        let e = ApiError::store(StoreError::Closed);
+        assert!(!e.is_refused_write());
+        assert!(!e.body("r", "t").contains("closed"));
     }
 
     #[test]

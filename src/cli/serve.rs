@@ -3,8 +3,8 @@
 //! ```text
 //! tableq serve [--host 127.0.0.1] [--port 10002] [--data DIR | --in-memory | --store URL]
 //!              [--fsync always|interval=MS] [--account NAME:BASE64KEY]... [--no-auth] [--no-explorer]
-//!              [--header-timeout D] [--body-timeout D] [--idle-timeout D] [--max-connections N]
-//!              [--body-budget SIZE] [--body-budget-wait D] [--log-format text|json]
+//!              [--header-timeout D] [--body-timeout D] [--request-timeout D] [--idle-timeout D]
+//!              [--max-connections N] [--body-budget SIZE] [--body-budget-wait D] [--log-format text|json]
 //!              [--tls self-signed | --tls-cert PEM --tls-key PEM] [--https-port PORT]
 //!              [--keys DIR] [--local-issuer] [--trust-issuer URL|JWKS-FILE]...
 //!              [--role-assignments FILE] [--public-url https://HOST[:PORT]]
@@ -17,7 +17,12 @@
 //!
 //! The connection and body limits (README, "Operating tableq") take durations such as
 //! `10s`, `500ms` or `2min` (humantime) and sizes such as `128MiB`, `64K` or `1048576`
-//! (bytes; `K`/`M`/`G` are binary multiples).
+//! (bytes; `K`/`M`/`G` are binary multiples). `--request-timeout` (default 30 s, the Table
+//! service's server timeout) bounds the arrival of a whole request — header and body —
+//! from its first byte, so a client trickling a byte just often enough for
+//! `--body-timeout` gets 408 `RequestTimeout` and frees its connection; at
+//! `--max-connections`, a new connection waits in the listen backlog until one frees, and
+//! is never closed unanswered to make room for a newer one.
 //!
 //! HTTPS and bearer tokens are module `serve_tls`'s (README, "HTTPS and tokens").
 //!
@@ -124,11 +129,17 @@ struct LimitArgs {
     /// connection whose client takes no byte of a response for as long.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     body_timeout: Duration,
+    /// Fail a request (408) whose body has not all arrived this long after the request's
+    /// first byte, however steadily it trickles in (a header still incomplete then is cut
+    /// off, without a response).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    request_timeout: Duration,
     /// Close a keep-alive connection idle this long between requests.
     #[arg(long, value_name = "DURATION", default_value = "2min", value_parser = parse_duration)]
     idle_timeout: Duration,
     /// The most connections open at once [default: the open-file limit (`ulimit -n`) less
-    /// an eighth of it, at least 64, kept for the store].
+    /// an eighth of it, at least 64, kept for the store]. At the cap a new connection waits
+    /// until one frees (a connection idle for a second is closed to make room).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: Option<u32>,
     /// The most request-body bytes held in memory at once, over all requests; beyond it a
@@ -392,6 +403,7 @@ async fn run_server(
         connections: ConnectionLimits {
             header_timeout: limits.header_timeout,
             body_timeout: limits.body_timeout,
+            request_timeout: limits.request_timeout,
             idle_timeout: limits.idle_timeout,
             max_connections: limits.max_connections.map(|n| n as usize),
         },
@@ -488,11 +500,12 @@ async fn run_server(
     }
     tracing::info!(
         target: "tableq_server",
-        "limits: at most {} connections; header {:?}, body {:?}, idle {:?}; request bodies in \
-         memory at most {} bytes",
+        "limits: at most {} connections; header {:?}, body {:?}, request {:?}, idle {:?}; \
+         request bodies in memory at most {} bytes",
         server.max_connections(),
         limits.header_timeout,
         limits.body_timeout,
+        limits.request_timeout,
         limits.idle_timeout,
         limits.body_budget,
     );

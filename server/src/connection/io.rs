@@ -1,7 +1,9 @@
 //! What one connection reports to its [`ConnState`]: [`Tracked`] wraps the connection's
 //! byte stream (any `AsyncRead + AsyncWrite`: plain TCP today, TLS later) and notes when
 //! bytes arrive and when writes block; [`ConnService`] is the hyper service of the
-//! connection, which marks each request's start and end around the router.
+//! connection, which marks each request's start and end around the router and hands each
+//! request its deadline for arriving whole ([`RequestDeadline`]: `request_timeout` after
+//! its header's first byte).
 
 use axum::Router;
 use axum::extract::Request;
@@ -13,10 +15,11 @@ use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::registry::ConnState;
-use crate::observe::{self, Observed};
+use crate::observe::{self, Observed, RequestDeadline};
 
 /// A byte stream whose reads and blocked writes are reported to a [`ConnState`].
 pub(crate) struct Tracked<Io> {
@@ -87,9 +90,9 @@ impl<Io: AsyncWrite + Unpin> AsyncWrite for Tracked<Io> {
 }
 
 /// The hyper service of one connection: each request served by [`observe::serve`] (the
-/// operator endpoints, or the router with metrics and the log), its start and end reported
-/// to the connection's [`ConnState`] (the end also when the request is dropped, e.g.
-/// because the client went away). The peer's address reaches handlers as axum's
+/// operator endpoints, or the router with metrics and the log) with its
+/// [`RequestDeadline`], its start and end reported to the connection's [`ConnState`] (the
+/// end also when the request is dropped, e.g. because the client went away). The peer's address reaches handlers as axum's
 /// `ConnectInfo<SocketAddr>` (a SAS's `sip` is checked against it).
 #[derive(Clone)]
 pub(crate) struct ConnService {
@@ -98,6 +101,7 @@ pub(crate) struct ConnService {
     state: Arc<ConnState>,
     peer: std::net::SocketAddr,
     secure: bool,
+    request_timeout: Duration,
 }
 
 impl ConnService {
@@ -107,6 +111,7 @@ impl ConnService {
         state: Arc<ConnState>,
         peer: std::net::SocketAddr,
         secure: bool,
+        request_timeout: Duration,
     ) -> ConnService {
         ConnService {
             router,
@@ -114,6 +119,7 @@ impl ConnService {
             state,
             peer,
             secure,
+            request_timeout,
         }
     }
 }
@@ -133,10 +139,10 @@ impl hyper::service::Service<Request<Incoming>> for ConnService {
     type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
 
     fn call(&self, mut request: Request<Incoming>) -> Self::Future {
-        self.state.begin_request();
-        request
-            .extensions_mut()
-            .insert(axum::extract::ConnectInfo(self.peer));
+        let started = self.state.begin_request();
+        let extensions = request.extensions_mut();
+        extensions.insert(axum::extract::ConnectInfo(self.peer));
+        extensions.insert(RequestDeadline(started + self.request_timeout));
         if self.secure {
             request.extensions_mut().insert(super::Secure);
         }

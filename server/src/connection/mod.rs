@@ -12,12 +12,17 @@
 //!
 //! One connection's life:
 //!
-//! 1. [`Registry::admit`] (the cap: at the cap, the connection that waited longest for a
-//!    request is closed to make room, or the loop waits while every connection is busy);
-//! 2. accept, `TCP_NODELAY`, register ([`registry`]), spawn its task;
+//! 1. accept, then [`Registry::admit`] (the cap: at the cap, a connection that has waited
+//!    long enough for a request is closed to make room, else the loop waits — and the
+//!    connections behind this one wait in the listen backlog — until a slot frees; the one
+//!    accepted is never closed unanswered). Admitting after the accept means a connection
+//!    is closed to make room only when a new one is really there;
+//! 2. `TCP_NODELAY`, register ([`registry`]), spawn its task;
 //! 3. the acceptor's handshake, bounded by the header timeout;
 //! 4. hyper's HTTP/1.1 connection over a [`Tracked`](io::Tracked) stream, until the client
-//!    or the server closes it — the registry's sweeper asks it to close past a deadline;
+//!    or the server closes it — the registry's sweeper asks it to close past a deadline,
+//!    and each request carries its own deadline for its body to arrive (`request_timeout`
+//!    after its header's first byte, see [`io::ConnService`]);
 //! 5. a lingering close: the server's side is shut down (FIN), then what the client still
 //!    sends is read and discarded for a moment (bounded), so that a response sent before
 //!    the request was read whole (413, 503) reaches the client instead of being destroyed by
@@ -110,8 +115,11 @@ pub(crate) async fn accept_loop<A: Acceptor>(
             biased;
             _ = shutdown.changed() => return,
             accepted = async {
-                registry.admit().await;
-                listener.accept().await
+                let accepted = listener.accept().await;
+                if accepted.is_ok() {
+                    registry.admit().await;
+                }
+                accepted
             } => accepted,
         };
         let (tcp, peer) = match accepted {
@@ -135,6 +143,7 @@ pub(crate) async fn accept_loop<A: Acceptor>(
                 slot.state.clone(),
                 peer,
                 A::SECURE,
+                registry.limits().request_timeout,
             ),
             builder.clone(),
             slot,

@@ -8,17 +8,26 @@
 //! | state of the connection | deadline |
 //! |---|---|
 //! | no request in progress, no byte since the last response (idle keep-alive, or a fresh connection) | `idle_timeout` after the last response (or the accept) |
-//! | the first bytes of a request header arrived, the header is not complete | `header_timeout` after that first byte |
+//! | the first bytes of a request header arrived, the header is not complete | `header_timeout` (or `request_timeout`, if shorter) after that first byte |
 //! | a response write has been blocked (the client takes no bytes) | `body_timeout` after it blocked |
 //!
 //! A request body's progress is the body reader's business (it answers 408 itself, see
-//! `crate::body`); a request in a handler is bounded by the store's own timeouts.
+//! `crate::body`): a byte at least every `body_timeout`, and the whole body by
+//! `request_timeout` after the header's first byte — the deadline [`ConnState::begin_request`]
+//! returns, which the connection's service hands to the request. A request in a handler
+//! is bounded by the store's own timeouts.
 //!
-//! **The cap.** [`Registry::admit`] is called before each accept: below the cap it returns
-//! at once; at the cap it closes the connection that has waited longest for a request (a
-//! half-sent header first, then the longest-idle keep-alive connection) and waits for its
-//! slot, or — when every connection is busy in a request — waits for any slot. Reaching
-//! the cap is logged (a warning when it is first reached, then at most every 10 s).
+//! **The cap.** [`Registry::admit`] is called for each accepted connection before it is
+//! served: below the cap it returns at once; at the cap it closes the connection that has
+//! waited longest for a request (a half-sent header first, then the longest-idle
+//! connection) and waits for its slot. A connection is a candidate only once it has been
+//! idle, or sending its header, for [`Resolved::evict_after`] (1 s, or half the shortest of
+//! the header and idle timeouts): a connection just accepted, or just answered, has its
+//! request on the way or its response being written, and closing it would leave its
+//! client without an answer. With no candidate — every connection busy in a request — the
+//! new connection waits (and those behind it in the listen backlog), until a slot frees,
+//! which happens within `request_timeout` plus the handling of a request. Reaching the cap
+//! is logged (a warning when it is first reached, then at most every 10 s).
 //!
 //! Time is kept as milliseconds since the registry's creation in atomics (`0` = unset), so
 //! the per-request cost is a few relaxed stores.
@@ -38,6 +47,10 @@ const MIN_FD_RESERVE: u64 = 64;
 
 /// The cap on open connections when the open-file limit cannot be read or is unlimited.
 const FALLBACK_CAP: usize = 16_384;
+
+/// How long a connection must have been idle, or sending its header, before it may be
+/// closed to make room at the cap (at most; see [`Resolved::evict_after`]).
+const EVICT_AFTER: Duration = Duration::from_secs(1);
 
 /// Why a connection was closed by the server (a label of the closed-connections metric).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +100,12 @@ pub(crate) struct Resolved {
     pub header_timeout: Duration,
     pub body_timeout: Duration,
     pub idle_timeout: Duration,
+    /// The longest a request's header and body may take to arrive, from its first byte.
+    pub request_timeout: Duration,
+    /// How long a connection must have been idle, or sending its header, before it may be
+    /// closed to make room at the cap: [`EVICT_AFTER`], or half the header or idle timeout
+    /// when shorter.
+    pub evict_after: Duration,
     pub cap: usize,
 }
 
@@ -96,6 +115,10 @@ impl Resolved {
             header_timeout: limits.header_timeout,
             body_timeout: limits.body_timeout,
             idle_timeout: limits.idle_timeout,
+            request_timeout: limits.request_timeout,
+            evict_after: EVICT_AFTER
+                .min(limits.header_timeout / 2)
+                .min(limits.idle_timeout / 2),
             cap: limits
                 .max_connections
                 .unwrap_or_else(cap_from_fd_limit)
@@ -185,11 +208,16 @@ impl ConnState {
         }
     }
 
-    /// A request's header is complete and its handler starts.
+    /// A request's header is complete and its handler starts. Returns when the request
+    /// began to arrive (its header's first byte; now, if it was read with the previous
+    /// request's bytes), from which its `request_timeout` counts.
     #[inline]
-    pub(crate) fn begin_request(&self) {
+    pub(crate) fn begin_request(&self) -> Instant {
         self.busy.fetch_add(1, Ordering::Relaxed);
-        self.header_started.store(0, Ordering::Relaxed);
+        let started = self.header_started.swap(0, Ordering::Relaxed);
+        let ms = if started == 0 { self.now() } else { started };
+        // `now_ms` counts from 1.
+        self.epoch + Duration::from_millis(ms.saturating_sub(1))
     }
 
     /// A request's handler is done (its response is being written).
@@ -248,26 +276,32 @@ impl ConnState {
         }
         let header = self.header_started.load(Ordering::Relaxed);
         if header != 0 {
-            return past(header, limits.header_timeout).then_some(CloseReason::HeaderTimeout);
+            let limit = limits.header_timeout.min(limits.request_timeout);
+            return past(header, limit).then_some(CloseReason::HeaderTimeout);
         }
         past(self.idle_since.load(Ordering::Relaxed), limits.idle_timeout)
             .then_some(CloseReason::IdleTimeout)
     }
 
     /// How strongly this connection is a candidate for eviction (larger first): a
-    /// half-sent header, then the longest idle; `None` when busy.
-    fn eviction_rank(&self, now: u64) -> Option<(u8, u64)> {
+    /// half-sent header, then the longest idle — each only once it has lasted `grace` ms.
+    /// `Err(at)`: not a candidate now, but it becomes one at `at` if nothing happens;
+    /// `Err(0)`: not a candidate (busy in a request, or writing a response).
+    fn eviction_rank(&self, now: u64, grace: u64) -> Result<(u8, u64), u64> {
         if self.is_busy() || self.write_blocked.load(Ordering::Relaxed) != 0 {
-            return None;
+            return Err(0);
         }
         let header = self.header_started.load(Ordering::Relaxed);
-        if header != 0 {
-            return Some((1, now.saturating_sub(header)));
+        let (rank, since) = if header != 0 {
+            (1, header)
+        } else {
+            (0, self.idle_since.load(Ordering::Relaxed))
+        };
+        let waited = now.saturating_sub(since);
+        if waited < grace {
+            return Err(since + grace);
         }
-        Some((
-            0,
-            now.saturating_sub(self.idle_since.load(Ordering::Relaxed)),
-        ))
+        Ok((rank, waited))
     }
 }
 
@@ -336,32 +370,53 @@ impl Registry {
         self.conns.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Returns once a new connection may be accepted: at once below the cap; at the cap,
-    /// after closing the connection that has waited longest for a request, or after any
-    /// connection closes when all are busy.
+    /// Returns once a connection just accepted may be served: at once below the cap; at
+    /// the cap, after closing the connection that has waited longest for a request (see
+    /// the module docs) and seeing its slot freed, or — when there is no such connection —
+    /// after any connection closes or becomes one.
     pub(crate) async fn admit(&self) {
+        let grace = self.limits.evict_after.as_millis() as u64;
+        let mut noted = false;
         loop {
             let freed = self.freed.notified();
             tokio::pin!(freed);
             // Register interest before looking, so that a removal in between is not missed.
             freed.as_mut().enable();
-            let victim = {
+            let now = now_ms(self.epoch);
+            let (victim, next_candidate) = {
                 let conns = self.lock();
                 if conns.len() < self.limits.cap {
                     return;
                 }
-                let now = now_ms(self.epoch);
-                conns
-                    .values()
-                    .filter_map(|c| c.eviction_rank(now).map(|rank| (rank, c.clone())))
-                    .max_by_key(|(rank, _)| *rank)
-                    .map(|(_, c)| c)
+                let mut victim: Option<((u8, u64), &Arc<ConnState>)> = None;
+                let mut next_candidate = u64::MAX;
+                for c in conns.values() {
+                    match c.eviction_rank(now, grace) {
+                        Ok(rank) => {
+                            if victim.as_ref().is_none_or(|(best, _)| rank > *best) {
+                                victim = Some((rank, c));
+                            }
+                        }
+                        Err(0) => {}
+                        Err(at) => next_candidate = next_candidate.min(at),
+                    }
+                }
+                (victim.map(|(_, c)| c.clone()), next_candidate)
             };
-            self.note_cap_reached(victim.is_some());
+            if !noted {
+                self.note_cap_reached(victim.is_some());
+                noted = true;
+            }
             if let Some(victim) = &victim {
                 victim.request_close(CloseReason::Evicted);
+                freed.await;
+                continue;
             }
-            freed.await;
+            // Every connection is busy or was just accepted or answered: wait for a slot,
+            // or for one to become a candidate (a busy one that finishes is idle from then,
+            // so look again after the grace at the latest).
+            let wait = next_candidate.saturating_sub(now).clamp(1, grace.max(1));
+            let _ = tokio::time::timeout(Duration::from_millis(wait), freed).await;
         }
     }
 
@@ -378,7 +433,8 @@ impl Registry {
                 if evicting {
                     "closing the connection that waited longest for a request to make room"
                 } else {
-                    "every connection is busy: new connections wait"
+                    "every connection is busy (or was just accepted or answered): new \
+                     connections wait until one closes"
                 },
                 if first {
                     String::new()
@@ -436,6 +492,7 @@ impl Registry {
     pub(crate) async fn sweep(self: Arc<Self>) {
         let shortest = [
             self.limits.header_timeout,
+            self.limits.request_timeout,
             self.limits.idle_timeout,
             self.limits.body_timeout,
         ]
@@ -471,6 +528,8 @@ mod tests {
             header_timeout: Duration::from_millis(100),
             body_timeout: Duration::from_millis(300),
             idle_timeout: Duration::from_millis(1000),
+            request_timeout: Duration::from_millis(2000),
+            evict_after: Duration::from_millis(50),
             cap: 10,
         }
     }
@@ -521,10 +580,101 @@ mod tests {
         let header = ConnState::new(epoch);
         let busy = ConnState::new(epoch);
         let now = idle.idle_since.load(Ordering::Relaxed) + 50_000;
-        header.header_started.store(now - 5, Ordering::Relaxed);
-        busy.begin_request();
-        assert!(header.eviction_rank(now) > idle.eviction_rank(now));
-        assert_eq!(busy.eviction_rank(now), None);
+        header.header_started.store(now - 500, Ordering::Relaxed);
+        let _ = busy.begin_request();
+        assert!(header.eviction_rank(now, 100).unwrap() > idle.eviction_rank(now, 100).unwrap());
+        assert_eq!(busy.eviction_rank(now, 100), Err(0));
+    }
+
+    #[test]
+    fn connections_just_accepted_or_answered_are_not_evicted() {
+        let epoch = Instant::now();
+        let fresh = ConnState::new(epoch);
+        let accepted = fresh.idle_since.load(Ordering::Relaxed);
+        // Just accepted: its request is on the way; a candidate only after the grace.
+        assert_eq!(fresh.eviction_rank(accepted + 10, 100), Err(accepted + 100));
+        assert_eq!(fresh.eviction_rank(accepted + 100, 100), Ok((0, 100)));
+        // Its header's first bytes arrived: the grace counts from them.
+        fresh
+            .header_started
+            .store(accepted + 150, Ordering::Relaxed);
+        assert_eq!(
+            fresh.eviction_rank(accepted + 200, 100),
+            Err(accepted + 250)
+        );
+        assert_eq!(fresh.eviction_rank(accepted + 260, 100), Ok((1, 110)));
+        // Answered a moment ago (its response may still be on its way out): not yet.
+        let _ = fresh.begin_request();
+        fresh.end_request();
+        let answered = fresh.idle_since.load(Ordering::Relaxed);
+        assert_eq!(fresh.eviction_rank(answered, 100), Err(answered + 100));
+    }
+
+    #[test]
+    fn a_request_starts_with_its_headers_first_byte() {
+        let epoch = Instant::now();
+        let c = ConnState::new(epoch);
+        c.header_started.store(1 + 40, Ordering::Relaxed);
+        assert_eq!(c.begin_request(), epoch + Duration::from_millis(40));
+        c.end_request();
+        // A request read along with the previous one starts when its handler does.
+        let before = Instant::now();
+        let started = c.begin_request();
+        assert!(
+            started + Duration::from_millis(2) >= before,
+            "{started:?} {before:?}"
+        );
+    }
+
+    #[test]
+    fn a_header_is_bounded_by_the_request_timeout_when_shorter() {
+        let c = ConnState::new(Instant::now());
+        let l = Resolved {
+            header_timeout: Duration::from_millis(500),
+            request_timeout: Duration::from_millis(200),
+            ..limits()
+        };
+        let start = c.idle_since.load(Ordering::Relaxed);
+        c.header_started.store(start, Ordering::Relaxed);
+        assert_eq!(c.expired(start + 199, &l), None);
+        assert_eq!(c.expired(start + 201, &l), Some(CloseReason::HeaderTimeout));
+    }
+
+    #[tokio::test]
+    async fn at_the_cap_a_fresh_connection_is_not_closed_for_a_newer_one() {
+        let metrics = Arc::new(Metrics::new());
+        let registry = Arc::new(Registry::new(
+            Resolved {
+                cap: 1,
+                evict_after: Duration::from_millis(300),
+                ..limits()
+            },
+            metrics,
+        ));
+        let first = registry.insert();
+        // A second connection arrives at once: the first is not closed to make room; the
+        // second waits.
+        let waited = tokio::time::timeout(Duration::from_millis(100), registry.admit()).await;
+        assert!(waited.is_err(), "admitted over the cap");
+        assert_eq!(first.state.close_reason(), CloseReason::None);
+        // Once the first has waited the grace for a request, it makes room.
+        let admit = tokio::spawn({
+            let registry = registry.clone();
+            async move { registry.admit().await }
+        });
+        let until = Instant::now() + Duration::from_secs(5);
+        while first.state.close_reason() != CloseReason::Evicted {
+            assert!(
+                Instant::now() < until,
+                "the idle connection was never evicted"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        drop(first);
+        tokio::time::timeout(Duration::from_secs(5), admit)
+            .await
+            .expect("admitted once the evicted connection is gone")
+            .expect("the admitting task");
     }
 
     #[test]

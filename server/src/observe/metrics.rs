@@ -96,7 +96,7 @@ pub(crate) struct Metrics {
     pub body_budget: Gauge,
     /// Requests refused because the body budget stayed full.
     pub body_rejections: Counter,
-    /// Requests whose body stopped arriving.
+    /// Requests whose body stopped arriving, or was not complete by the request's deadline.
     pub body_timeouts: Counter,
 }
 
@@ -170,7 +170,8 @@ impl Metrics {
         let body_timeouts = Counter::default();
         registry.register(
             "body_timeouts",
-            "Requests answered 408 because their body stopped arriving",
+            "Requests answered 408 because their body stopped arriving or was not complete by \
+             the request timeout",
             body_timeouts.clone(),
         );
         Metrics {

@@ -1,7 +1,7 @@
 //! What an operator sees of a running server: the request log, the metrics
 //! ([`metrics`]), and the health endpoints ([`health`]) — plus [`Shared`], what every
 //! request of one server shares beyond its account (the metrics, the request-body budget,
-//! the body timeout).
+//! the body and request timeouts, the rate limit of the refused-write warnings).
 //!
 //! [`serve`] runs every request of a connection (called by the connection's hyper
 //! service, `crate::connection`). It answers `GET /health`, `/health/ready` and `/metrics`
@@ -14,7 +14,8 @@
 //!   the operation and table ([`note_request`], once the path is parsed), rows examined and
 //!   returned ([`note_rows`], for queries), body-budget reservations to release when the
 //!   request is answered ([`hold`]), and whether the connection must close
-//!   ([`close_connection`]);
+//!   ([`close_connection`]); it also carries the request's [`RequestDeadline`], which the
+//!   body reader asks for ([`request_deadline`]);
 //! * after the response: `Connection: close` if asked, the request metrics, and one log
 //!   line (`text` or `json`, [`crate::config::LogFormat`]).
 //!
@@ -56,8 +57,13 @@ pub(crate) struct Shared {
     pub budget: BodyBudget,
     /// How long a request body may go without a byte arriving.
     pub body_timeout: Duration,
+    /// How long a request's header and body may take to arrive (the deadline of each
+    /// request is its [`RequestDeadline`]; this is the duration, for messages).
+    pub request_timeout: Duration,
     /// How requests are logged.
     pub log_format: LogFormat,
+    /// The rate limit of the warnings about writes refused by a store (a full disk).
+    pub refused_writes: LogLimiter,
 }
 
 impl Shared {
@@ -70,8 +76,89 @@ impl Shared {
             metrics,
             budget,
             body_timeout: config.connections.body_timeout,
+            request_timeout: config.connections.request_timeout,
             log_format: config.log_format,
+            refused_writes: LogLimiter::new(REFUSED_WRITES_LOG_EVERY),
         }
+    }
+}
+
+/// How often, at most, writes refused by a store are logged (each line counts the writes
+/// refused since the previous one).
+pub(crate) const REFUSED_WRITES_LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// The instant by which a request's header and body must have arrived (a request
+/// extension set by the connection: `request_timeout` after the header's first byte).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RequestDeadline(pub Instant);
+
+/// A rate limit for one kind of log line that could otherwise come once per request: at
+/// most one line per period, each counting the events since the previous line.
+#[derive(Debug)]
+pub(crate) struct LogLimiter {
+    every: Duration,
+    /// When the last line was written, and the events since (this one not included).
+    state: std::sync::Mutex<(Option<Instant>, u64)>,
+}
+
+impl LogLimiter {
+    /// At most one line per `every`.
+    pub(crate) fn new(every: Duration) -> LogLimiter {
+        LogLimiter {
+            every,
+            state: std::sync::Mutex::new((None, 0)),
+        }
+    }
+
+    /// The period.
+    pub(crate) fn every(&self) -> Duration {
+        self.every
+    }
+
+    /// Notes an event at `now`: `Some` when a line is due, with the events since the
+    /// previous line (this one included: 1 for the first line) and how long ago that line
+    /// was (`None` for the first); `None` when the line is held back (the event is counted
+    /// for the next one).
+    pub(crate) fn note(&self, now: Instant) -> Option<(u64, Option<Duration>)> {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.1 += 1;
+        let since = state.0.map(|last| now.saturating_duration_since(last));
+        if since.is_some_and(|since| since < self.every) {
+            return None;
+        }
+        let count = state.1;
+        *state = (Some(now), 0);
+        Some((count, since))
+    }
+}
+
+/// Logs a write a store refused (a full disk: every write is refused until space is
+/// freed, possibly many a second) as a warning — at most one line per
+/// [`REFUSED_WRITES_LOG_EVERY`], counting the refusals since the previous line.
+pub(crate) fn warn_refused_write(request_id: &str, error: &dyn std::fmt::Display) {
+    static OUTSIDE: std::sync::OnceLock<LogLimiter> = std::sync::OnceLock::new();
+    let shared = shared();
+    let limiter = match &shared {
+        Some(s) => &s.refused_writes,
+        // Outside a server (the in-process router): one limit for the process.
+        None => OUTSIDE.get_or_init(|| LogLimiter::new(REFUSED_WRITES_LOG_EVERY)),
+    };
+    match limiter.note(Instant::now()) {
+        None => {}
+        Some((_, None)) => tracing::warn!(
+            target: "tableq_server::request",
+            "request {request_id}: {error} (further refused writes are counted: one line at \
+             most every {} s)",
+            limiter.every().as_secs()
+        ),
+        Some((count, Some(since))) => tracing::warn!(
+            target: "tableq_server::request",
+            "{count} writes refused in the last {} s; the latest: request {request_id}: {error}",
+            since.as_secs()
+        ),
     }
 }
 
@@ -82,6 +169,7 @@ tokio::task_local! {
 /// One request's scope (see the module docs).
 struct RequestScope {
     shared: Arc<Shared>,
+    deadline: Option<Instant>,
     record: RefCell<Record>,
 }
 
@@ -155,6 +243,12 @@ struct Record {
 /// The server's shared state, when running inside [`serve`].
 pub(crate) fn shared() -> Option<Arc<Shared>> {
     REQUEST.try_with(|scope| scope.shared.clone()).ok()
+}
+
+/// The instant by which the request must have arrived whole, when it came over a
+/// connection (see [`RequestDeadline`]).
+pub(crate) fn request_deadline() -> Option<Instant> {
+    REQUEST.try_with(|scope| scope.deadline).ok().flatten()
 }
 
 /// Asks for `Connection: close` on the response (the request was not read whole).
@@ -252,7 +346,11 @@ pub(crate) async fn serve(
     mut router: Router,
     request: Request<Incoming>,
 ) -> Response {
-    let request = request.map(Body::new);
+    let mut request = request.map(Body::new);
+    let deadline = request
+        .extensions_mut()
+        .remove::<RequestDeadline>()
+        .map(|d| d.0);
     if let Some(asked) = health::asked(&request) {
         return health::answer(observed, asked).await;
     }
@@ -270,6 +368,7 @@ pub(crate) async fn serve(
     let if_match = request.headers().contains_key(header::IF_MATCH);
     let scope = RequestScope {
         shared: observed.shared.clone(),
+        deadline,
         record: RefCell::new(Record::default()),
     };
     let mut handled = std::pin::pin!(REQUEST.scope(scope, router.call(request)));
@@ -430,6 +529,33 @@ pub(crate) struct Observed {
 mod tests {
     use super::*;
     use tableq_parser::resource::{KeyValue, TableName};
+
+    #[test]
+    fn a_limited_log_line_comes_at_most_once_a_period_with_a_count() {
+        let limiter = LogLimiter::new(Duration::from_secs(10));
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        // The first event is logged at once.
+        assert_eq!(limiter.note(at(0)), Some((1, None)));
+        // 136 more within the period: held back, counted.
+        for i in 1..=136 {
+            assert_eq!(limiter.note(at(i * 50)), None, "event {i}");
+        }
+        // The first after the period: one line counting them all, this one included.
+        let ten = Duration::from_secs(10);
+        assert_eq!(limiter.note(at(10_000)), Some((137, Some(ten))));
+        assert_eq!(limiter.note(at(10_001)), None);
+        assert_eq!(limiter.note(at(19_999)), None);
+        assert_eq!(limiter.note(at(20_000)), Some((3, Some(ten))));
+        // After a quiet minute: the line says how long it has been.
+        assert_eq!(
+            limiter.note(at(80_000)),
+            Some((1, Some(Duration::from_secs(60))))
+        );
+        // A clock read out of order (another thread's earlier instant) is no new period.
+        assert_eq!(limiter.note(at(5_000)), None);
+        assert_eq!(limiter.every(), Duration::from_secs(10));
+    }
 
     #[test]
     fn text_lines_are_written_as_the_format_string_wrote_them() {
