@@ -170,8 +170,8 @@ pub enum OpenError {
         /// What the log says.
         found: String,
     },
-    /// The data file is damaged.
-    #[error("the data file {} is corrupt: {detail}", path.display())]
+    /// The data file, or the write-ahead log, is damaged (`path` says which).
+    #[error("{} is corrupt: {detail}", path.display())]
     Corrupt {
         /// The data file.
         path: PathBuf,

@@ -214,6 +214,12 @@ fn a_damaged_block_met_by_the_replay_is_reported_under_the_data_file() {
         "reported under {}: {err}",
         err.path().display()
     );
+    let text = err.to_string();
+    assert!(!text.contains(WAL_FILE), "{text}");
+    assert!(
+        text.contains("table `Trust1`") || text.contains("table id"),
+        "{text}"
+    );
 }
 
 #[test]
