@@ -29,7 +29,7 @@
 //! Readers never trust the bytes. **Every read of a block verifies its checksum first**
 //! ([`BlockView::parse`], [`BlockView::parse_header`]): a flipped bit anywhere in a block —
 //! a string's byte included, which the structural checks below cannot see — fails the read
-//! with [`Corrupt`] instead of returning a wrong value (≈ 1 µs per 16 KiB block, see
+//! with [`Corrupt`] instead of returning a wrong value (≈ 0.35 µs per 16 KiB block, see
 //! [`block_checksum`]). Only [`BlockView::parse_header_unverified`] skips it: for splitting a
 //! scan, which returns no row (the rows are verified when the chunks are scanned).
 //! Beyond the checksum, [`BlockView::parse`] checks the row offsets, every [`RowRef`]
@@ -63,10 +63,13 @@ const BLOCK_HEAD: usize = 12;
 /// Where the checksum lies in the header.
 const CRC_AT: usize = 8;
 
-/// The checksum of a block: CRC-32 of its bytes except the checksum field itself. Costs
-/// about 1 µs per 16 KiB on the reference machine (`crc32fast` uses the CPU's carry-less
-/// multiply where there is one), against about 10 µs to read and filter the 256 rows of
-/// such a block.
+/// The checksum of a block: CRC-32 of its bytes except the checksum field itself.
+/// `crc32fast` uses the CPU's carry-less multiply where there is one: measured on the
+/// 2-core reference machine (2026-11-27, a throwaway loop, not a criterion bench) ≈ 0.35 µs
+/// per 16 KiB block and ≈ 1.5 µs per 64 KiB (the largest shared block), against ≈ 3 µs for
+/// `scan_each` to visit a block's 256 rows (`benches/README.md`: 121 µs per 10 k rows) — so
+/// a bare full scan may pay up to ≈ 15 % more, and a point get the checksum of its whole
+/// block.
 pub(crate) fn block_checksum(bytes: &[u8]) -> u32 {
     let mut crc = crc32fast::Hasher::new();
     crc.update(bytes.get(..CRC_AT).unwrap_or(bytes));
