@@ -6,7 +6,8 @@
 //!   `tableq check` lists the block and exits 1;
 //! * a write-ahead log deleted or cut after a crash (`kill -9`) refuses the start (exit 2,
 //!   naming the log, what it should hold and what it holds) unless `--accept-log-loss`,
-//!   which starts and warns.
+//!   which starts and warns; a torn record after the last one starts, with a warning
+//!   naming its offset and size.
 //!
 //! Servers are started on free ports and stopped by pid.
 
@@ -171,14 +172,19 @@ fn a_deleted_or_cut_log_refuses_the_start_unless_the_loss_is_accepted() {
             "{what}: {err}"
         );
     }
-    // The intact log still starts, with every write.
-    std::fs::write(&log, &whole).expect("restore the log");
+    // The intact log, with a torn record after its last one (a crash during a write that
+    // was never acknowledged): starts with every write, and warns of the tail it discards.
+    let mut torn = whole.clone();
+    torn.extend_from_slice(&[40, 0, 0, 0, 7, 7, 7]);
+    std::fs::write(&log, &torn).expect("restore the log");
     let server = ServeProcess::start(&["--data", dir.path(), "--no-auth"]);
     let rows = Client::new(server.port)
         .unsigned()
         .query_all(TABLE, "", 1000);
     assert_eq!(rows.len(), 31);
-    server.kill9();
+    let (_, err) = server.terminate();
+    let offset = format!("7 bytes at offset {}", whole.len());
+    assert!(err.contains("torn tail") && err.contains(&offset), "{err}");
     // Accepted: starts on the checkpoint alone and says what was lost.
     let dir = crashed_directory("trust-accept");
     std::fs::remove_file(dir.0.join("tableq.wal")).expect("delete the log");
