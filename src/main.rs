@@ -1,7 +1,8 @@
 //! The `tableq` command-line tool: validate entities, inspect every stage of the query
 //! pipeline (`debug tokens|ast|plan`, `explain`), evaluate filters over JSON-lines files
 //! (`eval`), generate benchmark data (`gen`), run the Table service emulator (`serve`),
-//! bulk-load entities into it (`import`) and measure it over HTTP (`bench-http`).
+//! bulk-load entities into it (`import`), check its data directory offline (`check`) and
+//! measure it over HTTP (`bench-http`).
 #![forbid(unsafe_code)]
 
 mod cli;
@@ -53,6 +54,10 @@ enum Command {
     /// Print a bearer token of the local issuer (the signing key of `serve --tls`), for
     /// scripts and clients without Entra ID support.
     Token(cli::token::Args),
+    /// Check a durable data directory offline: every block's checksum and rows, every log
+    /// record, and that the log reaches as far as the data file says.
+    #[command(after_long_help = cli::help::CHECK)]
+    Check(cli::check::Args),
     /// Bulk-load entities (JSON lines) into a table: into a data directory or through a
     /// running server.
     #[command(after_long_help = cli::help::IMPORT)]
@@ -92,6 +97,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cli::serve::run(args),
         Command::Token(args) => cli::token::run(args),
         Command::Import(args) => cli::import::run(args),
+        Command::Check(args) => cli::check::run(args),
         Command::BenchHttp(args) => cli::bench_http::run(args),
         Command::Debug(DebugCommand::Tokens(args)) => cli::debug::run_tokens(args),
         Command::Debug(DebugCommand::Ast(args)) => cli::debug::run_ast(args),

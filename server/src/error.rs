@@ -148,6 +148,10 @@ impl ApiError {
                     StoreError::Unavailable(_) | StoreError::Closed => {
                         "the storage engine is unavailable right now; retry the request"
                     }
+                    StoreError::Damaged(_) => {
+                        "stored data this request needs is damaged (it is never served as \
+                         data; `tableq check` lists every damaged block)"
+                    }
                     _ => "the storage engine failed",
                 };
                 ApiError {

@@ -9,6 +9,7 @@ EXAMPLES:
     tableq explain --filter \"PartitionKey eq 'a' and RowKey ge '2024'\"
     tableq gen --entities 1000000 > 1m.jsonl
     tableq serve --in-memory
+    tableq check --data ./tableq-data
     tableq gen --entities 1000 | tableq import --table people --endpoint http://127.0.0.1:10002/devstoreaccount1
 
 EXIT STATUS:
@@ -120,6 +121,10 @@ STORAGE:
     --data DIR (default ./tableq-data) keeps every table durably in DIR (acknowledged writes
     survive crashes and kill -9); --in-memory keeps nothing after the process; --store
     postgres://user@host:port/db keeps the data in PostgreSQL. One server per data directory.
+    A data directory whose write-ahead log is missing, cut or another directory's is
+    refused (exit 2); --accept-log-loss starts anyway and logs what was lost. Damaged
+    blocks are never served: reads of them answer 500 and log the table and key range
+    (`tableq check --data DIR` lists them all).
 
 OPERATIONS (every operation of the Table REST API; README, \"serve\"):
     tables      query (GET /ACCT/Tables), create (POST), delete (DELETE /ACCT/Tables('t'))
@@ -174,6 +179,29 @@ EXAMPLES:
 EXIT STATUS:
     0 clean shutdown, 2 the server cannot start (port taken, storage unusable or locked),
     1 serving or closing the store failed.";
+
+/// `tableq check --help`.
+pub const CHECK: &str = "\
+WHAT IS CHECKED (offline; nothing is written; README, \"Durability: what survives what\"):
+    every block of the data file (tableq.redb): its checksum, its layout, every row, and
+    that its key is its first row's; every record of the write-ahead log (tableq.wal); and
+    that the log reaches as far as the data file says it must (not missing, not cut before
+    records it had fsynced, this data file's). A server holding the directory is refused;
+    a data file left by a crash needs one start and stop of the server first.
+
+OUTPUT:
+    stdout: one line per damaged block (file, table, PartitionKey, RowKey range, what is
+    wrong) and per log problem (file, what, expected, found), then a summary line; with
+    --json one JSON object (clean, counts, damaged_blocks, log_problems, warnings).
+    stderr: warnings (a torn last log record, which a restart discards).
+
+EXAMPLES:
+    tableq check --data ./tableq-data
+    tableq check --data /srv/tables --json | jq .damaged_blocks
+
+EXIT STATUS:
+    0 clean, 1 damaged blocks or lost log records found, 2 the directory cannot be checked
+    (no data file, another format, in use, needs recovery) or a usage error.";
 
 /// `tableq import --help`.
 pub const IMPORT: &str = "\

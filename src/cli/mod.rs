@@ -8,6 +8,7 @@
 
 pub mod args;
 pub mod bench_http;
+pub mod check;
 pub mod debug;
 pub mod diagnostic;
 pub mod eval;

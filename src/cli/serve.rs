@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! tableq serve [--host 127.0.0.1] [--port 10002] [--data DIR | --in-memory | --store URL]
-//!              [--fsync always|interval=MS] [--account NAME:BASE64KEY]... [--no-auth] [--no-explorer]
+//!              [--fsync always|interval=MS] [--accept-log-loss]
+//!              [--account NAME:BASE64KEY]... [--no-auth] [--no-explorer]
 //!              [--header-timeout D] [--body-timeout D] [--request-timeout D] [--idle-timeout D]
 //!              [--max-connections N] [--body-budget SIZE] [--body-budget-wait D] [--log-format text|json]
 //!              [--tls self-signed | --tls-cert PEM --tls-key PEM] [--https-port PORT]
@@ -13,7 +14,10 @@
 //! `--fsync` sets when the durable store's write-ahead log is `fsync`ed: `interval=MS`
 //! (default `interval=1000`: an acknowledged write survives `kill -9`; a machine crash may
 //! lose the last MS of writes) or `always` (every reply after `fsync`, group-committed).
-//! The banner's `storage:` line states which.
+//! The banner's `storage:` line states which. A data directory whose write-ahead log does
+//! not reach as far as its data file says (deleted, cut, another directory's) is refused;
+//! `--accept-log-loss` starts anyway and logs what was lost (README, "Durability: what
+//! survives what").
 //!
 //! The connection and body limits (README, "Operating tableq") take durations such as
 //! `10s`, `500ms` or `2min` (humantime) and sizes such as `128MiB`, `64K` or `1048576`
@@ -92,6 +96,11 @@ pub struct Args {
         conflicts_with_all = ["in_memory", "store"]
     )]
     fsync: FsyncPolicy,
+    /// Start even if the durable store's write-ahead log is missing, cut or another
+    /// directory's (acknowledged writes are lost; each loss is logged as a warning).
+    /// Without it such a data directory is refused.
+    #[arg(long, conflicts_with_all = ["in_memory", "store"])]
+    accept_log_loss: bool,
     /// Keep the data in PostgreSQL: `postgres://user[:password]@host[:port]/database`, with
     /// libpq-style parameters and tableq's `schema=NAME`, `pool_size=N` (README, "Scaling out").
     #[arg(long, value_name = "URL", conflicts_with_all = ["in_memory", "data"])]
@@ -302,7 +311,9 @@ fn open_store(args: &Args, account: &str, first: bool) -> Result<Arc<dyn Backend
     } else {
         args.data.join("accounts").join(account)
     };
-    let options = DurableOptions::default().with_fsync(args.fsync);
+    let options = DurableOptions::default()
+        .with_fsync(args.fsync)
+        .with_accept_log_loss(args.accept_log_loss);
     let backend = DurableBackend::open_with(&dir, options).map_err(|e| format!("--data: {e}"))?;
     Ok(Arc::new(backend))
 }

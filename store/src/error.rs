@@ -70,6 +70,10 @@ pub enum StoreError {
     /// write was not applied.
     #[error("storage failure: {0}")]
     Storage(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Stored data failed its checksum or its structural checks (500 `InternalError`): the
+    /// damaged rows are never returned as data; the error names where they are.
+    #[error("{0}")]
+    Damaged(Box<Damage>),
     /// The store is closed or shutting down (503 `ServerBusy`).
     #[error("the store is closed")]
     Closed,
@@ -101,7 +105,7 @@ impl StoreError {
             StoreError::Invalid(e) => e.code,
             StoreError::DuplicateRow { .. } => ErrorCode::InvalidDuplicateRow,
             StoreError::InvalidSetting(_) => ErrorCode::InvalidXmlNodeValue,
-            StoreError::Storage(_) => ErrorCode::InternalError,
+            StoreError::Storage(_) | StoreError::Damaged(_) => ErrorCode::InternalError,
             StoreError::Closed | StoreError::WritesRefused(_) | StoreError::Unavailable(_) => {
                 ErrorCode::ServerBusy
             }
@@ -112,6 +116,41 @@ impl StoreError {
     /// A storage-engine failure from any error.
     pub fn storage(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> StoreError {
         StoreError::Storage(error.into())
+    }
+}
+
+/// Where stored data is damaged and how ([`StoreError::Damaged`]): one block of rows of one
+/// table, by the range of keys it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// The file that holds the damaged data.
+    pub file: std::path::PathBuf,
+    /// The table (as created; its id when its name is unknown).
+    pub table: String,
+    /// The PartitionKey of the block's rows.
+    pub partition_key: String,
+    /// The first RowKey the block holds.
+    pub first_row_key: String,
+    /// The last RowKey the block holds, when it could still be read.
+    pub last_row_key: Option<String>,
+    /// What is wrong (e.g. "the block fails its checksum").
+    pub what: String,
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "damaged data in {}: table `{}`, PartitionKey {:?}, RowKeys from {:?}",
+            self.file.display(),
+            self.table,
+            self.partition_key,
+            self.first_row_key
+        )?;
+        if let Some(last) = &self.last_row_key {
+            write!(f, " to {last:?}")?;
+        }
+        write!(f, ": {}", self.what)
     }
 }
 

@@ -49,8 +49,11 @@ pub use self::postgres::{PostgresBackend, PostgresConfig, PostgresError};
 pub use acl::{AccessPolicy, SignedIdentifier};
 pub use backend::{Backend, PendingWrite, QueryPage, ScanExplain, TableInfo, WriteLogStats};
 pub use clock::Clock;
-pub use durable::{DurableBackend, DurableOptions, DurableSnapshot, FsyncPolicy, OpenError};
-pub use error::{BatchError, StoreError};
+pub use durable::{
+    CheckReport, DurableBackend, DurableOptions, DurableSnapshot, FsyncPolicy, LogFinding,
+    OpenError, check_data_dir,
+};
+pub use error::{BatchError, Damage, StoreError};
 pub use memory::{
     MemoryBackend, MemoryError, MemoryRow, MemoryRows, MemorySnapshot, MemoryTable, MemoryWriter,
     OverlayLimits,

@@ -28,6 +28,7 @@ use super::Limits;
 use super::block::{BlockView, RowRef, block_overhead, build_block, row_share};
 #[cfg(test)]
 use super::block::{EncodeError, encode_row};
+use super::damage::block_damage;
 use super::keys::{compare_utf8, entity_key, partition_prefix};
 use super::locate::{BlockEntry, floor_block};
 use super::mem::MemTable;
@@ -39,6 +40,7 @@ use redb::{ReadableTable, Table};
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::ops::{Bound, Range};
+use std::path::Path;
 #[cfg(test)]
 use tableq_exec::compare_keys;
 
@@ -110,11 +112,15 @@ fn next_in(
     }
 }
 
-/// Parses and checks a stored block.
-fn checked<'b>(bytes: &'b [u8], names: &Names) -> Result<BlockView<'b>, StoreError> {
-    let view = BlockView::parse(bytes).map_err(storage)?;
-    view.check_rows(names.len()).map_err(storage)?;
-    Ok(view)
+/// Parses and checks a stored block (its checksum, then everything), stored under `key`.
+/// Damage fails the edit with [`StoreError::Damaged`] naming the block: a damaged block is
+/// never rewritten (its rows would be copied into new, well-sealed blocks).
+fn checked<'b>(key: &[u8], bytes: &'b [u8], names: &Names) -> Result<BlockView<'b>, StoreError> {
+    let view = BlockView::parse(bytes).and_then(|view| {
+        view.check_rows(names.len())?;
+        Ok(view)
+    });
+    view.map_err(|e| block_damage(Path::new(""), None, key, bytes, e))
 }
 
 /// Applies `changes` (distinct keys, as [`crate::resolve()`] returns them) to table
@@ -235,7 +241,7 @@ fn edit_block(
     }
     let changes = &items[i..j];
     let old = match &block {
-        Some((_, bytes)) => Some(checked(bytes, names)?),
+        Some((key, bytes)) => Some(checked(key, bytes, names)?),
         None => None,
     };
     let old_rows: Vec<RowRef<'_>> = old
@@ -289,7 +295,7 @@ fn edit_block(
     };
     let mut absorbed: Vec<&[u8]> = Vec::new();
     if let Some((nk, bytes)) = &next_block {
-        let view = checked(bytes, names)?;
+        let view = checked(nk, bytes, names)?;
         let extra: Vec<Cow<'_, [u8]>> = (0..view.len())
             .map(|r| Cow::Borrowed(view.row(r).bytes()))
             .collect();
@@ -299,7 +305,7 @@ fn edit_block(
         }
     }
     if let Some((pk_key, bytes)) = &prev_block {
-        let view = checked(bytes, names)?;
+        let view = checked(pk_key, bytes, names)?;
         let mut before: Vec<Cow<'_, [u8]>> = (0..view.len())
             .map(|r| Cow::Borrowed(view.row(r).bytes()))
             .collect();
@@ -358,7 +364,11 @@ fn chunks(
             .div_ceil(limits.rows)
             .max(bytes.div_ceil(limits.bytes))
             .max(1);
-        (shared.len().div_ceil(k).max(1), bytes.div_ceil(k))
+        // Each of the k blocks carries its own header: the byte target counts one each.
+        (
+            shared.len().div_ceil(k).max(1),
+            (bytes + (k - 1) * overhead).div_ceil(k),
+        )
     };
     let mut out = Vec::new();
     let (mut start, mut count, mut bytes) = (0, 0, overhead);

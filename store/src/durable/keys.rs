@@ -89,6 +89,35 @@ pub(crate) fn entity_key(table: u64, pk: &str, rk: &str) -> Vec<u8> {
     out
 }
 
+/// Reverses [`entity_key`] for a block key: (table id, PartitionKey, first RowKey), with any
+/// byte sequence that is not a valid encoding shown as U+FFFD (for reports about damage,
+/// where the key itself may be damaged). `None` when the key is shorter than a table id.
+pub(crate) fn decode_block_key(key: &[u8]) -> Option<(u64, String, String)> {
+    let table = u64::from_be_bytes(key.get(..TABLE_ID_LEN)?.try_into().ok()?);
+    let rest = &key[TABLE_ID_LEN..];
+    let (pk, rk) = match rest.iter().position(|&b| b == 0x00) {
+        Some(end) => (&rest[..end], &rest[end + 1..]),
+        None => (rest, &[][..]),
+    };
+    let unescape = |bytes: &[u8]| {
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            let (byte, width) = match (bytes[i], bytes.get(i + 1)) {
+                (0x01, Some(&0x01)) => (0x00, 2),
+                (0x01, Some(&0x02)) => (0x01, 2),
+                (0xF5, _) => (0xEE, 1),
+                (0xF6, _) => (0xEF, 1),
+                (b, _) => (b, 1),
+            };
+            out.push(byte);
+            i += width;
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    Some((table, unescape(pk), unescape(rk)))
+}
+
 /// Compares two UTF-8 strings given as bytes by UTF-16 code units (the order of
 /// [`tableq_model::order::compare_str`]) without decoding them: the first differing byte
 /// decides, with the lead bytes of U+E000–U+FFFF moved above those of the supplementary
@@ -117,6 +146,25 @@ mod tests {
     use proptest::prelude::*;
     use tableq_exec::compare_keys;
     use tableq_model::order::compare_str;
+
+    #[test]
+    fn block_keys_decode_back() {
+        for (pk, rk) in [
+            ("p", "r"),
+            ("", ""),
+            ("a\u{0}\u{1}b", "\u{E000}\u{FFFF}x"),
+            ("é", "\u{1F600}"),
+        ] {
+            let key = entity_key(7, pk, rk);
+            assert_eq!(
+                decode_block_key(&key),
+                Some((7, pk.to_owned(), rk.to_owned()))
+            );
+        }
+        assert_eq!(decode_block_key(&[1, 2]), None);
+        let (_, pk, _) = decode_block_key(&[0, 0, 0, 0, 0, 0, 0, 1, 0xFF, 0x00]).unwrap();
+        assert_eq!(pk, "\u{FFFD}");
+    }
 
     fn arb_string() -> impl Strategy<Value = String> {
         // ASCII, the two escaped characters, two-byte, BMP below and above the surrogates,

@@ -22,6 +22,23 @@
 //! largest stored or replayed Timestamp, so ETags keep increasing across restarts even when
 //! the system clock stepped back.
 //!
+//! # What is checked
+//!
+//! * **Blocks** carry a CRC-32 verified on every read (`block.rs`): scans (the iterator
+//!   and `scan_each`), point gets, the writer's reads, and [`check_data_dir`]. A damaged
+//!   block is never served: [`StoreError::Damaged`] (500) names the data file, the table
+//!   and the block's key range, and an `ERROR` line is logged (`damage.rs`).
+//! * **The log** must reach as far as the data file says (`log_check.rs`): the data file
+//!   records the log's generation; the log carries a reach marker naming the last record
+//!   an `fsync` made durable. A missing, cut, foreign or damaged-before-the-marker log
+//!   refuses to open ([`OpenError::LogMissing`], [`OpenError::LogTruncated`],
+//!   [`OpenError::LogMismatch`]) unless [`DurableOptions::accept_log_loss`]; a discarded
+//!   torn tail is logged as a warning with its offset and size.
+//! * **Replay failures** are reported under the file at fault: a damaged block met while
+//!   folding replayed rows names the data file, a bad record the log.
+//! * **Older formats** (1, 2: blocks without checksums) are refused
+//!   ([`OpenError::OlderFormat`]).
+//!
 //! A full disk (or any failure to write the log or the data file) refuses writes with
 //! [`StoreError::WritesRefused`] (503 `ServerBusy`, naming the cause) while reads go on;
 //! [`Backend::ready`] reports it, and writes resume by themselves once the disk takes them
@@ -73,8 +90,9 @@
 //!   boundaries for parallel scans. A memtable entry wins over the stored row of its key.
 //!
 //! The data directory holds two files, [`DATA_FILE`] (created atomically: initialised
-//! under a temporary name, then renamed) and the log [`WAL_FILE`]; redb locks the data
-//! file, so a second server on the same directory fails with [`OpenError::Locked`].
+//! under a temporary name, then renamed) and the log [`WAL_FILE`] (created atomically too,
+//! before the data file records its generation); redb locks the data file, so a second
+//! server on the same directory fails with [`OpenError::Locked`].
 //!
 //! ```
 //! use tableq_model::Entity;
@@ -89,10 +107,13 @@
 //! ```
 
 mod block;
+mod check;
+mod damage;
 mod edit;
 mod gate;
 mod keys;
 mod locate;
+mod log_check;
 mod mem;
 mod open;
 mod options;
@@ -103,6 +124,7 @@ mod txn;
 mod wal;
 mod writer;
 
+pub use check::{CheckReport, LogFinding, check_data_dir};
 pub use open::{DATA_FILE, DEFAULT_DATA_DIR, FORMAT_VERSION, OpenError};
 pub use options::DurableOptions;
 pub use read::{DurableRow, DurableRows, DurableSnapshot};
@@ -116,6 +138,7 @@ use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
 use crate::service::ServiceProperties;
 use gate::Gate;
+use log_check::{LogFound, LogProblem};
 use mem::MemTable;
 use redb::{Database, ReadableDatabase};
 use std::collections::BTreeMap;
@@ -151,6 +174,9 @@ mod schema {
     /// The number of the last write-ahead log record the durable file contains (written
     /// by every checkpoint; absent = 0).
     pub(crate) const META_WAL_LSN: &str = "wal_lsn";
+    /// The generation of the write-ahead log this file goes with (`log_check.rs`): written
+    /// once, durably, when the first log is created; from then on opening requires that log.
+    pub(crate) const META_WAL_GENERATION: &str = "wal_generation";
 }
 
 /// Block size limits (from [`DurableOptions`]).
@@ -189,6 +215,8 @@ pub(crate) struct Shared {
     pub(crate) refusal: Mutex<Option<Refusal>>,
     /// The data directory and the options it was opened with (to reopen it).
     pub(crate) dir: PathBuf,
+    /// The data directory again, shared with snapshots (for reports of damaged blocks).
+    pub(crate) data_dir: Arc<Path>,
     pub(crate) options: DurableOptions,
 }
 
@@ -304,12 +332,83 @@ impl DurableBackend {
         if let Some(t) = opened.max_timestamp {
             clock.observe(t);
         }
-        let (file, bytes, wal_path) = open::open_log(&dir, opened.wal_lsn)?;
+        let data_path = dir.join(DATA_FILE);
+        let (wal_path, found) = open::find_log(&dir)?;
         let bad_log = |detail: String| OpenError::Corrupt {
             path: wal_path.clone(),
             detail,
         };
-        let contents = wal::read(&bytes, opened.wal_lsn + 1).map_err(|e| bad_log(e.to_string()))?;
+        let empty = wal::Contents {
+            base_lsn: opened.wal_lsn + 1,
+            generation: None,
+            reach: None,
+            records: Vec::new(),
+            valid_len: 0,
+        };
+        let (file, contents) = match &found {
+            Some((file, bytes)) => {
+                let contents =
+                    wal::read(bytes, opened.wal_lsn + 1).map_err(|e| bad_log(e.to_string()))?;
+                (Some(file), contents)
+            }
+            None => (None, empty.clone()),
+        };
+        // Does the log reach as far as the data file says? (`log_check.rs`)
+        let problems = log_check::compare(
+            &match &found {
+                Some((_, bytes)) => LogFound::Read {
+                    len: bytes.len() as u64,
+                    contents: &contents,
+                },
+                None => LogFound::Missing,
+            },
+            opened.wal_generation,
+            opened.wal_lsn,
+        );
+        let mut discard = found.is_none();
+        for problem in &problems {
+            if problem.loses_writes() {
+                if !options.accept_log_loss {
+                    return Err(log_refusal(problem, wal_path.clone()));
+                }
+                tracing::warn!(
+                    log = %wal_path.display(),
+                    "{problem}: acknowledged writes are lost (accepted: --accept-log-loss)"
+                );
+            } else {
+                tracing::warn!(log = %wal_path.display(), "{problem}");
+            }
+            discard |= problem.discards_log();
+        }
+        // A log of this build that holds no records yet can be replaced as well (created
+        // before its generation reached the data file).
+        discard |= opened.wal_generation.is_none();
+        let generation = opened.wal_generation.unwrap_or_else(open::new_generation);
+        let (file, contents) = match file {
+            Some(file) if !discard => (file.try_clone(), contents),
+            _ => {
+                if found.is_some() && !contents.records.is_empty() {
+                    let aside = open::set_log_aside(&dir)?;
+                    tracing::warn!(
+                        log = %wal_path.display(),
+                        "the write-ahead log was moved aside to {} ({} records not replayed)",
+                        aside.display(),
+                        contents.records.len()
+                    );
+                }
+                (
+                    Ok(open::create_log(&dir, opened.wal_lsn + 1, generation)?),
+                    empty,
+                )
+            }
+        };
+        let file = file.map_err(|source| OpenError::Io {
+            path: wal_path.clone(),
+            source,
+        })?;
+        if opened.wal_generation.is_none() {
+            open::record_generation(&opened.db, &data_path, generation)?;
+        }
         let file = log_file(file);
         file.truncate(contents.valid_len.max(wal::HEADER_LEN))
             .map_err(|source| OpenError::Io {
@@ -320,6 +419,7 @@ impl DurableBackend {
         let log = wal::Wal::new(
             file,
             options.fsync,
+            generation,
             contents.valid_len.max(wal::HEADER_LEN),
             next_lsn,
         );
@@ -333,6 +433,7 @@ impl DurableBackend {
             },
             refusal: Mutex::new(None),
             dir: dir.clone(),
+            data_dir: Arc::from(dir.as_path()),
             options: options.clone(),
         });
         let checkpoints = CheckpointLimits {
@@ -342,20 +443,25 @@ impl DurableBackend {
             flush_interval: options.flush_interval,
         };
         let mut writer = writer::Writer::new(shared.clone(), opened.names, log, checkpoints);
-        // A replay that cannot write (a full disk) is an I/O error; anything else is a log
-        // that does not fit the data file.
+        // A replay that cannot write (a full disk) is an I/O error; a record that cannot be
+        // decoded or does not follow the data file is the log's fault; anything else (a
+        // damaged block met while folding the replayed rows in) is the data file's.
         let replayed =
             writer
                 .replay(&contents, opened.wal_lsn)
                 .map_err(|e| match writer::io_kind(&e) {
                     Some(kind) => OpenError::Io {
-                        path: dir.join(DATA_FILE),
+                        path: data_path.clone(),
                         source: io::Error::new(kind, e.to_string()),
+                    },
+                    None if is_data_file_fault(&e) => OpenError::Corrupt {
+                        path: data_path.clone(),
+                        detail: e.to_string(),
                     },
                     None => bad_log(e.to_string()),
                 })?;
         drop(contents);
-        drop(bytes);
+        drop(found);
         let io = |source: io::Error| OpenError::Io {
             path: wal_path.clone(),
             source,
@@ -423,7 +529,7 @@ impl DurableBackend {
     pub fn snapshot(&self, table: &str) -> Result<DurableSnapshot, StoreError> {
         self.check_open()?;
         let (entry, txn, mem) = self.shared.begin_read(table)?;
-        DurableSnapshot::new(&entry, &txn, mem)
+        DurableSnapshot::new(&entry, &self.shared.data_dir, &txn, mem)
     }
 
     /// Hands a request to the writer (`gate.rs`: committed on this thread when the writer
@@ -476,6 +582,43 @@ impl DurableBackend {
             db.close().map_err(StoreError::storage)?;
         }
         result
+    }
+}
+
+/// Whether a replay failed on the data file (a damaged block, an error of redb) rather than
+/// on the log (a record that does not decode or does not fit).
+fn is_data_file_fault(e: &StoreError) -> bool {
+    match e {
+        StoreError::Damaged(_) => true,
+        StoreError::Storage(inner) => {
+            let inner: &(dyn std::error::Error + 'static) = inner.as_ref();
+            inner.is::<redb::Error>()
+                || inner.is::<redb::StorageError>()
+                || inner.is::<redb::CommitError>()
+                || inner.is::<redb::TransactionError>()
+                || inner.is::<redb::TableError>()
+        }
+        _ => false,
+    }
+}
+
+/// The error that refuses to open a data directory whose log lost acknowledged writes.
+fn log_refusal(problem: &LogProblem, path: PathBuf) -> OpenError {
+    let (expected, found) = problem.expected_found();
+    match problem {
+        LogProblem::Missing { .. } => OpenError::LogMissing { path, expected },
+        LogProblem::OtherGeneration { .. } | LogProblem::Unexpected { .. } => {
+            OpenError::LogMismatch {
+                path,
+                expected,
+                found,
+            }
+        }
+        _ => OpenError::LogTruncated {
+            path,
+            expected,
+            found,
+        },
     }
 }
 
@@ -766,3 +909,5 @@ impl Backend for DurableBackend {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trust_tests;

@@ -16,7 +16,8 @@
 //! never reached the disk) holds no data and is replaced.
 
 use super::schema::{
-    META, META_CLOCK, META_FORMAT, META_NEXT_TABLE, META_WAL_LSN, NAMES, ROWS, TABLES,
+    META, META_CLOCK, META_FORMAT, META_NEXT_TABLE, META_WAL_GENERATION, META_WAL_LSN, NAMES, ROWS,
+    TABLES,
 };
 use super::wal::{WAL_FILE, header};
 use super::{Catalog, DurableOptions, TableEntry};
@@ -33,13 +34,15 @@ pub const DEFAULT_DATA_DIR: &str = "./tableq-data";
 /// The file in the data directory that holds everything.
 pub const DATA_FILE: &str = "tableq.redb";
 /// The version of tableq's layout inside the redb file (tables, keys, blocks). Version 2
-/// adds the write-ahead log (a checkpoint records its last record number); a version 1 file
-/// (no log yet) is read and upgraded by its first checkpoint, so that an older tableq, which
-/// would ignore the log, refuses the upgraded file instead of losing records. Any other
+/// added the write-ahead log (a checkpoint records its last record number); version 3
+/// adds a checksum to every block (`block.rs`) and the log's generation (`log_check.rs`).
+/// Files of versions 1 and 2 are **refused** with [`OpenError::OlderFormat`] rather than
+/// read without checksums or upgraded in place: reading them would serve damaged rows
+/// unseen, and an in-place upgrade would vouch for bytes nothing had checked. Any other
 /// version is refused with [`OpenError::IncompatibleFormat`].
-pub const FORMAT_VERSION: u64 = 2;
+pub const FORMAT_VERSION: u64 = 3;
 /// The oldest format version this build opens.
-const OLDEST_FORMAT: u64 = 1;
+const OLDEST_FORMAT: u64 = 3;
 /// Suffix of the temporary name a new file is initialised under.
 const TEMP_SUFFIX: &str = ".tmp";
 
@@ -106,8 +109,69 @@ pub enum OpenError {
         /// The version this build reads.
         supported: u64,
     },
-    /// The data file is damaged.
-    #[error("the data file {} is corrupt: {detail}", path.display())]
+    /// The data file was written by an older tableq whose format this build does not read
+    /// (format 1 or 2: blocks without checksums).
+    #[error(
+        "{} was written by an older tableq (data format {found}: blocks without checksums); \
+         this tableq reads format {FORMAT_VERSION} only. Move the data with the older tableq \
+         (query every table to JSON lines) and `tableq import` it into a new data directory",
+        path.display()
+    )]
+    OlderFormat {
+        /// The data file.
+        path: PathBuf,
+        /// The version found.
+        found: u64,
+    },
+    /// The write-ahead log is missing although the data file says it was created: the
+    /// writes acknowledged since the last checkpoint are gone. `tableq serve
+    /// --accept-log-loss` starts anyway.
+    #[error(
+        "the write-ahead log {} is missing, but the data file says one was created ({expected}): \
+         writes acknowledged since the last checkpoint would be lost. Restore the log, or \
+         start with --accept-log-loss to accept the loss",
+        path.display()
+    )]
+    LogMissing {
+        /// The log file.
+        path: PathBuf,
+        /// What the data file says.
+        expected: String,
+    },
+    /// The write-ahead log ends before what it must hold (cut, damaged before its reach
+    /// marker, or starting after records the data file lacks).
+    #[error(
+        "the write-ahead log {} is truncated: expected {expected}, found {found}; acknowledged \
+         writes would be lost. Restore the log, or start with --accept-log-loss to accept the \
+         loss",
+        path.display()
+    )]
+    LogTruncated {
+        /// The log file.
+        path: PathBuf,
+        /// What it must hold.
+        expected: String,
+        /// What it holds.
+        found: String,
+    },
+    /// The write-ahead log is not this data file's (another directory's, or left next to a
+    /// data file made anew).
+    #[error(
+        "the write-ahead log {} does not belong to this data file: expected {expected}, \
+         found {found}. Restore the right log, or start with --accept-log-loss to set this \
+         one aside",
+        path.display()
+    )]
+    LogMismatch {
+        /// The log file.
+        path: PathBuf,
+        /// What the data file says.
+        expected: String,
+        /// What the log says.
+        found: String,
+    },
+    /// The data file, or the write-ahead log, is damaged (`path` says which).
+    #[error("{} is corrupt: {detail}", path.display())]
     Corrupt {
         /// The data file.
         path: PathBuf,
@@ -142,6 +206,10 @@ impl OpenError {
             | OpenError::Locked { path }
             | OpenError::NotTableqData { path, .. }
             | OpenError::IncompatibleFormat { path, .. }
+            | OpenError::OlderFormat { path, .. }
+            | OpenError::LogMissing { path, .. }
+            | OpenError::LogTruncated { path, .. }
+            | OpenError::LogMismatch { path, .. }
             | OpenError::Corrupt { path, .. }
             | OpenError::Io { path, .. }
             | OpenError::Storage { path, .. } => path,
@@ -159,10 +227,13 @@ pub(crate) struct Opened {
     pub(crate) max_timestamp: Option<DateTime>,
     /// The number of the last log record the durable file contains.
     pub(crate) wal_lsn: u64,
+    /// The generation of the log the data file goes with (`None` until its first log was
+    /// created).
+    pub(crate) wal_generation: Option<u64>,
 }
 
 /// An I/O error on `path`, classified.
-fn io_error(path: &Path, source: io::Error) -> OpenError {
+pub(crate) fn io_error(path: &Path, source: io::Error) -> OpenError {
     let path = path.to_path_buf();
     match source.kind() {
         io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
@@ -176,7 +247,7 @@ fn io_error(path: &Path, source: io::Error) -> OpenError {
     }
 }
 
-fn storage_error(path: &Path, e: StorageError) -> OpenError {
+pub(crate) fn storage_error(path: &Path, e: StorageError) -> OpenError {
     match e {
         StorageError::Io(source) => io_error(path, source),
         StorageError::Corrupted(detail) => OpenError::Corrupt {
@@ -190,7 +261,7 @@ fn storage_error(path: &Path, e: StorageError) -> OpenError {
     }
 }
 
-fn database_error(path: &Path, e: DatabaseError) -> OpenError {
+pub(crate) fn database_error(path: &Path, e: DatabaseError) -> OpenError {
     match e {
         DatabaseError::DatabaseAlreadyOpen | DatabaseError::LockProtocolMismatch => {
             OpenError::Locked {
@@ -216,7 +287,7 @@ fn database_error(path: &Path, e: DatabaseError) -> OpenError {
 }
 
 /// Any other redb error while reading the file's tables: the file is not what it should be.
-fn corrupt(path: &Path, e: impl std::fmt::Display) -> OpenError {
+pub(crate) fn corrupt(path: &Path, e: impl std::fmt::Display) -> OpenError {
     OpenError::Corrupt {
         path: path.to_path_buf(),
         detail: e.to_string(),
@@ -335,35 +406,23 @@ pub(crate) fn open(dir: &Path, options: &DurableOptions) -> Result<Opened, OpenE
     load(db, &file)
 }
 
-/// Opens the write-ahead log of `dir`, creating it atomically (empty, its first record
-/// numbered after `wal_lsn`) when missing or uninitialised; returns the file (read and
-/// write, positioned at its start), its bytes and its path.
-pub(crate) fn open_log(
-    dir: &Path,
-    wal_lsn: u64,
-) -> Result<(std::fs::File, Vec<u8>, PathBuf), OpenError> {
+/// A log file found: the open file (read and write) and its bytes.
+pub(crate) type FoundLog = (std::fs::File, Vec<u8>);
+
+/// The write-ahead log of `dir` as found: its path, and the open file (read and write) with
+/// its bytes, or `None` when there is no file.
+pub(crate) fn find_log(dir: &Path) -> Result<(PathBuf, Option<FoundLog>), OpenError> {
     let path = dir.join(WAL_FILE);
-    let missing = match std::fs::metadata(&path) {
+    match std::fs::metadata(&path) {
         Ok(m) if !m.is_file() => {
             return Err(OpenError::NotTableqData {
                 path,
                 reason: "it is not a regular file".into(),
             });
         }
-        Ok(m) => m.len() == 0,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => true,
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((path, None)),
         Err(e) => return Err(io_error(&path, e)),
-    };
-    if missing {
-        let temp = temporary(&path);
-        let made = std::fs::write(&temp, header(wal_lsn + 1))
-            .and_then(|()| std::fs::File::open(&temp)?.sync_all())
-            .and_then(|()| std::fs::rename(&temp, &path));
-        if let Err(e) = made {
-            let _ = std::fs::remove_file(&temp);
-            return Err(io_error(&path, e));
-        }
-        sync_directory(dir)?;
     }
     let file = std::fs::OpenOptions::new()
         .read(true)
@@ -371,12 +430,49 @@ pub(crate) fn open_log(
         .open(&path)
         .map_err(|e| io_error(&path, e))?;
     let bytes = std::fs::read(&path).map_err(|e| io_error(&path, e))?;
-    Ok((file, bytes, path))
+    Ok((path, Some((file, bytes))))
+}
+
+/// Creates the write-ahead log of `dir` atomically — empty, of `generation`, its first
+/// record numbered `base_lsn` — replacing any file there (which the caller set aside or
+/// found unused); returns it open for reading and writing.
+pub(crate) fn create_log(
+    dir: &Path,
+    base_lsn: u64,
+    generation: u64,
+) -> Result<std::fs::File, OpenError> {
+    let path = dir.join(WAL_FILE);
+    let temp = temporary(&path);
+    let made = std::fs::write(&temp, header(base_lsn, generation))
+        .and_then(|()| std::fs::File::open(&temp)?.sync_all())
+        .and_then(|()| std::fs::rename(&temp, &path));
+    if let Err(e) = made {
+        let _ = std::fs::remove_file(&temp);
+        return Err(io_error(&path, e));
+    }
+    sync_directory(dir)?;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io_error(&path, e))
+}
+
+/// Moves a log that cannot be used aside (`tableq.wal.discarded-SECONDS`), keeping it for
+/// whoever wants to look at what was lost; returns the new name.
+pub(crate) fn set_log_aside(dir: &Path) -> Result<PathBuf, OpenError> {
+    let path = dir.join(WAL_FILE);
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let aside = dir.join(format!("{WAL_FILE}.discarded-{seconds}"));
+    std::fs::rename(&path, &aside).map_err(|e| io_error(&path, e))?;
+    Ok(aside)
 }
 
 /// Whether the file holds no table at all (just created, or created by a run that stopped
 /// before its first commit); checks the format of a file that has tables.
-fn is_new(db: &Database, file: &Path) -> Result<bool, OpenError> {
+pub(crate) fn is_new(db: &impl ReadableDatabase, file: &Path) -> Result<bool, OpenError> {
     let txn = db.begin_read().map_err(|e| corrupt(file, e))?;
     let tables: Vec<String> = txn
         .list_tables()
@@ -402,6 +498,10 @@ fn is_new(db: &Database, file: &Path) -> Result<bool, OpenError> {
         .map(|v| v.value());
     match format {
         Some(found) if (OLDEST_FORMAT..=FORMAT_VERSION).contains(&found) => Ok(false),
+        Some(found @ 1..OLDEST_FORMAT) => Err(OpenError::OlderFormat {
+            path: file.to_path_buf(),
+            found,
+        }),
         Some(found) => Err(OpenError::IncompatibleFormat {
             path: file.to_path_buf(),
             what: "tableq",
@@ -467,6 +567,10 @@ fn load(db: Database, file: &Path) -> Result<Opened, OpenError> {
         .get(META_WAL_LSN)
         .map_err(|e| storage_error(file, e))?
         .map_or(0, |v| v.value());
+    let wal_generation = meta
+        .get(META_WAL_GENERATION)
+        .map_err(|e| storage_error(file, e))?
+        .map(|v| v.value());
     let mut names: HashMap<u64, Names> = HashMap::new();
     for item in names_table.iter().map_err(|e| storage_error(file, e))? {
         let (key, name) = item.map_err(|e| storage_error(file, e))?;
@@ -498,7 +602,39 @@ fn load(db: Database, file: &Path) -> Result<Opened, OpenError> {
         names,
         max_timestamp,
         wal_lsn,
+        wal_generation,
     })
+}
+
+/// Records durably in the data file that its log is of `generation` (once, when its first
+/// log was created: from then on the log must be there).
+pub(crate) fn record_generation(
+    db: &Database,
+    file: &Path,
+    generation: u64,
+) -> Result<(), OpenError> {
+    let run = || -> Result<(), redb::Error> {
+        let txn = db.begin_write()?;
+        txn.open_table(META)?
+            .insert(META_WAL_GENERATION, generation)?;
+        txn.commit()?;
+        Ok(())
+    };
+    run().map_err(|e| match e {
+        redb::Error::Io(source) => io_error(file, source),
+        other => OpenError::Storage {
+            path: file.to_path_buf(),
+            source: Box::new(other),
+        },
+    })
+}
+
+/// A new log generation: the clock's nanoseconds and the process id, never 0.
+pub(crate) fn new_generation() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    (nanos ^ (u64::from(std::process::id()) << 40)).max(1)
 }
 
 /// A table record: id (8 bytes, little-endian) and name as created.

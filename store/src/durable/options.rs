@@ -54,6 +54,14 @@ pub struct DurableOptions {
     /// blocks faster than memtable rows, so a table written in a burst is in blocks soon
     /// after.
     pub flush_interval: Duration,
+    /// Start even when the write-ahead log does not reach as far as the data file says it
+    /// must (missing, cut, another directory's: `log_check.rs`), logging what is lost as a
+    /// warning; a log that cannot be used is moved aside (`tableq.wal.discarded-SECONDS`).
+    /// Default `false`: such a data directory is refused with
+    /// [`OpenError::LogMissing`](super::OpenError::LogMissing),
+    /// [`LogTruncated`](super::OpenError::LogTruncated) or
+    /// [`LogMismatch`](super::OpenError::LogMismatch) (`tableq serve --accept-log-loss`).
+    pub accept_log_loss: bool,
 }
 
 impl Default for DurableOptions {
@@ -63,6 +71,7 @@ impl Default for DurableOptions {
             block_rows: 256,
             block_bytes: 64 * 1024,
             verify_on_open: false,
+            accept_log_loss: false,
             fsync: FsyncPolicy::default(),
             checkpoint_log_bytes: 64 << 20,
             checkpoint_interval: Duration::from_secs(30),
@@ -84,6 +93,12 @@ impl DurableOptions {
     pub fn with_block_limits(mut self, rows: usize, bytes: usize) -> DurableOptions {
         self.block_rows = rows.max(1);
         self.block_bytes = bytes.max(1);
+        self
+    }
+
+    /// Sets [`accept_log_loss`](DurableOptions::accept_log_loss).
+    pub fn with_accept_log_loss(mut self, accept: bool) -> DurableOptions {
+        self.accept_log_loss = accept;
         self
     }
 

@@ -42,6 +42,7 @@
 
 use super::TableEntry;
 use super::block::{BlockView, RowRef};
+use super::damage::block_damage;
 use super::keys::{entity_key, partition_end, partition_prefix, table_end, table_prefix};
 use super::locate::{floor_block, search_keys};
 use super::mem::{MemRows, MemTable};
@@ -50,6 +51,7 @@ use crate::codec::{Corrupt, Names, Number, Slot};
 use crate::error::StoreError;
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
 use std::ops::{Bound, ControlFlow};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tableq_exec::{Chunk, EntitySource, Key, PropertySlot, Scan, SlotLookup, SourceRow, ValueTest};
@@ -66,6 +68,10 @@ type BlockGuard = AccessGuard<'static, &'static [u8]>;
 /// module docs).
 pub struct DurableSnapshot {
     table: u64,
+    /// The table (its name, for reports of damaged blocks).
+    entry: Arc<TableEntry>,
+    /// The data directory (for reports of damaged blocks).
+    dir: Arc<Path>,
     names: Arc<Names>,
     /// The table's memtable as of this snapshot: what was written since the flush that
     /// `rows` reflects.
@@ -145,17 +151,33 @@ struct Loaded {
     rows: usize,
 }
 
+/// How much of a block is checked when it is loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// The checksum, the header and the row offsets (scans; rows are checked as read).
+    Offsets,
+    /// The checksum and the header (point gets).
+    Header,
+    /// The header alone, in constant time (splits: no row is returned from it).
+    KeysOnly,
+}
+
 impl Loaded {
-    /// Parses the header of a block, and its row offsets when `offsets` (rows are checked
-    /// as they are read).
-    fn new(guard: BlockGuard, offsets: bool) -> Result<Loaded, Corrupt> {
-        let view = if offsets {
-            BlockView::parse(guard.value())?
-        } else {
-            BlockView::parse_header(guard.value())?
+    /// Checks a block as `check` says.
+    fn new(guard: BlockGuard, check: Check) -> Result<Loaded, (Corrupt, BlockGuard)> {
+        let bytes = guard.value();
+        let view = match check {
+            Check::Offsets => BlockView::parse(bytes),
+            Check::Header => BlockView::parse_header(bytes),
+            Check::KeysOnly => BlockView::parse_header_unverified(bytes),
         };
-        let (pk, rows) = (view.partition_key().into(), view.len());
-        Ok(Loaded { guard, pk, rows })
+        match view {
+            Ok(view) => {
+                let (pk, rows) = (view.partition_key().into(), view.len());
+                Ok(Loaded { guard, pk, rows })
+            }
+            Err(e) => Err((e, guard)),
+        }
     }
 
     /// The block's view (its header was checked by `new`).
@@ -170,7 +192,8 @@ impl DurableSnapshot {
     /// taken before the call, so that the property names read here cover every row of the
     /// snapshot).
     pub(crate) fn new(
-        entry: &TableEntry,
+        entry: &Arc<TableEntry>,
+        dir: &Arc<Path>,
         txn: &ReadTransaction,
         mem: MemTable,
     ) -> Result<DurableSnapshot, StoreError> {
@@ -183,6 +206,8 @@ impl DurableSnapshot {
         Ok(DurableSnapshot {
             rows,
             table: entry.id,
+            entry: entry.clone(),
+            dir: dir.clone(),
             names,
             mem,
             error: Mutex::new(None),
@@ -214,10 +239,10 @@ impl DurableSnapshot {
         let (key, partition) = search_keys(self.table, pk, rk);
         let found = floor_block(self.rows.range::<&[u8]>(..=key.as_slice()), &partition)
             .map_err(StoreError::storage)?;
-        let Some((_, guard)) = found else {
+        let Some((key, guard)) = found else {
             return Ok(None);
         };
-        let loaded = Loaded::new(guard, false).map_err(StoreError::storage)?;
+        let loaded = self.load(&key, guard, Check::Header)?;
         let found = loaded.view().find(rk);
         Ok(found.map(|i| (loaded, i)))
     }
@@ -319,16 +344,33 @@ impl DurableSnapshot {
         }
     }
 
-    /// The next block of a cursor (its row offsets checked when `offsets`); `None` at the
-    /// end or after a failure (recorded).
-    fn next_block(&self, cursor: &mut Option<Cursor>, offsets: bool) -> Option<Loaded> {
+    /// Loads the block stored under `key`, checked as `check` says; damage is reported
+    /// ([`block_damage`]: a typed error and a log line naming the block's key range).
+    fn load(
+        &self,
+        key: &AccessGuard<'_, &'static [u8]>,
+        guard: BlockGuard,
+        check: Check,
+    ) -> Result<Loaded, StoreError> {
+        Loaded::new(guard, check).map_err(|(e, guard)| {
+            block_damage(
+                &self.dir,
+                Some(self.entry.name.as_str()),
+                key.value(),
+                guard.value(),
+                e,
+            )
+        })
+    }
+
+    /// The next block of a cursor, checked as `check` says; `None` at the end or after a
+    /// failure (recorded).
+    fn next_block(&self, cursor: &mut Option<Cursor>, check: Check) -> Option<Loaded> {
         let item = cursor.as_mut()?.next();
         let loaded = match item {
             None => Err(None),
             Some(Err(e)) => Err(Some(StoreError::storage(e))),
-            Some(Ok((_, guard))) => {
-                Loaded::new(guard, offsets).map_err(|e| Some(StoreError::storage(e)))
-            }
+            Some(Ok((key, guard))) => self.load(&key, guard, check).map_err(Some),
         };
         match loaded {
             Ok(l) => Some(l),
@@ -439,7 +481,7 @@ impl<'a> BlockRows<'a> {
             }
         }
         loop {
-            let Some(loaded) = self.snapshot.next_block(&mut self.cursor, true) else {
+            let Some(loaded) = self.snapshot.next_block(&mut self.cursor, Check::Offsets) else {
                 return false;
             };
             let view = loaded.view();
@@ -870,7 +912,7 @@ impl EntitySource for DurableSnapshot {
             rows: Some(0),
         };
         let mut in_current = 0usize;
-        while let Some(loaded) = self.next_block(&mut cursor, false) {
+        while let Some(loaded) = self.next_block(&mut cursor, Check::KeysOnly) {
             let view = loaded.view();
             if !scan.range.partition_key.contains(view.partition_key()) {
                 continue;

@@ -21,6 +21,7 @@
 
 use super::TableEntry;
 use super::block::{BlockView, RowRef, encode_row};
+use super::damage::block_damage;
 use super::edit::RowsTable;
 use super::keys::{table_end, table_prefix};
 use super::locate::{floor_block, search_keys};
@@ -34,6 +35,7 @@ use crate::error::StoreError;
 use crate::resolve::{Change, StateReader};
 use redb::{Durability, ReadOnlyTable, ReadableTable, Table, WriteTransaction};
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::{Arc, PoisonError, RwLock};
 use tableq_model::{DateTime, Entity};
 
@@ -77,10 +79,11 @@ fn stored_entity(
 ) -> Result<Option<Entity>, StoreError> {
     let (key, partition) = search_keys(table, pk, rk);
     let found = floor_block(rows.range::<&[u8]>(..=key.as_slice()), &partition).map_err(storage)?;
-    let Some((_, bytes)) = found else {
+    let Some((key, bytes)) = found else {
         return Ok(None);
     };
-    let view = BlockView::parse(bytes.value()).map_err(storage)?;
+    let view = BlockView::parse(bytes.value())
+        .map_err(|e| block_damage(Path::new(""), None, key.value(), bytes.value(), e))?;
     let Some(i) = view.find(rk) else {
         return Ok(None);
     };

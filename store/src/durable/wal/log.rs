@@ -2,20 +2,39 @@
 //! torn-tail rule.
 //!
 //! ```text
-//! file    = header record*
-//! header  = magic "tableqWL":8  version:u32 (1)  reserved:u32 (0)  base_lsn:u64  crc:u32  0:u32
+//! file    = header reach record*
+//! header  = magic "tableqWL":8  version:u32 (2)  reserved:u32 (0)  base_lsn:u64
+//!           generation:u64  crc:u32  0:u32
+//! reach   = synced_lsn:u64  synced_len:u64  crc:u32  0:u32
 //! record  = len:u32  crc:u32  lsn:u64  body[len]
 //! ```
 //!
 //! `base_lsn` is the number of the first record the file holds (records are numbered
-//! consecutively from it); the header's `crc` is the CRC-32 of its first 24 bytes, a
-//! record's `crc` the CRC-32 of its `len`, `lsn` and body. All integers are little-endian.
+//! consecutively from it); `generation` is the log's identity, which the data file records
+//! (`open.rs`): a log of another data directory is never replayed. The header's `crc` is
+//! the CRC-32 of its first 32 bytes, a record's `crc` the CRC-32 of its `len`, `lsn` and
+//! body. All integers are little-endian.
+//!
+//! # The reach marker
+//!
+//! `reach` says how far the log was known durable: every record up to number `synced_lsn`
+//! (the file's first `synced_len` bytes) had been `fsync`ed. It is rewritten in place
+//! (one positioned write of 24 bytes, [`reach`]) right after each `fsync` returns, naming
+//! what that `fsync` made durable, so it never claims more than the disk holds; the marker
+//! itself reaches the disk with the next `fsync` (after a power loss it may name one
+//! `fsync` less; after a process crash it is exact, from the page cache). Under `always`
+//! every acknowledged record is thus covered; under `interval=MS`, those of the last
+//! interval are not. All zeros means no record was known durable. A log whose intact
+//! records end before its reach lost durable records (cut, or damaged before the reach):
+//! opening refuses it (`mod.rs`, `OpenError::LogTruncated`).
 //!
 //! # Reading: the torn-tail rule
 //!
 //! Records are read in order. A record that is incomplete or fails its checksum **at the
 //! end of the log** is discarded: a crash interrupted its `write(2)`, so it was never
-//! acknowledged (a reply is only sent once the record is complete). Damage **before** an
+//! acknowledged (a reply is only sent once the record is complete) — unless it lies before
+//! the reach marker, which the opening checks. Opening logs every discarded tail (offset
+//! and size) as a warning. Damage **before** an
 //! intact record of the log is corruption: [`read`] refuses the log rather than guess. To
 //! tell the two apart, the bytes after a bad record are searched for any intact record
 //! that could follow it (right magic of length, checksum and a later number); zeros — what
@@ -28,25 +47,53 @@ use std::io::{self, Seek, SeekFrom, Write};
 
 /// The first bytes of every log file.
 const MAGIC: [u8; 8] = *b"tableqWL";
-/// The layout version this build writes and reads.
-const VERSION: u32 = 1;
-/// Bytes of the file header.
-pub(crate) const HEADER_LEN: u64 = 32;
+/// The layout version this build writes and reads (2: with generation and reach marker).
+const VERSION: u32 = 2;
+/// Bytes of the file header proper.
+const HEAD: usize = 40;
+/// Where the reach marker lies.
+pub(crate) const REACH_AT: u64 = HEAD as u64;
+/// Bytes of the reach marker.
+const REACH_LEN: usize = 24;
+/// Bytes before the first record: the header and the reach marker.
+pub(crate) const HEADER_LEN: u64 = (HEAD + REACH_LEN) as u64;
 /// Bytes of a record header (length, checksum, number).
 pub(crate) const RECORD_HEAD: usize = 16;
 /// The largest record body accepted (a record holds one request, whose body the server
 /// bounds at 4 MiB; encoded it stays well below this).
 pub(crate) const MAX_BODY: usize = 64 << 20;
 
-/// The file header for a log whose first record will be number `base_lsn`.
-pub(crate) fn header(base_lsn: u64) -> [u8; HEADER_LEN as usize] {
+/// The file header (with an all-zero reach marker) of log `generation` whose first record
+/// will be number `base_lsn`.
+pub(crate) fn header(base_lsn: u64, generation: u64) -> [u8; HEADER_LEN as usize] {
     let mut out = [0; HEADER_LEN as usize];
     out[..8].copy_from_slice(&MAGIC);
     out[8..12].copy_from_slice(&VERSION.to_le_bytes());
     out[16..24].copy_from_slice(&base_lsn.to_le_bytes());
-    let crc = crc32fast::hash(&out[..24]);
-    out[24..28].copy_from_slice(&crc.to_le_bytes());
+    out[24..32].copy_from_slice(&generation.to_le_bytes());
+    let crc = crc32fast::hash(&out[..32]);
+    out[32..36].copy_from_slice(&crc.to_le_bytes());
     out
+}
+
+/// The reach marker (written at [`REACH_AT`]): records up to `lsn`, the first `len` bytes
+/// of the file, were made durable.
+pub(crate) fn reach(lsn: u64, len: u64) -> [u8; REACH_LEN] {
+    let mut out = [0; REACH_LEN];
+    out[..8].copy_from_slice(&lsn.to_le_bytes());
+    out[8..16].copy_from_slice(&len.to_le_bytes());
+    let crc = crc32fast::hash(&out[..16]);
+    out[16..20].copy_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// How far a log was known durable ([`reach`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct Reach {
+    /// Every record up to this number was `fsync`ed (0: none known).
+    pub(crate) lsn: u64,
+    /// The file's length at that `fsync`.
+    pub(crate) len: u64,
 }
 
 /// Appends record `lsn` with `body` to `out`.
@@ -67,6 +114,11 @@ pub(crate) fn push_record(out: &mut Vec<u8>, lsn: u64, body: &[u8]) {
 pub(crate) struct Contents<'b> {
     /// The number of the file's first record.
     pub(crate) base_lsn: u64,
+    /// The log's generation (`None`: the file is empty or all zeros, it has no header).
+    pub(crate) generation: Option<u64>,
+    /// How far the log was known durable; `None` when the marker fails its checksum (a
+    /// write of it torn by a power loss: nothing can be said).
+    pub(crate) reach: Option<Reach>,
     /// The intact records: (number, body), consecutive from `base_lsn`.
     pub(crate) records: Vec<(u64, &'b [u8])>,
     /// Where the intact records end: a torn tail starts here (the file's length if none).
@@ -98,9 +150,15 @@ pub(crate) enum LogDamage {
     },
 }
 
-/// The header's base number; `None` for an all-zero header (a file whose header never
-/// reached the disk), an error for anything else that is not a header.
-fn parse_header(bytes: &[u8]) -> Result<Option<u64>, LogDamage> {
+fn u64_at(b: &[u8], i: usize) -> u64 {
+    let mut word = [0; 8];
+    word.copy_from_slice(&b[i..i + 8]);
+    u64::from_le_bytes(word)
+}
+
+/// The header's base number, generation and reach; `None` for an all-zero header (a file
+/// whose header never reached the disk), an error for anything else that is not a header.
+fn parse_header(bytes: &[u8]) -> Result<Option<(u64, u64, Option<Reach>)>, LogDamage> {
     let head = bytes
         .get(..HEADER_LEN as usize)
         .ok_or(LogDamage::NotALog("shorter than its header"))?;
@@ -111,18 +169,33 @@ fn parse_header(bytes: &[u8]) -> Result<Option<u64>, LogDamage> {
         return Err(LogDamage::NotALog("unknown magic bytes"));
     }
     let word = |i: usize| u32::from_le_bytes([head[i], head[i + 1], head[i + 2], head[i + 3]]);
-    if word(24) != crc32fast::hash(&head[..24]) {
+    if word(8) != VERSION {
+        return Err(LogDamage::NotALog(if word(8) == 1 {
+            "version 1, written by an older tableq"
+        } else {
+            "unknown version"
+        }));
+    }
+    if word(32) != crc32fast::hash(&head[..32]) {
         return Err(LogDamage::Corrupt {
             offset: 0,
             what: "the header fails its checksum",
         });
     }
-    if word(8) != VERSION {
-        return Err(LogDamage::NotALog("unknown version"));
-    }
-    let mut base = [0; 8];
-    base.copy_from_slice(&head[16..24]);
-    Ok(Some(u64::from_le_bytes(base)))
+    let marker = &head[HEAD..];
+    let reach = if marker.iter().all(|&b| b == 0) {
+        Some(Reach::default())
+    } else if u32::from_le_bytes([marker[16], marker[17], marker[18], marker[19]])
+        == crc32fast::hash(&marker[..16])
+    {
+        Some(Reach {
+            lsn: u64_at(marker, 0),
+            len: u64_at(marker, 8),
+        })
+    } else {
+        None
+    };
+    Ok(Some((u64_at(head, 16), u64_at(head, 24), reach)))
 }
 
 /// The record at `at`, if an intact one numbered within `numbers` starts there: (number,
@@ -160,6 +233,8 @@ fn record_at(
 pub(crate) fn read(bytes: &[u8], fallback_base: u64) -> Result<Contents<'_>, LogDamage> {
     let empty = Contents {
         base_lsn: fallback_base,
+        generation: None,
+        reach: Some(Reach::default()),
         records: Vec::new(),
         valid_len: 0,
     };
@@ -167,7 +242,7 @@ pub(crate) fn read(bytes: &[u8], fallback_base: u64) -> Result<Contents<'_>, Log
         // Empty, or created but never written (a crash right after the file appeared).
         return Ok(empty);
     }
-    let Some(base_lsn) = parse_header(bytes)? else {
+    let Some((base_lsn, generation, reach)) = parse_header(bytes)? else {
         return Err(LogDamage::Corrupt {
             offset: 0,
             what: "the header is missing but records follow",
@@ -207,6 +282,8 @@ pub(crate) fn read(bytes: &[u8], fallback_base: u64) -> Result<Contents<'_>, Log
     }
     Ok(Contents {
         base_lsn,
+        generation: Some(generation),
+        reach,
         records,
         valid_len: at.min(bytes.len()) as u64,
     })
@@ -221,8 +298,12 @@ pub(crate) trait LogFile: Send + Sync {
     fn sync(&self) -> io::Result<()>;
     /// Cuts the file to `len` bytes and continues appending there.
     fn truncate(&self, len: u64) -> io::Result<()>;
-    /// Overwrites the first bytes (the header) without moving the append position.
+    /// Overwrites the first bytes (the header) without moving the append position (called
+    /// by the thread that appends).
     fn write_header(&self, data: &[u8]) -> io::Result<()>;
+    /// Overwrites the reach marker at [`REACH_AT`] with one positioned write, safe while
+    /// another thread appends.
+    fn write_reach(&self, data: &[u8]) -> io::Result<()>;
 }
 
 /// A log file on disk.
@@ -250,6 +331,19 @@ impl LogFile for DiskLog {
         (&self.0).seek(SeekFrom::Start(end))?;
         written
     }
+
+    /// `pwrite(2)`: the append position stays where the appending thread left it.
+    #[cfg(unix)]
+    fn write_reach(&self, data: &[u8]) -> io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(&self.0, data, REACH_AT)
+    }
+
+    /// Elsewhere a positioned write moves the file position under the appending thread:
+    /// the marker is not kept up to date (it stays all zeros: no reach is claimed).
+    #[cfg(not(unix))]
+    fn write_reach(&self, _data: &[u8]) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Keeps the damage type convertible for decoding errors of record bodies.
@@ -267,7 +361,7 @@ mod tests {
     use super::*;
 
     fn log(base: u64, bodies: &[&[u8]]) -> Vec<u8> {
-        let mut out = header(base).to_vec();
+        let mut out = header(base, 7).to_vec();
         for (i, b) in bodies.iter().enumerate() {
             push_record(&mut out, base + i as u64, b);
         }
@@ -284,9 +378,13 @@ mod tests {
             let c = read(&bytes, 9).unwrap();
             assert_eq!((c.base_lsn, c.records.len(), c.last_lsn()), (9, 0, 8));
         }
-        let bytes = header(5);
+        let bytes = header(5, 7);
         let c = read(&bytes, 1).unwrap();
-        assert_eq!((c.base_lsn, c.records.len(), c.valid_len), (5, 0, 32));
+        assert_eq!(
+            (c.base_lsn, c.records.len(), c.valid_len),
+            (5, 0, HEADER_LEN)
+        );
+        assert_eq!((c.generation, c.reach), (Some(7), Some(Reach::default())));
     }
 
     #[test]
@@ -344,7 +442,7 @@ mod tests {
 
     #[test]
     fn gaps_and_foreign_files_are_refused() {
-        let mut bytes = header(1).to_vec();
+        let mut bytes = header(1, 7).to_vec();
         push_record(&mut bytes, 1, b"a");
         push_record(&mut bytes, 3, b"c");
         assert!(matches!(read(&bytes, 0), Err(LogDamage::Corrupt { .. })));
@@ -373,19 +471,46 @@ mod tests {
                 .open(&path)
                 .unwrap(),
         );
-        file.append(&header(1)).unwrap();
+        file.append(&header(1, 7)).unwrap();
         let mut rec = Vec::new();
         push_record(&mut rec, 1, b"one");
         file.append(&rec).unwrap();
         file.sync().unwrap();
         assert_eq!(lsns(&read(&std::fs::read(&path).unwrap(), 0).unwrap()), [1]);
         file.truncate(HEADER_LEN).unwrap();
-        file.write_header(&header(2)).unwrap();
+        file.write_header(&header(2, 7)).unwrap();
         let mut rec = Vec::new();
         push_record(&mut rec, 2, b"two");
         file.append(&rec).unwrap();
+        // The reach marker is written in place while the append position stays.
+        file.write_reach(&reach(2, 99)).unwrap();
+        let mut rec = Vec::new();
+        push_record(&mut rec, 3, b"three");
+        file.append(&rec).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let c = read(&bytes, 0).unwrap();
-        assert_eq!((c.base_lsn, lsns(&c)), (2, vec![2]));
+        assert_eq!((c.base_lsn, lsns(&c)), (2, vec![2, 3]));
+        assert_eq!(c.reach, Some(Reach { lsn: 2, len: 99 }));
+    }
+
+    #[test]
+    fn the_reach_marker_and_generation_read_back() {
+        let mut bytes = log(4, &[b"a", b"b"]);
+        bytes[REACH_AT as usize..HEADER_LEN as usize].copy_from_slice(&reach(5, 123));
+        let c = read(&bytes, 0).unwrap();
+        assert_eq!(
+            (c.generation, c.reach),
+            (Some(7), Some(Reach { lsn: 5, len: 123 }))
+        );
+        // A torn marker says nothing (and is not the header's damage).
+        bytes[REACH_AT as usize + 3] ^= 1;
+        assert_eq!(read(&bytes, 0).unwrap().reach, None);
+        // A log of the previous layout is named as such.
+        let mut old = log(1, &[b"a"]);
+        old[8] = 1;
+        assert_eq!(
+            read(&old, 0).unwrap_err(),
+            LogDamage::NotALog("version 1, written by an older tableq")
+        );
     }
 }

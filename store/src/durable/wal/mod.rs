@@ -48,7 +48,9 @@
 mod log;
 mod record;
 
-pub(crate) use log::{Contents, DiskLog, HEADER_LEN, LogFile, header, read};
+#[cfg(test)]
+pub(crate) use log::REACH_AT;
+pub(crate) use log::{Contents, DiskLog, HEADER_LEN, LogFile, Reach, header, read};
 pub(crate) use record::{LogChange, LogOp};
 pub(crate) mod encode {
     //! Record bodies, by kind (see `record.rs`).
@@ -57,7 +59,7 @@ pub(crate) mod encode {
     };
 }
 
-use log::push_record;
+use log::{push_record, reach};
 use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -144,6 +146,9 @@ pub(crate) struct Counters {
     /// The last record written to the file, and the last one known durable.
     pub(crate) appended_lsn: AtomicU64,
     pub(crate) synced_lsn: AtomicU64,
+    /// The file's length after the last record written, and at the last `fsync`.
+    pub(crate) appended_len: AtomicU64,
+    pub(crate) synced_len: AtomicU64,
     pub(crate) fsyncs: AtomicU64,
     pub(crate) fsync_nanos: AtomicU64,
     pub(crate) checkpoints: AtomicU64,
@@ -165,18 +170,23 @@ pub(crate) struct WalShared {
     pub(crate) counters: Counters,
     /// The last background `fsync` failure, until an `fsync` succeeds again.
     pub(crate) sync_error: Mutex<Option<String>>,
-    /// Serialises `fsync`s (the writer's and the syncer's) so the durable mark only grows.
-    sync_lock: Mutex<()>,
+    /// Serialises `fsync`s (the writer's and the syncer's) so the durable mark only grows;
+    /// holds the record number the file's reach marker names (`log.rs`).
+    sync_lock: Mutex<u64>,
 }
 
 impl WalShared {
-    /// `fsync`s the log and marks every record appended before it durable.
+    /// `fsync`s the log and marks every record appended before it durable; then writes the
+    /// file's reach marker (`log.rs`) naming them. The marker is written only after the
+    /// `fsync` returned, so it never names a record the disk may not hold; it reaches the
+    /// disk itself with the next `fsync` (a process crash keeps it in the page cache).
     pub(crate) fn sync(&self) -> io::Result<()> {
-        let _one = self
+        let mut marked = self
             .sync_lock
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let appended = self.counters.appended_lsn.load(Ordering::Acquire);
+        let appended_len = self.counters.appended_len.load(Ordering::Acquire);
         let started = Instant::now();
         let result = self.file.sync();
         self.counters.fsyncs.fetch_add(1, Ordering::Relaxed);
@@ -192,7 +202,20 @@ impl WalShared {
                 self.counters
                     .synced_lsn
                     .fetch_max(appended, Ordering::AcqRel);
+                self.counters
+                    .synced_len
+                    .fetch_max(appended_len, Ordering::AcqRel);
                 *error = None;
+                // A marker that cannot be written claims less than is durable: harmless
+                // (the next `fsync` tries again).
+                if appended > *marked
+                    && self
+                        .file
+                        .write_reach(&reach(appended, appended_len))
+                        .is_ok()
+                {
+                    *marked = appended;
+                }
             }
             Err(e) => *error = Some(e.to_string()),
         }
@@ -225,6 +248,8 @@ pub(crate) struct Appended {
 pub(crate) struct Wal {
     shared: Arc<WalShared>,
     policy: FsyncPolicy,
+    /// The log's generation (its header's; the data file records it).
+    generation: u64,
     /// Bytes in the file (header and records).
     len: u64,
     /// The number the next record gets.
@@ -234,21 +259,33 @@ pub(crate) struct Wal {
 }
 
 impl Wal {
-    /// A log over `file`, which holds `len` bytes whose next record is number `next_lsn`.
-    pub(crate) fn new(file: Arc<dyn LogFile>, policy: FsyncPolicy, len: u64, next_lsn: u64) -> Wal {
+    /// A log of `generation` over `file`, which holds `len` bytes whose next record is
+    /// number `next_lsn` (opening resets the log, or replays it and checkpoints, before
+    /// anything is appended).
+    pub(crate) fn new(
+        file: Arc<dyn LogFile>,
+        policy: FsyncPolicy,
+        generation: u64,
+        len: u64,
+        next_lsn: u64,
+    ) -> Wal {
+        let last = next_lsn.saturating_sub(1);
         let shared = Arc::new(WalShared {
             file,
             counters: Counters::default(),
             sync_error: Mutex::new(None),
-            sync_lock: Mutex::new(()),
+            sync_lock: Mutex::new(last),
         });
-        let last = next_lsn.saturating_sub(1);
-        shared.counters.appended_lsn.store(last, Ordering::Release);
-        shared.counters.synced_lsn.store(last, Ordering::Release);
-        shared.counters.log_bytes.store(len, Ordering::Relaxed);
+        let c = &shared.counters;
+        c.appended_lsn.store(last, Ordering::Release);
+        c.synced_lsn.store(last, Ordering::Release);
+        c.appended_len.store(len, Ordering::Release);
+        c.synced_len.store(len, Ordering::Release);
+        c.log_bytes.store(len, Ordering::Relaxed);
         Wal {
             shared,
             policy,
+            generation,
             len,
             next_lsn,
             buffer: Vec::new(),
@@ -297,10 +334,10 @@ impl Wal {
             lsn += 1;
         }
         let written = self.shared.file.append(&self.buffer).and_then(|()| {
-            self.shared
-                .counters
-                .appended_lsn
-                .store(lsn - 1, Ordering::Release);
+            let c = &self.shared.counters;
+            c.appended_len
+                .store(self.len + self.buffer.len() as u64, Ordering::Release);
+            c.appended_lsn.store(lsn - 1, Ordering::Release);
             match self.policy {
                 FsyncPolicy::Always => self.shared.sync(),
                 FsyncPolicy::Interval(_) => Ok(()),
@@ -340,7 +377,14 @@ impl Wal {
 
     /// Takes back records appended by [`append`](Wal::append) (their redb commit failed:
     /// they must not be replayed). Best effort: the file is cut back to where they began.
+    /// The reach marker is taken back with them when it named one of them (their numbers
+    /// are given again to the next records).
     pub(crate) fn take_back(&mut self, appended: Appended) {
+        let mut marked = self
+            .shared
+            .sync_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let _ = self.shared.file.truncate(appended.start_len);
         self.len = appended.start_len;
         self.next_lsn = appended.first_lsn;
@@ -348,15 +392,38 @@ impl Wal {
         let c = &self.shared.counters;
         c.appended_lsn.fetch_min(last, Ordering::AcqRel);
         c.synced_lsn.fetch_min(last, Ordering::AcqRel);
+        c.appended_len.fetch_min(self.len, Ordering::AcqRel);
+        c.synced_len.fetch_min(self.len, Ordering::AcqRel);
+        if *marked > last {
+            let len = c.synced_len.load(Ordering::Acquire);
+            if self.shared.file.write_reach(&reach(last, len)).is_ok() {
+                *marked = last;
+            }
+        }
         c.log_bytes.store(self.len, Ordering::Relaxed);
     }
 
     /// Empties the log after a checkpoint made every record in it durable in redb: the file
     /// keeps only a header naming the next record number, `fsync`ed.
+    ///
+    /// The file is cut before the new header is written: a crash in between leaves the old
+    /// header, whose records are all in the data file, and no records — a valid log.
     pub(crate) fn reset(&mut self) -> io::Result<()> {
-        let file = &self.shared.file;
-        file.write_header(&header(self.next_lsn))?;
-        file.truncate(HEADER_LEN)?;
+        {
+            let mut marked = self
+                .shared
+                .sync_lock
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let file = &self.shared.file;
+            file.truncate(HEADER_LEN)?;
+            file.write_header(&header(self.next_lsn, self.generation))?;
+            // Every record so far is in the data file: the new log's marker starts empty.
+            let c = &self.shared.counters;
+            c.appended_len.store(HEADER_LEN, Ordering::Release);
+            c.synced_len.store(HEADER_LEN, Ordering::Release);
+            *marked = c.synced_lsn.load(Ordering::Acquire);
+        }
         self.shared.sync()?;
         self.len = HEADER_LEN;
         self.shared
