@@ -2,9 +2,11 @@
 //! path — goes through the same steps, in this order:
 //!
 //! 1. **common headers** (middleware [`common`]): a request id, then on the way out
-//!    `x-ms-request-id`, `x-ms-version`, `Date`, the echoed `x-ms-client-request-id` and,
-//!    for a request with `Origin`, the CORS headers (the request log line is
-//!    [`observe::serve`]'s);
+//!    `Server` ([`SERVER`], on every response — the legacy Rust SDK fails any call
+//!    without it; the operator endpoints and the explorer's files, answered before the
+//!    router, get it from [`observe::serve`] through [`with_server`]), `x-ms-request-id`,
+//!    `x-ms-version`, `Date`, the echoed `x-ms-client-request-id` and, for a request with
+//!    `Origin`, the CORS headers (the request log line is [`observe::serve`]'s);
 //! 2. **path** → account + [`Target`] ([`crate::resource::parse_target`]): a [`Resource`],
 //!    or an administration operation the query string selects (service properties and
 //!    stats, a table's ACL). `OPTIONS` is a CORS preflight ([`crate::cors`]) on any path and
@@ -86,6 +88,18 @@ const VERSION: HeaderName = HeaderName::from_static("x-ms-version");
 /// `x-ms-client-request-id`.
 const CLIENT_REQUEST_ID: HeaderName = HeaderName::from_static("x-ms-client-request-id");
 
+/// The `Server` header of every response: `tableq/<version>` (the service sends
+/// `Windows-Azure-Table/1.0 Microsoft-HTTPAPI/2.0`, Azurite `Azurite-Table/<version>`).
+pub(crate) const SERVER: &str = concat!("tableq/", env!("CARGO_PKG_VERSION"));
+
+/// `response` with the [`SERVER`] header (for responses answered outside the router).
+pub(crate) fn with_server(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::SERVER, HeaderValue::from_static(SERVER));
+    response
+}
+
 /// The `Date` of a response sent now: the HTTP date of the current second, formatted once
 /// per second on each worker thread (the value only changes from one second to the next).
 fn date_now() -> Option<HeaderValue> {
@@ -136,6 +150,7 @@ async fn common(State(hosted): State<Arc<Hosted>>, mut request: Request, next: N
     let mut response = next.run(request).await;
 
     let headers = response.headers_mut();
+    headers.insert(header::SERVER, HeaderValue::from_static(SERVER));
     if let Some(v) = request_id_header {
         headers.insert(REQUEST_ID, v);
     }
@@ -233,7 +248,8 @@ async fn handle(hosted: &Hosted, request: Request, request_id: &str) -> Result<R
     }
     let path = parse_target(parts.uri.path(), parts.uri.query())?;
     observe::note_request(&parts.method, &parts.headers, &path);
-    let (state, secondary, grant) = auth::authorize(hosted, &parts, &path.account).await?;
+    let (state, secondary, grant) =
+        auth::authorize(hosted, &parts, &path.account, &path.target).await?;
     let state = &state;
     let request_id = request_id.to_owned();
     let links = Links {
@@ -241,9 +257,12 @@ async fn handle(hosted: &Hosted, request: Request, request_id: &str) -> Result<R
         account: path.account,
     };
     let admin = !matches!(path.target, Target::Resource(_));
-    let mut ctx = if admin {
+    let batch = matches!(path.target, Target::Resource(Resource::Batch { .. }));
+    let mut ctx = if admin || batch {
         // XML operations: the JSON metadata level does not apply (clients send
-        // `Accept: application/xml`).
+        // `Accept: application/xml`). `$batch`: the reply is multipart whatever the outer
+        // `Accept` says (the legacy Node SDK sends `application/atom+xml,application/xml`);
+        // each operation's level follows its own `Accept`.
         negotiate::check_versions(&parts.headers)?;
         Ctx {
             links,

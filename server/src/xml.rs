@@ -6,8 +6,9 @@
 //! Reading is in two steps: the document is deserialised into plain shapes whose leaves
 //! are text (a document that is not well-formed XML, or not of the expected shape → 400
 //! `InvalidXmlDocument`); then each leaf is converted and checked, naming the element
-//! whose value is wrong (→ 400 `InvalidXmlNodeValue`). Elements the service does not
-//! define are ignored, as the service does.
+//! whose value is wrong (→ 400 `InvalidXmlNodeValue`). Booleans are read in any letter
+//! case (the legacy Python SDKs write `True`). Elements the service does not define are
+//! ignored, as the service does.
 //!
 //! A Set of service properties names only the top-level elements it replaces
 //! ([`PropertiesUpdate`]): `Logging`, `HourMetrics`, `MinuteMetrics`, `Cors`.
@@ -166,11 +167,14 @@ struct PolicyIn {
 // Leaf conversions.
 
 fn boolean(element: &str, text: Option<&String>, parent: &str) -> Result<bool, ApiError> {
-    let text = text.ok_or_else(|| missing(element, parent))?;
-    match text.trim() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        other => Err(bad_value(element, other, "`true` or `false`")),
+    let text = text.ok_or_else(|| missing(element, parent))?.trim();
+    // In any letter case: the legacy Python SDKs write Python's `True` / `False`.
+    if text.eq_ignore_ascii_case("true") {
+        Ok(true)
+    } else if text.eq_ignore_ascii_case("false") {
+        Ok(false)
+    } else {
+        Err(bad_value(element, text, "`true` or `false`"))
     }
 }
 
@@ -769,6 +773,28 @@ mod tests {
         let e = parse_properties(negative).unwrap_err();
         assert_eq!(e.code(), "InvalidXmlNodeValue");
         assert!(e.detail().unwrap().contains("<Days>"), "{e}");
+    }
+
+    #[test]
+    fn booleans_in_any_letter_case() {
+        let logging = |t: &str, f: &str| {
+            format!(
+                "<StorageServiceProperties><Logging><Version>1.0</Version><Delete>{t}</Delete>\
+                 <Read>{f}</Read><Write>{t}</Write><RetentionPolicy><Enabled>{f}</Enabled>\
+                 </RetentionPolicy></Logging></StorageServiceProperties>"
+            )
+        };
+        for (t, f) in [("true", "false"), ("True", "False"), ("TRUE", "FALSE")] {
+            let props = parse_properties(&logging(t, f))
+                .unwrap()
+                .apply(ServiceProperties::default());
+            assert!(props.logging.delete && !props.logging.read && props.logging.write);
+            assert!(!props.logging.retention_policy.enabled);
+        }
+        for bad in ["yes", "1", "tru"] {
+            let e = parse_properties(&logging(bad, "false")).unwrap_err();
+            assert_eq!(e.code(), "InvalidXmlNodeValue", "{bad}");
+        }
     }
 
     #[test]

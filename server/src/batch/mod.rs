@@ -17,7 +17,11 @@
 //! ([`WriteTarget::of`]), the header checks and body decoding of
 //! [`WriteRequest`](crate::entities::WriteRequest), and the response of
 //! [`WriteReply::render`](crate::entities::WriteReply::render). Operations are not
-//! authorized one by one: the outer request is. Each must name the outer request's account.
+//! authorized one by one: the outer request is. Each must name the outer request's account,
+//! or be a host-relative path without it (`POST /t HTTP/1.1`, the legacy Python SDKs), which
+//! is resolved against that account. The outer request's `Accept` is not negotiated (the
+//! legacy Node SDK sends `application/atom+xml,application/xml`): the reply is multipart
+//! whatever it says, and each operation's metadata level follows its own `Accept`.
 //!
 //! # Answers
 //!
@@ -192,17 +196,31 @@ fn http_part(part: &Part<'_>) -> Result<Operation, String> {
 /// One operation's context: its path (the outer request's account), headers, query.
 /// The operation's resource, context and effective method. Its headers move into the
 /// context (the operation keeps an empty map).
+/// A request line's path is account-relative (`/acct/t(…)`) or, as the legacy Python SDKs
+/// write it on path-style endpoints, host-relative without the account (`/t(…)`): a path
+/// that does not name the outer request's account is resolved against that account when it
+/// then names a resource.
 fn operation_context(outer: &Ctx, op: &mut Operation) -> Result<(Resource, Ctx, Method), ApiError> {
-    let path = parse_path(&op.path)?;
-    if path.account != outer.links.account {
-        return Err(ApiError::new(
-            ErrorCode::InvalidInput,
-            format!(
-                "the operation names the account `{}`, the batch was sent to `{}`",
-                path.account, outer.links.account
-            ),
-        ));
-    }
+    let account = &outer.links.account;
+    let path = match parse_path(&op.path) {
+        Ok(path) if path.account == *account => path,
+        first => match parse_path(&format!("/{account}{}", op.path)) {
+            Ok(path) => path,
+            Err(_) => {
+                return Err(match first {
+                    Ok(other) => ApiError::new(
+                        ErrorCode::InvalidInput,
+                        format!(
+                            "the operation names the account `{}`, the batch was sent to \
+                             `{account}`",
+                            other.account
+                        ),
+                    ),
+                    Err(e) => e,
+                });
+            }
+        },
+    };
     let ctx = request_context(
         outer.links.clone(),
         op.query.as_deref(),
