@@ -23,7 +23,9 @@
 //!    [`crate::admin`]). Entity writes are recognised once ([`WriteTarget::of`]) for single
 //!    requests and batch operations alike.
 //!
-//! Every failure becomes an [`ApiError`] response carrying the request id. On the way out,
+//! Every failure becomes an [`ApiError`] response carrying the request id: `odata.error`
+//! JSON for the OData operations, XML (`<Error><Code>…`, [`BodyFormat`]) for the
+//! administration operations. On the way out,
 //! a response to a request with `Origin` gets the CORS headers of the account's first
 //! matching rule ([`crate::cors::decorate`]); a request without `Origin` skips that step.
 //!
@@ -54,7 +56,7 @@ use crate::context::{AppState, Ctx};
 use crate::cors;
 use crate::encode::Links;
 use crate::entities::{self, WriteTarget};
-use crate::error::ApiError;
+use crate::error::{ApiError, BodyFormat};
 use crate::explorer::{explain, explain::ExplainMode};
 use crate::negotiate;
 use crate::observe;
@@ -248,6 +250,21 @@ async fn handle(hosted: &Hosted, request: Request, request_id: &str) -> Result<R
     }
     let path = parse_target(parts.uri.path(), parts.uri.query())?;
     observe::note_request(&parts.method, &parts.headers, &path);
+    // The XML operations answer their errors in XML, as the service does.
+    let xml = !matches!(path.target, Target::Resource(_));
+    handle_target(hosted, parts, body, path, request_id)
+        .await
+        .map_err(|e| if xml { e.in_format(BodyFormat::Xml) } else { e })
+}
+
+/// Steps 3–6 of a request whose path is parsed.
+async fn handle_target(
+    hosted: &Hosted,
+    parts: Parts,
+    body: Body,
+    path: crate::resource::RequestTarget,
+    request_id: &str,
+) -> Result<Response, ApiError> {
     let (state, secondary, grant) =
         auth::authorize(hosted, &parts, &path.account, &path.target).await?;
     let state = &state;

@@ -39,7 +39,12 @@ use tableq_store::service::{
 use crate::error::ApiError;
 
 /// The XML declaration every XML response starts with.
-const DECLARATION: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?>";
+pub(crate) const DECLARATION: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?>";
+
+/// `text` as XML character data (`&`, `<`, `>`, `"`, `'` escaped; line breaks kept).
+pub(crate) fn escape(text: &str) -> std::borrow::Cow<'_, str> {
+    quick_xml::escape::escape(text)
+}
 
 fn malformed(what: &str, e: impl std::fmt::Display) -> ApiError {
     ApiError::new(
