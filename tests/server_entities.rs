@@ -161,7 +161,7 @@ async fn get_with_select_returns_nulls_for_missing_properties() {
     assert_eq!(
         r.body,
         format!(
-            r#"{{"odata.metadata":"{}/devstoreaccount1/$metadata#tbl/@Element","odata.etag":{},"Big@odata.type":"Edm.Int64","Big":"5","Missing":null,"RowKey":"r"}}"#,
+            r#"{{"odata.metadata":"{}/devstoreaccount1/$metadata#tbl/@Element&$select=Big,Missing,RowKey","odata.etag":{},"Big@odata.type":"Edm.Int64","Big":"5","Missing":null,"RowKey":"r"}}"#,
             s.origin,
             Value::from(etag.as_str())
         )

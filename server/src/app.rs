@@ -24,8 +24,9 @@
 //!    requests and batch operations alike.
 //!
 //! Every failure becomes an [`ApiError`] response carrying the request id: `odata.error`
-//! JSON for the OData operations, XML (`<Error><Code>…`, [`BodyFormat`]) for the
-//! administration operations. On the way out,
+//! JSON for the OData operations, XML (`<Error><Code>…`) for the administration operations,
+//! and for a request whose authentication fails the front end's form — plain
+//! `application/json`, or XML when the request sent no `Accept` ([`BodyFormat`]). On the way out,
 //! a response to a request with `Origin` gets the CORS headers of the account's first
 //! matching rule ([`crate::cors::decorate`]); a request without `Origin` skips that step.
 //!
@@ -257,6 +258,23 @@ async fn handle(hosted: &Hosted, request: Request, request_id: &str) -> Result<R
         .map_err(|e| if xml { e.in_format(BodyFormat::Xml) } else { e })
 }
 
+/// The form of an authentication failure, which the service's front end answers before the
+/// table service sees the request: plain `application/json` (no OData metadata level), or
+/// XML when the request sent no `Accept`.
+fn front_end(error: ApiError, headers: &HeaderMap) -> ApiError {
+    if error.code() != tableq_model::ErrorCode::AuthenticationFailed.as_str() {
+        return error;
+    }
+    let accepts = headers
+        .get(header::ACCEPT)
+        .is_some_and(|v| !v.as_bytes().trim_ascii().is_empty());
+    error.in_format(if accepts {
+        BodyFormat::PlainJson
+    } else {
+        BodyFormat::Xml
+    })
+}
+
 /// Steps 3–6 of a request whose path is parsed.
 async fn handle_target(
     hosted: &Hosted,
@@ -265,13 +283,15 @@ async fn handle_target(
     path: crate::resource::RequestTarget,
     request_id: &str,
 ) -> Result<Response, ApiError> {
-    let (state, secondary, grant) =
-        auth::authorize(hosted, &parts, &path.account, &path.target).await?;
+    let (state, secondary, grant) = auth::authorize(hosted, &parts, &path.account, &path.target)
+        .await
+        .map_err(|e| front_end(e, &parts.headers))?;
     let state = &state;
     let request_id = request_id.to_owned();
     let links = Links {
         host: base_host(&parts),
         account: path.account,
+        select: None,
     };
     let admin = !matches!(path.target, Target::Resource(_));
     let batch = matches!(path.target, Target::Resource(Resource::Batch { .. }));
@@ -384,13 +404,14 @@ async fn route_admin(
 /// Step 4 for one request (a single request, or one operation of a `$batch`): protocol
 /// headers, the query string and the response's metadata level.
 pub(crate) fn request_context(
-    links: Links,
+    mut links: Links,
     query: Option<&str>,
     headers: HeaderMap,
     request_id: String,
 ) -> Result<Ctx, ApiError> {
     negotiate::check_versions(&headers)?;
     let query = QueryParams::parse(query)?;
+    links.select = query.select_given.clone();
     let level = negotiate::response_level(headers.get(header::ACCEPT), query.format.as_deref())?;
     Ok(Ctx {
         links,

@@ -29,7 +29,7 @@
 //! |---|---|
 //! | body over the size limit (4 MiB) | 413 `RequestBodyTooLarge` |
 //! | not `multipart/mixed` with a boundary, broken framing, a part that holds no HTTP request | 400 `InvalidBatchRequest` naming the part |
-//! | an empty changeset | 400 `InvalidInput` |
+//! | an empty changeset | 202 with an empty changeset response (as the service answers) |
 //! | more than one part, or a write outside a changeset | 400 `InvalidBatchRequest` |
 //! | success | 202, one part per operation, in order (insert → 201 with the entity, or 204 with `Prefer: return-no-content`; others 204 + `ETag`) |
 //! | operation *i* fails | 202 with a single part: *i*'s status and an `odata.error` whose message starts with `i:`; nothing applied |
@@ -160,12 +160,8 @@ fn parse(body: &[u8], boundary: &str) -> Result<Request, ApiError> {
                 http_part(p).map_err(|why| invalid_batch(format!("changeset part {i}: {why}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        if operations.is_empty() {
-            return Err(ApiError::new(
-                ErrorCode::InvalidInput,
-                "the changeset holds no operation",
-            ));
-        }
+        // An empty changeset is answered with an empty changeset response, as the service
+        // does.
         return Ok(Request::Changeset(operations));
     }
     let operation =
@@ -296,6 +292,9 @@ async fn changeset(
     operations: Vec<Operation>,
 ) -> Result<Reply, ApiError> {
     let request_id = outer.request_id.clone();
+    if operations.is_empty() {
+        return Ok(Reply::Changeset(Vec::new()));
+    }
     if operations.len() > MAX_OPERATIONS {
         let error = ApiError::new(
             ErrorCode::InvalidInput,
