@@ -112,7 +112,7 @@ async fn service_properties_errors_change_nothing() {
                 rule("GET").repeat(6)
             ),
             400,
-            "InvalidXmlNodeValue",
+            "InvalidXmlDocument",
         ),
         (
             &format!(
@@ -306,7 +306,7 @@ async fn table_acls_round_trip_limits_and_go_with_the_table() {
     let six: Vec<(&str, &str, &str)> = six.iter().map(|(a, b, c)| (a.as_str(), *b, *c)).collect();
     set_acl(&s, "Guarded", &acl_body(&six))
         .await
-        .expect_error(400, "InvalidXmlNodeValue");
+        .expect_error(400, "InvalidXmlDocument");
     set_acl(
         &s,
         "Guarded",
@@ -319,10 +319,10 @@ async fn table_acls_round_trip_limits_and_go_with_the_table() {
         .expect_error(400, "InvalidXmlDocument");
     set_acl(&s, "NoSuch", &body)
         .await
-        .expect_error(404, "TableNotFound");
+        .expect_error(404, "ResourceNotFound");
     get_acl(&s, "NoSuch")
         .await
-        .expect_error(404, "TableNotFound");
+        .expect_error(404, "ResourceNotFound");
     assert!(get_acl(&s, "Guarded").await.body.contains("readers"));
 
     // Gone with its table.

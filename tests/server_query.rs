@@ -99,7 +99,10 @@ async fn filter_select_top_and_the_collection_shape() {
     let body = r.json();
     assert_eq!(
         body["odata.metadata"],
-        format!("{}/devstoreaccount1/$metadata#grid", s.origin)
+        format!(
+            "{}/devstoreaccount1/$metadata#grid&$select=V,Nope",
+            s.origin
+        )
     );
     let rows = body["value"].as_array().unwrap();
     assert_eq!(rows.len(), 2);

@@ -142,7 +142,10 @@ pub(crate) fn service_error(
         .unwrap_or_default();
     let text = match error.and_then(|e| e["message"]["value"].as_str()) {
         Some(m) => m.to_owned(),
-        None => String::from_utf8_lossy(body).into_owned(),
+        None => {
+            let raw = String::from_utf8_lossy(body);
+            xml_message(&raw).unwrap_or_else(|| raw.into_owned())
+        }
     };
     let first = text.lines().next().unwrap_or("").trim_end();
     let (index, message) = match first.split_once(':') {
@@ -160,9 +163,40 @@ pub(crate) fn service_error(
     }
 }
 
+/// The `<Message>` of an XML error body (`<Error><Code>…</Code><Message>…</Message>`, the
+/// form of the XML operations), its character references decoded.
+fn xml_message(body: &str) -> Option<String> {
+    let start = body.find("<Message>")? + "<Message>".len();
+    let end = start + body[start..].find("</Message>")?;
+    let text = &body[start..end];
+    Some(
+        text.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&apos;", "'")
+            .replace("&#10;", "\n")
+            .replace("&amp;", "&"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn xml_error_bodies_give_their_message() {
+        let body = "<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>ResourceNotFound</Code>\
+                    <Message>The specified resource does not exist.\ntable `a&amp;b`\nRequestId:r\n\
+                    Time:t</Message></Error>";
+        let e = service_error(404, Some("ResourceNotFound"), None, body.as_bytes());
+        assert_eq!(e.code, "ResourceNotFound");
+        assert_eq!(e.message, "The specified resource does not exist.");
+        assert_eq!(
+            xml_message(body).as_deref(),
+            Some("The specified resource does not exist.\ntable `a&b`\nRequestId:r\nTime:t")
+        );
+        assert_eq!(xml_message("{}"), None);
+    }
 
     #[test]
     fn error_answers_are_read() {

@@ -11,6 +11,7 @@
 //! SharedKeyLite  Date\nCanonicalizedResource
 //! CanonicalizedResource = /{account}{raw request path}[?comp={value}]
 //! table SAS      sp\nst\nse\n/table/{account}/{tn, lower case}\nsi\nsip\nspr\nsv\nspk\nsrk\nepk\nerk
+//!   before sv 2015-04-05:  sp\nst\nse\n/{account}/{tn, lower case}\nsi\nsv\nspk\nsrk\nepk\nerk
 //! account SAS    {account}\nsp\nss\nsrt\nst\nse\nsip\nspr\nsv\n   (+ ses\n from sv 2020-12-06)
 //! ```
 //!
@@ -314,6 +315,9 @@ impl SharedKeySigner {
 /// The default `sv` of tokens built here (the SDKs' version).
 pub const SAS_VERSION: &str = "2019-02-02";
 
+/// The first `sv` whose table SAS signs `/table/{account}/{table}` and `sip`/`spr`.
+const TABLE_SAS_2015: &str = "2015-04-05";
+
 /// The fields of a shared access signature (query parameter names in brackets); absent
 /// fields are `None`. A token with `ss` is an account SAS, otherwise a table SAS.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -448,7 +452,13 @@ impl SasFields {
             for text in [v(&self.permissions), v(&self.start), v(&self.expiry)] {
                 line(text);
             }
-            out.push_str("/table/");
+            // Before 2015-04-05 the resource has no `/table` prefix and the string has no
+            // `sip` / `spr` lines (the form third-party clients still sign with `sv=2013-08-15`).
+            let modern = v(&self.version) >= TABLE_SAS_2015;
+            if modern {
+                out.push_str("/table");
+            }
+            out.push('/');
             out.push_str(account);
             out.push('/');
             let table = v(&self.table);
@@ -458,10 +468,15 @@ impl SasFields {
                 // Full Unicode lower-casing (context-dependent: a final sigma).
                 out.push_str(&table.to_lowercase());
             }
+            out.push('\n');
+            out.push_str(v(&self.identifier));
+            if modern {
+                for text in [v(&self.ip), v(&self.protocol)] {
+                    out.push('\n');
+                    out.push_str(text);
+                }
+            }
             for text in [
-                v(&self.identifier),
-                v(&self.ip),
-                v(&self.protocol),
                 v(&self.version),
                 v(&self.start_pk),
                 v(&self.start_rk),
@@ -700,6 +715,16 @@ mod tests {
             "raud\n2026-01-01T00:00:00Z\n2026-01-02T00:00:00Z\n/table/acct/mytable\n\n\n\n\
              2019-02-02\na\n1\nb\n"
         );
+        // Before 2015-04-05: no `/table` prefix, no `sip`/`spr` lines.
+        assert_eq!(
+            table
+                .clone()
+                .version("2013-08-15")
+                .fields()
+                .string_to_sign("acct"),
+            "raud\n2026-01-01T00:00:00Z\n2026-01-02T00:00:00Z\n/acct/mytable\n\n\
+             2013-08-15\na\n1\nb\n"
+        );
         let account = SasBuilder::account("sco")
             .permissions("rwdlacu")
             .expiry("2026-01-02T00:00:00Z");
@@ -745,6 +770,21 @@ mod tests {
                 s.push('\n');
             }
             s
+        } else if f.version.as_deref().unwrap_or("") < "2015-04-05" {
+            let resource = format!("/{account}/{}", v(&f.table).to_lowercase());
+            [
+                v(&f.permissions),
+                v(&f.start),
+                v(&f.expiry),
+                resource,
+                v(&f.identifier),
+                v(&f.version),
+                v(&f.start_pk),
+                v(&f.start_rk),
+                v(&f.end_pk),
+                v(&f.end_rk),
+            ]
+            .join("\n")
         } else {
             let resource = format!("/table/{account}/{}", v(&f.table).to_lowercase());
             [

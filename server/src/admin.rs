@@ -15,12 +15,15 @@
 //! replace the account's cached copy ([`crate::cors`]). Stats are served on the secondary
 //! endpoint only (on the primary → 400 `InvalidQueryParameterValue`): replication is always
 //! `live` and the last synchronisation is now (the secondary is the primary's own store).
+//! The ACL of a missing table is 404 `ResourceNotFound`, as the service answers it. Errors
+//! are XML (`<Error><Code>…`; the pipeline, `crate::app`, sets their form).
 
 use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
 use tableq_model::ErrorCode;
+use tableq_store::StoreError;
 
 use crate::context::{AppState, blocking, body_text, empty_response, read_bytes, short_read};
 use crate::error::ApiError;
@@ -85,12 +88,24 @@ pub(crate) async fn get_stats(secondary: bool) -> Result<Response, ApiError> {
     Ok(xml_response(StatusCode::OK, xml::write_stats(&now)?))
 }
 
+/// A store error of an ACL operation: a missing table is the service's `ResourceNotFound`
+/// there (not `TableNotFound`, the code of the OData operations).
+fn acl_error(error: StoreError) -> ApiError {
+    match error {
+        StoreError::TableNotFound(table) => ApiError::new(
+            ErrorCode::ResourceNotFound,
+            format!("table `{table}` does not exist"),
+        ),
+        other => ApiError::store(other),
+    }
+}
+
 /// `GET /t?comp=acl`.
 pub(crate) async fn get_acl(state: &Arc<AppState>, table: String) -> Result<Response, ApiError> {
     check_name(&table)?;
     let backend = state.backend.clone();
     let acl = short_read(&*state.backend, move || {
-        backend.table_acl(&table).map_err(ApiError::store)
+        backend.table_acl(&table).map_err(acl_error)
     })
     .await?;
     Ok(xml_response(StatusCode::OK, xml::write_acl(&acl)?))
@@ -107,6 +122,6 @@ pub(crate) async fn set_acl(
     let bytes = read_bytes(body, headers, state.config.max_body_bytes).await?;
     let acl = xml::parse_acl(&body_text(bytes.to_vec())?)?;
     let backend = state.backend.clone();
-    blocking(move || backend.set_table_acl(&table, &acl).map_err(ApiError::store)).await?;
+    blocking(move || backend.set_table_acl(&table, &acl).map_err(acl_error)).await?;
     Ok(empty_response(StatusCode::NO_CONTENT))
 }

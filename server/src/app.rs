@@ -2,9 +2,11 @@
 //! path — goes through the same steps, in this order:
 //!
 //! 1. **common headers** (middleware [`common`]): a request id, then on the way out
-//!    `x-ms-request-id`, `x-ms-version`, `Date`, the echoed `x-ms-client-request-id` and,
-//!    for a request with `Origin`, the CORS headers (the request log line is
-//!    [`observe::serve`]'s);
+//!    `Server` ([`SERVER`], on every response — the legacy Rust SDK fails any call
+//!    without it; the operator endpoints and the explorer's files, answered before the
+//!    router, get it from [`observe::serve`] through [`with_server`]), `x-ms-request-id`,
+//!    `x-ms-version`, `Date`, the echoed `x-ms-client-request-id` and, for a request with
+//!    `Origin`, the CORS headers (the request log line is [`observe::serve`]'s);
 //! 2. **path** → account + [`Target`] ([`crate::resource::parse_target`]): a [`Resource`],
 //!    or an administration operation the query string selects (service properties and
 //!    stats, a table's ACL). `OPTIONS` is a CORS preflight ([`crate::cors`]) on any path and
@@ -21,7 +23,10 @@
 //!    [`crate::admin`]). Entity writes are recognised once ([`WriteTarget::of`]) for single
 //!    requests and batch operations alike.
 //!
-//! Every failure becomes an [`ApiError`] response carrying the request id. On the way out,
+//! Every failure becomes an [`ApiError`] response carrying the request id: `odata.error`
+//! JSON for the OData operations, XML (`<Error><Code>…`) for the administration operations,
+//! and for a request whose authentication fails the front end's form — plain
+//! `application/json`, or XML when the request sent no `Accept` ([`BodyFormat`]). On the way out,
 //! a response to a request with `Origin` gets the CORS headers of the account's first
 //! matching rule ([`crate::cors::decorate`]); a request without `Origin` skips that step.
 //!
@@ -52,7 +57,7 @@ use crate::context::{AppState, Ctx};
 use crate::cors;
 use crate::encode::Links;
 use crate::entities::{self, WriteTarget};
-use crate::error::ApiError;
+use crate::error::{ApiError, BodyFormat};
 use crate::explorer::{explain, explain::ExplainMode};
 use crate::negotiate;
 use crate::observe;
@@ -85,6 +90,18 @@ const REQUEST_ID: HeaderName = HeaderName::from_static("x-ms-request-id");
 const VERSION: HeaderName = HeaderName::from_static("x-ms-version");
 /// `x-ms-client-request-id`.
 const CLIENT_REQUEST_ID: HeaderName = HeaderName::from_static("x-ms-client-request-id");
+
+/// The `Server` header of every response: `tableq/<version>` (the service sends
+/// `Windows-Azure-Table/1.0 Microsoft-HTTPAPI/2.0`, Azurite `Azurite-Table/<version>`).
+pub(crate) const SERVER: &str = concat!("tableq/", env!("CARGO_PKG_VERSION"));
+
+/// `response` with the [`SERVER`] header (for responses answered outside the router).
+pub(crate) fn with_server(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::SERVER, HeaderValue::from_static(SERVER));
+    response
+}
 
 /// The `Date` of a response sent now: the HTTP date of the current second, formatted once
 /// per second on each worker thread (the value only changes from one second to the next).
@@ -136,6 +153,7 @@ async fn common(State(hosted): State<Arc<Hosted>>, mut request: Request, next: N
     let mut response = next.run(request).await;
 
     let headers = response.headers_mut();
+    headers.insert(header::SERVER, HeaderValue::from_static(SERVER));
     if let Some(v) = request_id_header {
         headers.insert(REQUEST_ID, v);
     }
@@ -237,17 +255,55 @@ async fn handle(hosted: &Hosted, request: Request, request_id: &str) -> Result<R
     }
     let path = parse_target(parts.uri.path(), parts.uri.query())?;
     observe::note_request(&parts.method, &parts.headers, &path);
-    let (state, secondary, grant) = auth::authorize(hosted, &parts, &path.account).await?;
+    // The XML operations answer their errors in XML, as the service does.
+    let xml = !matches!(path.target, Target::Resource(_));
+    handle_target(hosted, parts, body, path, request_id)
+        .await
+        .map_err(|e| if xml { e.in_format(BodyFormat::Xml) } else { e })
+}
+
+/// The form of an authentication failure, which the service's front end answers before the
+/// table service sees the request: plain `application/json` (no OData metadata level), or
+/// XML when the request sent no `Accept`.
+fn front_end(error: ApiError, headers: &HeaderMap) -> ApiError {
+    if error.code() != tableq_model::ErrorCode::AuthenticationFailed.as_str() {
+        return error;
+    }
+    let accepts = headers
+        .get(header::ACCEPT)
+        .is_some_and(|v| !v.as_bytes().trim_ascii().is_empty());
+    error.in_format(if accepts {
+        BodyFormat::PlainJson
+    } else {
+        BodyFormat::Xml
+    })
+}
+
+/// Steps 3–6 of a request whose path is parsed.
+async fn handle_target(
+    hosted: &Hosted,
+    parts: Parts,
+    body: Body,
+    path: crate::resource::RequestTarget,
+    request_id: &str,
+) -> Result<Response, ApiError> {
+    let (state, secondary, grant) = auth::authorize(hosted, &parts, &path.account, &path.target)
+        .await
+        .map_err(|e| front_end(e, &parts.headers))?;
     let state = &state;
     let request_id = request_id.to_owned();
     let links = Links {
         host: base_host(&parts),
         account: path.account,
+        select: None,
     };
     let admin = !matches!(path.target, Target::Resource(_));
-    let mut ctx = if admin {
+    let batch = matches!(path.target, Target::Resource(Resource::Batch { .. }));
+    let mut ctx = if admin || batch {
         // XML operations: the JSON metadata level does not apply (clients send
-        // `Accept: application/xml`).
+        // `Accept: application/xml`). `$batch`: the reply is multipart whatever the outer
+        // `Accept` says (the legacy Node SDK sends `application/atom+xml,application/xml`);
+        // each operation's level follows its own `Accept`.
         negotiate::check_versions(&parts.headers)?;
         Ctx {
             links,
@@ -351,13 +407,14 @@ async fn route_admin(
 /// Step 4 for one request (a single request, or one operation of a `$batch`): protocol
 /// headers, the query string and the response's metadata level.
 pub(crate) fn request_context(
-    links: Links,
+    mut links: Links,
     query: Option<&str>,
     headers: HeaderMap,
     request_id: String,
 ) -> Result<Ctx, ApiError> {
     negotiate::check_versions(&headers)?;
     let query = QueryParams::parse(query)?;
+    links.select = query.select_given.clone();
     let level = negotiate::response_level(headers.get(header::ACCEPT), query.format.as_deref())?;
     Ok(Ctx {
         links,

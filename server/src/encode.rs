@@ -3,7 +3,9 @@
 //!
 //! * `odata.metadata`: `<base>/$metadata#<table>` for an entity collection,
 //!   `#<table>/@Element` for one entity, `#Tables` / `#Tables/@Element` for tables, where
-//!   `<base>` is `http://<Host header>/<account>`;
+//!   `<base>` is `http://<Host header>/<account>`; a request with `$select` has it repeated
+//!   after the entities' fragment, as the service writes it (`#t&$select=age,sex`,
+//!   `#t/@Element&$select=age,ratio`; [`Links::entity_metadata`]);
 //! * `odata.etag` (minimal and full) per entity; `odata.type` (`<account>.<table>`),
 //!   `odata.id` (`<base>/<editLink>`) and `odata.editLink`
 //!   (`t(PartitionKey='p',RowKey='r')`, `Tables('t')`) at full metadata.
@@ -36,12 +38,43 @@ pub(crate) struct Links {
     pub host: String,
     /// The account name.
     pub account: String,
+    /// The request's `$select` as sent (percent-decoded; empty when given empty), which
+    /// `odata.metadata` of entities repeats: `#t&$select=a,b`, `#t/@Element&$select=a,b`.
+    pub select: Option<String>,
 }
+
+/// What `odata.metadata` percent-encodes of a `$select` it repeats: controls, space and the
+/// characters a URL cannot carry as they are (the service writes `age,%20sex` for
+/// `$select=age%2C%20sex`).
+const SELECT_ECHO: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'<')
+    .add(b'>')
+    .add(b'\\')
+    .add(b'^')
+    .add(b'`')
+    .add(b'{')
+    .add(b'|')
+    .add(b'}');
 
 impl Links {
     /// `<base>/$metadata#<fragment>`.
     pub fn metadata(&self, fragment: &str) -> String {
         format!("http://{}/{}/$metadata#{fragment}", self.host, self.account)
+    }
+
+    /// `<base>/$metadata#<fragment>` of entities: with `&$select=…` when the request
+    /// projected (as the service writes it).
+    pub fn entity_metadata(&self, fragment: &str) -> String {
+        let mut text = self.metadata(fragment);
+        if let Some(select) = &self.select {
+            text.push_str("&$select=");
+            text.extend(percent_encoding::utf8_percent_encode(select, SELECT_ECHO));
+        }
+        text
     }
 
     /// `<base>/<relative link>`.
@@ -67,12 +100,7 @@ impl Links {
         let full = level == MetadataLevel::FullMetadata;
         let edit = full.then(|| entity_link(table, partition_key, row_key));
         Envelope {
-            metadata: element.then(|| {
-                format!(
-                    "http://{}/{}/$metadata#{table}/@Element",
-                    self.host, self.account
-                )
-            }),
+            metadata: element.then(|| self.entity_metadata(&format!("{table}/@Element"))),
             type_name: full.then(|| format!("{}.{table}", self.account)),
             id: edit.as_deref().map(|e| self.absolute(e)),
             etag: timestamp.map(etag),
@@ -164,7 +192,7 @@ impl<'a> PageWriter<'a> {
         select: Option<&'a [String]>,
     ) -> PageWriter<'a> {
         let mut out = Vec::with_capacity(4096);
-        let metadata = links.metadata(table);
+        let metadata = links.entity_metadata(table);
         let page = CollectionWriter::begin(&mut out, level, Some(&metadata));
         PageWriter {
             out,
@@ -222,6 +250,7 @@ mod tests {
 
     fn links() -> Links {
         Links {
+            select: None,
             host: "h".into(),
             account: "acct".into(),
         }

@@ -1,5 +1,9 @@
 //! [`ApiError`]: every failure of a request, as the Table service reports it — an HTTP
-//! status, an error code (also sent as `x-ms-error-code`) and an `odata.error` JSON body.
+//! status, an error code (also sent as `x-ms-error-code`) and an `odata.error` JSON body;
+//! for the XML operations (service properties and stats, table ACLs) an
+//! `<Error><Code>…</Code><Message>…</Message></Error>` body as `application/xml`
+//! ([`BodyFormat`]), and for a request whose authentication fails the front end's forms
+//! (plain `application/json`, or XML when the request sent no `Accept`).
 //!
 //! The message (`odata.error.message.value`) is built in this order:
 //!
@@ -54,6 +58,23 @@ pub struct ApiError {
     logged: Option<String>,
     /// A write the store refused for now (a full disk): logged at a limited rate.
     writes_refused: bool,
+    /// How the body is written (JSON unless the operation is an XML one).
+    format: BodyFormat,
+}
+
+/// The form of an error body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BodyFormat {
+    /// `odata.error` JSON, `application/json;odata=minimalmetadata;…` (the OData
+    /// operations).
+    #[default]
+    OData,
+    /// The same JSON as plain `application/json` (the service's front end: a request whose
+    /// authentication fails, when it accepts JSON).
+    PlainJson,
+    /// `<Error><Code>…</Code><Message>…</Message></Error>`, `application/xml` (the XML
+    /// operations, and the front end's answer to a request without `Accept`).
+    Xml,
 }
 
 impl ApiError {
@@ -77,6 +98,7 @@ impl ApiError {
             challenge: None,
             logged: None,
             writes_refused: false,
+            format: BodyFormat::OData,
         }
     }
 
@@ -217,6 +239,7 @@ impl ApiError {
             challenge: None,
             logged: None,
             writes_refused: false,
+            format: BodyFormat::OData,
         }
     }
 
@@ -231,6 +254,7 @@ impl ApiError {
             challenge: None,
             logged: None,
             writes_refused: false,
+            format: BodyFormat::OData,
         }
     }
 
@@ -293,7 +317,30 @@ impl ApiError {
         .to_string()
     }
 
-    /// The complete response: status, `x-ms-error-code`, `Allow` for 405, JSON body.
+    /// This error with its body in `format`.
+    pub fn in_format(self, format: BodyFormat) -> ApiError {
+        ApiError { format, ..self }
+    }
+
+    /// The form of this error's body.
+    pub fn format(&self) -> BodyFormat {
+        self.format
+    }
+
+    /// The XML body: `<?xml …?><Error><Code>…</Code><Message>…</Message></Error>`, the
+    /// message as in [`ApiError::message_value`], escaped.
+    pub fn xml_body(&self, request_id: &str, time: &str) -> String {
+        let mut out = String::from(crate::xml::DECLARATION);
+        out.push_str("<Error><Code>");
+        out.push_str(&crate::xml::escape(self.code));
+        out.push_str("</Code><Message>");
+        out.push_str(&crate::xml::escape(&self.message_value(request_id, time)));
+        out.push_str("</Message></Error>");
+        out
+    }
+
+    /// The complete response: status, `x-ms-error-code`, `Allow` for 405, and the body in
+    /// this error's [`BodyFormat`].
     pub fn into_response_for(self, request_id: &str) -> Response {
         self.response("", request_id)
     }
@@ -307,13 +354,23 @@ impl ApiError {
 
     fn response(self, prefix: &str, request_id: &str) -> Response {
         let time = service_time(chrono::Utc::now());
-        let body = self.prefixed_body(prefix, request_id, &time);
+        let (body, content_type) = match self.format {
+            BodyFormat::OData => (
+                self.prefixed_body(prefix, request_id, &time),
+                negotiate::content_type(tableq_model::json::MetadataLevel::MinimalMetadata),
+            ),
+            BodyFormat::PlainJson => (
+                self.prefixed_body(prefix, request_id, &time),
+                HeaderValue::from_static("application/json"),
+            ),
+            BodyFormat::Xml => (
+                self.xml_body(request_id, &time),
+                HeaderValue::from_static("application/xml"),
+            ),
+        };
         let mut response = (self.status, body).into_response();
         let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            negotiate::content_type(tableq_model::json::MetadataLevel::MinimalMetadata),
-        );
+        headers.insert(header::CONTENT_TYPE, content_type);
         headers.insert(ERROR_CODE_HEADER, HeaderValue::from_static(self.code));
         if let Some(allow) = self.allow {
             headers.insert(header::ALLOW, HeaderValue::from_static(allow));

@@ -29,8 +29,10 @@ use crate::error::ApiError;
 pub struct QueryParams {
     /// `$filter`.
     pub filter: Option<String>,
-    /// `$select`.
+    /// `$select` (absent when empty).
     pub select: Option<String>,
+    /// `$select` as given, even empty (`odata.metadata` repeats it).
+    pub select_given: Option<String>,
     /// `$top`.
     pub top: Option<String>,
     /// `$format`.
@@ -174,6 +176,9 @@ impl QueryParams {
                 slot => slot,
             };
             let value = decode(raw_value)?;
+            if matches!(slot, Slot::Select) && out.select_given.is_none() {
+                out.select_given = Some(value.clone().into_owned());
+            }
             let slot = match slot {
                 Slot::Format => &mut out.format,
                 Slot::Filter => &mut out.filter,
@@ -223,8 +228,16 @@ mod tests {
         assert_eq!(q.select.as_deref(), Some("A,B"));
         assert_eq!(q.next_row_key.as_deref(), Some(""));
         assert_eq!(q.next_table_name.as_deref(), Some("x"));
+        assert_eq!(q.select_given.as_deref(), Some("A,B"));
+        // Empty options are absent ones; `odata.metadata` still repeats the empty `$select`.
         let empty = QueryParams::parse(Some("$select=&$filter=")).unwrap();
-        assert_eq!(empty, QueryParams::default());
+        assert_eq!(
+            empty,
+            QueryParams {
+                select_given: Some(String::new()),
+                ..QueryParams::default()
+            }
+        );
         let top = QueryParams::parse(Some("$top=")).unwrap();
         assert_eq!(
             top.top.as_deref(),

@@ -6,8 +6,11 @@
 //! Reading is in two steps: the document is deserialised into plain shapes whose leaves
 //! are text (a document that is not well-formed XML, or not of the expected shape → 400
 //! `InvalidXmlDocument`); then each leaf is converted and checked, naming the element
-//! whose value is wrong (→ 400 `InvalidXmlNodeValue`). Elements the service does not
-//! define are ignored, as the service does.
+//! whose value is wrong (→ 400 `InvalidXmlNodeValue`). As the service answers them, more
+//! than 5 CORS rules, more than 5 signed identifiers and a retention over 365 days are a
+//! malformed document (`InvalidXmlDocument`). Booleans are read in any letter case (the
+//! legacy Python SDKs write `True`). Elements the service does not define are ignored, as
+//! the service does.
 //!
 //! A Set of service properties names only the top-level elements it replaces
 //! ([`PropertiesUpdate`]): `Logging`, `HourMetrics`, `MinuteMetrics`, `Cors`.
@@ -38,7 +41,12 @@ use tableq_store::service::{
 use crate::error::ApiError;
 
 /// The XML declaration every XML response starts with.
-const DECLARATION: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?>";
+pub(crate) const DECLARATION: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?>";
+
+/// `text` as XML character data (`&`, `<`, `>`, `"`, `'` escaped; line breaks kept).
+pub(crate) fn escape(text: &str) -> std::borrow::Cow<'_, str> {
+    quick_xml::escape::escape(text)
+}
 
 fn malformed(what: &str, e: impl std::fmt::Display) -> ApiError {
     ApiError::new(
@@ -166,11 +174,14 @@ struct PolicyIn {
 // Leaf conversions.
 
 fn boolean(element: &str, text: Option<&String>, parent: &str) -> Result<bool, ApiError> {
-    let text = text.ok_or_else(|| missing(element, parent))?;
-    match text.trim() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        other => Err(bad_value(element, other, "`true` or `false`")),
+    let text = text.ok_or_else(|| missing(element, parent))?.trim();
+    // In any letter case: the legacy Python SDKs write Python's `True` / `False`.
+    if text.eq_ignore_ascii_case("true") {
+        Ok(true)
+    } else if text.eq_ignore_ascii_case("false") {
+        Ok(false)
+    } else {
+        Err(bad_value(element, text, "`true` or `false`"))
     }
 }
 
@@ -199,6 +210,13 @@ fn retention(r: Option<&RetentionIn>, parent: &str) -> Result<RetentionPolicy, A
         None | Some("") => None,
         Some(d) => match d.parse::<u32>() {
             Ok(n) if (1..=365).contains(&n) => Some(n),
+            // The service answers a retention over 365 days as a malformed document.
+            Ok(n) if n > 365 => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidXmlDocument,
+                    format!("<Days>{n}</Days>: a retention policy keeps at most 365 days"),
+                ));
+            }
             _ => return Err(bad_value("Days", d, "a number of days from 1 to 365")),
         },
     };
@@ -364,8 +382,9 @@ pub fn parse_properties(text: &str) -> Result<PropertiesUpdate, ApiError> {
         None => None,
         Some(c) => {
             if c.rules.len() > tableq_store::service::MAX_CORS_RULES {
+                // The service answers too many rules as a malformed document.
                 return Err(ApiError::new(
-                    ErrorCode::InvalidXmlNodeValue,
+                    ErrorCode::InvalidXmlDocument,
                     format!(
                         "<Cors> holds {} rules: at most {} are allowed",
                         c.rules.len(),
@@ -561,8 +580,9 @@ pub fn parse_acl(text: &str) -> Result<Vec<SignedIdentifier>, ApiError> {
     let doc: IdentifiersIn =
         quick_xml::de::from_str(text).map_err(|e| malformed("SignedIdentifiers", e))?;
     if doc.identifiers.len() > tableq_store::acl::MAX_IDENTIFIERS {
+        // The service answers too many identifiers as a malformed document.
         return Err(ApiError::new(
-            ErrorCode::InvalidXmlNodeValue,
+            ErrorCode::InvalidXmlDocument,
             format!(
                 "<SignedIdentifiers> holds {} identifiers: at most {} are allowed",
                 doc.identifiers.len(),
@@ -762,13 +782,39 @@ mod tests {
              <MaxAgeInSeconds>1</MaxAgeInSeconds><ExposedHeaders/><AllowedHeaders/></CorsRule>"
                 .repeat(6)
         );
-        assert_eq!(code(&six), "InvalidXmlNodeValue");
+        assert_eq!(code(&six), "InvalidXmlDocument");
         let negative = "<StorageServiceProperties><Logging><Version>1.0</Version><Delete>false</Delete>\
             <Read>false</Read><Write>false</Write><RetentionPolicy><Enabled>true</Enabled><Days>-1</Days>\
             </RetentionPolicy></Logging></StorageServiceProperties>";
         let e = parse_properties(negative).unwrap_err();
         assert_eq!(e.code(), "InvalidXmlNodeValue");
         assert!(e.detail().unwrap().contains("<Days>"), "{e}");
+        // Over 365 days: a malformed document, as the service answers it.
+        let e = parse_properties(&negative.replace("-1", "366")).unwrap_err();
+        assert_eq!(e.code(), "InvalidXmlDocument");
+        assert!(parse_properties(&negative.replace("-1", "365")).is_ok());
+    }
+
+    #[test]
+    fn booleans_in_any_letter_case() {
+        let logging = |t: &str, f: &str| {
+            format!(
+                "<StorageServiceProperties><Logging><Version>1.0</Version><Delete>{t}</Delete>\
+                 <Read>{f}</Read><Write>{t}</Write><RetentionPolicy><Enabled>{f}</Enabled>\
+                 </RetentionPolicy></Logging></StorageServiceProperties>"
+            )
+        };
+        for (t, f) in [("true", "false"), ("True", "False"), ("TRUE", "FALSE")] {
+            let props = parse_properties(&logging(t, f))
+                .unwrap()
+                .apply(ServiceProperties::default());
+            assert!(props.logging.delete && !props.logging.read && props.logging.write);
+            assert!(!props.logging.retention_policy.enabled);
+        }
+        for bad in ["yes", "1", "tru"] {
+            let e = parse_properties(&logging(bad, "false")).unwrap_err();
+            assert_eq!(e.code(), "InvalidXmlNodeValue", "{bad}");
+        }
     }
 
     #[test]
@@ -813,7 +859,7 @@ mod tests {
                 .map(|i| format!("<SignedIdentifier><Id>p{i}</Id></SignedIdentifier>"))
                 .collect::<String>()
         );
-        assert_eq!(parse_acl(&six).unwrap_err().code(), "InvalidXmlNodeValue");
+        assert_eq!(parse_acl(&six).unwrap_err().code(), "InvalidXmlDocument");
     }
 
     #[test]

@@ -85,7 +85,7 @@ impl HttpBackend {
                 .await
                 .map_err(|e| ClientError::Request(e.to_string()))
         })
-        .map_err(|e| store_error(e, table, "", ""))
+        .map_err(|e| xml_error(e, table))
     }
 
     /// `PUT` of an XML body.
@@ -98,7 +98,7 @@ impl HttpBackend {
                 .body(body);
             self.service.send_ok(request).await.map(|_| ())
         })
-        .map_err(|e| store_error(e, table, "", ""))
+        .map_err(|e| xml_error(e, table))
     }
 
     /// One operation through the entity endpoints.
@@ -236,6 +236,17 @@ fn timestamp_of(etag: Option<&str>, shared: Option<&str>) -> Result<DateTime, St
 }
 
 /// The store's error with the service's code (see the module docs).
+/// A failure of an XML operation: the ACL of a missing table is `ResourceNotFound` there,
+/// as the service answers it.
+fn xml_error(e: ClientError, table: &str) -> StoreError {
+    if e.service()
+        .is_some_and(|s| s.error_code() == Some(ErrorCode::ResourceNotFound))
+    {
+        return StoreError::TableNotFound(table.to_owned());
+    }
+    store_error(e, table, "", "")
+}
+
 fn store_error(e: ClientError, table: &str, pk: &str, rk: &str) -> StoreError {
     let Some(service) = e.service() else {
         return StoreError::storage(e);

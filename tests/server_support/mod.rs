@@ -56,8 +56,36 @@ impl Reply {
             .map(|v| v.to_str().expect("ASCII header"))
     }
 
+    /// An element's text in an XML error body (`<Error><Code>…</Code><Message>…`), for
+    /// the errors of the XML operations; `None` when the reply is not XML.
+    pub fn xml_element(&self, name: &str) -> Option<String> {
+        if self.header("content-type") != Some("application/xml") {
+            return None;
+        }
+        let open = format!("<{name}>");
+        let start = self.body.find(&open)? + open.len();
+        let end = start + self.body[start..].find(&format!("</{name}>"))?;
+        Some(
+            self.body[start..end]
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&quot;", "\"")
+                .replace("&apos;", "'")
+                .replace("&amp;", "&"),
+        )
+    }
+
     /// The error code of an error reply (header and body must agree).
     pub fn error_code(&self) -> String {
+        if let Some(code) = self.xml_element("Code") {
+            assert_eq!(
+                self.header("x-ms-error-code"),
+                Some(code.as_str()),
+                "{}",
+                self.body
+            );
+            return code;
+        }
         let body = self.json();
         let code = body["odata.error"]["code"]
             .as_str()
@@ -74,6 +102,9 @@ impl Reply {
 
     /// The error message value of an error reply.
     pub fn error_message(&self) -> String {
+        if let Some(message) = self.xml_element("Message") {
+            return message;
+        }
         self.json()["odata.error"]["message"]["value"]
             .as_str()
             .unwrap_or_else(|| panic!("not an odata.error body: {}", self.body))

@@ -18,7 +18,8 @@ pub enum MetadataLevel {
     #[default]
     MinimalMetadata,
     /// `fullmetadata`: minimal metadata plus `odata.type`, `odata.id`, `odata.editLink` and
-    /// an annotation for every non-String property.
+    /// the Timestamp's annotation (the other annotations are minimal metadata's: the
+    /// service annotates no Int32, Boolean or finite Double at full metadata either).
     FullMetadata,
 }
 
@@ -201,10 +202,10 @@ pub fn encode_entity_ordered(entity: &Entity, options: &EncodeOptions) -> Encode
     props.sort_by(|a, b| order::compare_str(&a.name, &b.name));
     for p in props {
         let (json, needs_type) = wire_value(&p.value);
+        // Full metadata annotates what minimal metadata does (see `EntityWriter`).
         let annotate = match level {
             MetadataLevel::NoMetadata => false,
-            MetadataLevel::MinimalMetadata => needs_type,
-            MetadataLevel::FullMetadata => p.value.edm_type() != EdmType::String,
+            MetadataLevel::MinimalMetadata | MetadataLevel::FullMetadata => needs_type,
         };
         if annotate {
             let (k, v) = annotation(&p.name, p.value.edm_type());

@@ -14,8 +14,9 @@
 //! `odata.editLink`, each only at the levels that carry it), PartitionKey, RowKey,
 //! Timestamp, then custom properties by UTF-16 ordinal name, each `Name@odata.type`
 //! annotation right before its value. Minimal metadata annotates Int64, DateTime, Guid,
-//! Binary and non-finite Double (not the Timestamp, as the service); full metadata every
-//! non-String property; no metadata nothing. Doubles always carry a fraction or an exponent (`5.0`), non-finite ones
+//! Binary and non-finite Double (not the Timestamp, as the service); full metadata the same
+//! plus the Timestamp (never Int32, Boolean or a finite Double: the service's recorded
+//! full-metadata replies carry none); no metadata nothing. Doubles always carry a fraction or an exponent (`5.0`), non-finite ones
 //! are the strings `"NaN"`, `"Infinity"`, `"-Infinity"`; Guids are lowercase; DateTimes have
 //! up to 7 fraction digits; Int64 is a decimal string; Binary is padded base64.
 //!
@@ -54,7 +55,7 @@
 
 use super::encode::{Envelope, MetadataLevel};
 use crate::order::compare_str;
-use crate::{EdmType, Entity, EntityView, SystemProperty, Value, ValueRef};
+use crate::{Entity, EntityView, SystemProperty, Value, ValueRef};
 use base64::Engine;
 
 /// An [`EntityView`] that can also list its custom properties: what the writers need to
@@ -249,11 +250,15 @@ impl<'s> EntityWriter<'s> {
         self.level == MetadataLevel::FullMetadata
     }
 
+    ///
+    /// Full metadata annotates the same values as minimal metadata (plus the Timestamp):
+    /// the service's recorded full-metadata replies carry no annotation for an Int32, a
+    /// Boolean or a finite Double (README, "protocol notes") — and the legacy Python SDK
+    /// turns an annotated Boolean into a wrapper object that is always true.
     fn annotates(&self, value: ValueRef<'_>) -> bool {
         match self.level {
             MetadataLevel::NoMetadata => false,
-            MetadataLevel::MinimalMetadata => needs_annotation(value),
-            MetadataLevel::FullMetadata => value.edm_type() != EdmType::String,
+            MetadataLevel::MinimalMetadata | MetadataLevel::FullMetadata => needs_annotation(value),
         }
     }
 
@@ -319,7 +324,7 @@ impl NameBuffer {
     }
 }
 
-/// Whether minimal metadata annotates this value: the types JSON cannot show.
+/// Whether minimal and full metadata annotate this value: the types JSON cannot show.
 fn needs_annotation(value: ValueRef<'_>) -> bool {
     match value {
         ValueRef::Int64(_) | ValueRef::DateTime(_) | ValueRef::Guid(_) | ValueRef::Binary(_) => {

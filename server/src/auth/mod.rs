@@ -244,6 +244,7 @@ pub(crate) async fn authorize(
     hosted: &Hosted,
     parts: &Parts,
     account: &str,
+    target: &Target,
 ) -> Result<(Arc<AppState>, bool, Grant), ApiError> {
     let Some((hosted_account, secondary)) = hosted.account(account) else {
         tracing::info!(
@@ -280,7 +281,7 @@ pub(crate) async fn authorize(
     }
     match sas::read_token(parts.uri.query()).map_err(denied)? {
         Some((fields, signature)) => {
-            let token = sas::verify_signature(memo, fields, &signature)?;
+            let token = sas::verify_signature(memo, fields, &signature, url_table(target))?;
             let policy = match (token.policy_id(), token.table()) {
                 (Some(id), Some(table)) => Some(stored_policy(&state, table, id).await?),
                 _ => None,
@@ -298,6 +299,20 @@ pub(crate) async fn authorize(
              this from a connection string with AccountKey (UseDevelopmentStorage=true for \
              devstoreaccount1); `tableq serve --no-auth` turns checking off"
         ))),
+    }
+}
+
+/// The table a request's URL names (its entities, the table itself or its ACL), which a
+/// table SAS without `tn` is checked against.
+fn url_table(target: &Target) -> Option<&str> {
+    match target {
+        Target::TableAcl { table } => Some(table),
+        Target::Resource(
+            Resource::Table { table }
+            | Resource::Entities { table }
+            | Resource::Entity { table, .. },
+        ) => Some(&table.name),
+        _ => None,
     }
 }
 
@@ -393,6 +408,16 @@ fn check_shared_key(
     };
     let text = string_to_sign(scheme, key.name(), &signed);
     if key.verify(&text, signature) {
+        return Ok(());
+    }
+    // Signed over the path without one trailing `/` (hand-written REST helpers sign
+    // `/acct/Tables` and send `/acct/Tables/`; both name the same resource).
+    if let Some(path) = signed.path.strip_suffix('/')
+        && key.verify(
+            &string_to_sign(scheme, key.name(), &SignedParts { path, ..signed }),
+            signature,
+        )
+    {
         return Ok(());
     }
     // A request to the secondary endpoint may be signed over the primary path, as the

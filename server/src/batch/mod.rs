@@ -17,7 +17,11 @@
 //! ([`WriteTarget::of`]), the header checks and body decoding of
 //! [`WriteRequest`](crate::entities::WriteRequest), and the response of
 //! [`WriteReply::render`](crate::entities::WriteReply::render). Operations are not
-//! authorized one by one: the outer request is. Each must name the outer request's account.
+//! authorized one by one: the outer request is. Each must name the outer request's account,
+//! or be a host-relative path without it (`POST /t HTTP/1.1`, the legacy Python SDKs), which
+//! is resolved against that account. The outer request's `Accept` is not negotiated (the
+//! legacy Node SDK sends `application/atom+xml,application/xml`): the reply is multipart
+//! whatever it says, and each operation's metadata level follows its own `Accept`.
 //!
 //! # Answers
 //!
@@ -25,7 +29,7 @@
 //! |---|---|
 //! | body over the size limit (4 MiB) | 413 `RequestBodyTooLarge` |
 //! | not `multipart/mixed` with a boundary, broken framing, a part that holds no HTTP request | 400 `InvalidBatchRequest` naming the part |
-//! | an empty changeset | 400 `InvalidInput` |
+//! | an empty changeset | 202 with an empty changeset response (as the service answers) |
 //! | more than one part, or a write outside a changeset | 400 `InvalidBatchRequest` |
 //! | success | 202, one part per operation, in order (insert → 201 with the entity, or 204 with `Prefer: return-no-content`; others 204 + `ETag`) |
 //! | operation *i* fails | 202 with a single part: *i*'s status and an `odata.error` whose message starts with `i:`; nothing applied |
@@ -156,12 +160,8 @@ fn parse(body: &[u8], boundary: &str) -> Result<Request, ApiError> {
                 http_part(p).map_err(|why| invalid_batch(format!("changeset part {i}: {why}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        if operations.is_empty() {
-            return Err(ApiError::new(
-                ErrorCode::InvalidInput,
-                "the changeset holds no operation",
-            ));
-        }
+        // An empty changeset is answered with an empty changeset response, as the service
+        // does.
         return Ok(Request::Changeset(operations));
     }
     let operation =
@@ -192,17 +192,31 @@ fn http_part(part: &Part<'_>) -> Result<Operation, String> {
 /// One operation's context: its path (the outer request's account), headers, query.
 /// The operation's resource, context and effective method. Its headers move into the
 /// context (the operation keeps an empty map).
+/// A request line's path is account-relative (`/acct/t(…)`) or, as the legacy Python SDKs
+/// write it on path-style endpoints, host-relative without the account (`/t(…)`): a path
+/// that does not name the outer request's account is resolved against that account when it
+/// then names a resource.
 fn operation_context(outer: &Ctx, op: &mut Operation) -> Result<(Resource, Ctx, Method), ApiError> {
-    let path = parse_path(&op.path)?;
-    if path.account != outer.links.account {
-        return Err(ApiError::new(
-            ErrorCode::InvalidInput,
-            format!(
-                "the operation names the account `{}`, the batch was sent to `{}`",
-                path.account, outer.links.account
-            ),
-        ));
-    }
+    let account = &outer.links.account;
+    let path = match parse_path(&op.path) {
+        Ok(path) if path.account == *account => path,
+        first => match parse_path(&format!("/{account}{}", op.path)) {
+            Ok(path) => path,
+            Err(_) => {
+                return Err(match first {
+                    Ok(other) => ApiError::new(
+                        ErrorCode::InvalidInput,
+                        format!(
+                            "the operation names the account `{}`, the batch was sent to \
+                             `{account}`",
+                            other.account
+                        ),
+                    ),
+                    Err(e) => e,
+                });
+            }
+        },
+    };
     let ctx = request_context(
         outer.links.clone(),
         op.query.as_deref(),
@@ -278,6 +292,9 @@ async fn changeset(
     operations: Vec<Operation>,
 ) -> Result<Reply, ApiError> {
     let request_id = outer.request_id.clone();
+    if operations.is_empty() {
+        return Ok(Reply::Changeset(Vec::new()));
+    }
     if operations.len() > MAX_OPERATIONS {
         let error = ApiError::new(
             ErrorCode::InvalidInput,

@@ -14,7 +14,9 @@
 //!   block ends at its first empty line and is parsed by `httparse`, which accepts CRLF and
 //!   LF alike;
 //! * a body with no delimiter, or without the closing delimiter, is an error — a truncated
-//!   body must not pass as a shorter one.
+//!   body must not pass as a shorter one — except that a last `--boundary` line (not
+//!   `--boundary--`) followed by nothing but white space closes the body: the legacy Rust
+//!   SDK (`azure_data_tables` 0.21) ends its batches so, and Azurite accepts them.
 //!
 //! ```text
 //! --batch_1                                         ← delimiter
@@ -123,7 +125,11 @@ pub(crate) fn parts<'a>(body: &'a [u8], boundary: &str) -> Result<Vec<Part<'a>>,
     }
     match delimiters.last() {
         None => return Err(FramingError::NoDelimiter(boundary.to_owned())),
-        Some(&(_, _, false)) => return Err(FramingError::Unterminated(boundary.to_owned())),
+        // A last `--boundary` line with nothing but white space after it closes the body
+        // (the legacy Rust SDK ends its batches so); anything after it is a truncated part.
+        Some(&(_, end, false)) if !body[end..].trim_ascii().is_empty() => {
+            return Err(FramingError::Unterminated(boundary.to_owned()));
+        }
         Some(_) => {}
     }
     delimiters
@@ -252,6 +258,16 @@ mod tests {
             parts(b"--b\r\n\r\nx\r\n", "b").unwrap_err(),
             FramingError::Unterminated("b".into())
         );
+        assert_eq!(
+            parts(b"--b\r\n\r\nx\r\n--b\r\n\r\ny", "b").unwrap_err(),
+            FramingError::Unterminated("b".into())
+        );
+        // A last plain delimiter with only white space after it closes the body.
+        for end in ["--b\r\n", "--b\n", "--b", "--b\r\n\r\n"] {
+            let body = format!("--b\r\n\r\nx\r\n{end}");
+            let p = parts(body.as_bytes(), "b").unwrap();
+            assert_eq!((p.len(), p[0].content), (1, &b"x"[..]), "{end:?}");
+        }
         assert_eq!(
             parts(b"nothing here", "b").unwrap_err(),
             FramingError::NoDelimiter("b".into())

@@ -352,10 +352,10 @@ pub(crate) async fn serve(
         .remove::<RequestDeadline>()
         .map(|d| d.0);
     if let Some(asked) = health::asked(&request) {
-        return health::answer(observed, asked).await;
+        return crate::app::with_server(health::answer(observed, asked).await);
     }
     if let Some(asked) = crate::explorer::asked(&observed.hosted, &request) {
-        return crate::explorer::answer(&observed.hosted, asked);
+        return crate::app::with_server(crate::explorer::answer(&observed.hosted, asked));
     }
     let started = Instant::now();
     let logged = tracing::enabled!(target: "tableq_server::request", tracing::Level::INFO);

@@ -60,10 +60,18 @@ def assert_error(err, status, code):
 
 
 def odata_error_code(err):
-    """`odata.error.code` of the JSON error body behind an SDK error."""
+    """The code in the error body behind an SDK error: `odata.error.code` of a JSON body, or
+    `<Code>` of the XML body of the XML operations (`<Error><Code>…</Code>…</Error>`)."""
     try:
-        return json.loads(err.response.text())["odata.error"]["code"]
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        text = err.response.text()
+    except AttributeError as exc:
+        return f"<no error body: {exc!r}>"
+    if text.startswith("<?xml"):
+        match = re.search(r"<Error><Code>([^<]*)</Code>", text)
+        return match.group(1) if match else f"<no <Code> in the XML body: {text!r}>"
+    try:
+        return json.loads(text)["odata.error"]["code"]
+    except (ValueError, KeyError, TypeError) as exc:
         return f"<no odata.error body: {exc!r}>"
 
 
