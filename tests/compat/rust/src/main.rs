@@ -127,7 +127,8 @@ fn all_types(pk: &str, rk: &str) -> Value {
 }
 
 /// The values and the full-metadata annotations of `all_types`, as the service writes them:
-/// Int64, DateTime, Guid, Binary and Double annotated; String, Int32 and Boolean not.
+/// Int64, DateTime, Guid and Binary annotated; String, Int32, Boolean and a finite Double not
+/// (the service's recorded replies carry `"ratio": 3.1` and `"double": 5.0` bare).
 fn check_all_types(e: &Map<String, Value>, pk: &str, rk: &str) -> Outcome {
     eq(e.get("PartitionKey"), Some(&json!(pk)), "PartitionKey")?;
     eq(e.get("RowKey"), Some(&json!(rk)), "RowKey")?;
@@ -140,11 +141,7 @@ fn check_all_types(e: &Map<String, Value>, pk: &str, rk: &str) -> Outcome {
         "I64 type",
     )?;
     eq(e.get("Dbl").and_then(Value::as_f64), Some(3.25), "Dbl")?;
-    eq(
-        e.get("Dbl@odata.type"),
-        Some(&json!("Edm.Double")),
-        "Dbl type",
-    )?;
+    eq(e.get("Dbl@odata.type"), None, "Dbl type")?;
     eq(e.get("Flag"), Some(&json!(true)), "Flag")?;
     eq(
         e.get("When"),
