@@ -207,6 +207,15 @@ impl Reply {
         if !(400..500).contains(&self.status) {
             return Some(format!("status {} is not a 4xx", self.status));
         }
+        if let Some((code, _)) = xml_error(&self.text()) {
+            // The XML form: the XML operations, and a failed authentication without `Accept`.
+            return (self.header("x-ms-error-code") != Some(code.as_str())).then(|| {
+                format!(
+                    "x-ms-error-code {:?} differs from the XML body's code {code:?}",
+                    self.header("x-ms-error-code")
+                )
+            });
+        }
         let Some(json) = self.json() else {
             return Some(format!("the body is not JSON: {:?}", excerpt(&self.text())));
         };
@@ -225,12 +234,26 @@ impl Reply {
         }
     }
 
-    /// The `odata.error.code`, if the body has one.
+    /// The `odata.error.code` (or the XML body's `<Code>`), if the body has one.
     pub fn error_code(&self) -> Option<String> {
+        if let Some((code, _)) = xml_error(&self.text()) {
+            return Some(code);
+        }
         self.json()?["odata.error"]["code"]
             .as_str()
             .map(str::to_owned)
     }
+}
+
+/// The code and message of an XML error body as the server writes it
+/// (`<?xml version="1.0" encoding="utf-8"?><Error><Code>…</Code><Message>…</Message></Error>`:
+/// the XML operations, and a failed authentication of a request without `Accept`).
+pub fn xml_error(text: &str) -> Option<(String, String)> {
+    let rest = text
+        .strip_prefix("<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>")?
+        .strip_suffix("</Message></Error>")?;
+    let (code, message) = rest.split_once("</Code><Message>")?;
+    Some((code.to_owned(), message.to_owned()))
 }
 
 /// The first 300 characters of a text.

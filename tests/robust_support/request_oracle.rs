@@ -280,9 +280,20 @@ pub fn run(data: &[u8]) -> Result<Option<Answer>, String> {
     Ok(Some(answer))
 }
 
-/// An error reply's body is an `odata.error` whose code equals `x-ms-error-code`.
+/// An error reply's body is an `odata.error` (or the XML error form: the XML operations, a
+/// failed authentication without `Accept`) whose code equals `x-ms-error-code`.
 pub fn check_error_body(answer: &Answer) -> Result<(), String> {
     let text = String::from_utf8_lossy(&answer.body);
+    if let Some(code) = xml_error_code(&text) {
+        return if answer.error_code.as_deref() == Some(code) {
+            Ok(())
+        } else {
+            Err(format!(
+                "status {}: the XML error's code differs from x-ms-error-code {:?}: {text:?}",
+                answer.status, answer.error_code
+            ))
+        };
+    }
     let json: serde_json::Value = serde_json::from_slice(&answer.body)
         .map_err(|e| format!("status {}: body is not JSON ({e}): {text:?}", answer.status))?;
     let code = json["odata.error"]["code"].as_str();
@@ -294,6 +305,15 @@ pub fn check_error_body(answer: &Answer) -> Result<(), String> {
             answer.status, answer.error_code
         )),
     }
+}
+
+/// The `<Code>` of an XML error body as the server writes it
+/// (`<?xml version="1.0" encoding="utf-8"?><Error><Code>…</Code><Message>…</Message></Error>`).
+fn xml_error_code(text: &str) -> Option<&str> {
+    let rest = text
+        .strip_prefix("<?xml version=\"1.0\" encoding=\"utf-8\"?><Error><Code>")?
+        .strip_suffix("</Message></Error>")?;
+    rest.split_once("</Code><Message>").map(|(code, _)| code)
 }
 
 /// [`run`], panicking with the input on a failed check (the fuzz target's oracle).
