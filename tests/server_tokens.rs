@@ -623,42 +623,11 @@ async fn serve_and_token_commands_work_together() {
             {"principalId": "tableq-cli", "role": "Storage Table Data Contributor"}]}"#,
     )
     .unwrap();
-    let serve = |keys: &std::path::Path| {
-        let mut child = std::process::Command::new(bin)
-            .args([
-                "serve",
-                "--in-memory",
-                "--port",
-                "0",
-                "--tls",
-                "self-signed",
-                "--local-issuer",
-                "--keys",
-            ])
-            .arg(keys)
-            .arg("--role-assignments")
-            .arg(&roles)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut banner = String::new();
-        let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-        while !banner.contains("tokens:") {
-            let mut line = String::new();
-            if std::io::BufRead::read_line(&mut out, &mut line).unwrap() == 0 {
-                break;
-            }
-            banner.push_str(&line);
-        }
-        (child, banner)
-    };
-    let (mut child, banner) = serve(&keys);
-    let endpoint = banner
-        .lines()
-        .find_map(|l| l.strip_prefix("tableq serve: Table service emulator on "))
-        .unwrap_or_else(|| panic!("{banner}"))
-        .to_owned();
+    let roles_arg = roles.to_str().unwrap().to_owned();
+    let serve = || serve_tls(&keys, &["--local-issuer", "--role-assignments", &roles_arg]);
+    let served = serve();
+    let banner = served.banner.clone();
+    let endpoint = format!("{}/devstoreaccount1", served.origin());
     assert!(endpoint.starts_with("https://127.0.0.1:"), "{banner}");
     assert!(
         banner.contains("DefaultEndpointsProtocol=https;"),
@@ -740,27 +709,17 @@ async fn serve_and_token_commands_work_together() {
         reply.head
     );
     let ca = std::fs::read(keys.join("ca.pem")).unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(served);
     // Restarted: the same CA, so the same client trusts it; the same signing key.
-    let (mut child, banner) = serve(&keys);
+    let served = serve();
+    let banner = &served.banner;
     assert!(
         banner.contains("certificate: self-signed, reused"),
         "{banner}"
     );
     assert_eq!(std::fs::read(keys.join("ca.pem")).unwrap(), ca);
-    let endpoint = banner
-        .lines()
-        .find_map(|l| l.strip_prefix("tableq serve: Table service emulator on "))
-        .unwrap()
-        .to_owned();
-    let port2: u16 = endpoint
-        .trim_end_matches("/devstoreaccount1")
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let endpoint = format!("{}/devstoreaccount1", served.origin());
+    let port2 = served.port();
     let reply = exchange(
         Some(&tls),
         port2,
@@ -788,8 +747,7 @@ async fn serve_and_token_commands_work_together() {
     )
     .await;
     assert_eq!(reply.status, 200, "{}", reply.body);
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(served);
     // No key, no token.
     let missing = std::process::Command::new(bin)
         .args(["token", "--role", "reader", "--keys"])
@@ -812,52 +770,19 @@ async fn another_server_trusts_this_issuer_by_url() {
     let token = issuer.client_token("app-url").await;
     let keys = std::env::temp_dir().join(format!("tableq-trust-url-{}", uuid::Uuid::new_v4()));
     let url = format!("https://127.0.0.1:{}/{TENANT}/v2.0", issuer.https);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tableq"))
-        .args([
-            "serve",
-            "--in-memory",
-            "--port",
-            "0",
-            "--tls",
-            "self-signed",
-            "--keys",
-        ])
-        .arg(&keys)
-        .args(["--trust-issuer", &url])
-        .env("SSL_CERT_FILE", issuer.keys.join("ca.pem"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut banner = String::new();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    while !banner.contains("tokens:") {
-        let mut line = String::new();
-        if std::io::BufRead::read_line(&mut out, &mut line).unwrap() == 0 {
-            break;
-        }
-        banner.push_str(&line);
-    }
-    let endpoint = banner
-        .lines()
-        .find_map(|l| l.strip_prefix("tableq serve: Table service emulator on "));
-    let Some(endpoint) = endpoint else {
-        let _ = child.kill();
-        let mut err = String::new();
-        let _ = std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err);
-        panic!("no banner: {banner}{err}");
-    };
+    let ca = issuer.keys.join("ca.pem");
+    let served = serve_tls_with(
+        &keys,
+        &["--trust-issuer", &url],
+        &[("SSL_CERT_FILE", ca.as_os_str())],
+    );
+    let banner = &served.banner;
+    let endpoint = format!("{}/devstoreaccount1", served.origin());
     assert!(
         banner.contains(&format!("from the issuers of {url}")),
         "{banner}"
     );
-    let port: u16 = endpoint
-        .trim_end_matches("/devstoreaccount1")
-        .rsplit(':')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let port = served.port();
     let tls = connector(&keys.join("ca.pem"));
     let list = |token: String| {
         let tls = tls.clone();
@@ -886,8 +811,7 @@ async fn another_server_trusts_this_issuer_by_url() {
         .arg(&keys)
         .output()
         .unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(served);
     assert_eq!(reply.status, 200, "{}", reply.body);
     // The second server runs no issuer of its own: `tableq token` finds no key there.
     assert_eq!(own.status.code(), Some(2));
@@ -925,6 +849,15 @@ impl Served {
 
 /// `tableq serve --in-memory --port 0 --tls self-signed --keys KEYS ARGS…`.
 fn serve_tls(keys: &std::path::Path, args: &[&str]) -> Served {
+    serve_tls_with(keys, args, &[])
+}
+
+/// [`serve_tls`] with more environment variables.
+fn serve_tls_with(
+    keys: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Served {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tableq"))
         .args([
             "serve",
@@ -937,6 +870,7 @@ fn serve_tls(keys: &std::path::Path, args: &[&str]) -> Served {
         .arg("--keys")
         .arg(keys)
         .args(args)
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
