@@ -20,21 +20,7 @@
 
 #[path = "../store/tests/pg/cluster.rs"]
 mod pg_cluster;
-
-use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Instant;
-
-/// Whether `program --version` runs.
-fn available(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
-}
+mod suite_runner;
 
 /// The lines that name failing tests or say what failed, each once: pytest's `FAILED` and
 /// `ERROR <nodeid>` summary lines (not its captured `ERROR    logger` records), node's `✖`
@@ -80,65 +66,21 @@ fn notable_lines(output: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Runs `scripts/compat-tests.sh ARGS` with this test's `tableq` binary; panics with the
-/// failing tests when it fails, and prints the summaries and skips when it passes.
+/// Runs `scripts/compat-tests.sh ARGS` with this test's `tableq` binary (module
+/// `suite_runner`).
 fn run_compat_tests(args: &[&str]) {
-    let missing: Vec<&str> = ["python3", "node", "npm", "cargo"]
-        .into_iter()
-        .filter(|program| !available(program))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "the compatibility suites need python3 (with venv), node (>= 20), npm and cargo on PATH; \
-         missing: {}. See README \"Client compatibility\".",
-        missing.join(", ")
-    );
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let started = Instant::now();
-    let output = Command::new("bash")
-        .arg(root.join("scripts/compat-tests.sh"))
-        .args(args)
-        .current_dir(root)
-        .env("TABLEQ_BIN", env!("CARGO_BIN_EXE_tableq"))
-        .env_remove("TABLEQ_COMPAT_ENDPOINT")
-        .env("NO_COLOR", "1")
-        .env("FORCE_COLOR", "0")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run bash scripts/compat-tests.sh");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    if !output.status.success() {
-        eprintln!("{text}");
-        let mut summary = failure_lines(&text);
-        if !summary
-            .iter()
-            .any(|line| !line.trim_start().starts_with("compat-tests:"))
-        {
-            // No test ran to a verdict (setup failed): show how the output ended.
-            let lines: Vec<&str> = text.lines().collect();
-            summary = lines[lines.len().saturating_sub(30)..].to_vec();
-        }
-        panic!(
-            "scripts/compat-tests.sh {} failed ({}); failing tests and summary:\n{}",
-            args.join(" "),
-            output.status,
-            summary.join("\n")
-        );
+    suite_runner::Script {
+        path: "scripts/compat-tests.sh",
+        tag: "compat-tests:",
+        log: "compat_clients",
+        programs: &["python3", "node", "npm", "cargo"],
+        missing_hint: "The compatibility suites need python3 (with venv), node (>= 20), npm \
+                       and cargo — see README \"Client compatibility\".",
+        unset: &["TABLEQ_COMPAT_ENDPOINT"],
+        failure_lines,
+        notable_lines,
     }
-    let mut stderr = std::io::stderr().lock();
-    for line in notable_lines(&text) {
-        let _ = writeln!(stderr, "compat_clients: {}", line.trim());
-    }
-    let _ = writeln!(
-        stderr,
-        "compat_clients: scripts/compat-tests.sh {} took {:.0} s",
-        args.join(" "),
-        started.elapsed().as_secs_f64()
-    );
+    .run(args);
 }
 
 #[test]

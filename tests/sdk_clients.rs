@@ -22,21 +22,7 @@
 
 #[path = "../store/tests/pg/cluster.rs"]
 mod pg_cluster;
-
-use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Instant;
-
-/// Whether `program --version` runs.
-fn available(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
-}
+mod suite_runner;
 
 /// The lines of the runner's output that name failing tests or say what failed: pytest's
 /// `FAILED`/`ERROR` summary lines, node's `✖` lines, and the runner's own `sdk-tests:` lines.
@@ -77,73 +63,21 @@ fn notable_lines(output: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Runs `scripts/sdk-tests.sh ARGS` with this test's `tableq` binary; panics with the failing
-/// tests when it fails, and prints the skipped tests and summaries when it passes.
+/// Runs `scripts/sdk-tests.sh ARGS` with this test's `tableq` binary (module
+/// `suite_runner`), needing `programs` on `PATH`.
 fn run_sdk_tests(args: &[&str], programs: &[&str]) {
-    let missing: Vec<&str> = programs
-        .iter()
-        .copied()
-        .filter(|program| !available(program))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "the SDK suites need python3 (>= 3.8, with venv), node (>= 20) and npm on PATH; \
-         missing: {}. Install them (CI has them) — see README \"Using the emulator from the \
-         Azure SDKs\".",
-        missing.join(", ")
-    );
-
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let started = Instant::now();
-    let output = Command::new("bash")
-        .arg(root.join("scripts/sdk-tests.sh"))
-        .args(args)
-        .current_dir(root)
-        .env("TABLEQ_BIN", env!("CARGO_BIN_EXE_tableq"))
-        .env_remove("TABLEQ_SDK_ENDPOINT")
-        .env_remove("TABLEQ_SDK_STORE")
-        .env("NO_COLOR", "1")
-        .env("FORCE_COLOR", "0")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run bash scripts/sdk-tests.sh");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-
-    if !output.status.success() {
-        eprintln!("{text}");
-        let mut summary = failure_lines(&text);
-        if !summary
-            .iter()
-            .any(|line| !line.trim_start().starts_with("sdk-tests:"))
-        {
-            // No test ran to a verdict (setup failed): show how the output ended.
-            let lines: Vec<&str> = text.lines().collect();
-            summary = lines[lines.len().saturating_sub(30)..].to_vec();
-        }
-        panic!(
-            "scripts/sdk-tests.sh {} failed ({}); failing tests and summary:\n{}",
-            args.join(" "),
-            output.status,
-            summary.join("\n")
-        );
+    suite_runner::Script {
+        path: "scripts/sdk-tests.sh",
+        tag: "sdk-tests:",
+        log: "sdk_clients",
+        programs,
+        missing_hint: "The SDK suites need python3 (>= 3.8, with venv), node (>= 20) and npm \
+                       (CI has them) — see README \"Using the emulator from the Azure SDKs\".",
+        unset: &["TABLEQ_SDK_ENDPOINT", "TABLEQ_SDK_STORE"],
+        failure_lines,
+        notable_lines,
     }
-
-    // Shown even though the test passed (written past the test harness's capture), so a
-    // skipped test is never silent.
-    let mut stderr = std::io::stderr().lock();
-    for line in notable_lines(&text) {
-        let _ = writeln!(stderr, "sdk_clients: {}", line.trim());
-    }
-    let _ = writeln!(
-        stderr,
-        "sdk_clients: scripts/sdk-tests.sh {} took {:.0} s",
-        args.join(" "),
-        started.elapsed().as_secs_f64()
-    );
+    .run(args);
 }
 
 #[test]
