@@ -663,20 +663,7 @@ async fn serve_and_token_commands_work_together() {
         String::from_utf8(out.stdout).unwrap().trim().to_owned()
     };
     let tls = connector(&keys.join("ca.pem"));
-    let list = |token: String| {
-        let tls = tls.clone();
-        async move {
-            exchange(
-                Some(&tls),
-                port,
-                &format!(
-                    "GET /devstoreaccount1/Tables HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\
-                     x-ms-version: 2019-02-02\r\nAccept: application/json;odata=nometadata"
-                ),
-            )
-            .await
-        }
-    };
+    let list = |token: String| list_tables_at(tls.clone(), port, token);
     // The file's assignment decides: `cli` reads, whatever role its token claims.
     let reply = list(token("reader")).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
@@ -784,20 +771,7 @@ async fn another_server_trusts_this_issuer_by_url() {
     );
     let port = served.port();
     let tls = connector(&keys.join("ca.pem"));
-    let list = |token: String| {
-        let tls = tls.clone();
-        async move {
-            exchange(
-                Some(&tls),
-                port,
-                &format!(
-                    "GET /devstoreaccount1/Tables HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\
-                     x-ms-version: 2019-02-02\r\nAccept: application/json;odata=nometadata"
-                ),
-            )
-            .await
-        }
-    };
+    let list = |token: String| list_tables_at(tls.clone(), port, token);
     let reply = list(token).await;
     let own = std::process::Command::new(env!("CARGO_BIN_EXE_tableq"))
         .args([
@@ -816,6 +790,19 @@ async fn another_server_trusts_this_issuer_by_url() {
     // The second server runs no issuer of its own: `tableq token` finds no key there.
     assert_eq!(own.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&keys);
+}
+
+/// `GET /devstoreaccount1/Tables` over HTTPS to `port` with `Authorization: Bearer {token}`.
+async fn list_tables_at(tls: tokio_rustls::TlsConnector, port: u16, token: String) -> Reply {
+    exchange(
+        Some(&tls),
+        port,
+        &format!(
+            "GET /devstoreaccount1/Tables HTTP/1.1\r\nAuthorization: Bearer {token}\r\n\
+             x-ms-version: 2019-02-02\r\nAccept: application/json;odata=nometadata"
+        ),
+    )
+    .await
 }
 
 /// A `tableq serve` child and the banner it printed (up to its `explorer:` line).
