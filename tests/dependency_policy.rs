@@ -369,3 +369,113 @@ fn the_server_names_no_storage_engine() {
         .collect();
     assert_eq!(hits, [3]);
 }
+
+mod module_graph;
+
+/// The source roots of every crate of the workspace: `(crate directory, its roots)`.
+fn crate_roots() -> Vec<(std::path::PathBuf, Vec<std::path::PathBuf>)> {
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut crates = vec![workspace.to_path_buf()];
+    for member in [
+        "model", "parser", "planner", "exec", "store", "client", "server",
+    ] {
+        crates.push(workspace.join(member));
+    }
+    crates
+        .into_iter()
+        .map(|dir| {
+            let src = dir.join("src");
+            let mut roots: Vec<_> = ["lib.rs", "main.rs"]
+                .iter()
+                .map(|f| src.join(f))
+                .filter(|p| p.exists())
+                .collect();
+            if let Ok(bins) = std::fs::read_dir(src.join("bin")) {
+                let mut bins: Vec<_> = bins.flatten().map(|e| e.path()).collect();
+                bins.sort();
+                roots.extend(
+                    bins.into_iter()
+                        .filter(|p| p.extension().is_some_and(|e| e == "rs")),
+                );
+            }
+            (dir, roots)
+        })
+        .collect()
+}
+
+/// The style guide's "no two modules import each other": in every crate, the arrows between
+/// module files (see `module_graph`) form no circle, however long.
+#[test]
+fn no_module_imports_itself_through_a_circle() {
+    let workspace = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut report = Vec::new();
+    let mut files = 0;
+    for (dir, roots) in crate_roots() {
+        assert!(!roots.is_empty(), "{} has no crate root", dir.display());
+        let graph = module_graph::crate_graph(&roots).unwrap_or_else(|e| panic!("{e}"));
+        files += graph.arrows.len();
+        let name =
+            |p: &std::path::PathBuf| p.strip_prefix(workspace).unwrap_or(p).display().to_string();
+        for circle in module_graph::circles(&graph) {
+            // The arrows inside the circle, so the report says which import to cut.
+            let arrows: Vec<String> = circle
+                .iter()
+                .flat_map(|from| {
+                    graph.arrows[from]
+                        .iter()
+                        .filter(|to| circle.contains(to))
+                        .map(move |to| format!("{} → {}", name(from), name(to)))
+                })
+                .collect();
+            report.push(format!(
+                "{} modules: {}\n    {}",
+                circle.len(),
+                circle.iter().map(name).collect::<Vec<_>>().join(", "),
+                arrows.join("\n    ")
+            ));
+        }
+    }
+    assert!(
+        files > 100,
+        "only {files} module files found: the walk is broken"
+    );
+    assert!(
+        report.is_empty(),
+        "{} import circle(s) between modules:\n  {}",
+        report.len(),
+        report.join("\n  ")
+    );
+}
+
+/// The walk itself: a circle made on purpose is found, a parent that only declares its
+/// children is not one, and a test module is not an arrow.
+#[test]
+fn the_circle_finder_finds_a_made_circle_and_nothing_else() {
+    let dir = std::env::temp_dir().join(format!("tableq-module-graph-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("a")).unwrap();
+    let write = |name: &str, text: &str| std::fs::write(dir.join(name), text).unwrap();
+    write(
+        "lib.rs",
+        "mod a;\nmod b;\nmod c;\n#[cfg(test)]\nmod tests { use crate::b::X; }\n",
+    );
+    write(
+        "a/mod.rs",
+        "mod inner;\npub use inner::Thing;\npub struct Home;\n",
+    );
+    write("a/inner.rs", "use super::Home;\npub struct Thing(Home);\n");
+    write("b.rs", "pub struct X;\nfn f() -> crate::c::Y { todo!() }\n");
+    write(
+        "c.rs",
+        "pub struct Y;\n#[cfg(test)]\nmod tests { use crate::b::X; }\n",
+    );
+    let graph = module_graph::crate_graph(&[dir.join("lib.rs")]).unwrap();
+    let circles = module_graph::circles(&graph);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(circles.len(), 1, "{circles:?}");
+    assert_eq!(
+        circles[0],
+        vec![dir.join("a/inner.rs"), dir.join("a/mod.rs")],
+        "the `super` import and the re-export resolve to definitions: only b ↔ c is left"
+    );
+}
