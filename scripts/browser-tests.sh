@@ -3,7 +3,9 @@
 # `tableq serve`: headless Chromium from Debian's `chromium` package at /usr/bin/chromium
 # (Playwright's own browser downloads are not used). When it is missing, the script installs
 # it with apt-get where it can (as root, with apt-get on the PATH); where it cannot, it prints
-# `SKIPPED: <reason>` and exits 0.
+# `SKIPPED: <reason>` and exits 0 — except in CI (`CI` set to anything but `false` or `0`,
+# as `.ci/run` is run with CI=true), where a browser test that cannot run is a failure: it
+# prints `FAILED: the browser tests cannot run in CI: <reason>` and exits 1.
 #
 # The script installs playwright-core into tests/browser/node_modules (npm ci, from the
 # pinned package-lock.json; reused while the lock file and node are unchanged), starts
@@ -16,7 +18,9 @@
 #   TABLEQ_BIN          the tableq binary (default: cargo build --bin tableq, target/debug/tableq)
 #   TABLEQ_BROWSER_SAS  an account SAS token of devstoreaccount1 (srt=sco, sp=rwdlacu), required
 #   TABLEQ_CHROMIUM     the browser (default /usr/bin/chromium)
-# Exit status: 0 passed or skipped, 1 a test failed, 2 usage or setup error.
+#   CI                  set (and not `false`/`0`): a skip is a failure
+# Exit status: 0 passed (or skipped outside CI), 1 a test failed or (in CI) could not run,
+# 2 usage or setup error.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,7 +30,15 @@ chromium=${TABLEQ_CHROMIUM:-/usr/bin/chromium}
 
 say() { printf 'browser-tests: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 2; }
-skip() { printf 'SKIPPED: %s\n' "$*"; exit 0; }
+in_ci() { case "${CI:-}" in "" | false | 0) return 1 ;; *) return 0 ;; esac; }
+skip() {
+    if in_ci; then
+        printf 'FAILED: the browser tests cannot run in CI (CI=%s): %s\n' "$CI" "$*"
+        exit 1
+    fi
+    printf 'SKIPPED: %s (the browser tests did not run; in CI this is a failure)\n' "$*"
+    exit 0
+}
 
 [ -n "${TABLEQ_BROWSER_SAS:-}" ] || die "TABLEQ_BROWSER_SAS is not set (tests/browser_cors.rs sets it)"
 command -v node >/dev/null || skip "node is not installed (the browser tests need Node.js >= 20)"
