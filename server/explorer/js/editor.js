@@ -21,6 +21,13 @@ export function openEditor(app, table, keys, { host, onChanged, onClose }) {
   const rk = h("input", { id: "editor-rk", class: "code", spellcheck: "false", autocomplete: "off", "aria-label": "RowKey" });
   const meta = h("dl", { class: "meta" });
   const actions = h("div", { class: "actions" });
+  // Said only beside the buttons it is about (an entity that exists: Replace and Merge).
+  const etagNote = h("p", {
+    class: "muted small",
+    id: "editor-etag-note",
+    hidden: true,
+    text: "Replace and Merge send If-Match with the ETag above: a change made meanwhile by anyone else is reported as a conflict, never overwritten silently.",
+  });
   let loaded = null; // { entity, etag }
 
   const close = () => {
@@ -132,6 +139,7 @@ export function openEditor(app, table, keys, { host, onChanged, onClose }) {
     const existing = Boolean(loaded);
     pk.readOnly = existing;
     rk.readOnly = existing;
+    etagNote.hidden = !existing;
     if (existing) {
       pk.value = loaded.keys.partitionKey;
       rk.value = loaded.keys.rowKey;
@@ -187,7 +195,7 @@ export function openEditor(app, table, keys, { host, onChanged, onClose }) {
       h("button", { class: "link", id: "editor-add", text: "+ property", onclick: () => addRow().querySelector("input").focus() }),
       actions,
       status,
-      h("p", { class: "muted small", text: "Replace and Merge send If-Match with the ETag above: a change made meanwhile by anyone else is reported as a conflict, never overwritten silently." }),
+      etagNote,
     ),
   );
   load(keys);

@@ -2,7 +2,9 @@
 // (PartitionKey, RowKey and Timestamp first, then the others by name, or in `$select`
 // order), each header naming the column's Edm type — or "mixed" when entities disagree, in
 // which case the odd cells carry their own type. Values are shown as the wire carries them:
-// Int64 digits, 7-digit DateTimes, lower-case Guids; Binary as hex with its length.
+// Int64 digits, 7-digit DateTimes, lower-case Guids; Binary as hex with its length. An
+// empty string (an empty PartitionKey or RowKey, say) shows as a muted "(empty)", so such a
+// row is never blank; a property the entity lacks is a hatched cell.
 
 import { h } from "./dom.js";
 import { cellText, shortType } from "./edm.js";
@@ -64,6 +66,7 @@ export function renderGrid(entities, { select, onOpen }) {
         const p = byName.get(c.name);
         if (!p || p.text === null) return h("td", { class: "absent", title: `${c.name}: not present` });
         const text = cellText(p);
+        const shown = text === "" ? h("span", { class: "muted empty", text: "(empty)" }) : text.length > 120 ? `${text.slice(0, 120)}…` : text;
         return h(
           "td",
           {
@@ -71,7 +74,7 @@ export function renderGrid(entities, { select, onOpen }) {
             title: `${p.name} (${p.type}): ${p.text}`,
           },
           c.mixed ? h("span", { class: "badge", text: shortType(p.type) }) : null,
-          text.length > 120 ? `${text.slice(0, 120)}…` : text,
+          shown,
         );
       }),
     );

@@ -260,14 +260,18 @@ function statsView(pages) {
       h("dd", { id: "stat-ms", text: ms(sum("ms")) }),
     ),
     h(
-      "table",
-      { class: "ranges" },
-      h("thead", {}, h("tr", {}, ["page", "examined", "returned", "ranges", "chunks", "time"].map((t) => h("th", { text: t })))),
+      "div",
+      { class: "table-scroll" },
       h(
-        "tbody",
-        {},
-        pages.map((p, i) =>
-          h("tr", {}, h("td", { text: String(i + 1) }), h("td", { class: "num", text: count(p.examined) }), h("td", { class: "num", text: count(p.matched) }), h("td", { class: "num", text: count(p.ranges) }), h("td", { class: "num", text: count(p.chunks) }), h("td", { class: "num", text: ms(p.ms) })),
+        "table",
+        { class: "ranges stats-pages", id: "stats-pages" },
+        h("thead", {}, h("tr", {}, ["page", "examined", "returned", "ranges", "chunks", "time"].map((t, i) => h("th", { class: i ? "num" : null, text: t })))),
+        h(
+          "tbody",
+          {},
+          pages.map((p, i) =>
+            h("tr", {}, h("td", { text: String(i + 1) }), h("td", { class: "num", text: count(p.examined) }), h("td", { class: "num", text: count(p.matched) }), h("td", { class: "num", text: count(p.ranges) }), h("td", { class: "num", text: count(p.chunks) }), h("td", { class: "num", text: ms(p.ms) })),
+          ),
         ),
       ),
     ),

@@ -3,6 +3,7 @@
 // import/export (transfer.js). The query lives in the URL (#/tables/T?filter=…&select=…&top=…)
 // so a reload or a shared link shows the same query.
 
+import { describeSas } from "./credentials.js";
 import { count, errorBox, h, ms, replace } from "./dom.js";
 import { fromWire } from "./edm.js";
 import { openEditor } from "./editor.js";
@@ -11,6 +12,19 @@ import { createQueryBar } from "./query.js";
 import { exportLines, openImport } from "./transfer.js";
 
 const DEFAULT_TOP = "100";
+
+/**
+ * Why this credential cannot add entities (New entity, Import), or null when it can or
+ * the page cannot tell: a SAS token whose `sp` lacks `a` (add) is refused every insert by
+ * the server, so the page does not offer one. A SAS without `sp` takes its permissions from
+ * a stored access policy the page cannot read: the buttons stay, the server judges.
+ */
+export function cannotAdd(credential) {
+  if (credential?.kind !== "sas") return null;
+  const { permissions } = describeSas(credential.sas);
+  if (!permissions || permissions.includes("a")) return null;
+  return `Your SAS token (sp=${permissions}) does not permit adding entities (a).`;
+}
 const SYSTEM = ["PartitionKey", "RowKey", "Timestamp"];
 
 export function renderTable(app, table, params) {
@@ -35,6 +49,7 @@ export function renderTable(app, table, params) {
   const pagerBottom = h("div", { class: "pager" });
   const side = h("div", { class: "side", id: "side", hidden: true });
   const toolStatus = h("span", { class: "muted", id: "tool-status" });
+  const readOnly = cannotAdd(app.credential);
 
   /** The `$select` sent: the user's, plus the keys (rows must be openable). */
   const effectiveSelect = (select) => {
@@ -145,8 +160,8 @@ export function renderTable(app, table, params) {
         "div",
         { class: "toolbar" },
         h("h1", { text: table }),
-        h("button", { id: "new-entity", text: "New entity", onclick: () => edit(null) }),
-        h("button", { id: "open-import", text: "Import JSON lines", onclick: () => openImport(app, table, { host: side, onDone: refresh }) }),
+        h("button", { id: "new-entity", text: "New entity", disabled: Boolean(readOnly), title: readOnly, onclick: () => edit(null) }),
+        h("button", { id: "open-import", text: "Import JSON lines", disabled: Boolean(readOnly), title: readOnly, onclick: () => openImport(app, table, { host: side, onDone: refresh }) }),
         h("button", { id: "export", text: "Export JSON lines", title: "Every entity the query matches, all pages", onclick: exportAll }),
         toolStatus,
       ),

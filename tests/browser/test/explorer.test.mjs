@@ -1,12 +1,16 @@
 // The table explorer (issue 21) in a real browser: the pages tableq serves under
 // /_explorer/, driven as a user would — sign in with the development key, create a table,
 // import JSON lines, filter with a typo and see the caret, fix it and see the plan and the
-// rows, page forward, edit an entity, and provoke an ETag conflict.
+// rows, page forward, edit an entity, and provoke an ETag conflict. Along the way, the
+// layout papercuts stay mended: the run statistics fit their panel, the import drawer's
+// example wraps, the type list shows whole type names, the ETag note shows only beside
+// Replace/Merge, empty keys show as "(empty)"; and a read-only SAS is offered no New/Import.
 //
 // Environment (set by scripts/browser-tests.sh):
 //   TABLEQ_BROWSER_ENDPOINT     the table endpoint, e.g. http://127.0.0.1:41234/devstoreaccount1
 //   TABLEQ_BROWSER_SAS          an account SAS token (srt=sco, sp=rwdlacu): the "someone else"
 //                               who changes an entity behind the page's back
+//   TABLEQ_BROWSER_SAS_READONLY an account SAS token that may only read and list (sp=rl)
 //   TABLEQ_EXPLORER_SCREENSHOTS optional: a directory to save screenshots of the main pages
 //                               into (how the README's images are made)
 
@@ -18,6 +22,7 @@ import { launchChromium, unavailableReason } from "../harness.mjs";
 
 const endpoint = (process.env.TABLEQ_BROWSER_ENDPOINT || "").replace(/\/+$/, "");
 const sas = process.env.TABLEQ_BROWSER_SAS || "";
+const readOnlySas = process.env.TABLEQ_BROWSER_SAS_READONLY || "";
 const shots = process.env.TABLEQ_EXPLORER_SCREENSHOTS || "";
 const reason = unavailableReason() ?? (endpoint && sas ? null : "TABLEQ_BROWSER_ENDPOINT / TABLEQ_BROWSER_SAS are not set");
 if (reason) console.log(`SKIPPED: ${reason}`);
@@ -72,6 +77,22 @@ function gridRows(page) {
   });
 }
 
+/** Whether the element `selector` lies within `container` (both visible): [fits, detail]. */
+function fitsInside(page, selector, container) {
+  return page.evaluate(
+    ([selector, container]) => {
+      const el = document.querySelector(selector);
+      const box = document.querySelector(container);
+      if (!el || !box) return [false, `missing ${el ? container : selector}`];
+      const a = el.getBoundingClientRect();
+      const b = box.getBoundingClientRect();
+      const fits = a.left >= b.left - 0.5 && a.right <= b.right + 0.5 && el.scrollWidth <= el.clientWidth + 1;
+      return [fits, `${selector} [${a.left}, ${a.right}] scrollWidth ${el.scrollWidth} clientWidth ${el.clientWidth}; ${container} [${b.left}, ${b.right}]`];
+    },
+    [selector, container],
+  );
+}
+
 /** Sets the editor's value of property `name`. */
 function setProperty(page, name, text) {
   return page.evaluate(
@@ -122,6 +143,8 @@ test("the explorer: tables, import, caret diagnostics, plan, paging, editing, ET
 
   // Import JSON lines: 250 loaded in $batch changesets, the bad line reported by number.
   await page.click("#open-import");
+  const [exampleFits, exampleDetail] = await fitsInside(page, "#import-example", "#import");
+  assert.ok(exampleFits, `the import drawer's example line wraps inside the drawer: ${exampleDetail}`);
   await page.setInputFiles("#import-file", { name: "rows.jsonl", mimeType: "application/x-ndjson", buffer: Buffer.from(jsonLines()) });
   await page.click("#import-start");
   const summary = await page.waitForSelector("#import-summary", WAIT);
@@ -168,6 +191,16 @@ test("the explorer: tables, import, caret diagnostics, plan, paging, editing, ET
   // The partition is read in key order until the page is full: r000…r023, 4 of them filtered out.
   assert.equal(await page.textContent("#stat-examined"), "24");
   assert.equal(await page.textContent("#stat-matched"), "20");
+  // The run statistics fit their panel, the `time` column included, wherever the panel sits
+  // beside the grid (1280 and 1400 px wide).
+  for (const width of [1280, 1400]) {
+    await page.setViewportSize({ width, height: 860 });
+    const [statsFit, statsDetail] = await fitsInside(page, "#stats .table-scroll", "#explain");
+    assert.ok(statsFit, `at ${width} px the run statistics fit their panel: ${statsDetail}`);
+    const [timeFits, timeDetail] = await fitsInside(page, "#stats-pages th:last-child", "#stats .table-scroll");
+    assert.ok(timeFits, `at ${width} px the time column is not cut: ${timeDetail}`);
+  }
+  await page.setViewportSize({ width: 1280, height: 860 });
   await screenshot(page, "explorer-table");
 
   // Page forward with the continuation: 20 more, then the last 6.
@@ -186,6 +219,21 @@ test("the explorer: tables, import, caret diagnostics, plan, paging, editing, ET
   const etag = await page.textContent("#editor-etag");
   assert.match(etag, /^W\/"datetime'/);
   assert.equal(await page.inputValue("#editor-pk"), "p1");
+  assert.equal(await page.isVisible("#editor-etag-note"), true, "the If-Match note is shown beside Replace/Merge");
+  // Every type list is at least as wide as its longest name needs (no "DateTim").
+  const cut = await page.$$eval("#editor-props .prop-type", (selects) =>
+    selects
+      .map((s) => {
+        const natural = s.cloneNode(true);
+        natural.style.cssText = "position:absolute;visibility:hidden;width:auto";
+        document.body.append(natural);
+        const need = natural.getBoundingClientRect().width;
+        natural.remove();
+        return [s.value, s.getBoundingClientRect().width, need];
+      })
+      .filter(([, has, need]) => has + 0.5 < need),
+  );
+  assert.deepEqual(cut, [], "type lists narrower than their names: [type, width, needed]");
   await setProperty(page, "Note", "edited in the explorer");
   await page.click("#editor-merge");
   await page.waitForFunction((old) => document.querySelector("#editor-etag")?.textContent !== old, etag, WAIT);
@@ -222,5 +270,54 @@ test("the explorer: tables, import, caret diagnostics, plan, paging, editing, ET
   assert.equal(await page.textContent(`#tables tr[data-table="${table}"] td.num`), "250");
   await screenshot(page, "explorer-tables");
 
+  // A new entity has no ETag yet: no Replace/Merge buttons, and no note about them.
+  await page.click(`#tables tr[data-table="${table}"] a`);
+  await page.waitForSelector("#grid", WAIT);
+  await page.click("#new-entity");
+  await page.waitForSelector("#editor-insert", WAIT);
+  assert.equal(await page.isVisible("#editor-replace"), false);
+  assert.equal(await page.isVisible("#editor-etag-note"), false, "no If-Match note on the new-entity form");
+  await page.click("#editor-close");
+
+  // Empty keys are legal; the grid shows them as "(empty)", never as a blank row.
+  const empty = await fetch(`${endpoint}/${table}?${sas}`, {
+    method: "POST",
+    headers: { "x-ms-version": "2019-02-02", "content-type": "application/json", prefer: "return-no-content" },
+    body: JSON.stringify({ PartitionKey: "", RowKey: "", Note: "empty keys" }),
+  });
+  assert.equal(empty.status, 204, await empty.text());
+  await page.fill("#filter", "PartitionKey eq ''");
+  await page.press("#filter", "Enter");
+  await page.waitForFunction(() => document.querySelector("#results")?.dataset.rows === "1", null, WAIT);
+  rows = await gridRows(page);
+  assert.deepEqual([rows[0].cells.PartitionKey, rows[0].cells.RowKey, rows[0].cells.Note], ["(empty)", "(empty)", "empty keys"]);
+
   assert.deepEqual(problems, [], "no script error and no CSP violation");
+});
+
+test("the explorer under a read-only SAS offers no New entity and no Import", { skip: reason ?? (readOnlySas ? false : "TABLEQ_BROWSER_SAS_READONLY is not set"), timeout: 60_000 }, async (t) => {
+  const table = `readonly${Date.now()}`;
+  const created = await fetch(`${endpoint}/Tables?${sas}`, {
+    method: "POST",
+    headers: { "x-ms-version": "2019-02-02", "content-type": "application/json", prefer: "return-no-content" },
+    body: JSON.stringify({ TableName: table }),
+  });
+  assert.equal(created.status, 204, await created.text());
+  const browser = await launchChromium();
+  t.after(() => browser.close());
+  const page = await browser.newPage();
+  const problems = [];
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  await page.goto(`${origin}/_explorer/`);
+  await page.waitForSelector("#login-secret", WAIT);
+  await page.fill("#login-secret", readOnlySas);
+  await page.click("#login-submit");
+  await page.waitForSelector(`#tables tr[data-table="${table}"]`, WAIT);
+  await page.click(`#tables tr[data-table="${table}"] a`);
+  await page.waitForSelector("#grid", WAIT);
+  assert.equal(await page.isDisabled("#new-entity"), true, "New entity is disabled");
+  assert.equal(await page.isDisabled("#open-import"), true, "Import is disabled");
+  assert.match(await page.getAttribute("#new-entity", "title"), /sp=rl\b.*adding entities/);
+  assert.equal(await page.isDisabled("#export"), false, "Export only reads: it stays");
+  assert.deepEqual(problems, []);
 });
