@@ -40,16 +40,16 @@ enum Command {
     #[command(after_long_help = cli::help::VALIDATE)]
     Validate(cli::validate::Args),
     /// Evaluate a query over entities from a JSON-lines file and print the matches.
-    #[command(after_long_help = cli::help::EVAL)]
+    #[command(after_long_help = cli::help::EVAL, override_usage = cli::help::EVAL_USAGE)]
     Eval(cli::eval::Args),
     /// Show the plan of a query: key ranges, residual, projection, limit.
-    #[command(after_long_help = cli::help::EXPLAIN)]
+    #[command(after_long_help = cli::help::EXPLAIN, override_usage = cli::help::EXPLAIN_USAGE)]
     Explain(cli::explain::Args),
     /// Generate deterministic synthetic entities as JSON lines.
     #[command(after_long_help = cli::help::GEN)]
     Gen(cli::generate::Args),
     /// Run the Table service emulator (the REST protocol over HTTP) for the official SDKs.
-    #[command(after_long_help = cli::help::SERVE)]
+    #[command(after_long_help = cli::help::SERVE, override_usage = cli::help::SERVE_USAGE)]
     Serve(cli::serve::Args),
     /// Print a bearer token of the local issuer (the signing key of `serve --tls`), for
     /// scripts and clients without Entra ID support.
@@ -80,7 +80,10 @@ enum DebugCommand {
     #[command(after_long_help = cli::help::DEBUG)]
     Ast(cli::debug::Args),
     /// The plan of a query (same as `explain`).
-    #[command(after_long_help = cli::help::EXPLAIN)]
+    #[command(
+        after_long_help = cli::help::EXPLAIN,
+        override_usage = cli::help::DEBUG_PLAN_USAGE
+    )]
     Plan(cli::explain::Args),
 }
 

@@ -230,3 +230,23 @@ fn boolean_literals_fold_into_the_plan() {
     assert_eq!(all["residual"], "true");
     insta::assert_snapshot!("explain_boolean_literals", text);
 }
+
+/// `--json` prints the object indented, one member per line (as `docs/commands.md` shows
+/// it), and it still parses as one JSON object.
+#[test]
+fn json_is_printed_indented() {
+    let o = tableq(&[
+        "explain",
+        "--json",
+        "--filter",
+        "PartitionKey eq 'p'",
+        "--top",
+        "3",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.starts_with("{\n  \"ranges\": [\n    {\n"), "{text}");
+    assert!(text.ends_with("\n  \"top\": 3\n}\n"), "{text}");
+    let parsed: serde_json::Value = serde_json::from_str(&text).expect("one JSON object");
+    assert_eq!(parsed["ranges"][0]["strategy"], "partition");
+}

@@ -1,7 +1,9 @@
 //! `tableq explain` and `tableq debug plan`: show the plan of a query — the key ranges with
 //! their strategy (point lookup / partition scan / range scan / full scan), the residual in
 //! canonical OData, the projection and the page limit — as text, or with `--json` as one
-//! stable JSON object (shape documented in `tableq_planner::explain` and the README).
+//! stable JSON object, printed indented (two spaces, one member per line) as the docs show
+//! it; `jq -c` makes it one line (shape documented in `tableq_planner::explain` and
+//! `docs/commands.md`).
 //!
 //! An invalid `--filter`, `--select` or `--top` prints a caret diagnostic on stderr and exits
 //! with status 2.
@@ -16,7 +18,13 @@ use tableq::planner::{Query, QueryText};
 #[derive(clap::Args)]
 pub struct Args {
     /// The `$filter` expression (empty or absent: every entity).
-    #[arg(long, default_value = "", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        value_name = "F",
+        default_value = "",
+        hide_default_value = true,
+        allow_hyphen_values = true
+    )]
     filter: String,
     /// The `$select` list, e.g. `Name,Age` (`*` = all properties).
     #[arg(long)]
@@ -24,7 +32,7 @@ pub struct Args {
     /// The `$top` page size, 1–1000.
     #[arg(long, allow_hyphen_values = true)]
     top: Option<String>,
-    /// Print one JSON object instead of text.
+    /// Print one JSON object (indented) instead of text.
     #[arg(long)]
     json: bool,
     /// Also show the lowered predicate and every rewrite-rule step.
@@ -50,7 +58,8 @@ pub fn run(args: Args) -> ExitCode {
     };
     let explanation = query.explain(&args.limits.planner().verbose(args.verbose));
     let text = if args.json {
-        explanation.to_json().to_string()
+        serde_json::to_string_pretty(&explanation.to_json())
+            .expect("a JSON value always serialises")
     } else if args.verbose {
         format!("filter:    {}\n{explanation}", query.filter())
     } else {

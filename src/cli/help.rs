@@ -1,5 +1,9 @@
 //! The long help texts (`tableq <command> --help`): examples, output format and exit codes,
 //! in the manner of ripgrep's. `-h` prints the short form.
+//!
+//! The `*_USAGE` strings replace clap's generic `[OPTIONS]` usage line where a command has
+//! many options, so `Usage:` names each one as `docs/commands.md` does;
+//! `tests/doc_examples.rs` fails when a command's usage line is missing from that page.
 
 /// `tableq --help`.
 pub const MAIN: &str = "\
@@ -17,6 +21,32 @@ EXIT STATUS:
     unreadable file) or a usage error.
 
 Run `tableq <command> --help` for a command's input, output and options.";
+
+/// The usage line of `tableq serve` (after `Usage: `).
+pub const SERVE_USAGE: &str = "\
+tableq serve [--host HOST] [--port PORT] [--data DIR | --in-memory | --store URL]
+       [--fsync always|interval=MS] [--accept-log-loss] [--account NAME:KEY]... [--no-auth]
+       [--no-explorer] [--tls self-signed | --tls-cert PEM --tls-key PEM] [--https-port PORT]
+       [--keys DIR] [--local-issuer] [--trust-issuer URL|FILE]... [--role-assignments FILE]
+       [--public-url URL] [--log-format text|json] [--header-timeout D] [--body-timeout D]
+       [--request-timeout D] [--idle-timeout D] [--max-connections N] [--body-budget SIZE]
+       [--body-budget-wait D]";
+
+/// The usage line of `tableq eval`: no option is required (no `--filter` = every entity).
+pub const EVAL_USAGE: &str = "\
+tableq eval [--filter F] [--select S] [--top N] [--queries FILE] [--engine auto|stream|table]
+       [--threads N] [--stats] [--strict] [--max-comparisons N | --no-limits] [--max-ranges N]
+       [FILE|-]";
+
+/// The usage line of `tableq explain`: no option is required (no `--filter` = every entity).
+pub const EXPLAIN_USAGE: &str = "\
+tableq explain [--filter F] [--select S] [--top N] [--json] [--verbose]
+       [--max-comparisons N | --no-limits] [--max-ranges N]";
+
+/// The usage line of `tableq debug plan` (the arguments of `explain`).
+pub const DEBUG_PLAN_USAGE: &str = "\
+tableq debug plan [--filter F] [--select S] [--top N] [--json] [--verbose]
+       [--max-comparisons N | --no-limits] [--max-ranges N]";
 
 /// `tableq validate --help`.
 pub const VALIDATE: &str = "\
@@ -78,8 +108,9 @@ EXIT STATUS:
 pub const EXPLAIN: &str = "\
 OUTPUT:
     Text: the key ranges with their strategy (point, partition, range, full), the residual
-    in canonical OData, the projection and the page limit. With --json one JSON object:
-    {\"ranges\":[{\"strategy\",\"partition_key\",\"row_key\"}],\"residual\",\"select\",\"top\"}.
+    in canonical OData, the projection and the page limit. With --json one JSON object,
+    indented: {\"ranges\":[{\"strategy\",\"partition_key\",\"row_key\"}],\"residual\",\"select\",
+    \"top\"} (`jq -c` prints it on one line).
 
 EXAMPLES:
     tableq explain --filter \"PartitionKey eq 'orders' and Total gt 100.0\" --top 50
@@ -126,7 +157,7 @@ STORAGE:
     blocks are never served: reads of them answer 500 and log the table and key range
     (`tableq check --data DIR` lists them all).
 
-OPERATIONS (every operation of the Table REST API; README, \"serve\"):
+OPERATIONS (every operation of the Table REST API; docs/rest.md):
     tables      query (GET /ACCT/Tables), create (POST), delete (DELETE /ACCT/Tables('t'))
     entities    query (GET /ACCT/t()), get, insert, update/merge (If-Match), upsert, delete,
                 entity group transactions (POST /ACCT/$batch)
@@ -147,7 +178,7 @@ EXPLORER:
     statistics of each query). It signs its requests in the browser with the account key
     or a SAS token you give it, like any client. --no-explorer turns it off.
 
-HTTPS AND TOKENS (README, \"HTTPS and tokens\"):
+HTTPS AND TOKENS (docs/https-and-tokens.md):
     --tls self-signed makes a local CA and server certificate in the keys directory
     (--keys, default DATA/keys) and reuses them; --tls-cert/--tls-key use your own.
     HTTPS takes --port, or --https-port beside HTTP. HTTPS alone accepts SharedKey,
@@ -182,7 +213,7 @@ EXIT STATUS:
 
 /// `tableq check --help`.
 pub const CHECK: &str = "\
-WHAT IS CHECKED (offline; nothing is written; README, \"Durability: what survives what\"):
+WHAT IS CHECKED (offline; nothing is written; docs/durability.md):
     every block of the data file (tableq.redb): its checksum, its layout, every row, and
     that its key is its first row's; every record of the write-ahead log (tableq.wal); and
     that the log reaches as far as the data file says it must (not missing, not cut before
