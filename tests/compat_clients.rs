@@ -75,7 +75,7 @@ fn run_compat_tests(args: &[&str]) {
         log: "compat_clients",
         programs: &["python3", "node", "npm", "cargo"],
         missing_hint: "The compatibility suites need python3 (with venv), node (>= 20), npm \
-                       and cargo — see README \"Client compatibility\".",
+                       and cargo — see docs/testing.md.",
         unset: &["TABLEQ_COMPAT_ENDPOINT"],
         failure_lines,
         notable_lines,

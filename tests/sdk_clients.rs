@@ -72,7 +72,7 @@ fn run_sdk_tests(args: &[&str], programs: &[&str]) {
         log: "sdk_clients",
         programs,
         missing_hint: "The SDK suites need python3 (>= 3.8, with venv), node (>= 20) and npm \
-                       (CI has them) — see README \"Using the emulator from the Azure SDKs\".",
+                       (CI has them) — see docs/testing.md.",
         unset: &["TABLEQ_SDK_ENDPOINT", "TABLEQ_SDK_STORE"],
         failure_lines,
         notable_lines,

@@ -16,10 +16,9 @@
 //! lose the last MS of writes) or `always` (every reply after `fsync`, group-committed).
 //! The banner's `storage:` line states which. A data directory whose write-ahead log does
 //! not reach as far as its data file says (deleted, cut, another directory's) is refused;
-//! `--accept-log-loss` starts anyway and logs what was lost (README, "Durability: what
-//! survives what").
+//! `--accept-log-loss` starts anyway and logs what was lost (docs/durability.md).
 //!
-//! The connection and body limits (README, "Operating tableq") take durations such as
+//! The connection and body limits (docs/operations.md) take durations such as
 //! `10s`, `500ms` or `2min` (humantime) and sizes such as `128MiB`, `64K` or `1048576`
 //! (bytes; `K`/`M`/`G` are binary multiples). `--request-timeout` (default 30 s, the Table
 //! service's server timeout) bounds the arrival of a whole request — header and body —
@@ -28,7 +27,7 @@
 //! `--max-connections`, a new connection waits in the listen backlog until one frees, and
 //! is never closed unanswered to make room for a newer one.
 //!
-//! HTTPS and bearer tokens are module `serve_tls`'s (README, "HTTPS and tokens").
+//! HTTPS and bearer tokens are module `serve_tls`'s (docs/https-and-tokens.md).
 //!
 //! Requests must be signed (SharedKey, SharedKeyLite or SAS) with the key of the account in
 //! their URL: the development account `devstoreaccount1` with its well-known key, and every
@@ -102,7 +101,7 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["in_memory", "store"])]
     accept_log_loss: bool,
     /// Keep the data in PostgreSQL: `postgres://user[:password]@host[:port]/database`, with
-    /// libpq-style parameters and tableq's `schema=NAME`, `pool_size=N` (README, "Scaling out").
+    /// libpq-style parameters and tableq's `schema=NAME`, `pool_size=N` (docs/scaling-out.md).
     #[arg(long, value_name = "URL", conflicts_with_all = ["in_memory", "data"])]
     store: Option<String>,
     /// Host one more account, NAME (3–24 lower-case letters and digits) with its base64 key;

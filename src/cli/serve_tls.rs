@@ -1,4 +1,4 @@
-//! `tableq serve`'s HTTPS and bearer-token flags (README, "HTTPS and tokens"):
+//! `tableq serve`'s HTTPS and bearer-token flags (docs/https-and-tokens.md):
 //!
 //! ```text
 //! --tls self-signed | --tls-cert PEM --tls-key PEM   serve HTTPS
@@ -72,8 +72,8 @@ pub struct TlsArgs {
     trust_issuer: Vec<String>,
     /// Role assignments for bearer tokens of every issuer: JSON `[{"principalId": "...",
     /// "role": "Storage Table Data Reader"|"Storage Table Data Contributor", "scope": "...",
-    /// "clientSecret": "..."}]`, or `{"default": "none", "assignments": [...]}` (README,
-    /// "HTTPS and tokens").
+    /// "clientSecret": "..."}]`, or `{"default": "none", "assignments": [...]}`
+    /// (docs/https-and-tokens.md).
     #[arg(long, value_name = "FILE")]
     role_assignments: Option<PathBuf>,
     /// The HTTPS origin clients reach this server by, when it is not the bound address

@@ -33,7 +33,7 @@
 //!    line `# query N (line L): <query>`.
 //! 5. **`--stats`**: per query, one JSON object on stderr (the last lines):
 //!    `{"engine","loaded","ranges","examined","matched","next","load_ms","parse_us","plan_us","exec_us"}`
-//!    (`"query"` after `"engine"` with `--queries`); see the README for each field.
+//!    (`"query"` after `"engine"` with `--queries`); see docs/commands.md for each field.
 //!
 //! Exit codes: 0 success (also when lines were skipped with a warning), 2 invalid query,
 //! unreadable input, or (with `--strict`) invalid input.
