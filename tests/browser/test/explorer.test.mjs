@@ -12,7 +12,7 @@
 //                               who changes an entity behind the page's back
 //   TABLEQ_BROWSER_SAS_READONLY an account SAS token that may only read and list (sp=rl)
 //   TABLEQ_EXPLORER_SCREENSHOTS optional: a directory to save screenshots of the main pages
-//                               into (how the README's images are made)
+//                               into (how the images in docs/ are made)
 
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
