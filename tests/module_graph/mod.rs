@@ -82,10 +82,10 @@ pub fn crate_graph(roots: &[PathBuf]) -> Result<Graph, String> {
             collector.visit_file(&ast);
             let mut targets = BTreeSet::new();
             for named in collector.paths {
-                if let Some(target) = resolve(&modules, &faces, named) {
-                    if *target != file {
-                        targets.insert(target.clone());
-                    }
+                if let Some(target) = resolve(&modules, &faces, named)
+                    && *target != file
+                {
+                    targets.insert(target.clone());
                 }
             }
             graph.arrows.insert(file, targets);
@@ -124,10 +124,10 @@ fn re_exports(here: &[String], file: &syn::File) -> BTreeMap<String, Vec<String>
     }
     let mut relative = BTreeMap::new();
     for item in &file.items {
-        if let syn::Item::Use(u) = item {
-            if is_re_export(u) {
-                walk(&mut Vec::new(), &u.tree, &mut relative);
-            }
+        if let syn::Item::Use(u) = item
+            && is_re_export(u)
+        {
+            walk(&mut Vec::new(), &u.tree, &mut relative);
         }
     }
     let children: BTreeSet<String> = declared_children(&file.items)
