@@ -340,6 +340,9 @@ impl<'ast> Visit<'ast> for Collector {
         self.use_tree(&mut Vec::new(), &u.tree);
     }
 
+    /// `pub(crate)`, `pub(super)`, `pub(in path)` say who may see an item, not what it uses.
+    fn visit_visibility(&mut self, _: &'ast syn::Visibility) {}
+
     fn visit_path(&mut self, p: &'ast syn::Path) {
         if p.leading_colon.is_none() {
             let segments: Vec<String> = p.segments.iter().map(|s| s.ident.to_string()).collect();
