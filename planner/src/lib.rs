@@ -32,8 +32,9 @@
 //! [`Planner`] ([`plan()`] for the defaults) runs the stages; it lives in the `pipeline`
 //! module, and this file is only the crate's face.
 //!
-//! [`naive`] is the reference evaluator (the whole original AST per entity, no planning):
-//! the oracle every planned execution is tested against.
+//! [`ast_eval`] evaluates a filter's original AST directly on one entity, with no planning:
+//! the server's Query Tables filters table names with it, and every planned execution is
+//! tested against it.
 //!
 //! ```
 //! use tableq_parser::ast::{Comparison, Expr, Filter, Literal, Property};
@@ -58,11 +59,11 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod ast_eval;
 pub mod explain;
 pub mod extract;
 mod keyspace;
 pub mod lower;
-pub mod naive;
 mod pipeline;
 pub mod plan;
 pub mod predicate;
