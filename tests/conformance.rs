@@ -237,7 +237,7 @@ fn naive_evaluator_conforms() {
         let limit = query.top.map_or(usize::MAX, |t| t.value as usize);
         let got: Vec<&Entity> = sets[&case.set]
             .iter()
-            .filter(|e| tableq::planner::naive::matches(&query.filter, *e))
+            .filter(|e| tableq::planner::ast_eval::matches(&query.filter, *e))
             .take(limit)
             .collect();
         let got = keys_of(got);

@@ -529,7 +529,7 @@ fn agrees_with_the_naive_evaluator_on_generated_data() {
         let parsed = parse_filter(filter, &FilterOptions::default()).unwrap();
         let expected: Vec<String> = entities
             .iter()
-            .filter(|e| tableq::planner::naive::matches(&parsed, *e))
+            .filter(|e| tableq::planner::ast_eval::matches(&parsed, *e))
             .map(|e| format!("{}/{}", e.partition_key(), e.row_key()))
             .collect();
         assert!(

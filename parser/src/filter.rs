@@ -29,7 +29,8 @@ use crate::error::{ErrorKind, ParseError};
 use crate::input::{
     EXPECT_AFTER_GROUP, EXPECT_AFTER_TOP, EXPECT_OPERAND, PResult, SyntaxError, Tokens,
 };
-use crate::{FilterOptions, Span, Token, lex};
+use crate::limits::{FilterOptions, MAX_DEPTH_CAP};
+use crate::{Span, Token, lex};
 use nom::{Input, Parser};
 
 /// Initial capacity of an `and`/`or` chain's operand vector.
@@ -240,8 +241,20 @@ fn chain(mut operands: Vec<Expr>, span: Span, node: fn(Vec<Expr>, Span) -> Expr)
     node(operands, span)
 }
 
-/// Parses a `$filter`; see [`crate::parse_filter`].
-pub(crate) fn parse(text: &str, options: &FilterOptions) -> Result<Filter, ParseError> {
+/// Parses a `$filter` expression.
+///
+/// An empty or all-space text is "no filter" (`Filter { expr: None }`). Errors carry the
+/// span of the offending text, what was expected and often a hint; see [`ErrorKind`] for
+/// everything that is rejected.
+///
+/// ```
+/// use tableq_parser::{parse_filter, FilterOptions, ast::Expr};
+/// let f = parse_filter("30 lt Age", &FilterOptions::default()).unwrap();
+/// let Some(Expr::Comparison(c)) = &f.expr else { panic!() };
+/// assert_eq!((c.property.name.as_str(), c.normalized_op().as_str()), ("Age", "gt"));
+/// assert_eq!(parse_filter("   ", &FilterOptions::default()).unwrap().expr, None);
+/// ```
+pub fn parse_filter(text: &str, options: &FilterOptions) -> Result<Filter, ParseError> {
     if text.len() > options.max_len {
         let mut start = options.max_len;
         while !text.is_char_boundary(start) {
@@ -262,7 +275,7 @@ pub(crate) fn parse(text: &str, options: &FilterOptions) -> Result<Filter, Parse
     }
     let tokens = lex(text)?;
     let grammar = Grammar {
-        max_depth: options.max_depth.min(crate::MAX_DEPTH_CAP),
+        max_depth: options.max_depth.min(MAX_DEPTH_CAP),
     };
     let input = Tokens::new(&tokens, text.len());
     let expr = match (|i| grammar.filter(i)).parse_complete(input) {

@@ -46,7 +46,9 @@ use crate::rules::Step;
 use serde_json::{Value as Json, json};
 use std::fmt;
 use std::ops::Bound;
-use tableq_model::Value;
+
+// The text form of one key interval, defined with the key interval itself.
+pub use crate::keyspace::DisplayInterval;
 
 /// A plan with the stages that led to it, for `explain`.
 #[derive(Debug, Clone)]
@@ -115,37 +117,6 @@ fn bound_json(b: &Bound<String>) -> Json {
         Bound::Included(v) => json!({"value": v, "inclusive": true}),
         Bound::Excluded(v) => json!({"value": v, "inclusive": false}),
     }
-}
-
-/// Displays a key interval: `= 'k'`, `*`, or `['a' .. 'c')`.
-pub struct DisplayInterval<'a>(pub &'a KeyInterval);
-
-impl fmt::Display for DisplayInterval<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let iv = self.0;
-        if let Some(k) = iv.as_point() {
-            return write!(f, "= {}", quoted(k));
-        }
-        if iv.is_full() {
-            return f.write_str("*");
-        }
-        match &iv.lower {
-            Bound::Unbounded => f.write_str("(-inf")?,
-            Bound::Included(v) => write!(f, "[{}", quoted(v))?,
-            Bound::Excluded(v) => write!(f, "({}", quoted(v))?,
-        }
-        f.write_str(" .. ")?;
-        match &iv.upper {
-            Bound::Unbounded => f.write_str("+inf)"),
-            Bound::Included(v) => write!(f, "{}]", quoted(v)),
-            Bound::Excluded(v) => write!(f, "{})", quoted(v)),
-        }
-    }
-}
-
-/// A key as an OData string literal (`'it''s'`).
-fn quoted(s: &str) -> String {
-    Value::from(s).to_string()
 }
 
 impl fmt::Display for Plan {

@@ -34,9 +34,10 @@
 //! ```
 
 use crate::explain::Explanation;
+use crate::lower;
+use crate::pipeline::{Planner, projection};
 use crate::plan::Plan;
 use crate::predicate::Predicate;
-use crate::{Planner, lower, projection};
 use std::fmt;
 use tableq_parser::ast::{Filter, Select, Top};
 use tableq_parser::{

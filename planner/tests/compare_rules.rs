@@ -1,11 +1,11 @@
 //! Every comparison rule of the spec ("Evaluation semantics"), checked three ways: through
-//! the single function `tableq_model::compare`, through the naive evaluator on parsed filter
-//! text, and through a planned evaluation (ranges + residual). The three must agree with the
+//! the single function `tableq_model::compare`, through the AST evaluator (`ast_eval`) on parsed
+//! filter text, and through a planned evaluation (ranges + residual). The three must agree with the
 //! table.
 
 use tableq_model::{CmpOp, DateTime, Entity, Value, compare};
 use tableq_parser::{FilterOptions, parse_filter};
-use tableq_planner::{Planner, naive};
+use tableq_planner::{Planner, ast_eval};
 
 //                          eq     ne     gt     ge     lt     le
 const LESS: [bool; 6] = [false, true, false, false, true, true];
@@ -122,7 +122,7 @@ fn cases() -> Vec<(Option<Value>, &'static str, [bool; 6])> {
 }
 
 #[test]
-fn every_rule_through_compare_naive_and_plan() {
+fn every_rule_through_compare_ast_eval_and_plan() {
     for (value, literal, expected) in cases() {
         let mut e = Entity::new("p", "r");
         if let Some(v) = &value {
@@ -145,8 +145,12 @@ fn every_rule_through_compare_naive_and_plan() {
                     c.literal.value.as_ref(),
                 );
                 assert_eq!(direct, want, "compare: {value:?} {text}");
-                // 2. The naive evaluator.
-                assert_eq!(naive::matches(&f, &e), want, "naive: {value:?} {text}");
+                // 2. The AST evaluator.
+                assert_eq!(
+                    ast_eval::matches(&f, &e),
+                    want,
+                    "ast_eval: {value:?} {text}"
+                );
                 // 3. Planned evaluation, and `not` negates normally (missing → not matches).
                 let plan = Planner::new().plan(&f, None, None);
                 assert_eq!(plan.matches(&e), want, "plan: {value:?} {text}");
@@ -194,11 +198,11 @@ fn keys_and_timestamp() {
     for (text, with_ts, without_ts) in table {
         let f = parse_filter(text, &FilterOptions::default()).unwrap();
         let plan = Planner::new().plan(&f, None, None);
-        assert_eq!(naive::matches(&f, &stamped), *with_ts, "naive {text}");
+        assert_eq!(ast_eval::matches(&f, &stamped), *with_ts, "ast_eval {text}");
         assert_eq!(
-            naive::matches(&f, &unstamped),
+            ast_eval::matches(&f, &unstamped),
             *without_ts,
-            "naive {text} (no Timestamp)"
+            "ast_eval {text} (no Timestamp)"
         );
         assert_eq!(plan.matches(&stamped), *with_ts, "plan {text}");
         assert_eq!(

@@ -1,7 +1,7 @@
 //! THE planner property: for random filters over random entity sets, *planned* execution
 //! (scan only the key ranges, in order, apply the residual unless exact) returns exactly the
-//! entities — in the same (PartitionKey, RowKey) order — that the naive evaluator returns
-//! when it evaluates the whole original AST on every entity.
+//! entities — in the same (PartitionKey, RowKey) order — that the AST evaluator
+//! ([`ast_eval`](tableq_planner::ast_eval)) returns when it evaluates the whole original AST on every entity.
 //!
 //! Filters mix key and non-key comparisons, literal-first comparisons, bare boolean
 //! properties, and/or/not nesting, every literal type (so key comparisons with mismatched
@@ -18,7 +18,7 @@ use tableq_model::order::compare_str;
 use tableq_model::{CmpOp, DateTime, Entity, Value};
 use tableq_parser::ast::{Comparison, Expr, Filter, Literal, Property};
 use tableq_parser::{FilterOptions, Span, parse_filter};
-use tableq_planner::{Planner, Predicate, lower, naive, rules};
+use tableq_planner::{Planner, Predicate, ast_eval, lower, rules};
 
 const KEYS: &[&str] = &[
     "",
@@ -168,20 +168,20 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 16384, max_shrink_iters: 4096, ..ProptestConfig::default() })]
 
     #[test]
-    fn planned_execution_equals_naive_evaluation(
+    fn planned_execution_equals_ast_evaluation(
         expr in arb_expr(),
         entities in prop::collection::vec(arb_entity(), 0..16),
         max_ranges in prop_oneof![3 => Just(256usize), 1 => 1usize..4],
     ) {
         let filter = Filter { expr: Some(expr) };
         let table = table(entities);
-        let expected: Vec<&Entity> = table.iter().filter(|e| naive::matches(&filter, *e)).collect();
+        let expected: Vec<&Entity> = table.iter().filter(|e| ast_eval::matches(&filter, *e)).collect();
 
         // Lowering and rewriting preserve meaning entity by entity.
         let lowered = lower::lower(&filter);
         let (rewritten, _) = rules::Driver::new().run(lowered.clone());
         for e in &table {
-            let want = naive::matches(&filter, e);
+            let want = ast_eval::matches(&filter, e);
             prop_assert_eq!(lowered.eval(e), want, "lowered {} on {:?}", lowered, e);
             prop_assert_eq!(rewritten.eval(e), want, "rewritten {} on {:?}", rewritten, e);
         }

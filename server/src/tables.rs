@@ -6,7 +6,7 @@
 //!   `Prefer: return-no-content`, 204; `Location` and `DataServiceId` name
 //!   `<base>/Tables('t')`; `Preference-Applied` repeats an honoured `Prefer`.
 //! * **Query**: tables in the order of their case-insensitive key. `$filter` is evaluated
-//!   by tableq's own parser and naive evaluator on a row whose only property is
+//!   by tableq's own parser and AST evaluator on a row whose only property is
 //!   `TableName` (a String, case-sensitive comparisons as for any string); `$top` is the
 //!   page size (default 1000); when more matching tables follow, the page ends with
 //!   `x-ms-continuation-NextTableName` (see [`crate::continuation`]). `$select` is parsed
@@ -174,7 +174,7 @@ pub(crate) async fn query(state: &Arc<AppState>, ctx: &Ctx) -> Result<Response, 
                 from.as_deref()
                     .is_none_or(|f| validate::table_key(&t.name).as_str() >= f)
             })
-            .filter(|t| tableq_planner::naive::matches(query.filter(), &TableRow(&t.name)));
+            .filter(|t| tableq_planner::ast_eval::matches(query.filter(), &TableRow(&t.name)));
         let names: Vec<String> = matching.by_ref().take(top).map(|t| t.name).collect();
         let next = matching.next().map(|t| validate::table_key(&t.name));
         Ok((names, next))

@@ -154,7 +154,7 @@ pub fn check(data: &[u8]) -> Result<Option<usize>, String> {
     // The oracle: the original AST on every entity, in key order.
     let mut expected = Vec::new();
     for row in snapshot.iter() {
-        let naive = tableq_planner::naive::matches(&filter, &row);
+        let naive = tableq_planner::ast_eval::matches(&filter, &row);
         if plan.matches(&row) != naive {
             return Err(format!(
                 "Plan::matches disagrees with the naive evaluator on {} (naive: {naive})\n{}",

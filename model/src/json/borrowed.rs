@@ -30,8 +30,7 @@
 //!                          &DecodeOptions::STORED, &mut view));
 //! ```
 
-use super::DecodeOptions;
-use super::decode::{KeyKind, classify, finite_double, from_string};
+use super::convert::{DecodeOptions, KeyKind, classify, finite_double, from_string};
 use super::writer::ListProperties;
 use crate::order::utf16_len;
 use crate::validate::{self, MAX_BINARY_LEN, MAX_ENTITY_SIZE, MAX_STRING_LEN};

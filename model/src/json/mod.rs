@@ -58,91 +58,21 @@
 //! ```
 
 mod borrowed;
+mod convert;
 mod decode;
 mod encode;
+mod etag;
 mod writer;
 
 pub use borrowed::{BorrowedEntity, decode_borrowed};
-pub use decode::{DecodeOptions, Payload, decode_entity, decode_entity_value, decode_payload};
+pub use convert::DecodeOptions;
+pub use decode::{Payload, decode_entity, decode_entity_value, decode_payload};
 pub use encode::{
     EncodeOptions, EncodedEntity, Envelope, MetadataLevel, encode_entity, encode_entity_ordered,
     encode_entity_to_string,
 };
+pub use etag::{etag, parse_etag};
 pub use writer::{CollectionWriter, EntityWriter, EnvelopeRef, ListProperties};
-
-use crate::validate::excerpt;
-use crate::{DateTime, ErrorCode, ModelError};
-
-/// Whether a Guid text has the dashed 8-4-4-4-12 hex form (either case).
-fn guid_text_ok(s: &str) -> bool {
-    s.len() == 36
-        && s.bytes().enumerate().all(|(i, b)| match i {
-            8 | 13 | 18 | 23 => b == b'-',
-            _ => b.is_ascii_hexdigit(),
-        })
-}
-
-/// The `InvalidInput` error for serde_json's lone-surrogate complaints, if this is one.
-/// `whole_text` says whether `e` came from parsing the whole payload (its position is then
-/// meaningful) or one value of it (`place` names that value).
-fn lone_surrogate_error(
-    e: &serde_json::Error,
-    place: &str,
-    whole_text: bool,
-) -> Option<ModelError> {
-    let text = e.to_string();
-    (text.contains("surrogate") || text.contains("end of hex escape")).then(|| {
-        let at = if whole_text {
-            format!(" (at column {})", e.column())
-        } else {
-            String::new()
-        };
-        ModelError::new(
-            ErrorCode::InvalidInput,
-            format!(
-                "{place}a string contains a lone surrogate escape (an unpaired \\uD800-\\uDFFF){at}: \
-                 strings must be valid Unicode"
-            ),
-        )
-    })
-}
-
-/// The ETag of an entity with this Timestamp: `W/"datetime'<Timestamp>'"` with `:`
-/// percent-encoded as `%3A`, e.g. `W/"datetime'2021-06-09T01%3A17%3A08.3795894Z'"`.
-pub fn etag(timestamp: DateTime) -> String {
-    let (text, len) = timestamp.render();
-    let mut out = String::with_capacity(len + 24);
-    out.push_str("W/\"datetime'");
-    for &b in &text[..len] {
-        if b == b':' {
-            out.push_str("%3A");
-        } else {
-            out.push(char::from(b));
-        }
-    }
-    out.push_str("'\"");
-    out
-}
-
-/// Reads an ETag written by [`etag`] back to its Timestamp (`%3A` in either case, or a plain
-/// `:`). Anything else is `InvalidInput`.
-pub fn parse_etag(text: &str) -> Result<DateTime, ModelError> {
-    let bad = || {
-        ModelError::new(
-            ErrorCode::InvalidInput,
-            format!(
-                "`{}` is not an ETag of this service (expected W/\"datetime'…'\")",
-                excerpt(text)
-            ),
-        )
-    };
-    let inner = text
-        .strip_prefix("W/\"datetime'")
-        .and_then(|s| s.strip_suffix("'\""))
-        .ok_or_else(bad)?;
-    let decoded = inner.replace("%3A", ":").replace("%3a", ":");
-    DateTime::parse(&decoded).map_err(|_| bad())
-}
 
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 //! the three metadata levels, round trips of every type, the ETag.
 
 use super::*;
-use crate::{DateTime, Entity, ErrorCode, Value};
+use crate::{DateTime, Entity, ErrorCode, ModelError, Value};
 use uuid::Uuid;
 
 fn dec(text: &str) -> Result<Entity, ModelError> {

@@ -1,5 +1,7 @@
-//! Set algebra over the (PartitionKey, RowKey) key space — the engine of key-range
-//! extraction (crate-private; the public form is [`crate::plan::KeySet`]).
+//! Key intervals and set algebra over the (PartitionKey, RowKey) key space — the engine of
+//! key-range extraction. The module is crate-private; its public forms are
+//! [`KeyInterval`] (re-exported as [`crate::plan::KeyInterval`]) and
+//! [`crate::plan::KeySet`].
 //!
 //! **Cuts.** Keys are strings under UTF-16 ordinal order ([`compare_str`](tableq_model::order::compare_str)). The successor of
 //! a string `s` is `s + "\0"` (nothing lies strictly between them), so every bound is a
@@ -17,19 +19,25 @@
 //! two neighbouring PartitionKey intervals never carry equal RowKey sets (they are merged).
 //! Union, intersection and complement are sweeps, linear in the sizes of the operands.
 //!
-//! Files: `interval` (cuts and 1-D sets), `space` (2-D sets), `keys` (the cheapest form of
-//! a set, used by extraction).
+//! Files: `interval` (cuts, and the one key interval type in its two forms), `intervals`
+//! (1-D sets), `space` (2-D sets), `keys` (the cheapest form of a set, used by extraction).
 
 mod interval;
+mod intervals;
 mod keys;
 mod space;
 
-pub(crate) use interval::{Cut, Interval, Intervals, as_point, is_full};
+pub(crate) use interval::as_point;
+#[cfg(test)]
+pub(crate) use interval::strategies;
+pub use interval::{DisplayInterval, KeyInterval};
+pub(crate) use intervals::Intervals;
 pub(crate) use keys::Keys;
 pub(crate) use space::Space;
 
 #[cfg(test)]
 mod tests {
+    use super::interval::Cut;
     use super::*;
     use proptest::prelude::*;
     use tableq_model::CmpOp;

@@ -1,7 +1,7 @@
 //! 2-D sets of (PartitionKey, RowKey) pairs (see the [parent module](super)).
 
-use super::Cut;
-use super::interval::{Interval, Intervals, as_point, is_full};
+use super::interval::{Cut, Interval, as_point, is_full};
+use super::intervals::Intervals;
 
 /// One PartitionKey interval and the RowKeys allowed in it.
 #[derive(Debug, Clone, PartialEq, Eq)]

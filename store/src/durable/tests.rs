@@ -686,7 +686,7 @@ mod memtable {
                     e.set("V", Value::Int32(*v));
                     e
                 })
-                .filter(|e| tableq_planner::naive::matches(&parsed, e))
+                .filter(|e| tableq_planner::ast_eval::matches(&parsed, e))
                 .map(|e| {
                     let v = match e.custom("V") {
                         Some(Value::Int32(v)) => *v,

@@ -932,7 +932,7 @@ pub fn queries_equal_naive_evaluation(f: &mut Fixture) {
                     let parsed = parse_filter(filter, &FilterOptions::default()).unwrap();
                     let expected: Vec<&Entity> = all
                         .iter()
-                        .filter(|e| tableq_planner::naive::matches(&parsed, *e))
+                        .filter(|e| tableq_planner::ast_eval::matches(&parsed, *e))
                         .collect();
                     for top in [None, Some("1"), Some("3")] {
                         let got = query_all(&*b, &table, &plan(filter, None, top));

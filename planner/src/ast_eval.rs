@@ -1,17 +1,25 @@
-//! The naive reference evaluator: the test oracle.
+//! Direct evaluation of a filter's AST on one entity, with no planning.
 //!
 //! [`matches()`] evaluates the **original AST** of a filter on one entity, with no lowering,
 //! no normalisation, no rewrite rules and no key ranges: `or`/`and`/`not` are plain boolean
 //! logic and every comparison goes straight to [`tableq_model::compare`] (a literal-first
 //! comparison with its operator swapped, a bare property as `eq true`, a Boolean literal as
-//! itself). Everything the
-//! planner does must agree with it on every filter and every entity set.
+//! itself).
+//!
+//! Two users rely on it:
+//!
+//! * **Query Tables** in the server filters the table list with it: a table is a row whose
+//!   only property is `TableName`, so there are no keys to plan;
+//! * **the tests**: it is the reference every planned execution (the planner, the executor,
+//!   the stores, the command line, the HTTP server) must agree with, on every filter and
+//!   every entity set — which it can be because it shares nothing with the planner but
+//!   [`tableq_model::compare`].
 //!
 //! ```
 //! use tableq_model::Entity;
 //! use tableq_parser::ast::Filter;
 //! // No filter matches every entity.
-//! assert!(tableq_planner::naive::matches(&Filter::default(), &Entity::new("p", "r")));
+//! assert!(tableq_planner::ast_eval::matches(&Filter::default(), &Entity::new("p", "r")));
 //! ```
 
 use tableq_model::{CmpOp, EntityView, ValueRef, compare};
