@@ -391,6 +391,8 @@ fn a_bad_seed_line_refuses_the_start_with_its_file_and_line() {
     )
     .unwrap();
     let ready = dir.0.join("ready.json");
+    // A ready file of an earlier run is removed at start: it must not announce this one.
+    std::fs::write(&ready, "{\"stale\":true}").unwrap();
     let mut serve = spawn(&[
         "--in-memory",
         "--port",
@@ -405,7 +407,10 @@ fn a_bad_seed_line_refuses_the_start_with_its_file_and_line() {
     assert_eq!(status.code(), Some(2), "{stderr}");
     let at = format!("error: {}:3: InvalidInput: ", file.display());
     assert!(stderr.contains(&at), "want {at:?} in {stderr}");
-    assert!(!ready.exists(), "no ready file for a refused start");
+    assert!(
+        !ready.exists(),
+        "no ready file for a refused start, not even the stale one"
+    );
     assert!(serve.stdout_lines(0).is_empty(), "no banner either");
 
     // A file whose stem is no table name is refused by name too.

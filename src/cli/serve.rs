@@ -344,6 +344,8 @@ async fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
 }
 
 async fn serve(mut args: Args) -> ExitCode {
+    // A ready file left by an earlier run would announce this one before it is ready.
+    super::serve_ready::withdraw(&args.ready);
     let addr = match resolve(&args.host, args.port).await {
         Ok(a) => a,
         Err(e) => {

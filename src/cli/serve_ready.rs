@@ -5,8 +5,9 @@
 //! The object is written only once the server answers requests: after the accept loop
 //! runs, a `GET /health/ready` on the bound address (HTTP) has been answered — over
 //! HTTPS alone, once a TCP connection to the port has been accepted. `--ready-file` is
+//! removed first thing at start (a file left by an earlier run must not announce this one),
 //! written to a temporary file beside PATH and renamed onto it (a reader never sees a half
-//! object) and removed when the server stops cleanly; `--ready-json` prints the object as
+//! object), and removed when the server stops cleanly; `--ready-json` prints the object as
 //! one line on stdout, and the start-up banner then goes to stderr so that stdout holds
 //! that line alone.
 //!
@@ -254,7 +255,8 @@ pub fn announce(args: &ReadyArgs, ready: &Ready) -> Result<(), String> {
     Ok(())
 }
 
-/// Removes the ready file after a clean stop (a stale file would describe a dead server).
+/// Removes the ready file: at start (one left by an earlier run must not announce this one)
+/// and after a clean stop (a stale file would describe a dead server).
 pub fn withdraw(args: &ReadyArgs) {
     if let Some(path) = &args.ready_file {
         let _ = std::fs::remove_file(path);
