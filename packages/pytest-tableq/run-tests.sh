@@ -41,6 +41,9 @@ if [ ! -f "$wheels/.complete" ]; then
     say "downloading the example's wheels into $wheels (once per requirements.txt and interpreter)"
     rm -rf "$wheels.tmp"
     "$python" -m venv "$wheels.tmp/.pip"
+    # `pip --python ENV` (used below) needs pip >= 22.3; older interpreters bundle older ones.
+    "$wheels.tmp/.pip/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+        'pip>=22.3' || die "pip could not upgrade itself to >= 22.3"
     "$wheels.tmp/.pip/bin/python" -m pip download --quiet --disable-pip-version-check --no-input \
         --dest "$wheels.tmp" -r "$here/example/requirements.txt" 'setuptools>=61' ||
         die "pip could not download example/requirements.txt"
