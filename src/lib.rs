@@ -7,6 +7,8 @@
 //! * [`planner`] — typed predicates, key ranges and residuals;
 //! * [`exec`] — parallel execution over any ordered entity source.
 //!
+//! and, for test suites, [`testing`]: the emulator started in-process on a free port.
+//!
 //! ```
 //! use tableq::model::{Entity, Value};
 //! let mut e = Entity::new("p", "r");
@@ -17,6 +19,7 @@
 #![deny(missing_docs)]
 
 pub mod datagen;
+pub mod testing;
 
 pub use tableq_exec as exec;
 pub use tableq_model as model;

@@ -30,7 +30,7 @@ tableq serve [--host HOST] [--port PORT] [--data DIR | --in-memory | --store URL
        [--keys DIR] [--local-issuer] [--trust-issuer URL|FILE]... [--role-assignments FILE]
        [--public-url URL] [--log-format text|json] [--header-timeout D] [--body-timeout D]
        [--request-timeout D] [--idle-timeout D] [--max-connections N] [--body-budget SIZE]
-       [--body-budget-wait D]";
+       [--body-budget-wait D] [--ready-file PATH] [--ready-json] [--seed PATH]...";
 
 /// The usage line of `tableq eval`: no option is required (no `--filter` = every entity).
 pub const EVAL_USAGE: &str = "\
@@ -197,19 +197,24 @@ OUTPUT:
     stdout: a banner — the table endpoint, the storage, a ready connection string for
     every hosted account (paste it into any Azure Tables SDK) and the explorer's URL; a
     closed stdout does not stop the server. stderr: one log line per request (RUST_LOG,
-    default info).
+    default info). For test suites: --ready-json prints one JSON line (endpoints, ports,
+    accounts with keys and connection strings, pid, data directory) once the server
+    answers, and the banner goes to stderr; --ready-file PATH writes the same object to
+    PATH (atomically, then; removed on a clean stop).
 
 EXAMPLES:
     tableq serve                                  # http://127.0.0.1:10002/devstoreaccount1
     tableq serve --in-memory --port 0             # a free port, nothing kept
+    tableq serve --in-memory --port 0 --seed data/ --ready-json   # tables from data/*.jsonl
     tableq serve --account myaccount:bXlzZWNyZXRrZXk=   # a second account with its key
     tableq serve --tls self-signed --https-port 10443  # HTTP on 10002, HTTPS + tokens on 10443
 
     Stop with Ctrl-C or SIGTERM: in-flight requests finish, the store is closed.
 
 EXIT STATUS:
-    0 clean shutdown, 2 the server cannot start (port taken, storage unusable or locked),
-    1 serving or closing the store failed.";
+    0 clean shutdown, 2 the server cannot start (port taken, storage unusable or locked,
+    a --seed file or line refused, the --ready-file unwritable), 1 serving or closing the
+    store failed.";
 
 /// `tableq check --help`.
 pub const CHECK: &str = "\

@@ -20,6 +20,8 @@ pub mod input;
 pub mod pipe;
 pub mod serve;
 pub mod serve_log;
+pub mod serve_ready;
+pub mod serve_seed;
 pub mod serve_tls;
 pub mod token;
 pub mod validate;

@@ -27,7 +27,10 @@
 //! `--max-connections`, a new connection waits in the listen backlog until one frees, and
 //! is never closed unanswered to make room for a newer one.
 //!
-//! HTTPS and bearer tokens are module `serve_tls`'s (docs/https-and-tokens.md).
+//! HTTPS and bearer tokens are module `serve_tls`'s (docs/https-and-tokens.md). For test
+//! suites: `--port 0` takes a free port (the banner shows it), `--ready-file PATH` and
+//! `--ready-json` describe the running server in JSON (module `serve_ready`), `--seed PATH`
+//! loads tables from JSON lines before the port opens (module `serve_seed`).
 //!
 //! Requests must be signed (SharedKey, SharedKeyLite or SAS) with the key of the account in
 //! their URL: the development account `devstoreaccount1` with its well-known key, and every
@@ -119,6 +122,10 @@ pub struct Args {
     limits: LimitArgs,
     #[command(flatten)]
     tls: super::serve_tls::TlsArgs,
+    #[command(flatten)]
+    seed: super::serve_seed::SeedArgs,
+    #[command(flatten)]
+    ready: super::serve_ready::ReadyArgs,
     /// How each request is logged on stderr: `text` (one readable line) or `json` (one JSON
     /// object per line with method, path, status, operation, table, duration, rows examined
     /// and returned, request id).
@@ -336,6 +343,8 @@ async fn resolve(host: &str, port: u16) -> Result<SocketAddr, String> {
 }
 
 async fn serve(mut args: Args) -> ExitCode {
+    // A ready file left by an earlier run would announce this one before it is ready.
+    super::serve_ready::withdraw(&args.ready);
     let addr = match resolve(&args.host, args.port).await {
         Ok(a) => a,
         Err(e) => {
@@ -366,7 +375,14 @@ async fn serve(mut args: Args) -> ExitCode {
     };
     let opened = {
         let (args, accounts) = (args.clone(), accounts.clone());
-        tokio::task::spawn_blocking(move || open_stores(&args, &accounts)).await
+        tokio::task::spawn_blocking(move || -> Result<_, String> {
+            let stores = open_stores(&args, &accounts)?;
+            for line in super::serve_seed::load(&args.seed, &*stores[0])? {
+                tracing::info!(target: "tableq_server", "{line}");
+            }
+            Ok(stores)
+        })
+        .await
     };
     let stores = match opened {
         Ok(Ok(s)) => s,
@@ -405,6 +421,7 @@ async fn run_server(
         eprintln!("error: no account to serve");
         return ExitCode::from(2);
     };
+    let mut hosted = vec![(first.name.clone(), first.key.clone())];
     let limits = &args.limits;
     let config = ServerConfig {
         account: first,
@@ -459,8 +476,16 @@ async fn run_server(
             }
         },
     };
-    // Signal handlers first, so that a SIGTERM right after the banner stops cleanly.
-    let shutdown = tableq_server::shutdown_signal();
+    // Signal handlers first, so that a SIGTERM right after the banner stops cleanly; a
+    // failed readiness announcement stops the server too.
+    let signal = tableq_server::shutdown_signal();
+    let (give_up, gave_up) = tokio::sync::oneshot::channel::<()>();
+    let shutdown = async move {
+        tokio::select! {
+            () = signal => {}
+            _ = gave_up => {}
+        }
+    };
     // The banner goes to stdout; a closed stdout (`tableq serve | head -1`) must not stop
     // the server, so write errors are ignored (println! would panic).
     let auth_line = match auth {
@@ -505,7 +530,12 @@ async fn run_server(
     );
     {
         use std::io::Write;
-        let mut out = std::io::stdout().lock();
+        // With --ready-json stdout holds the ready line alone: the banner goes to stderr.
+        let mut out: Box<dyn Write> = if args.ready.ready_json {
+            Box::new(std::io::stderr().lock())
+        } else {
+            Box::new(std::io::stdout().lock())
+        };
         let _ = out.write_all(banner.as_bytes()).and_then(|()| out.flush());
     }
     tracing::info!(
@@ -519,10 +549,46 @@ async fn run_server(
         limits.idle_timeout,
         limits.body_budget,
     );
-    match server.run_until(shutdown).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
+    hosted.extend(others);
+    let http = server.serves_http().then(|| server.local_addr());
+    let https = server.https_addr();
+    let ready = super::serve_ready::Ready::new(
+        http,
+        https,
+        &hosted,
+        if args.store.is_some() {
+            "postgres".to_owned()
+        } else if args.in_memory {
+            "in-memory".to_owned()
+        } else {
+            args.data.display().to_string()
+        },
+        server.store_description(),
+    );
+    let running = tokio::spawn(server.run_until(shutdown));
+    let mut failed = false;
+    if args.ready.ready_file.is_some() || args.ready.ready_json {
+        let announced = match super::serve_ready::wait_until_answering(http, https).await {
+            Ok(()) => super::serve_ready::announce(&args.ready, &ready),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = announced {
             eprintln!("error: {e}");
+            failed = true;
+            let _ = give_up.send(());
+        }
+    }
+    let served = running.await;
+    super::serve_ready::withdraw(&args.ready);
+    match served {
+        Ok(Ok(())) if failed => ExitCode::from(2),
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("error: the server task failed: {e}");
             ExitCode::from(1)
         }
     }
