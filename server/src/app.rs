@@ -7,9 +7,9 @@
 //!    router, get it from [`observe::serve`] through [`with_server`]), `x-ms-request-id`,
 //!    `x-ms-version`, `Date`, the echoed `x-ms-client-request-id` and, for a request with
 //!    `Origin`, the CORS headers (the request log line is [`observe::serve`]'s);
-//! 2. **path** → account + [`Target`] ([`crate::resource::parse_target`]): a [`Resource`],
+//! 2. **path** → account + [`Target`] ([`crate::protocol::resource::parse_target`]): a [`Resource`],
 //!    or an administration operation the query string selects (service properties and
-//!    stats, a table's ACL). `OPTIONS` is a CORS preflight ([`crate::cors`]) on any path and
+//!    stats, a table's ACL). `OPTIONS` is a CORS preflight ([`crate::ops::cors`]) on any path and
 //!    skips every later step;
 //! 3. **authorization** ([`crate::auth`]): the account's store, the signature or SAS token —
 //!    before any handler runs; once the method is known, what a SAS token allows. The
@@ -19,8 +19,8 @@
 //!    and the response's **metadata level** (`$format` / `Accept`);
 //! 5. **method dispatch** per resource kind (`X-HTTP-Method` overrides `POST`); a method
 //!    the resource does not support → 405 `MethodNotAllowed` with `Allow`;
-//! 6. the handler ([`crate::tables`], [`crate::entities`], [`crate::batch`],
-//!    [`crate::admin`]). Entity writes are recognised once ([`WriteTarget::of`]) for single
+//! 6. the handler ([`crate::ops::tables`], [`crate::ops::entities`], [`crate::ops::batch`],
+//!    [`crate::ops::admin`]). Entity writes are recognised once ([`WriteTarget::of`]) for single
 //!    requests and batch operations alike.
 //!
 //! Every failure becomes an [`ApiError`] response carrying the request id: `odata.error`
@@ -28,7 +28,7 @@
 //! and for a request whose authentication fails the front end's form — plain
 //! `application/json`, or XML when the request sent no `Accept` ([`BodyFormat`]). On the way out,
 //! a response to a request with `Origin` gets the CORS headers of the account's first
-//! matching rule ([`crate::cors::decorate`]); a request without `Origin` skips that step.
+//! matching rule ([`crate::ops::cors::decorate`]); a request without `Origin` skips that step.
 //!
 //! ```text
 //! PUT /devstoreaccount1/t(PartitionKey='p',RowKey='r')   If-Match: *
@@ -50,20 +50,20 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::admin;
 use crate::auth::{self, Hosted};
-use crate::batch;
-use crate::context::{AppState, Ctx};
-use crate::cors;
-use crate::encode::Links;
-use crate::entities::{self, WriteTarget};
-use crate::error::{ApiError, BodyFormat};
-use crate::explorer::{explain, explain::ExplainMode};
-use crate::negotiate;
-use crate::observe;
-use crate::query::QueryParams;
-use crate::resource::{Resource, Target, describe, parse_target};
-use crate::tables;
+use crate::ops::admin;
+use crate::ops::batch;
+use crate::ops::cors;
+use crate::ops::entities::{self, WriteTarget};
+use crate::ops::explorer::{explain, explain::ExplainMode};
+use crate::ops::tables;
+use crate::protocol::context::{AppState, Ctx};
+use crate::protocol::encode::Links;
+use crate::protocol::error::{ApiError, BodyFormat};
+use crate::protocol::negotiate;
+use crate::protocol::query_options::QueryParams;
+use crate::protocol::resource::{Resource, Target, describe, parse_target};
+use crate::serve::observe;
 
 /// The request id of a request, set by [`common`].
 #[derive(Debug, Clone)]
@@ -209,7 +209,7 @@ async fn dispatch(State(state): State<Arc<Hosted>>, mut request: Request) -> Res
             if error.is_refused_write() {
                 // A full disk refuses every write until space is freed: one line per period
                 // with a count, not one per request.
-                crate::observe::warn_refused_write(&request_id, &error);
+                crate::serve::observe::warn_refused_write(&request_id, &error);
             } else if error.status() == axum::http::StatusCode::SERVICE_UNAVAILABLE {
                 // Overload or a store that is down for a moment: expected under load, and
                 // possibly many per second.
@@ -249,7 +249,7 @@ async fn handle(hosted: &Hosted, request: Request, request_id: &str) -> Result<R
     }
     if let Some(setup) = hosted.bearer()
         && setup.bearer.local.is_some()
-        && let Some(route) = crate::token::issuer_route(parts.uri.path())
+        && let Some(route) = crate::state::token::issuer_route(parts.uri.path())
     {
         return issuer_request(setup, &parts, route, body).await;
     }
@@ -284,7 +284,7 @@ async fn handle_target(
     hosted: &Hosted,
     parts: Parts,
     body: Body,
-    path: crate::resource::RequestTarget,
+    path: crate::protocol::resource::RequestTarget,
     request_id: &str,
 ) -> Result<Response, ApiError> {
     let (state, secondary, grant) = auth::authorize(hosted, &parts, &path.account, &path.target)
@@ -343,11 +343,11 @@ async fn handle_target(
     }
 }
 
-/// A request to the local token issuer's endpoints (module `crate::token`).
+/// A request to the local token issuer's endpoints (module `crate::state::token`).
 async fn issuer_request(
     setup: &crate::auth::BearerSetup,
     parts: &Parts,
-    route: (&str, crate::token::IssuerRoute),
+    route: (&str, crate::state::token::IssuerRoute),
     body: Body,
 ) -> Result<Response, ApiError> {
     /// A token request is a short form; anything longer is refused unread.
@@ -358,12 +358,12 @@ async fn issuer_request(
             "this server runs no token issuer (tableq serve --local-issuer)",
         ));
     };
-    let form = crate::context::read_bytes(body, &parts.headers, MAX_FORM_BYTES).await?;
+    let form = crate::protocol::context::read_bytes(body, &parts.headers, MAX_FORM_BYTES).await?;
     let secure = parts
         .extensions
-        .get::<crate::connection::Secure>()
+        .get::<crate::serve::connection::Secure>()
         .is_some();
-    Ok(crate::token::issuer_answer(
+    Ok(crate::state::token::issuer_answer(
         local,
         &setup.bearer.assignments,
         &parts.method,

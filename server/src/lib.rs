@@ -21,7 +21,7 @@
 //!   and applies the changeset in one atomic store write;
 //! * [`resource`] — request paths (`Tables('t')`, `t()`, `t(PartitionKey='p',RowKey='r')`)
 //!   and response links, and the administration targets of the query string ([`xml`]: their
-//!   XML; CORS rules enforced from the stored service properties); [`query`] — the query
+//!   XML; CORS rules enforced from the stored service properties); [`query_options`] — the query
 //!   string; [`negotiate`] — `$format`/`Accept`,
 //!   `Content-Type`, `Prefer`, versions, `X-HTTP-Method`; [`continuation`] — paging tokens;
 //!   [`ApiError`] — error responses with the service's codes and sentences.
@@ -53,36 +53,23 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod admin;
 mod app;
 pub mod auth;
-mod batch;
-mod body;
-pub mod config;
-mod connection;
-mod context;
-pub mod continuation;
-mod cors;
-mod encode;
-mod entities;
-pub mod error;
-mod explorer;
-pub mod negotiate;
-mod observe;
-pub mod query;
-pub mod resource;
-mod server;
-mod tables;
-pub mod tls;
-pub mod token;
-pub mod xml;
+mod ops;
+mod protocol;
+mod serve;
+mod state;
+
+pub use protocol::query_options;
+pub use protocol::{continuation, error, negotiate, resource, xml};
+pub use state::{config, tls, token};
 
 pub use config::{
     Account, AuthMode, ConnectionLimits, DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY, LogFormat,
     ServerConfig,
 };
 pub use error::ApiError;
-pub use server::{Reserved, Server, ServerError, shutdown_signal};
+pub use serve::server::{Reserved, Server, ServerError, shutdown_signal};
 
 /// The whole request pipeline as an axum [`Router`](axum::Router) serving `config`'s account
 /// from `backend` (authorization as configured), without a listener: for driving requests

@@ -1,4 +1,4 @@
-//! `Authorization: Bearer <JWT>`: authentication by a token ([`crate::token::Bearer`]) and
+//! `Authorization: Bearer <JWT>`: authentication by a token ([`crate::state::token::Bearer`]) and
 //! authorization by the principal's table role.
 //!
 //! | case | answer |
@@ -22,8 +22,8 @@ use std::sync::Arc;
 use tableq_model::ErrorCode;
 
 use super::sas::{EntityOp, Operation};
-use crate::error::ApiError;
-use crate::token::{Bearer, Principal, Role, STORAGE_AUDIENCE};
+use crate::protocol::error::ApiError;
+use crate::state::token::{Bearer, Principal, Role, STORAGE_AUDIENCE};
 
 /// The first `x-ms-version` that may carry a bearer token.
 const FIRST_BEARER_VERSION: &str = "2019-02-02";

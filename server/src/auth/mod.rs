@@ -8,7 +8,7 @@
 //!   must carry either an `Authorization: SharedKey|SharedKeyLite {account}:{sig}` header
 //!   whose signature matches, with an `x-ms-date` (or `Date`) within 15 minutes of now, or a
 //!   SAS token (`sig=` in the query) that verifies (module `sas`), or — over HTTPS — an
-//!   `Authorization: Bearer <JWT>` that [`crate::token::Bearer`] accepts (module `bearer`:
+//!   `Authorization: Bearer <JWT>` that [`crate::state::token::Bearer`] accepts (module `bearer`:
 //!   its refusals are 401 `InvalidAuthenticationInfo` / 403 with a `WWW-Authenticate` hint). A table SAS that names a
 //!   stored access policy (`si=`) is completed from the table's policies, read from the
 //!   store on every request, so a changed or removed policy takes effect at once;
@@ -49,12 +49,12 @@ use tableq_model::{CmpOp, Value};
 use tableq_planner::Predicate;
 use tableq_store::{Backend, StoreError};
 
-use crate::config::{Account, AuthMode, ServerConfig};
-use crate::connection::Secure;
-use crate::context::{AppState, short_read};
-use crate::error::ApiError;
-use crate::query::QueryParams;
-use crate::resource::{Resource, Target};
+use crate::protocol::context::{AppState, short_read};
+use crate::protocol::error::ApiError;
+use crate::protocol::query_options::QueryParams;
+use crate::protocol::resource::{Resource, Target};
+use crate::serve::connection::Secure;
+use crate::state::config::{Account, AuthMode, ServerConfig};
 use memo::MacMemo;
 pub(crate) use sas::SasGrant;
 use sas::{EntityOp, Operation, unauthenticated};
@@ -593,7 +593,7 @@ async fn check_insert_keys(
     headers: &HeaderMap,
     limit: usize,
 ) -> Result<Body, ApiError> {
-    let bytes = crate::context::read_bytes(body, headers, limit).await?;
+    let bytes = crate::protocol::context::read_bytes(body, headers, limit).await?;
     if let Ok(serde_json::Value::Object(entity)) = serde_json::from_slice(&bytes)
         && let (Some(pk), Some(rk)) = (
             entity.get("PartitionKey").and_then(|v| v.as_str()),

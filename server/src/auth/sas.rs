@@ -48,7 +48,7 @@ use tableq_store::AccessPolicy;
 
 use super::memo::MacMemo;
 use super::sign::SasFields;
-use crate::error::ApiError;
+use crate::protocol::error::ApiError;
 
 /// A request's operation, as far as permissions go (borrowing the names from the request's
 /// parsed path).
@@ -162,7 +162,7 @@ pub(crate) fn read_token(query: Option<&str>) -> Result<Option<(SasFields, Cow<'
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
         let decode = |s| {
-            crate::query::decode_component(s)
+            crate::protocol::query_options::decode_component(s)
                 .ok_or_else(|| format!("the SAS parameter `{name}` is not UTF-8"))
         };
         let name_text = decode(name)?;

@@ -1,0 +1,5 @@
+//! Layer 6, serving.
+
+pub(crate) mod connection;
+pub(crate) mod observe;
+pub(crate) mod server;
