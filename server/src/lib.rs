@@ -69,30 +69,4 @@ pub use config::{
     ServerConfig,
 };
 pub use error::ApiError;
-pub use serve::server::{Reserved, Server, ServerError, shutdown_signal};
-
-/// The whole request pipeline as an axum [`Router`](axum::Router) serving `config`'s account
-/// from `backend` (authorization as configured), without a listener: for driving requests
-/// in-process (the request-path fuzz target and its replay test call it with
-/// `tower::ServiceExt::oneshot`). Unlike [`Server::run_until`] it never closes the store,
-/// and it is the Table protocol alone: the operator endpoints (`/health`, `/metrics`), the
-/// request log, the metrics and the request-body budget belong to the server's connections.
-/// An account name or key that cannot be used is a [`ServerError::Account`].
-///
-/// ```
-/// use std::sync::Arc;
-/// use tableq_server::{ServerConfig, router};
-/// use tableq_store::MemoryBackend;
-/// let app: axum::Router = router(Arc::new(MemoryBackend::new()), ServerConfig::default())?;
-/// # drop(app);
-/// # Ok::<(), tableq_server::ServerError>(())
-/// ```
-pub fn router(
-    backend: std::sync::Arc<dyn tableq_store::Backend>,
-    config: ServerConfig,
-) -> Result<axum::Router, ServerError> {
-    let name = config.account.name.clone();
-    let hosted = auth::Hosted::new(backend, config)
-        .map_err(|reason| ServerError::Account { name, reason })?;
-    Ok(app::router(std::sync::Arc::new(hosted)))
-}
+pub use serve::server::{Reserved, Server, ServerError, router, shutdown_signal};

@@ -26,11 +26,10 @@ use tableq_model::ErrorCode;
 use tableq_store::StoreError;
 
 use crate::ops::tables::check_name;
-use crate::protocol::context::{
-    AppState, blocking, body_text, empty_response, read_bytes, short_read,
-};
+use crate::protocol::context::{blocking, body_text, empty_response, read_bytes, short_read};
 use crate::protocol::error::ApiError;
 use crate::protocol::xml;
+use crate::state::accounts::AppState;
 
 fn xml_response(status: StatusCode, body: String) -> Response {
     let mut response = (status, body).into_response();

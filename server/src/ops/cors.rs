@@ -28,32 +28,13 @@
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::Response;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 use tableq_model::ErrorCode;
 use tableq_store::CorsRule;
 
-use crate::protocol::context::{AppState, empty_response, short_read};
+use crate::protocol::context::{empty_response, short_read};
 use crate::protocol::error::ApiError;
-
-/// One account's CORS rules as last read from or written to its store.
-#[derive(Default)]
-pub(crate) struct CorsCache {
-    rules: RwLock<Option<Arc<Vec<CorsRule>>>>,
-}
-
-impl CorsCache {
-    /// Replaces the cached rules (after a Set Service Properties stored them).
-    pub(crate) fn set(&self, rules: Vec<CorsRule>) {
-        *self.rules.write().unwrap_or_else(PoisonError::into_inner) = Some(Arc::new(rules));
-    }
-
-    fn cached(&self) -> Option<Arc<Vec<CorsRule>>> {
-        self.rules
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-}
+use crate::state::accounts::AppState;
 
 /// The account's rules: cached, or read from the store once.
 pub(crate) async fn rules(state: &AppState) -> Result<Arc<Vec<CorsRule>>, ApiError> {
@@ -65,14 +46,8 @@ pub(crate) async fn rules(state: &AppState) -> Result<Arc<Vec<CorsRule>>, ApiErr
         backend.service_properties().map_err(ApiError::store)
     })
     .await?;
-    let rules = Arc::new(properties.cors);
-    let mut slot = state
-        .cors
-        .rules
-        .write()
-        .unwrap_or_else(PoisonError::into_inner);
     // A Set that stored rules meanwhile wins over what was read before it.
-    Ok(slot.get_or_insert(rules).clone())
+    Ok(state.cors.get_or_insert(Arc::new(properties.cors)))
 }
 
 fn header_text<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {

@@ -36,29 +36,21 @@ use axum::body::Body;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use std::sync::Arc;
-use std::time::Instant;
-use tableq_exec::PageOptions;
 use tableq_model::json::{DecodeOptions, MetadataLevel, decode_entity, decode_payload};
 use tableq_model::{Entity, ErrorCode};
-use tableq_parser::FilterOptions;
-use tableq_planner::plan::Plan;
-use tableq_planner::{Query, QueryError, QueryText};
+use tableq_planner::{Query, QueryText};
 use tableq_store::{IfMatch, WriteOp, Written};
 
-use crate::ops::explorer::explain;
 use crate::ops::tables::check_name;
 use crate::protocol::context::{
-    AppState, Ctx, INLINE_DECODE_BYTES, SHORT_FILTER_BYTES, SHORT_READ_POINTS, blocking,
-    empty_response, json_response, read_body, set_header, short_read,
+    Ctx, INLINE_DECODE_BYTES, blocking, empty_response, json_response, read_body, set_header,
+    short_read,
 };
-use crate::protocol::continuation::{
-    NEXT_PARTITION_KEY_HEADER, NEXT_ROW_KEY_HEADER, encode_token, entity_continuation,
-};
-use crate::protocol::encode::{Links, PageWriter, entity_body};
+use crate::protocol::encode::{Links, entity_body};
 use crate::protocol::error::ApiError;
 use crate::protocol::negotiate::{self, Prefer};
-use crate::protocol::query_options::QueryParams;
 use crate::protocol::resource::{Resource, entity_link};
+use crate::state::accounts::AppState;
 
 /// An entity write as a request names it (method and resource), before any header or body
 /// is read. Single requests and the operations of a `$batch` changeset both start here.
@@ -432,165 +424,4 @@ pub(crate) async fn get(
         set_header(&mut response, "etag", &tableq_model::json::etag(t))?;
     }
     Ok(response)
-}
-
-/// `GET /t()`: one page of a query.
-///
-/// A short `$filter` is parsed and planned on the event loop; a plan of a few exact keys is
-/// then a short read ([`short_read`]). Every other page (and the planning of a long filter)
-/// runs on the blocking pool within the page budget. With `stats`, the response carries
-/// the executor's statistics of the page (`x-tableq-stats`, see
-/// [`crate::ops::explorer::explain`]).
-pub(crate) async fn query(
-    state: &Arc<AppState>,
-    ctx: &Ctx,
-    table: String,
-    stats: bool,
-) -> Result<Response, ApiError> {
-    let started = Instant::now();
-    check_name(&table)?;
-    let continuation = entity_continuation(
-        ctx.query.next_partition_key.as_deref(),
-        ctx.query.next_row_key.as_deref(),
-    )?;
-    let query = QueryRequest {
-        params: ctx.query.clone(),
-        options: state.config.filter_options,
-    };
-    let budget = state.config.page_budget;
-    let backend = state.backend.clone();
-    let links = ctx.links.clone();
-    let level = ctx.level;
-    let run = move |plan: Plan| {
-        let options = PageOptions::default().with_deadline(Instant::now() + budget);
-        let mut writer = PageWriter::begin(&links, &table, level, plan.select.as_deref());
-        let page = backend
-            .query(&table, &plan, continuation.as_ref(), &options, &mut |row| {
-                writer.row(row)
-            })
-            .map_err(ApiError::store)?;
-        Ok((writer.finish(), page.continuation, page.stats))
-    };
-    let (body, next, page_stats) = if query.filter_len() <= SHORT_FILTER_BYTES {
-        let plan = query.plan()?;
-        if is_short_read(&plan) {
-            short_read(&*state.backend, move || run(plan)).await?
-        } else {
-            blocking(move || run(plan)).await?
-        }
-    } else {
-        blocking(move || run(query.plan()?)).await?
-    };
-    crate::serve::observe::note_rows(page_stats.examined, page_stats.matched);
-    let mut response = json_response(StatusCode::OK, ctx.level, body);
-    if let Some(next) = next {
-        set_header(
-            &mut response,
-            NEXT_PARTITION_KEY_HEADER,
-            &encode_token(&next.partition_key),
-        )?;
-        set_header(
-            &mut response,
-            NEXT_ROW_KEY_HEADER,
-            &encode_token(&next.row_key),
-        )?;
-    }
-    if stats {
-        set_header(
-            &mut response,
-            explain::STATS_HEADER,
-            &explain::stats_value(&page_stats, started.elapsed()),
-        )?;
-    }
-    Ok(response)
-}
-
-/// A query's parameters, not yet parsed, and the parser's limits: the one way from a
-/// request to its [`Query`], for the query itself and for its explain
-/// ([`crate::ops::explorer::explain`]).
-pub(crate) struct QueryRequest {
-    /// The query string, with the restriction authorization added.
-    pub params: QueryParams,
-    /// The parser's limits.
-    pub options: FilterOptions,
-}
-
-impl QueryRequest {
-    /// The length of the `$filter` text in bytes.
-    fn filter_len(&self) -> usize {
-        self.params.filter.as_deref().map_or(0, str::len)
-    }
-
-    /// Parses the query, limited to the restriction authorization added.
-    pub(crate) fn query(&self) -> Result<Query, QueryError> {
-        let text = QueryText {
-            filter: self.params.filter.as_deref(),
-            select: self.params.select.as_deref(),
-            top: self.params.top.as_deref(),
-        };
-        let mut query = Query::parse(text, &self.options)?;
-        if let Some(restriction) = &self.params.restriction {
-            query.restrict(restriction.clone());
-        }
-        Ok(query)
-    }
-
-    /// Parses and plans the query (400 with a caret diagnostic on the first error), limited
-    /// to the restriction authorization added.
-    fn plan(&self) -> Result<Plan, ApiError> {
-        Ok(self
-            .query()
-            .map_err(|e| ApiError::invalid_query(&e))?
-            .plan())
-    }
-}
-
-/// Whether a plan reads at most [`SHORT_READ_POINTS`] exact keys and nothing else.
-fn is_short_read(plan: &Plan) -> bool {
-    plan.ranges.len() <= SHORT_READ_POINTS
-        && plan.ranges.ranges().iter().all(|r| r.as_point().is_some())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn plan_of(filter: &str) -> Plan {
-        QueryRequest {
-            params: QueryParams {
-                filter: Some(filter.to_owned()),
-                ..QueryParams::default()
-            },
-            options: FilterOptions::unlimited(),
-        }
-        .plan()
-        .unwrap_or_else(|e| panic!("{filter}: {e:?}"))
-    }
-
-    fn points(n: usize) -> String {
-        (0..n)
-            .map(|k| format!("(PartitionKey eq 'p' and RowKey eq 'r{k:02}')"))
-            .collect::<Vec<_>>()
-            .join(" or ")
-    }
-
-    #[test]
-    fn short_reads_are_a_few_exact_keys() {
-        assert!(is_short_read(&plan_of(&points(1))));
-        assert!(is_short_read(&plan_of(&points(SHORT_READ_POINTS))));
-        assert!(is_short_read(&plan_of(
-            "PartitionKey eq 'p' and RowKey eq 'r' and Age gt 3"
-        )));
-        // Nothing to read at all is short too.
-        assert!(is_short_read(&plan_of(
-            "PartitionKey eq 'a' and PartitionKey eq 'b'"
-        )));
-        assert!(!is_short_read(&plan_of(&points(SHORT_READ_POINTS + 1))));
-        assert!(!is_short_read(&plan_of("PartitionKey eq 'p'")));
-        assert!(!is_short_read(&plan_of(
-            "PartitionKey eq 'p' and RowKey ge 'a' and RowKey lt 'b'"
-        )));
-        assert!(!is_short_read(&plan_of("Age gt 3")));
-        assert!(!is_short_read(&plan_of("")));
-    }
 }

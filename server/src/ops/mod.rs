@@ -5,4 +5,5 @@ pub(crate) mod batch;
 pub(crate) mod cors;
 pub(crate) mod entities;
 pub(crate) mod explorer;
+pub(crate) mod query;
 pub(crate) mod tables;

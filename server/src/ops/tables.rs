@@ -30,13 +30,14 @@ use tableq_planner::{Query, QueryText};
 use tableq_store::StoreError;
 
 use crate::protocol::context::{
-    AppState, Ctx, blocking, empty_response, json_response, read_body, set_header,
+    Ctx, blocking, empty_response, json_response, read_body, set_header,
 };
 use crate::protocol::continuation::{NEXT_TABLE_NAME_HEADER, decode_token, encode_token};
 use crate::protocol::encode::{table_members, tables_body};
 use crate::protocol::error::ApiError;
 use crate::protocol::negotiate::{self, Prefer};
 use crate::protocol::resource::table_link;
+use crate::state::accounts::AppState;
 
 /// Validates a table name from a URL or a body.
 pub(crate) fn check_name(name: &str) -> Result<(), ApiError> {

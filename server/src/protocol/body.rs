@@ -10,7 +10,7 @@
 //!   it stays in the clients' and the kernel's buffers.
 //! * **Progress**: a body that goes `body_timeout` without a byte arriving fails with 408
 //!   `RequestTimeout`; so does one not complete by the request's deadline
-//!   (`request_timeout` after its header's first byte, see `crate::serve::observe::RequestDeadline`)
+//!   (`request_timeout` after its header's first byte, see `crate::state::scope::RequestDeadline`)
 //!   however steadily its bytes trickle in.
 //! * **Over the limit**: a body larger than the limit — by its `Content-Length`, or once
 //!   more than the limit has arrived — is answered 413 `RequestBodyTooLarge` only after the
@@ -32,14 +32,14 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, header};
 use http_body_util::BodyExt;
 use memmap2::{Mmap, MmapMut};
-use std::sync::Arc;
 use std::time::Duration;
 use tableq_model::ErrorCode;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 use crate::protocol::error::ApiError;
-use crate::serve::observe::{self, Shared};
+use crate::state::scope;
+use crate::state::shared::Shared;
 
 /// The most bytes of an over-limit body read and discarded before answering 413 (a larger
 /// body is answered without reading it, and the connection closed).
@@ -51,49 +51,6 @@ pub(crate) const MAP_THRESHOLD: usize = 128 * 1024;
 
 /// The body timeout when a body is read outside a server (an in-process router).
 const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The server-wide budget of request-body bytes held in memory (see the module docs).
-#[derive(Debug)]
-pub(crate) struct BodyBudget {
-    permits: Arc<Semaphore>,
-    total: usize,
-    wait: Duration,
-}
-
-impl BodyBudget {
-    /// A budget of `total` bytes; a request waits up to `wait` for room.
-    pub(crate) fn new(total: usize, wait: Duration) -> BodyBudget {
-        let total = total.clamp(1, Semaphore::MAX_PERMITS);
-        BodyBudget {
-            permits: Arc::new(Semaphore::new(total)),
-            total,
-            wait,
-        }
-    }
-
-    /// The budget in bytes.
-    pub(crate) fn total(&self) -> usize {
-        self.total
-    }
-
-    /// Bytes reserved now.
-    pub(crate) fn in_use(&self) -> usize {
-        self.total - self.permits.available_permits()
-    }
-
-    /// Reserves `bytes` (at most the whole budget), waiting up to the budget's wait.
-    async fn reserve(&self, bytes: u64) -> Option<OwnedSemaphorePermit> {
-        let n = bytes.min(self.total as u64).min(u64::from(u32::MAX)) as u32;
-        if n == 0 {
-            return None;
-        }
-        let acquire = self.permits.clone().acquire_many_owned(n);
-        match tokio::time::timeout(self.wait, acquire).await {
-            Ok(Ok(permit)) => Some(permit),
-            _ => None,
-        }
-    }
-}
 
 /// A request body as read: on the heap when small, in an anonymous memory map when large
 /// (see the module docs).
@@ -240,11 +197,11 @@ pub(crate) async fn read(
     headers: &HeaderMap,
     limit: usize,
 ) -> Result<BodyBuf, ApiError> {
-    let shared = observe::shared();
+    let shared = scope::shared();
     let shared = shared.as_deref();
     let timeout = shared.map_or(DEFAULT_BODY_TIMEOUT, |s| s.body_timeout);
-    let deadline = observe::request_deadline();
-    let close = observe::close_connection;
+    let deadline = scope::request_deadline();
+    let close = scope::close_connection;
     let declared = content_length(headers)?;
     if let Some(len) = declared
         && len > limit as u64
@@ -334,7 +291,7 @@ pub(crate) async fn read(
     }
     if let Some(permit) = held {
         // Released when the request is answered.
-        observe::hold(permit);
+        scope::hold(permit);
     }
     Ok(out)
 }
@@ -371,24 +328,6 @@ async fn discard(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn the_budget_waits_then_refuses() {
-        let budget = BodyBudget::new(100, Duration::from_millis(50));
-        let a = budget.reserve(60).await.expect("room");
-        assert_eq!(budget.in_use(), 60);
-        assert!(
-            budget.reserve(60).await.is_none(),
-            "no room within the wait"
-        );
-        drop(a);
-        assert_eq!(budget.in_use(), 0);
-        // More than the whole budget reserves the whole budget rather than never fitting.
-        let all = budget.reserve(1_000).await.expect("the whole budget");
-        assert_eq!(budget.in_use(), 100);
-        drop(all);
-        assert!(budget.reserve(0).await.is_none());
-    }
 
     #[tokio::test]
     async fn bodies_are_read_whole_or_refused() {

@@ -1,4 +1,4 @@
-//! What every handler works with: the shared state, the per-request context (request id,
+//! What every handler works with: the per-request context (request id,
 //! links, metadata level, query parameters, headers), the request body under its size
 //! limit (read by [`crate::protocol::body`]), response builders, and the bridge that runs blocking
 //! work off the async workers.
@@ -19,42 +19,14 @@
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use std::sync::Arc;
 use tableq_model::ErrorCode;
 use tableq_model::json::MetadataLevel;
 use tableq_store::Backend;
 
-use crate::auth::SasGrant;
-use crate::ops::cors::CorsCache;
 use crate::protocol::encode::Links;
 use crate::protocol::error::ApiError;
 use crate::protocol::negotiate;
 use crate::protocol::query_options::QueryParams;
-use crate::state::config::ServerConfig;
-
-/// State shared by every request of one account.
-pub(crate) struct AppState {
-    /// The store.
-    pub backend: Arc<dyn Backend>,
-    /// The configuration.
-    pub config: ServerConfig,
-    /// The account's CORS rules as last read from (or written to) the store.
-    pub cors: CorsCache,
-    /// Serialises Set Service Properties (a read-modify-write of the stored value).
-    pub settings: tokio::sync::Mutex<()>,
-}
-
-impl AppState {
-    /// The state of an account served from `backend`.
-    pub(crate) fn new(backend: Arc<dyn Backend>, config: ServerConfig) -> AppState {
-        AppState {
-            backend,
-            config,
-            cors: CorsCache::default(),
-            settings: tokio::sync::Mutex::new(()),
-        }
-    }
-}
 
 /// One request's context.
 #[derive(Clone)]
@@ -69,9 +41,6 @@ pub(crate) struct Ctx {
     pub headers: HeaderMap,
     /// The request id (`x-ms-request-id`), repeated in error messages.
     pub request_id: String,
-    /// The SAS token the request was authorized with, if any: `$batch` checks each of its
-    /// operations against it (the outer request only says "a batch").
-    pub sas: Option<Arc<SasGrant>>,
 }
 
 /// Runs blocking work (store calls, query execution) on tokio's blocking pool.
@@ -185,4 +154,26 @@ pub(crate) fn set_header(
     let value = HeaderValue::from_str(value).map_err(|_| bad())?;
     response.headers_mut().insert(name, value);
     Ok(())
+}
+
+/// The context of one request — a single request, or one operation of a `$batch` (step 4
+/// of the pipeline, `crate::app`): protocol headers, the query string and the response's
+/// metadata level.
+pub(crate) fn request_context(
+    mut links: Links,
+    query: Option<&str>,
+    headers: HeaderMap,
+    request_id: String,
+) -> Result<Ctx, ApiError> {
+    negotiate::check_versions(&headers)?;
+    let query = QueryParams::parse(query)?;
+    links.select = query.select_given.clone();
+    let level = negotiate::response_level(headers.get(header::ACCEPT), query.format.as_deref())?;
+    Ok(Ctx {
+        links,
+        level,
+        query,
+        headers,
+        request_id,
+    })
 }

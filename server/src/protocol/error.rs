@@ -38,7 +38,7 @@ use tableq_parser::ParseError;
 use tableq_planner::QueryError;
 use tableq_store::StoreError;
 
-use crate::protocol::negotiate;
+use crate::protocol::formats;
 
 /// The response header that repeats the error code.
 pub const ERROR_CODE_HEADER: &str = "x-ms-error-code";
@@ -330,13 +330,11 @@ impl ApiError {
     /// The XML body: `<?xml …?><Error><Code>…</Code><Message>…</Message></Error>`, the
     /// message as in [`ApiError::message_value`], escaped.
     pub fn xml_body(&self, request_id: &str, time: &str) -> String {
-        let mut out = String::from(crate::protocol::xml::DECLARATION);
+        let mut out = String::from(formats::DECLARATION);
         out.push_str("<Error><Code>");
-        out.push_str(&crate::protocol::xml::escape(self.code));
+        out.push_str(&formats::escape(self.code));
         out.push_str("</Code><Message>");
-        out.push_str(&crate::protocol::xml::escape(
-            &self.message_value(request_id, time),
-        ));
+        out.push_str(&formats::escape(&self.message_value(request_id, time)));
         out.push_str("</Message></Error>");
         out
     }
@@ -359,7 +357,7 @@ impl ApiError {
         let (body, content_type) = match self.format {
             BodyFormat::OData => (
                 self.prefixed_body(prefix, request_id, &time),
-                negotiate::content_type(tableq_model::json::MetadataLevel::MinimalMetadata),
+                formats::content_type(tableq_model::json::MetadataLevel::MinimalMetadata),
             ),
             BodyFormat::PlainJson => (
                 self.prefixed_body(prefix, request_id, &time),

@@ -33,6 +33,7 @@ use tableq_model::ErrorCode;
 use tableq_model::json::MetadataLevel;
 
 use crate::protocol::error::ApiError;
+pub use crate::protocol::formats::content_type;
 
 /// The oldest `x-ms-version` accepted (the first with JSON payloads).
 pub const OLDEST_VERSION: &str = "2013-08-15";
@@ -41,22 +42,6 @@ pub const DEFAULT_VERSION: &str = "2019-02-02";
 /// The newest `x-ms-version` this server implements: a request naming a later date (an SDK
 /// newer than this server) is served as this version, never refused.
 pub const NEWEST_VERSION: &str = "2025-11-05";
-
-/// The response `Content-Type` for a metadata level:
-/// `application/json;odata=<level>;streaming=true;charset=utf-8`.
-pub fn content_type(level: MetadataLevel) -> HeaderValue {
-    HeaderValue::from_static(match level {
-        MetadataLevel::NoMetadata => {
-            "application/json;odata=nometadata;streaming=true;charset=utf-8"
-        }
-        MetadataLevel::MinimalMetadata => {
-            "application/json;odata=minimalmetadata;streaming=true;charset=utf-8"
-        }
-        MetadataLevel::FullMetadata => {
-            "application/json;odata=fullmetadata;streaming=true;charset=utf-8"
-        }
-    })
-}
 
 /// What one media type (of `Accept`, `$format` or `Content-Type`) asks for.
 enum Media {

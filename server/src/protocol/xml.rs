@@ -39,14 +39,7 @@ use tableq_store::service::{
 };
 
 use crate::protocol::error::ApiError;
-
-/// The XML declaration every XML response starts with.
-pub(crate) const DECLARATION: &str = "<?xml version=\"1.0\" encoding=\"utf-8\"?>";
-
-/// `text` as XML character data (`&`, `<`, `>`, `"`, `'` escaped; line breaks kept).
-pub(crate) fn escape(text: &str) -> std::borrow::Cow<'_, str> {
-    quick_xml::escape::escape(text)
-}
+use crate::protocol::formats::{DECLARATION, parse_sas_time};
 
 fn malformed(what: &str, e: impl std::fmt::Display) -> ApiError {
     ApiError::new(
@@ -558,7 +551,7 @@ fn policy_time(element: &str, text: &str) -> Result<DateTime, ApiError> {
     let text = text.trim();
     DateTime::parse(text)
         .ok()
-        .or_else(|| crate::auth::parse_sas_time(text).and_then(DateTime::from_chrono))
+        .or_else(|| parse_sas_time(text).and_then(DateTime::from_chrono))
         .ok_or_else(|| bad_value(element, text, "a UTC time such as 2030-01-01T00:00:00Z"))
 }
 

@@ -22,12 +22,14 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::app;
-use crate::auth::{BearerSetup, Hosted};
-use crate::serve::connection::{self, CloseReason, PlainTcp, Registry, Resolved};
+use crate::serve::connection::{self, PlainTcp, Registry, Resolved};
+use crate::serve::https::TlsAcceptor;
 use crate::serve::observe::health::RESERVED_ACCOUNT_NAMES;
-use crate::serve::observe::{Observed, Shared};
+use crate::state::accounts::{BearerSetup, Hosted};
 use crate::state::config::{Account, ServerConfig};
-use crate::state::tls::{TlsAcceptor, TlsError, TlsMaterial};
+use crate::state::metrics::CloseReason;
+use crate::state::shared::{Observed, Shared};
+use crate::state::tls::{TlsError, TlsMaterial};
 use crate::state::token::Bearer;
 
 /// Why a server could not start or stop cleanly.
@@ -218,7 +220,7 @@ impl Server {
         material: &TlsMaterial,
         addr: Option<SocketAddr>,
     ) -> Result<(), ServerError> {
-        let acceptor = Arc::new(material.acceptor()?);
+        let acceptor = Arc::new(TlsAcceptor::new(material)?);
         let (listener, local_addr) = match addr {
             None => (None, self.local_addr),
             Some(addr) => {
@@ -520,4 +522,30 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
             }
         }
     }
+}
+
+/// The whole request pipeline as an axum [`Router`](axum::Router) serving `config`'s account
+/// from `backend` (authorization as configured), without a listener: for driving requests
+/// in-process (the request-path fuzz target and its replay test call it with
+/// `tower::ServiceExt::oneshot`). Unlike [`Server::run_until`] it never closes the store,
+/// and it is the Table protocol alone: the operator endpoints (`/health`, `/metrics`), the
+/// request log, the metrics and the request-body budget belong to the server's connections.
+/// An account name or key that cannot be used is a [`ServerError::Account`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use tableq_server::{ServerConfig, router};
+/// use tableq_store::MemoryBackend;
+/// let app: axum::Router = router(Arc::new(MemoryBackend::new()), ServerConfig::default())?;
+/// # drop(app);
+/// # Ok::<(), tableq_server::ServerError>(())
+/// ```
+pub fn router(
+    backend: std::sync::Arc<dyn tableq_store::Backend>,
+    config: ServerConfig,
+) -> Result<axum::Router, ServerError> {
+    let name = config.account.name.clone();
+    let hosted =
+        Hosted::new(backend, config).map_err(|reason| ServerError::Account { name, reason })?;
+    Ok(app::router(std::sync::Arc::new(hosted)))
 }

@@ -1,4 +1,4 @@
-//! TLS material and the HTTPS acceptor: certificates given as PEM files
+//! TLS material (the HTTPS acceptor is `crate::serve::https`): certificates given as PEM files
 //! ([`TlsMaterial::from_pem_files`]) or made and kept by the server itself
 //! ([`TlsMaterial::self_signed`], `tableq serve --tls self-signed`).
 //!
@@ -36,9 +36,6 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tokio::net::TcpStream;
-
-use crate::serve::connection::Acceptor;
 
 /// How long a certificate made here is valid.
 const VALIDITY_DAYS: i64 = 825;
@@ -206,7 +203,7 @@ impl TlsMaterial {
     }
 
     /// The rustls configuration: TLS 1.2 and 1.3 on the ring provider, HTTP/1.1.
-    fn server_config(&self) -> Result<rustls::ServerConfig, TlsError> {
+    pub(crate) fn server_config(&self) -> Result<rustls::ServerConfig, TlsError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -216,28 +213,6 @@ impl TlsMaterial {
             .map_err(|e| TlsError::Config(e.to_string()))?;
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(config)
-    }
-
-    /// The acceptor the connection layer serves HTTPS with.
-    pub(crate) fn acceptor(&self) -> Result<TlsAcceptor, TlsError> {
-        Ok(TlsAcceptor(tokio_rustls::TlsAcceptor::from(Arc::new(
-            self.server_config()?,
-        ))))
-    }
-}
-
-/// HTTPS: a TLS handshake on each accepted connection.
-pub(crate) struct TlsAcceptor(tokio_rustls::TlsAcceptor);
-
-impl Acceptor for TlsAcceptor {
-    type Io = tokio_rustls::server::TlsStream<TcpStream>;
-    const SECURE: bool = true;
-
-    fn accept(
-        &self,
-        tcp: TcpStream,
-    ) -> impl std::future::Future<Output = std::io::Result<Self::Io>> + Send {
-        self.0.accept(tcp)
     }
 }
 

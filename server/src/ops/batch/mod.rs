@@ -83,15 +83,16 @@ use std::sync::Arc;
 use tableq_model::ErrorCode;
 use tableq_store::{BatchError, WriteOp, Written};
 
-use crate::app::request_context;
-use crate::auth;
+use crate::auth::{self, SasGrant};
 use crate::ops::entities::{self, WriteReply, WriteRequest, WriteTarget};
+use crate::ops::query;
 use crate::protocol::context::{
-    AppState, Ctx, INLINE_DECODE_BYTES, blocking, body_text, read_bytes,
+    Ctx, INLINE_DECODE_BYTES, blocking, body_text, read_bytes, request_context,
 };
 use crate::protocol::error::ApiError;
 use crate::protocol::negotiate;
 use crate::protocol::resource::{Resource, parse_path};
+use crate::state::accounts::AppState;
 use multipart::{FramingError, Part};
 use operation::Operation;
 use reply::{Answer, Reply};
@@ -116,9 +117,13 @@ fn framing(error: FramingError) -> ApiError {
 }
 
 /// `POST /{account}/$batch` (see the module docs).
+///
+/// `sas`: the SAS token the outer request was authorized with, if any; each operation is
+/// checked against it (the outer request only says "a batch").
 pub(crate) async fn execute(
     state: &Arc<AppState>,
     ctx: &Ctx,
+    sas: Option<&Arc<SasGrant>>,
     body: Body,
 ) -> Result<Response, ApiError> {
     let content_type = ctx
@@ -129,8 +134,8 @@ pub(crate) async fn execute(
     let boundary = multipart::boundary(content_type).map_err(framing)?;
     let bytes = read_bytes(body, &ctx.headers, state.config.max_body_bytes).await?;
     let reply = match parse(&bytes, &boundary)? {
-        Request::Changeset(operations) => changeset(state, ctx, operations).await?,
-        Request::Query(operation) => Reply::Query(query(state, ctx, operation).await),
+        Request::Changeset(operations) => changeset(state, ctx, sas, operations).await?,
+        Request::Query(operation) => Reply::Query(query(state, ctx, sas, operation).await),
     };
     reply.into_response()
 }
@@ -238,9 +243,13 @@ struct Prepared {
 }
 
 /// Checks and decodes operation `op` of a changeset.
-fn prepare(outer: &Ctx, mut op: Operation) -> Result<Prepared, ApiError> {
+fn prepare(
+    outer: &Ctx,
+    sas: Option<&Arc<SasGrant>>,
+    mut op: Operation,
+) -> Result<Prepared, ApiError> {
     let (resource, mut ctx, method) = operation_context(outer, &mut op)?;
-    if let Some(sas) = &outer.sas {
+    if let Some(sas) = sas {
         auth::admit_operation(sas, &method, &resource, &ctx.headers, &mut ctx.query, None)?;
     }
     let Some(target) = WriteTarget::of(&method, &resource) else {
@@ -261,7 +270,7 @@ fn prepare(outer: &Ctx, mut op: Operation) -> Result<Prepared, ApiError> {
         String::new()
     };
     let (write, reply) = request.decode(&text)?;
-    if let Some(sas) = &outer.sas {
+    if let Some(sas) = sas {
         // The key range, on the keys the operation writes (an insert's come from its body).
         let keys = write.keys();
         auth::admit_operation(
@@ -291,6 +300,7 @@ async fn failure(index: usize, error: ApiError, request_id: &str) -> Reply {
 async fn changeset(
     state: &Arc<AppState>,
     outer: &Ctx,
+    sas: Option<&Arc<SasGrant>>,
     operations: Vec<Operation>,
 ) -> Result<Reply, ApiError> {
     let request_id = outer.request_id.clone();
@@ -313,7 +323,7 @@ async fn changeset(
     // Decoding (JSON) and the write: on the event loop when the engine takes writes
     // without blocking and the bodies are small, else on the blocking pool.
     let outcome = if backend.writes_never_block() && body_bytes <= INLINE_DECODE_BYTES {
-        match prepare_changeset(outer, operations)? {
+        match prepare_changeset(outer, sas, operations)? {
             Err(failed) => Err(failed),
             Ok((table, ops, replies)) => {
                 changeset_outcome(backend.submit_batch(&table, ops).await, replies)?
@@ -321,12 +331,15 @@ async fn changeset(
         }
     } else {
         let outer_ctx = outer.clone();
-        blocking(move || match prepare_changeset(&outer_ctx, operations)? {
-            Err(failed) => Ok(Err(failed)),
-            Ok((table, ops, replies)) => {
-                changeset_outcome(backend.write_batch(&table, ops), replies)
-            }
-        })
+        let sas = sas.cloned();
+        blocking(
+            move || match prepare_changeset(&outer_ctx, sas.as_ref(), operations)? {
+                Err(failed) => Ok(Err(failed)),
+                Ok((table, ops, replies)) => {
+                    changeset_outcome(backend.write_batch(&table, ops), replies)
+                }
+            },
+        )
         .await?
     };
     match outcome {
@@ -351,6 +364,7 @@ type ChangesetOutcome =
 #[allow(clippy::type_complexity)]
 fn prepare_changeset(
     outer: &Ctx,
+    sas: Option<&Arc<SasGrant>>,
     operations: Vec<Operation>,
 ) -> Result<
     Result<(String, Vec<WriteOp>, Vec<(WriteReply, Option<String>)>), (usize, ApiError)>,
@@ -358,7 +372,7 @@ fn prepare_changeset(
 > {
     let mut prepared: Vec<Prepared> = Vec::with_capacity(operations.len());
     for (i, op) in operations.into_iter().enumerate() {
-        let p = match prepare(outer, op) {
+        let p = match prepare(outer, sas, op) {
             Ok(p) => p,
             Err(e) => return Ok(Err((i, e))),
         };
@@ -422,10 +436,15 @@ fn changeset_outcome(
 }
 
 /// Runs a query operation as the same request alone; its failure is its answer.
-async fn query(state: &Arc<AppState>, outer: &Ctx, mut op: Operation) -> Answer {
+async fn query(
+    state: &Arc<AppState>,
+    outer: &Ctx,
+    sas: Option<&Arc<SasGrant>>,
+    mut op: Operation,
+) -> Answer {
     let content_id = op.content_id.clone();
     let admitted = operation_context(outer, &mut op).and_then(|(resource, mut ctx, method)| {
-        if let Some(sas) = &outer.sas {
+        if let Some(sas) = sas {
             auth::admit_operation(sas, &method, &resource, &ctx.headers, &mut ctx.query, None)?;
         }
         Ok((resource, ctx, method))
@@ -442,7 +461,7 @@ async fn query(state: &Arc<AppState>, outer: &Ctx, mut op: Operation) -> Answer 
             _,
         )) => entities::get(state, &ctx, table.name, partition_key.value, row_key.value).await,
         Ok((Resource::Entities { table }, ctx, _)) => {
-            entities::query(state, &ctx, table.name, false).await
+            query::query(state, &ctx, table.name, false).await
         }
         Ok(_) => Err(ApiError::new(
             ErrorCode::InvalidInput,

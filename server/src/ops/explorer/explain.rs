@@ -52,31 +52,28 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value as Json, json};
 use std::sync::Arc;
-use std::time::Duration;
-use tableq_exec::ExecStats;
 use tableq_model::ErrorCode;
 use tableq_planner::explain::DisplayInterval;
 use tableq_planner::plan::Plan;
 use tableq_planner::{Planner, Query, QueryError, Strategy};
 use tableq_store::ScanExplain;
 
-use crate::ops::entities::QueryRequest;
+use crate::ops::query::QueryRequest;
 use crate::ops::tables::check_name;
-use crate::protocol::context::{AppState, Ctx, blocking};
+use crate::protocol::context::{Ctx, blocking};
 use crate::protocol::error::ApiError;
+use crate::state::accounts::AppState;
 
 /// The request header that asks for a plan or for statistics.
 pub(crate) const EXPLAIN_HEADER: &str = "x-tableq-explain";
-
-/// The response header with the statistics of an analyzed page.
-pub(crate) const STATS_HEADER: &str = "x-tableq-stats";
 
 /// What `x-tableq-explain` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ExplainMode {
     /// The plan instead of the rows.
     Plan,
-    /// The rows, and the statistics of the page in [`STATS_HEADER`].
+    /// The rows, and the statistics of the page in [`STATS_HEADER`] (written by the query,
+    /// [`crate::ops::query`]).
     Analyze,
 }
 
@@ -95,22 +92,12 @@ pub(crate) fn mode(headers: &HeaderMap) -> Result<Option<ExplainMode>, ApiError>
     }
 }
 
-/// The value of [`STATS_HEADER`] for a page.
-pub(crate) fn stats_value(stats: &ExecStats, elapsed: Duration) -> String {
-    json!({
-        "examined": stats.examined,
-        "matched": stats.matched,
-        "ranges": stats.ranges,
-        "chunks": stats.chunks,
-        "ms": (elapsed.as_secs_f64() * 1e6).round() / 1e3,
-    })
-    .to_string()
-}
-
-/// `GET /{account}/{table}()` with `x-tableq-explain: plan`.
+/// `GET /{account}/{table}()` with `x-tableq-explain: plan`; `full_grant`: the request
+/// was authorized without a SAS token (which may restrict what it sees).
 pub(crate) async fn plan(
     state: &Arc<AppState>,
     ctx: &Ctx,
+    full_grant: bool,
     table: String,
 ) -> Result<Response, ApiError> {
     check_name(&table)?;
@@ -119,7 +106,6 @@ pub(crate) async fn plan(
         options: state.config.filter_options,
     };
     let restricted = ctx.query.restriction.is_some();
-    let full_grant = ctx.sas.is_none();
     let backend = state.backend.clone();
     let filter = ctx.query.filter.clone().unwrap_or_default();
     let document = blocking(move || {
@@ -266,6 +252,9 @@ fn diagnostic_document(error: &QueryError) -> Json {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::query::stats_value;
+    use std::time::Duration;
+    use tableq_exec::ExecStats;
     use tableq_model::{CmpOp, Value};
     use tableq_parser::FilterOptions;
     use tableq_planner::{Predicate, QueryText};

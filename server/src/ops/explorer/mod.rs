@@ -48,7 +48,7 @@ use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use crate::auth::Hosted;
+use crate::state::accounts::Hosted;
 use crate::state::config::AuthMode;
 
 /// The path the explorer is served under (with a trailing `/` for its index).

@@ -19,7 +19,9 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::registry::ConnState;
-use crate::serve::observe::{self, Observed, RequestDeadline};
+use crate::serve::observe;
+use crate::state::scope::{RequestDeadline, Secure};
+use crate::state::shared::Observed;
 
 /// A byte stream whose reads and blocked writes are reported to a [`ConnState`].
 pub(crate) struct Tracked<Io> {
@@ -144,7 +146,7 @@ impl hyper::service::Service<Request<Incoming>> for ConnService {
         extensions.insert(axum::extract::ConnectInfo(self.peer));
         extensions.insert(RequestDeadline(started + self.request_timeout));
         if self.secure {
-            request.extensions_mut().insert(super::Secure);
+            request.extensions_mut().insert(Secure);
         }
         let in_request = InRequest(self.state.clone());
         let router = self.router.clone();

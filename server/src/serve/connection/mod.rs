@@ -44,9 +44,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use crate::serve::observe::Observed;
+use crate::state::metrics::CloseReason;
+use crate::state::shared::Observed;
 use io::{ConnService, Tracked};
-pub(crate) use registry::{CloseReason, Registry, Resolved};
+pub(crate) use registry::{Registry, Resolved};
 
 /// How long a lingering close reads what the client still sends.
 const LINGER: Duration = Duration::from_secs(2);
@@ -60,7 +61,8 @@ const LINGER_BYTES: usize = 8 * 1024 * 1024;
 pub(crate) trait Acceptor: Send + Sync + 'static {
     /// The stream HTTP is served over.
     type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
-    /// Whether the stream is encrypted (HTTPS): requests over it carry [`Secure`].
+    /// Whether the stream is encrypted (HTTPS): requests over it carry
+    /// [`Secure`](crate::state::scope::Secure).
     const SECURE: bool;
 
     /// Prepares one accepted connection (e.g. a TLS handshake). It runs in the
@@ -68,11 +70,6 @@ pub(crate) trait Acceptor: Send + Sync + 'static {
     /// timeout.
     fn accept(&self, tcp: TcpStream) -> impl Future<Output = std::io::Result<Self::Io>> + Send;
 }
-
-/// The request extension of a request that came over HTTPS (bearer tokens are accepted
-/// only there, and a SAS with `spr=https` is satisfied).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Secure;
 
 /// Plain HTTP: the TCP stream as it is.
 #[derive(Debug, Clone, Copy, Default)]

@@ -38,8 +38,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
-use crate::serve::observe::Metrics;
 use crate::state::config::ConnectionLimits;
+use crate::state::metrics::{CloseReason, Metrics};
 
 /// File descriptors kept free for everything but client connections (the store's files,
 /// database connections, the runtime's own descriptors), at least.
@@ -51,48 +51,6 @@ const FALLBACK_CAP: usize = 16_384;
 /// How long a connection must have been idle, or sending its header, before it may be
 /// closed to make room at the cap (at most; see [`Resolved::evict_after`]).
 const EVICT_AFTER: Duration = Duration::from_secs(1);
-
-/// Why a connection was closed by the server (a label of the closed-connections metric).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CloseReason {
-    /// Not closed by the server.
-    None = 0,
-    /// A request header took longer than `header_timeout`.
-    HeaderTimeout = 1,
-    /// A keep-alive connection stayed idle longer than `idle_timeout`.
-    IdleTimeout = 2,
-    /// The client took no byte of a response for `body_timeout`.
-    WriteTimeout = 3,
-    /// Closed to make room for a new connection at the cap.
-    Evicted = 4,
-    /// Still open when the shutdown grace period ended.
-    Shutdown = 5,
-}
-
-impl CloseReason {
-    fn from_u8(v: u8) -> CloseReason {
-        match v {
-            1 => CloseReason::HeaderTimeout,
-            2 => CloseReason::IdleTimeout,
-            3 => CloseReason::WriteTimeout,
-            4 => CloseReason::Evicted,
-            5 => CloseReason::Shutdown,
-            _ => CloseReason::None,
-        }
-    }
-
-    /// The metric label.
-    pub(crate) fn label(self) -> &'static str {
-        match self {
-            CloseReason::None => "client_or_done",
-            CloseReason::HeaderTimeout => "header_timeout",
-            CloseReason::IdleTimeout => "idle_timeout",
-            CloseReason::WriteTimeout => "write_timeout",
-            CloseReason::Evicted => "evicted",
-            CloseReason::Shutdown => "shutdown",
-        }
-    }
-}
 
 /// The timeouts and the cap in force (the cap resolved from the open-file limit).
 #[derive(Debug, Clone, Copy)]

@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `GET /health` | liveness: `200 {"status":"ok"}` while the server serves requests |
 //! | `GET /health/ready` | readiness: `200 {"ready":true,…}` when every account's store can take writes ([`Backend::ready`](tableq_store::Backend::ready)), else `503 {"ready":false,…}` with each failing store's reason |
-//! | `GET /metrics` | the metrics in Prometheus' OpenMetrics text ([`super::metrics`]) |
+//! | `GET /metrics` | the metrics in Prometheus' OpenMetrics text ([`crate::state::metrics`]) |
 //!
 //! `HEAD` is answered like `GET` without the body; other methods get 405 with `Allow`.
 //! A store that does not answer its readiness check within [`READY_TIMEOUT`] counts as not
@@ -18,8 +18,8 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::Observed;
-use super::metrics::CONTENT_TYPE;
+use crate::state::metrics::CONTENT_TYPE;
+use crate::state::shared::Observed;
 
 /// The longest a store's readiness check may take.
 pub(crate) const READY_TIMEOUT: Duration = Duration::from_secs(5);

@@ -37,8 +37,11 @@ use rsa::traits::PublicKeyParts;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
-use super::{Role, RoleAssignments, STORAGE_AUDIENCE, TokenError};
+use super::error::TokenError;
+use super::roles::{Role, RoleAssignments};
 
+/// The audience of tokens for Azure Storage.
+pub const STORAGE_AUDIENCE: &str = "https://storage.azure.com";
 /// The lifetime of tokens from the token endpoint, in seconds.
 pub const TOKEN_LIFETIME_SECONDS: u64 = 3599;
 /// The signing key's file in the keys directory.
@@ -46,7 +49,7 @@ pub const SIGNING_KEY_FILE: &str = "signing-key.pem";
 
 /// The local issuer's signing key (see the module docs).
 pub struct LocalIssuer {
-    pub(super) encoding: EncodingKey,
+    pub(crate) encoding: EncodingKey,
     decoding: DecodingKey,
     key_id: String,
     modulus: String,
@@ -154,7 +157,7 @@ impl LocalIssuer {
         &self.path
     }
 
-    pub(super) fn decoding_key(&self) -> &DecodingKey {
+    pub(crate) fn decoding_key(&self) -> &DecodingKey {
         &self.decoding
     }
 

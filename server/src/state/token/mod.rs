@@ -20,102 +20,24 @@
 //! Signing keys never leave the keys directory: they are not logged, and no error says
 //! more than which file could not be used.
 
+mod error;
 mod issuer;
 mod roles;
 
+pub use error::TokenError;
 pub use issuer::{
     CLIENT_FILE, GeneratedClient, ISSUER_ORIGIN_FILE, LocalIssuer, SIGNING_KEY_FILE,
-    TOKEN_LIFETIME_SECONDS, TokenRequest,
+    STORAGE_AUDIENCE, TOKEN_LIFETIME_SECONDS, TokenRequest,
 };
 pub(crate) use issuer::{Route as IssuerRoute, answer as issuer_answer, route as issuer_route};
-pub use roles::{RoleAssignments, Scope};
+pub use roles::{Role, RoleAssignments, Scope};
 
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// The audience of tokens for Azure Storage.
-pub const STORAGE_AUDIENCE: &str = "https://storage.azure.com";
 /// How far `exp` / `nbf` may be from the server's clock.
 pub const MAX_SKEW_SECONDS: u64 = 300;
-
-/// An Azure RBAC built-in role for tables.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Role {
-    /// Storage Table Data Reader: read tables and entities, query.
-    Reader,
-    /// Storage Table Data Contributor: also write entities, create and delete tables, batch.
-    Contributor,
-}
-
-impl Role {
-    /// The role's name in Azure (`Storage Table Data Reader` / `… Contributor`).
-    pub fn azure_name(self) -> &'static str {
-        match self {
-            Role::Reader => "Storage Table Data Reader",
-            Role::Contributor => "Storage Table Data Contributor",
-        }
-    }
-
-    /// A role from its Azure name or the short names `reader` / `contributor`
-    /// (case-insensitive).
-    pub fn parse(text: &str) -> Option<Role> {
-        let t = text.trim();
-        [Role::Reader, Role::Contributor].into_iter().find(|r| {
-            t.eq_ignore_ascii_case(r.azure_name())
-                || t.eq_ignore_ascii_case(match r {
-                    Role::Reader => "reader",
-                    Role::Contributor => "contributor",
-                })
-        })
-    }
-}
-
-/// Why a token, a key file or an assignment file could not be used. Messages name files
-/// and claims, never key material.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TokenError {
-    /// Not a JWS in compact form, or a header or claims that are not JSON.
-    #[error("the bearer token is not a signed JWT: {0}")]
-    Malformed(String),
-    /// A signing algorithm other than RS256 (`none`, HS256, …).
-    #[error("the bearer token is signed with `{0}`; only RS256 is accepted")]
-    Algorithm(String),
-    /// No trusted issuer has the key, or the signature does not verify.
-    #[error("signature validation failed: {0}")]
-    Signature(String),
-    /// `iss` is not the issuer whose key signed it: the token's `iss`, and the issuer that
-    /// key belongs to.
-    #[error(
-        "issuer validation failed: `{0}` is not a trusted issuer of this server (the key \
-         that signed the token is {1}'s)"
-    )]
-    Issuer(String, String),
-    /// `aud` is not storage's.
-    #[error(
-        "audience validation failed: the token is for {0}, not https://storage.azure.com or \
-         this account's table endpoint"
-    )]
-    Audience(String),
-    /// Past `exp`.
-    #[error("lifetime validation failed: the token expired at {0} (unix time)")]
-    Expired(u64),
-    /// Before `nbf`.
-    #[error("lifetime validation failed: the token is not valid before {0} (unix time)")]
-    NotYetValid(u64),
-    /// A claim the service needs is missing (`exp`, `tid`).
-    #[error("the bearer token has no `{0}` claim")]
-    MissingClaim(&'static str),
-    /// A key or assignment file that cannot be used.
-    #[error("{}: {what}", path.display())]
-    File {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with it.
-        what: String,
-    },
-}
 
 /// The claims tableq reads from an access token.
 #[derive(Debug, Clone, Deserialize)]

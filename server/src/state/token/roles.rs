@@ -29,7 +29,39 @@
 use serde::Deserialize;
 use std::path::Path;
 
-use super::{Role, TokenError};
+use super::error::TokenError;
+
+/// An Azure RBAC built-in role for tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Role {
+    /// Storage Table Data Reader: read tables and entities, query.
+    Reader,
+    /// Storage Table Data Contributor: also write entities, create and delete tables, batch.
+    Contributor,
+}
+
+impl Role {
+    /// The role's name in Azure (`Storage Table Data Reader` / `… Contributor`).
+    pub fn azure_name(self) -> &'static str {
+        match self {
+            Role::Reader => "Storage Table Data Reader",
+            Role::Contributor => "Storage Table Data Contributor",
+        }
+    }
+
+    /// A role from its Azure name or the short names `reader` / `contributor`
+    /// (case-insensitive).
+    pub fn parse(text: &str) -> Option<Role> {
+        let t = text.trim();
+        [Role::Reader, Role::Contributor].into_iter().find(|r| {
+            t.eq_ignore_ascii_case(r.azure_name())
+                || t.eq_ignore_ascii_case(match r {
+                    Role::Reader => "reader",
+                    Role::Contributor => "contributor",
+                })
+        })
+    }
+}
 
 /// Where an assignment applies.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 
 use super::*;
 use base64::Engine;
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 const ORIGIN: &str = "https://127.0.0.1:10443";

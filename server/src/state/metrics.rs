@@ -16,6 +16,9 @@
 //! | `tableq_body_budget_rejections_total` | counter | |
 //! | `tableq_body_timeouts_total` | counter | |
 //!
+//! Also the labels: the service's operations ([`Operation`], as the metrics and the request
+//! log name them) and why the server closed a connection ([`CloseReason`]).
+//!
 //! Recording a request costs two hash lookups under read locks and a few atomic additions
 //! (see `benches/README.md` for the measured cost of a point get).
 
@@ -31,8 +34,105 @@ use std::sync::OnceLock;
 use std::time::Duration;
 use tableq_store::metrics::{SampleValue, StoreMetrics};
 
-use super::Operation;
-use crate::serve::connection::CloseReason;
+/// The Table service's operations, as the metrics and the log name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Operation {
+    QueryTables,
+    CreateTable,
+    DeleteTable,
+    EntityGroupTransaction,
+    QueryEntities,
+    InsertEntity,
+    GetEntity,
+    DeleteEntity,
+    UpdateEntity,
+    InsertOrReplaceEntity,
+    MergeEntity,
+    InsertOrMergeEntity,
+    GetTableServiceProperties,
+    SetTableServiceProperties,
+    GetTableServiceStats,
+    GetTableAcl,
+    SetTableAcl,
+    /// A CORS preflight (`OPTIONS`).
+    Preflight,
+    /// Anything else: an unknown path or method, a request refused before its operation
+    /// was known.
+    Other,
+}
+
+impl Operation {
+    /// How many operations there are.
+    pub(crate) const COUNT: usize = 19;
+
+    /// The service's name of the operation.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Operation::QueryTables => "QueryTables",
+            Operation::CreateTable => "CreateTable",
+            Operation::DeleteTable => "DeleteTable",
+            Operation::EntityGroupTransaction => "EntityGroupTransaction",
+            Operation::QueryEntities => "QueryEntities",
+            Operation::InsertEntity => "InsertEntity",
+            Operation::GetEntity => "GetEntity",
+            Operation::DeleteEntity => "DeleteEntity",
+            Operation::UpdateEntity => "UpdateEntity",
+            Operation::InsertOrReplaceEntity => "InsertOrReplaceEntity",
+            Operation::MergeEntity => "MergeEntity",
+            Operation::InsertOrMergeEntity => "InsertOrMergeEntity",
+            Operation::GetTableServiceProperties => "GetTableServiceProperties",
+            Operation::SetTableServiceProperties => "SetTableServiceProperties",
+            Operation::GetTableServiceStats => "GetTableServiceStats",
+            Operation::GetTableAcl => "GetTableAcl",
+            Operation::SetTableAcl => "SetTableAcl",
+            Operation::Preflight => "Preflight",
+            Operation::Other => "Other",
+        }
+    }
+}
+
+/// Why a connection was closed by the server (a label of the closed-connections metric).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CloseReason {
+    /// Not closed by the server.
+    None = 0,
+    /// A request header took longer than `header_timeout`.
+    HeaderTimeout = 1,
+    /// A keep-alive connection stayed idle longer than `idle_timeout`.
+    IdleTimeout = 2,
+    /// The client took no byte of a response for `body_timeout`.
+    WriteTimeout = 3,
+    /// Closed to make room for a new connection at the cap.
+    Evicted = 4,
+    /// Still open when the shutdown grace period ended.
+    Shutdown = 5,
+}
+
+impl CloseReason {
+    /// The reason stored as `v` (`CloseReason as u8`).
+    pub(crate) fn from_u8(v: u8) -> CloseReason {
+        match v {
+            1 => CloseReason::HeaderTimeout,
+            2 => CloseReason::IdleTimeout,
+            3 => CloseReason::WriteTimeout,
+            4 => CloseReason::Evicted,
+            5 => CloseReason::Shutdown,
+            _ => CloseReason::None,
+        }
+    }
+
+    /// The metric label.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            CloseReason::None => "client_or_done",
+            CloseReason::HeaderTimeout => "header_timeout",
+            CloseReason::IdleTimeout => "idle_timeout",
+            CloseReason::WriteTimeout => "write_timeout",
+            CloseReason::Evicted => "evicted",
+            CloseReason::Shutdown => "shutdown",
+        }
+    }
+}
 
 /// The upper bounds of the request-duration buckets, in seconds (100 µs … 30 s).
 const DURATION_BUCKETS: [f64; 17] = [

@@ -10,7 +10,7 @@
 //! computed now; the given signature is still decoded and compared with it in constant
 //! time. Only what the signature covers is memoised: the token's time window (`st`, `se`),
 //! its stored access policy, protocol and address range are checked on every request
-//! afterwards ([`super::sas::SignedToken::grant`]), never remembered.
+//! afterwards (`SignedToken::grant` in `crate::auth::sas`), never remembered.
 //!
 //! What gets in: only strings whose signature verified, i.e. tokens signed with the
 //! account's key — a client without the key cannot fill or flush the memo. It holds at
