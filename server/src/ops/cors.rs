@@ -14,7 +14,7 @@
 //!   `-Allow-Credentials: true` (named origins) and `Vary: Origin`; without a match the
 //!   response goes out unchanged.
 //!
-//! The rules are read from the store once per account and kept ([`CorsCache`]); a Set
+//! The rules are read from the store once per account and kept ([`CorsCache`](crate::state::accounts::CorsCache)); a Set
 //! Service Properties through this server replaces the cached copy. A request without
 //! `Origin` never looks at them. (Several servers sharing one PostgreSQL database each keep
 //! their own copy: a rule set through one is seen by the others after their restart.)

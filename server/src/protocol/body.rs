@@ -1,7 +1,7 @@
 //! Request bodies: read whole under the size limit, the body timeout and the server's
 //! budget for request-body bytes in memory.
 //!
-//! * **Budget** ([`BodyBudget`]): every body's bytes are reserved before they are read —
+//! * **Budget** ([`BodyBudget`](crate::state::budget::BodyBudget)): every body's bytes are reserved before they are read —
 //!   its `Content-Length` at once, or each chunk of a chunked body as it comes — and stay
 //!   reserved until the request is answered. When the budget is full, a request waits up
 //!   to [`ServerConfig::body_budget_wait`](crate::ServerConfig::body_budget_wait) for room,

@@ -24,7 +24,7 @@ pub(crate) struct Shared {
     /// How long a request body may go without a byte arriving.
     pub body_timeout: Duration,
     /// How long a request's header and body may take to arrive (the deadline of each
-    /// request is its [`RequestDeadline`]; this is the duration, for messages).
+    /// request is its [`RequestDeadline`](crate::state::scope::RequestDeadline); this is the duration, for messages).
     pub request_timeout: Duration,
     /// How requests are logged.
     pub log_format: LogFormat,
@@ -96,7 +96,7 @@ impl LogLimiter {
     }
 }
 
-/// What [`serve`] works with: the server's shared state and its accounts.
+/// What the connections serve requests with (`crate::serve::observe::serve`): the server's shared state and its accounts.
 #[derive(Clone)]
 pub(crate) struct Observed {
     /// What every request shares.

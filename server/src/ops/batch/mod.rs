@@ -13,9 +13,9 @@
 //! Each operation is an `application/http` part carrying a whole HTTP request
 //! ([`operation`]). It goes through the same steps as a single request: the resource-path
 //! parser ([`crate::protocol::resource::parse_path`]), the protocol headers, query string and
-//! metadata level ([`crate::app::request_context`]), `X-HTTP-Method`, the write dispatch
+//! metadata level ([`crate::protocol::context::request_context`]), `X-HTTP-Method`, the write dispatch
 //! ([`WriteTarget::of`]), the header checks and body decoding of
-//! [`WriteRequest`](crate::ops::entities::WriteRequest), and the response of
+//! [`crate::ops::entities::WriteRequest`], and the response of
 //! [`WriteReply::render`](crate::ops::entities::WriteReply::render). Operations are not
 //! authorized one by one: the outer request is. Each must name the outer request's account,
 //! or be a host-relative path without it (`POST /t HTTP/1.1`, the legacy Python SDKs), which

@@ -72,7 +72,7 @@ pub(crate) const EXPLAIN_HEADER: &str = "x-tableq-explain";
 pub(crate) enum ExplainMode {
     /// The plan instead of the rows.
     Plan,
-    /// The rows, and the statistics of the page in [`STATS_HEADER`] (written by the query,
+    /// The rows, and the statistics of the page in [`STATS_HEADER`](crate::ops::query::STATS_HEADER) (written by the query,
     /// [`crate::ops::query`]).
     Analyze,
 }

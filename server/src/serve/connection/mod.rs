@@ -19,7 +19,7 @@
 //!    is closed to make room only when a new one is really there;
 //! 2. `TCP_NODELAY`, register ([`registry`]), spawn its task;
 //! 3. the acceptor's handshake, bounded by the header timeout;
-//! 4. hyper's HTTP/1.1 connection over a [`Tracked`](io::Tracked) stream, until the client
+//! 4. hyper's HTTP/1.1 connection over a [`Tracked`] stream, until the client
 //!    or the server closes it — the registry's sweeper asks it to close past a deadline,
 //!    and each request carries its own deadline for its body to arrive (`request_timeout`
 //!    after its header's first byte, see [`io::ConnService`]);

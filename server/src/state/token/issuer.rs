@@ -17,7 +17,7 @@
 //!
 //! Any tenant is accepted, but only **registered clients whose secret matches** get a
 //! token: the role-assignments file's principals with a `clientSecret`, or, without a file,
-//! the client generated on the first start ([`GeneratedClient`](super::GeneratedClient)).
+//! the client generated on the first start ([`GeneratedClient`]).
 //! Any other client id, or a wrong secret, is answered `401 invalid_client` with Entra ID's
 //! `AADSTS7000215` — the same answer for both, so the endpoint does not tell which client
 //! ids exist. The token's `oid` and `sub` are the client id, and its `roles` claim holds the
