@@ -1,5 +1,6 @@
-//! Authorization: the accounts a server hosts, and the checks every request passes after
-//! its path is parsed and before any handler runs.
+//! Authorization (layer 3): the checks every request passes after its path is parsed and
+//! before any handler runs. The accounts it checks against are shared state
+//! (`crate::state::accounts`).
 //!
 //! * `tableq_client::sign` — account keys, SharedKey / SharedKeyLite strings to sign, SAS
 //!   fields: what the server verifies with, and what clients sign with;

@@ -1,4 +1,4 @@
-//! The entity operations.
+//! The entity operations but the query (Query Entities is [`crate::ops::query`]).
 //!
 //! | request | operation | success |
 //! |---|---|---|
@@ -9,7 +9,6 @@
 //! | `MERGE`/`PATCH`/`POST`+`X-HTTP-Method: MERGE` with `If-Match` | merge | 204 + `ETag` |
 //! | the same without `If-Match` | insert or merge | 204 + `ETag` |
 //! | `DELETE …` with `If-Match` | delete | 204 |
-//! | `GET /t()?$filter=&$select=&$top=&NextPartitionKey=&NextRowKey=` | query | 200 + `{"value":[…]}` + continuation headers |
 //!
 //! Payloads are decoded by `tableq_model::json` with the service's rules: a payload
 //! `Timestamp`, `odata.*` members and unknown annotations are ignored, values are
@@ -18,18 +17,13 @@
 //! `If-Match` is `*` or an ETag of this server (anything else → 400 `InvalidInput`); a
 //! delete needs one (decided: its absence is 400 `InvalidInput`).
 //!
-//! Query pages run on the blocking pool with the configured work budget (5 s): a page ends
-//! after `$top` (default 1000) entities or when the budget runs out, and then carries the
-//! continuation headers. Point gets and queries of a few exact keys on a local engine run
-//! inline on the event loop instead (see [`short_read`]). Resuming yields every entity present for the whole paging exactly
-//! once, in key order, whatever is written between pages (the store's continuation
-//! protocol).
+//! Point gets on a local engine run inline on the event loop (see [`short_read`]); queries,
+//! their pages and continuation are [`crate::ops::query`]'s.
 //!
 //! ```text
 //! POST  /acct/t  {"PartitionKey":"p","RowKey":"r","Age":3}   → 201 + entity, ETag: W/"datetime'…'"
 //! MERGE /acct/t(PartitionKey='p',RowKey='r')  If-Match: W/"datetime'<stale>'"
 //!                                                            → 412 UpdateConditionNotSatisfied
-//! GET   /acct/t()?$filter=Age gt 2&$top=1                    → 200 {"value":[…]} + x-ms-continuation-Next*
 //! ```
 
 use axum::body::Body;

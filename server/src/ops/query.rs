@@ -10,6 +10,10 @@
 //! whole paging exactly once, in key order, whatever is written between pages (the store's
 //! continuation protocol). With `x-tableq-explain: analyze` the page carries the
 //! executor's statistics ([`STATS_HEADER`]).
+//!
+//! ```text
+//! GET /acct/t()?$filter=Age gt 2&$top=1   → 200 {"value":[…]} + x-ms-continuation-NextPartitionKey/NextRowKey
+//! ```
 
 use axum::http::StatusCode;
 use axum::response::Response;
