@@ -4,12 +4,12 @@
 //! 1. **common headers** (middleware [`common`]): a request id, then on the way out
 //!    `Server` ([`SERVER`], on every response — the legacy Rust SDK fails any call
 //!    without it; the operator endpoints and the explorer's files, answered before the
-//!    router, get it from [`observe::serve`] through [`with_server`]), `x-ms-request-id`,
+//!    router, get it from `crate::serve::observe::serve` through [`with_server`]), `x-ms-request-id`,
 //!    `x-ms-version`, `Date`, the echoed `x-ms-client-request-id` and, for a request with
-//!    `Origin`, the CORS headers (the request log line is [`observe::serve`]'s);
-//! 2. **path** → account + [`Target`] ([`crate::resource::parse_target`]): a [`Resource`],
+//!    `Origin`, the CORS headers (the request log line is `crate::serve::observe::serve`'s);
+//! 2. **path** → account + [`Target`] ([`crate::protocol::resource::parse_target`]): a [`Resource`],
 //!    or an administration operation the query string selects (service properties and
-//!    stats, a table's ACL). `OPTIONS` is a CORS preflight ([`crate::cors`]) on any path and
+//!    stats, a table's ACL). `OPTIONS` is a CORS preflight ([`crate::ops::cors`]) on any path and
 //!    skips every later step;
 //! 3. **authorization** ([`crate::auth`]): the account's store, the signature or SAS token —
 //!    before any handler runs; once the method is known, what a SAS token allows. The
@@ -19,8 +19,8 @@
 //!    and the response's **metadata level** (`$format` / `Accept`);
 //! 5. **method dispatch** per resource kind (`X-HTTP-Method` overrides `POST`); a method
 //!    the resource does not support → 405 `MethodNotAllowed` with `Allow`;
-//! 6. the handler ([`crate::tables`], [`crate::entities`], [`crate::batch`],
-//!    [`crate::admin`]). Entity writes are recognised once ([`WriteTarget::of`]) for single
+//! 6. the handler ([`crate::ops::tables`], [`crate::ops::entities`], [`crate::ops::batch`],
+//!    [`crate::ops::admin`]). Entity writes are recognised once ([`WriteTarget::of`]) for single
 //!    requests and batch operations alike.
 //!
 //! Every failure becomes an [`ApiError`] response carrying the request id: `odata.error`
@@ -28,7 +28,7 @@
 //! and for a request whose authentication fails the front end's form — plain
 //! `application/json`, or XML when the request sent no `Accept` ([`BodyFormat`]). On the way out,
 //! a response to a request with `Origin` gets the CORS headers of the account's first
-//! matching rule ([`crate::cors::decorate`]); a request without `Origin` skips that step.
+//! matching rule ([`crate::ops::cors::decorate`]); a request without `Origin` skips that step.
 //!
 //! ```text
 //! PUT /devstoreaccount1/t(PartitionKey='p',RowKey='r')   If-Match: *
@@ -50,27 +50,29 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::admin;
-use crate::auth::{self, Hosted};
-use crate::batch;
-use crate::context::{AppState, Ctx};
-use crate::cors;
-use crate::encode::Links;
-use crate::entities::{self, WriteTarget};
-use crate::error::{ApiError, BodyFormat};
-use crate::explorer::{explain, explain::ExplainMode};
-use crate::negotiate;
-use crate::observe;
-use crate::query::QueryParams;
-use crate::resource::{Resource, Target, describe, parse_target};
-use crate::tables;
+use crate::auth::{self, SasGrant};
+use crate::ops::admin;
+use crate::ops::batch;
+use crate::ops::cors;
+use crate::ops::entities::{self, WriteTarget};
+use crate::ops::explorer::{explain, explain::ExplainMode};
+use crate::ops::query;
+use crate::ops::tables;
+use crate::protocol::context::{Ctx, request_context};
+use crate::protocol::encode::Links;
+use crate::protocol::error::{ApiError, BodyFormat};
+use crate::protocol::negotiate;
+use crate::protocol::resource::{Resource, Target, describe, parse_target};
+use crate::state::accounts::{AppState, BearerSetup, Hosted};
+use crate::state::metrics::Operation;
+use crate::state::scope::{self, Secure, warn_refused_write};
 
 /// The request id of a request, set by [`common`].
 #[derive(Debug, Clone)]
 struct RequestId(String);
 
 /// The router of a server (the connection layer around it — operator endpoints, metrics,
-/// the request log — is [`observe::serve`]).
+/// the request log — is `crate::serve::observe::serve`).
 pub(crate) fn router(state: Arc<Hosted>) -> Router {
     Router::new()
         .fallback(dispatch)
@@ -127,7 +129,7 @@ fn date_now() -> Option<HeaderValue> {
 }
 
 /// Step 1: request id, common response headers, CORS headers (the request log line is
-/// [`observe::serve`]'s).
+/// `crate::serve::observe::serve`'s).
 async fn common(State(hosted): State<Arc<Hosted>>, mut request: Request, next: Next) -> Response {
     // What the CORS headers on the way out need, only for a request with `Origin`.
     let cors_request = request
@@ -209,7 +211,7 @@ async fn dispatch(State(state): State<Arc<Hosted>>, mut request: Request) -> Res
             if error.is_refused_write() {
                 // A full disk refuses every write until space is freed: one line per period
                 // with a count, not one per request.
-                crate::observe::warn_refused_write(&request_id, &error);
+                warn_refused_write(&request_id, &error);
             } else if error.status() == axum::http::StatusCode::SERVICE_UNAVAILABLE {
                 // Overload or a store that is down for a moment: expected under load, and
                 // possibly many per second.
@@ -243,18 +245,30 @@ const ALLOW_ENTITY: &str = "GET, PUT, MERGE, PATCH, DELETE";
 async fn handle(hosted: &Hosted, request: Request, request_id: &str) -> Result<Response, ApiError> {
     let (parts, body) = request.into_parts();
     if parts.method == Method::OPTIONS {
-        observe::note_preflight();
+        scope::note_preflight();
         let state = hosted.state(account_segment(parts.uri.path()));
         return cors::preflight(state, &parts.headers).await;
     }
     if let Some(setup) = hosted.bearer()
         && setup.bearer.local.is_some()
-        && let Some(route) = crate::token::issuer_route(parts.uri.path())
+        && let Some(route) = crate::state::token::issuer_route(parts.uri.path())
     {
         return issuer_request(setup, &parts, route, body).await;
     }
     let path = parse_target(parts.uri.path(), parts.uri.query())?;
-    observe::note_request(&parts.method, &parts.headers, &path);
+    scope::note_request(
+        || {
+            let method = negotiate::effective_method(&parts.method, &parts.headers)
+                .unwrap_or_else(|_| parts.method.clone());
+            operation_of(&method, &path.target)
+        },
+        || {
+            (
+                path.account.clone(),
+                table_of(&path.target).map(str::to_owned),
+            )
+        },
+    );
     // The XML operations answer their errors in XML, as the service does.
     let xml = !matches!(path.target, Target::Resource(_));
     handle_target(hosted, parts, body, path, request_id)
@@ -284,7 +298,7 @@ async fn handle_target(
     hosted: &Hosted,
     parts: Parts,
     body: Body,
-    path: crate::resource::RequestTarget,
+    path: crate::protocol::resource::RequestTarget,
     request_id: &str,
 ) -> Result<Response, ApiError> {
     let (state, secondary, grant) = auth::authorize(hosted, &parts, &path.account, &path.target)
@@ -311,7 +325,6 @@ async fn handle_target(
             query: Default::default(),
             headers: parts.headers,
             request_id,
-            sas: None,
         }
     } else {
         request_context(links, parts.uri.query(), parts.headers, request_id)?
@@ -336,18 +349,19 @@ async fn handle_target(
         state.config.max_body_bytes,
     )
     .await?;
-    ctx.sas = grant.sas();
+    let sas = grant.sas();
+    let sas = sas.as_ref();
     match path.target {
-        Target::Resource(resource) => route(state, &ctx, method, resource, body).await,
-        admin => route_admin(state, &ctx, secondary, method, admin, body).await,
+        Target::Resource(resource) => route(state, &ctx, sas, method, resource, body).await,
+        admin => route_admin(state, &ctx, sas, secondary, method, admin, body).await,
     }
 }
 
-/// A request to the local token issuer's endpoints (module `crate::token`).
+/// A request to the local token issuer's endpoints (module `crate::state::token`).
 async fn issuer_request(
-    setup: &crate::auth::BearerSetup,
+    setup: &BearerSetup,
     parts: &Parts,
-    route: (&str, crate::token::IssuerRoute),
+    route: (&str, crate::state::token::IssuerRoute),
     body: Body,
 ) -> Result<Response, ApiError> {
     /// A token request is a short form; anything longer is refused unread.
@@ -358,12 +372,9 @@ async fn issuer_request(
             "this server runs no token issuer (tableq serve --local-issuer)",
         ));
     };
-    let form = crate::context::read_bytes(body, &parts.headers, MAX_FORM_BYTES).await?;
-    let secure = parts
-        .extensions
-        .get::<crate::connection::Secure>()
-        .is_some();
-    Ok(crate::token::issuer_answer(
+    let form = crate::protocol::context::read_bytes(body, &parts.headers, MAX_FORM_BYTES).await?;
+    let secure = parts.extensions.get::<Secure>().is_some();
+    Ok(crate::state::token::issuer_answer(
         local,
         &setup.bearer.assignments,
         &parts.method,
@@ -378,6 +389,7 @@ async fn issuer_request(
 async fn route_admin(
     state: &Arc<AppState>,
     ctx: &Ctx,
+    sas: Option<&Arc<SasGrant>>,
     secondary: bool,
     method: Method,
     target: Target,
@@ -400,36 +412,59 @@ async fn route_admin(
             Method::PUT => admin::set_acl(state, &ctx.headers, table, body).await,
             _ => not_allowed("a table's ACL", "GET, PUT"),
         },
-        Target::Resource(resource) => route(state, ctx, method, resource, body).await,
+        Target::Resource(resource) => route(state, ctx, sas, method, resource, body).await,
     }
 }
 
-/// Step 4 for one request (a single request, or one operation of a `$batch`): protocol
-/// headers, the query string and the response's metadata level.
-pub(crate) fn request_context(
-    mut links: Links,
-    query: Option<&str>,
-    headers: HeaderMap,
-    request_id: String,
-) -> Result<Ctx, ApiError> {
-    negotiate::check_versions(&headers)?;
-    let query = QueryParams::parse(query)?;
-    links.select = query.select_given.clone();
-    let level = negotiate::response_level(headers.get(header::ACCEPT), query.format.as_deref())?;
-    Ok(Ctx {
-        links,
-        level,
-        query,
-        headers,
-        request_id,
-        sas: None,
-    })
+/// The Table service's name of the operation `method` on `resource` asks for (writes
+/// without `If-Match`; the request log, `crate::serve::observe::serve`, turns a conditional `PUT` into `UpdateEntity` and an
+/// unconditional merge into `InsertOrMergeEntity`).
+fn operation_of(method: &Method, target: &Target) -> Operation {
+    let resource = match (target, method.as_str()) {
+        (Target::ServiceProperties, "GET") => return Operation::GetTableServiceProperties,
+        (Target::ServiceProperties, "PUT") => return Operation::SetTableServiceProperties,
+        (Target::ServiceStats, "GET") => return Operation::GetTableServiceStats,
+        (Target::TableAcl { .. }, "GET" | "HEAD") => return Operation::GetTableAcl,
+        (Target::TableAcl { .. }, "PUT") => return Operation::SetTableAcl,
+        (Target::Resource(resource), _) => resource,
+        _ => return Operation::Other,
+    };
+    #[allow(unreachable_patterns)]
+    match (resource, method.as_str()) {
+        (Resource::Tables { .. } | Resource::Table { .. }, "GET") => Operation::QueryTables,
+        (Resource::Tables { .. }, "POST") => Operation::CreateTable,
+        (Resource::Table { .. }, "DELETE") => Operation::DeleteTable,
+        (Resource::Batch { .. }, "POST") => Operation::EntityGroupTransaction,
+        (Resource::Entities { .. }, "GET") => Operation::QueryEntities,
+        (Resource::Entities { .. }, "POST") => Operation::InsertEntity,
+        (Resource::Entity { .. }, "GET") => Operation::GetEntity,
+        (Resource::Entity { .. }, "DELETE") => Operation::DeleteEntity,
+        (Resource::Entity { .. }, "PUT") => Operation::InsertOrReplaceEntity,
+        (Resource::Entity { .. }, "MERGE" | "PATCH") => Operation::MergeEntity,
+        _ => Operation::Other,
+    }
 }
 
-/// Step 5: method dispatch.
+fn table_of(target: &Target) -> Option<&str> {
+    let resource = match target {
+        Target::TableAcl { table } => return Some(table),
+        Target::Resource(resource) => resource,
+        _ => return None,
+    };
+    #[allow(unreachable_patterns)]
+    match resource {
+        Resource::Table { table }
+        | Resource::Entities { table }
+        | Resource::Entity { table, .. } => Some(&table.name),
+        _ => None,
+    }
+}
+
+/// Step 5: method dispatch (`sas`: the SAS token the request was authorized with, if any).
 async fn route(
     state: &Arc<AppState>,
     ctx: &Ctx,
+    sas: Option<&Arc<SasGrant>>,
     method: Method,
     resource: Resource,
     body: Body,
@@ -468,18 +503,88 @@ async fn route(
             _ => not_allowed(&resource, ALLOW_TABLE),
         },
         Resource::Batch { .. } => match method {
-            Method::POST => batch::execute(state, ctx, body).await,
+            Method::POST => batch::execute(state, ctx, sas, body).await,
             _ => not_allowed(&resource, ALLOW_BATCH),
         },
         // Writes were dispatched above.
         Resource::Entities { table } => match method {
             Method::GET => match explain::mode(&ctx.headers)? {
-                Some(ExplainMode::Plan) => explain::plan(state, ctx, table.name.clone()).await,
-                stats => entities::query(state, ctx, table.name.clone(), stats.is_some()).await,
+                Some(ExplainMode::Plan) => {
+                    explain::plan(state, ctx, sas.is_none(), table.name.clone()).await
+                }
+                stats => query::query(state, ctx, table.name.clone(), stats.is_some()).await,
             },
             _ => not_allowed(&resource, ALLOW_ENTITIES),
         },
         // GET was answered above.
         Resource::Entity { .. } => not_allowed(&resource, ALLOW_ENTITY),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tableq_parser::resource::{KeyValue, TableName};
+
+    #[test]
+    fn operations_are_named_as_the_service_names_them() {
+        let t = || TableName::new("t");
+        let entity = Resource::Entity {
+            table: t(),
+            partition_key: KeyValue::new("p"),
+            row_key: KeyValue::new("r"),
+        };
+        let entities = Resource::Entities { table: t() };
+        let cases = [
+            (Method::GET, entity.clone(), "GetEntity"),
+            (Method::DELETE, entity.clone(), "DeleteEntity"),
+            (Method::PUT, entity.clone(), "InsertOrReplaceEntity"),
+            (Method::PATCH, entity.clone(), "MergeEntity"),
+            (Method::GET, entities.clone(), "QueryEntities"),
+            (Method::POST, entities.clone(), "InsertEntity"),
+            (Method::OPTIONS, entities, "Other"),
+        ];
+        for (method, resource, name) in cases {
+            let target = Target::Resource(resource);
+            assert_eq!(
+                operation_of(&method, &target).name(),
+                name,
+                "{method} {target:?}"
+            );
+        }
+        let admin = [
+            (
+                Method::GET,
+                Target::ServiceProperties,
+                "GetTableServiceProperties",
+            ),
+            (
+                Method::PUT,
+                Target::ServiceProperties,
+                "SetTableServiceProperties",
+            ),
+            (Method::GET, Target::ServiceStats, "GetTableServiceStats"),
+            (Method::PUT, Target::ServiceStats, "Other"),
+            (
+                Method::GET,
+                Target::TableAcl { table: "t".into() },
+                "GetTableAcl",
+            ),
+            (
+                Method::PUT,
+                Target::TableAcl { table: "t".into() },
+                "SetTableAcl",
+            ),
+        ];
+        for (method, target, name) in admin {
+            assert_eq!(
+                operation_of(&method, &target).name(),
+                name,
+                "{method} {target:?}"
+            );
+        }
+        assert_eq!(table_of(&Target::Resource(entity)), Some("t"));
+        assert_eq!(table_of(&Target::TableAcl { table: "t".into() }), Some("t"));
+        assert_eq!(table_of(&Target::ServiceStats), None);
     }
 }

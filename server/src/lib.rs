@@ -15,16 +15,38 @@
 //! * [`tls`] — HTTPS: certificates from PEM files or a self-signed CA kept on disk
 //!   ([`Server::enable_https`]); [`token`] — Entra ID bearer tokens: the local issuer, trusted
 //!   keys, role assignments ([`Server::enable_tokens`]);
-//! * the pipeline every request takes (module `app`): path → account authorization →
-//!   protocol headers → query string → metadata level → method dispatch → handler;
-//!   `$batch` (module `batch`) runs each operation of a changeset through the same steps
+//! * the pipeline every request takes (module `app`, see "Layers" below): path → account
+//!   authorization → protocol headers → query string → metadata level → method dispatch →
+//!   handler; `$batch` (module `ops::batch`) runs each operation of a changeset through the same steps
 //!   and applies the changeset in one atomic store write;
 //! * [`resource`] — request paths (`Tables('t')`, `t()`, `t(PartitionKey='p',RowKey='r')`)
 //!   and response links, and the administration targets of the query string ([`xml`]: their
-//!   XML; CORS rules enforced from the stored service properties); [`query`] — the query
+//!   XML; CORS rules enforced from the stored service properties); [`query_options`] — the query
 //!   string; [`negotiate`] — `$format`/`Accept`,
 //!   `Content-Type`, `Prefer`, versions, `X-HTTP-Method`; [`continuation`] — paging tokens;
 //!   [`ApiError`] — error responses with the service's codes and sentences.
+//!
+//! ## Layers
+//!
+//! The crate is a stack of layers. **A module imports only modules of lower layers, of its
+//! own layer, and its own children** — never one above it (`tests/server_layers.rs` checks
+//! every import against this table, and `tests/dependency_policy.rs` that no imports run
+//! in a circle). A value a lower layer needs from a higher one is passed down to it (the
+//! request's SAS grant to `$batch`), or lives in the lower layer and is filled from above
+//! (the request's scope: the router's handlers note their operation and rows there, the
+//! connection's wrapper reads them back). This file is the face: module declarations and
+//! re-exports only.
+//!
+//! Bottom-up:
+//!
+//! | # | layer | home | modules | what it owns |
+//! |---|---|---|---|---|
+//! | 1 | **state** | `state/` | `config`, `tls`, `token/`, `key_memo`, `accounts`, `metrics`, `budget`, `shared`, `scope` | shared state: configuration, certificates and keys, the hosted accounts (`Hosted`, `AppState`), the counters, the body budget, one request's scope |
+//! | 2 | **protocol** | `protocol/` | `formats`, `error`, `negotiate`, `resource`, `query_options`, `continuation`, `xml`, `encode`, `body`, `context` | the Table protocol's pieces: paths, query options, errors, negotiation, bodies, encoding, XML, paging tokens, the per-request context |
+//! | 3 | **auth** | `auth/` | `auth`, `sas`, `bearer` | authorization: SharedKey, SAS and bearer-token checks; what a grant admits |
+//! | 4 | **ops** | `ops/` | `tables`, `entities`, `query`, `batch/`, `admin`, `cors`, `explorer/` | the operations: one handler per REST operation, `$batch`, CORS, the explorer and explain |
+//! | 5 | **routing** | `app.rs` | `app` | the pipeline every request takes: path → account authorization → protocol headers → query string → metadata level → method dispatch → handler |
+//! | 6 | **serve** | `serve/` | `server`, `connection/`, `https`, `observe/` | around the router: binding and shutdown, connections (timeouts, cap, HTTPS), the operator endpoints, metrics and the request log |
 //!
 //! Store calls and query work run on tokio's blocking pool (the executor itself fans out on
 //! rayon), never on the async workers — except short reads on an engine whose point reads
@@ -53,59 +75,20 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod admin;
 mod app;
 pub mod auth;
-mod batch;
-mod body;
-pub mod config;
-mod connection;
-mod context;
-pub mod continuation;
-mod cors;
-mod encode;
-mod entities;
-pub mod error;
-mod explorer;
-pub mod negotiate;
-mod observe;
-pub mod query;
-pub mod resource;
-mod server;
-mod tables;
-pub mod tls;
-pub mod token;
-pub mod xml;
+mod ops;
+mod protocol;
+mod serve;
+mod state;
+
+pub use protocol::query_options;
+pub use protocol::{continuation, error, negotiate, resource, xml};
+pub use state::{config, tls, token};
 
 pub use config::{
     Account, AuthMode, ConnectionLimits, DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY, LogFormat,
     ServerConfig,
 };
 pub use error::ApiError;
-pub use server::{Reserved, Server, ServerError, shutdown_signal};
-
-/// The whole request pipeline as an axum [`Router`](axum::Router) serving `config`'s account
-/// from `backend` (authorization as configured), without a listener: for driving requests
-/// in-process (the request-path fuzz target and its replay test call it with
-/// `tower::ServiceExt::oneshot`). Unlike [`Server::run_until`] it never closes the store,
-/// and it is the Table protocol alone: the operator endpoints (`/health`, `/metrics`), the
-/// request log, the metrics and the request-body budget belong to the server's connections.
-/// An account name or key that cannot be used is a [`ServerError::Account`].
-///
-/// ```
-/// use std::sync::Arc;
-/// use tableq_server::{ServerConfig, router};
-/// use tableq_store::MemoryBackend;
-/// let app: axum::Router = router(Arc::new(MemoryBackend::new()), ServerConfig::default())?;
-/// # drop(app);
-/// # Ok::<(), tableq_server::ServerError>(())
-/// ```
-pub fn router(
-    backend: std::sync::Arc<dyn tableq_store::Backend>,
-    config: ServerConfig,
-) -> Result<axum::Router, ServerError> {
-    let name = config.account.name.clone();
-    let hosted = auth::Hosted::new(backend, config)
-        .map_err(|reason| ServerError::Account { name, reason })?;
-    Ok(app::router(std::sync::Arc::new(hosted)))
-}
+pub use serve::server::{Reserved, Server, ServerError, router, shutdown_signal};

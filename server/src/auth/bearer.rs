@@ -1,4 +1,4 @@
-//! `Authorization: Bearer <JWT>`: authentication by a token ([`crate::token::Bearer`]) and
+//! `Authorization: Bearer <JWT>`: authentication by a token ([`crate::state::token::Bearer`]) and
 //! authorization by the principal's table role.
 //!
 //! | case | answer |
@@ -22,40 +22,12 @@ use std::sync::Arc;
 use tableq_model::ErrorCode;
 
 use super::sas::{EntityOp, Operation};
-use crate::error::ApiError;
-use crate::token::{Bearer, Principal, Role, STORAGE_AUDIENCE};
+use crate::protocol::error::ApiError;
+use crate::state::accounts::BearerSetup;
+use crate::state::token::{Principal, Role, STORAGE_AUDIENCE};
 
 /// The first `x-ms-version` that may carry a bearer token.
 const FIRST_BEARER_VERSION: &str = "2019-02-02";
-
-/// The bearer-token setup of a server: issuers, assignments, and the HTTPS origins clients
-/// may name it by (for `iss` of the local issuer and `aud`), the first the one it names
-/// itself by.
-#[derive(Debug)]
-pub(crate) struct BearerSetup {
-    pub(crate) bearer: Bearer,
-    pub(crate) origins: Vec<String>,
-}
-
-impl BearerSetup {
-    /// The server's HTTPS origin a request reached: the configured origin its `Host` names,
-    /// else the first configured one. A `Host` that is not one of the server's own is never
-    /// echoed (in a discovery document, a token or a hint).
-    pub(crate) fn origin_for(&self, parts: &Parts) -> &str {
-        let host = parts
-            .headers
-            .get(axum::http::header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .map(str::to_ascii_lowercase);
-        host.and_then(|h| {
-            self.origins
-                .iter()
-                .find(|o| o.strip_prefix("https://") == Some(h.as_str()))
-        })
-        .or(self.origins.first())
-        .map_or("https://127.0.0.1", String::as_str)
-    }
-}
 
 /// A verified token's principal, for one account.
 #[derive(Debug, Clone)]

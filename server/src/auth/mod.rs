@@ -1,5 +1,6 @@
-//! Authorization: the accounts a server hosts, and the checks every request passes after
-//! its path is parsed and before any handler runs.
+//! Authorization (layer 3): the checks every request passes after its path is parsed and
+//! before any handler runs. The accounts it checks against are shared state
+//! (`crate::state::accounts`).
 //!
 //! * `tableq_client::sign` — account keys, SharedKey / SharedKeyLite strings to sign, SAS
 //!   fields: what the server verifies with, and what clients sign with;
@@ -8,7 +9,7 @@
 //!   must carry either an `Authorization: SharedKey|SharedKeyLite {account}:{sig}` header
 //!   whose signature matches, with an `x-ms-date` (or `Date`) within 15 minutes of now, or a
 //!   SAS token (`sig=` in the query) that verifies (module `sas`), or — over HTTPS — an
-//!   `Authorization: Bearer <JWT>` that [`crate::token::Bearer`] accepts (module `bearer`:
+//!   `Authorization: Bearer <JWT>` that [`crate::state::token::Bearer`] accepts (module `bearer`:
 //!   its refusals are 401 `InvalidAuthenticationInfo` / 403 with a `WWW-Authenticate` hint). A table SAS that names a
 //!   stored access policy (`si=`) is completed from the table's policies, read from the
 //!   store on every request, so a changed or removed policy takes effect at once;
@@ -35,10 +36,7 @@
 pub(crate) use tableq_client::sign;
 
 mod bearer;
-mod memo;
 mod sas;
-
-pub(crate) use bearer::BearerSetup;
 
 use axum::body::Body;
 use axum::extract::ConnectInfo;
@@ -47,130 +45,22 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tableq_model::{CmpOp, Value};
 use tableq_planner::Predicate;
-use tableq_store::{Backend, StoreError};
+use tableq_store::StoreError;
 
-use crate::config::{Account, AuthMode, ServerConfig};
-use crate::connection::Secure;
-use crate::context::{AppState, short_read};
-use crate::error::ApiError;
-use crate::query::QueryParams;
-use crate::resource::{Resource, Target};
-use memo::MacMemo;
+use crate::protocol::context::short_read;
+use crate::protocol::error::ApiError;
+use crate::protocol::query_options::QueryParams;
+use crate::protocol::resource::{Resource, Target};
+pub use crate::state::accounts::SECONDARY_SUFFIX;
+use crate::state::accounts::{AppState, Hosted};
+use crate::state::config::AuthMode;
+use crate::state::scope::Secure;
 pub(crate) use sas::SasGrant;
 use sas::{EntityOp, Operation, unauthenticated};
 use sign::{AccountKey, Scheme, SignedParts, string_to_sign};
 
-/// A SAS time (`2030-01-01`, `2030-01-01T00:00Z`, RFC 3339), as tokens give them.
-pub(crate) fn parse_sas_time(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
-    sas::parse_time(text)
-}
-
-/// The suffix of an account's secondary (read-only) endpoint name.
-pub const SECONDARY_SUFFIX: &str = "-secondary";
-
 /// How far `x-ms-date` / `Date` may be from the server's clock (the service's 15 minutes).
 const MAX_CLOCK_SKEW: chrono::Duration = chrono::Duration::minutes(15);
-
-/// One hosted account: its key (with the memo of the SAS strings to sign it verified) and
-/// its state (store + configuration).
-struct HostedAccount {
-    key: MacMemo,
-    state: Arc<AppState>,
-}
-
-/// The accounts a server hosts (the first is the configuration's account) and whether
-/// requests must be signed.
-pub(crate) struct Hosted {
-    accounts: Vec<HostedAccount>,
-    mode: AuthMode,
-    bearer: Option<Arc<BearerSetup>>,
-}
-
-impl Hosted {
-    /// The configuration's account, served from `backend`.
-    pub(crate) fn new(backend: Arc<dyn Backend>, config: ServerConfig) -> Result<Hosted, String> {
-        let key = AccountKey::new(&config.account.name, &config.account.key)
-            .map_err(|e| e.to_string())?;
-        let mode = config.auth;
-        Ok(Hosted {
-            accounts: vec![HostedAccount {
-                key: MacMemo::new(key),
-                state: Arc::new(AppState::new(backend, config)),
-            }],
-            mode,
-            bearer: None,
-        })
-    }
-
-    /// Adds an account with its own store (same limits as the first account).
-    pub(crate) fn add(
-        &mut self,
-        account: Account,
-        backend: Arc<dyn Backend>,
-    ) -> Result<(), String> {
-        let key = AccountKey::new(&account.name, &account.key).map_err(|e| e.to_string())?;
-        if self.find(&account.name).is_some() {
-            return Err(format!("account {:?} is already hosted", account.name));
-        }
-        let config = ServerConfig {
-            account,
-            ..self.primary().config.clone()
-        };
-        self.accounts.push(HostedAccount {
-            key: MacMemo::new(key),
-            state: Arc::new(AppState::new(backend, config)),
-        });
-        Ok(())
-    }
-
-    /// Accepts bearer tokens as `setup` says (over HTTPS).
-    pub(crate) fn set_bearer(&mut self, setup: BearerSetup) {
-        self.bearer = Some(Arc::new(setup));
-    }
-
-    /// The bearer-token setup, if tokens are accepted.
-    pub(crate) fn bearer(&self) -> Option<&Arc<BearerSetup>> {
-        self.bearer.as_ref()
-    }
-
-    /// The first account's state.
-    pub(crate) fn primary(&self) -> &Arc<AppState> {
-        // `new` creates the first account and nothing removes accounts.
-        &self.accounts[0].state
-    }
-
-    /// Every account's state, the first first.
-    pub(crate) fn states(&self) -> impl Iterator<Item = &Arc<AppState>> {
-        self.accounts.iter().map(|a| &a.state)
-    }
-
-    /// The names of the hosted accounts.
-    pub(crate) fn names(&self) -> Vec<String> {
-        self.accounts
-            .iter()
-            .map(|a| a.key.key().name().to_owned())
-            .collect()
-    }
-
-    fn find(&self, name: &str) -> Option<&HostedAccount> {
-        self.accounts.iter().find(|a| a.key.key().name() == name)
-    }
-
-    /// The state of the account a path names (`{account}` or `{account}-secondary`), and
-    /// whether it names the secondary endpoint.
-    fn account(&self, name: &str) -> Option<(&HostedAccount, bool)> {
-        if let Some(a) = self.find(name) {
-            return Some((a, false));
-        }
-        let base = name.strip_suffix(SECONDARY_SUFFIX)?;
-        self.find(base).map(|a| (a, true))
-    }
-
-    /// The state of the account a path names (`{account}` or `{account}-secondary`).
-    pub(crate) fn state(&self, name: &str) -> Option<&Arc<AppState>> {
-        self.account(name).map(|(a, _)| &a.state)
-    }
-}
 
 /// What an authorized request may do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -593,7 +483,7 @@ async fn check_insert_keys(
     headers: &HeaderMap,
     limit: usize,
 ) -> Result<Body, ApiError> {
-    let bytes = crate::context::read_bytes(body, headers, limit).await?;
+    let bytes = crate::protocol::context::read_bytes(body, headers, limit).await?;
     if let Ok(serde_json::Value::Object(entity)) = serde_json::from_slice(&bytes)
         && let (Some(pk), Some(rk)) = (
             entity.get("PartitionKey").and_then(|v| v.as_str()),
@@ -610,6 +500,7 @@ async fn check_insert_keys(
 mod tests {
     use super::*;
     use crate::auth::sign::{SasBuilder, SharedKeySigner};
+    use crate::state::key_memo::MacMemo;
     use axum::http::Request;
 
     fn parts(method: &str, uri: &str, headers: &[(&str, &str)]) -> Parts {

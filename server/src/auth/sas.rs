@@ -38,7 +38,7 @@
 //!   POST /acct/orders                               → 403 (no `a`)
 //! ```
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use chrono::{DateTime, Utc};
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::net::IpAddr;
@@ -46,9 +46,10 @@ use tableq_model::ErrorCode;
 use tableq_model::order::compare_str;
 use tableq_store::AccessPolicy;
 
-use super::memo::MacMemo;
-use super::sign::SasFields;
-use crate::error::ApiError;
+use crate::protocol::error::ApiError;
+use crate::protocol::formats::parse_sas_time as parse_time;
+use crate::state::key_memo::MacMemo;
+use tableq_client::sign::SasFields;
 
 /// A request's operation, as far as permissions go (borrowing the names from the request's
 /// parsed path).
@@ -162,7 +163,7 @@ pub(crate) fn read_token(query: Option<&str>) -> Result<Option<(SasFields, Cow<'
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
         let decode = |s| {
-            crate::query::decode_component(s)
+            crate::protocol::query_options::decode_component(s)
                 .ok_or_else(|| format!("the SAS parameter `{name}` is not UTF-8"))
         };
         let name_text = decode(name)?;
@@ -179,20 +180,6 @@ pub(crate) fn read_token(query: Option<&str>) -> Result<Option<(SasFields, Cow<'
         }
     }
     Ok(signature.map(|s| (fields, s)))
-}
-
-/// A SAS time: `YYYY-MM-DD`, `YYYY-MM-DDThh:mmZ`, `YYYY-MM-DDThh:mm:ss[.fffffff]Z` (UTC).
-pub(crate) fn parse_time(text: &str) -> Option<DateTime<Utc>> {
-    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
-        return Some(t.with_timezone(&Utc));
-    }
-    if let Ok(t) = NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%MZ") {
-        return Some(t.and_utc());
-    }
-    NaiveDate::parse_from_str(text, "%Y-%m-%d")
-        .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .map(|t| t.and_utc())
 }
 
 /// Checks a token's signature with an account's key (through its memo of verified strings
@@ -620,7 +607,7 @@ impl SasGrant {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::sign::{AccountKey, SasBuilder};
+    use tableq_client::sign::{AccountKey, SasBuilder};
 
     fn grant(builder: SasBuilder, now: DateTime<Utc>) -> Result<SasGrant, ApiError> {
         let key = AccountKey::development();
@@ -817,7 +804,7 @@ mod tests {
 #[cfg(test)]
 mod policy_tests {
     use super::*;
-    use crate::auth::sign::{AccountKey, SasBuilder};
+    use tableq_client::sign::{AccountKey, SasBuilder};
     use tableq_model::DateTime as Stamp;
 
     fn signed(builder: SasBuilder) -> SignedToken {
