@@ -37,7 +37,7 @@
 //!
 //! Exit codes: 0 success (also when lines were skipped with a warning), 2 invalid query,
 //! unreadable input, or (with `--strict`) invalid input.
-
+//!
 //! Files, each importing only those listed before it: `args`, `context` (what the engines
 //! share with the command), `progress`, `warnings`, `queries`, `output`, `blocks` (the
 //! input cut into blocks of lines), the engines `stream` and `table`, and `command` (the

@@ -34,7 +34,7 @@
 //! created table people
 //! <stdin>: 100000 loaded, 0 rejected in 1.9 s (52 000 entities/s)
 //! ```
-
+//!
 //! Files, each importing only those listed before it: `outcome` (what a run achieved),
 //! `loader` (the interface of a destination), `progress` (the bar), `direct` (`--data`),
 //! `http` (`--endpoint`), `command` (arguments and the reading loop). This file only
