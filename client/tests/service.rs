@@ -5,8 +5,8 @@
 
 mod support;
 
-use support::Serve;
 use std::sync::{Arc, Mutex};
+use support::Serve;
 use tableq_client::conn::Connection;
 use tableq_client::load::{BulkLoader, LoadItem, LoadMode, LoadReport};
 use tableq_client::sign::{AccountKey, SasBuilder};
@@ -382,12 +382,13 @@ fn sas_tokens_shared_key_lite_and_wrong_keys() {
         let e = wrong.list_tables().await.unwrap_err();
         assert_eq!(code(&e), ErrorCode::AuthenticationFailed);
 
-        // The connection string the banner prints works as it is.
-        let line = serve
-            .banner(3)
-            .into_iter()
-            .find_map(|l| l.strip_prefix("connection string: ").map(str::to_owned))
-            .expect("a connection string in the banner");
+        // A connection string of the form `tableq serve`'s banner prints works as it is
+        // (the banner itself: tests/client.rs at the workspace root, which runs the binary).
+        let line = tableq_client::connection_string(
+            &serve.endpoint,
+            tableq_client::DEV_ACCOUNT,
+            tableq_client::DEV_ACCOUNT_KEY,
+        );
         let from_banner = TableServiceClient::from_connection_string(&line).unwrap();
         assert_eq!(from_banner.list_tables().await.unwrap(), ["Shared"]);
     });
