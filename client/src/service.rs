@@ -20,10 +20,10 @@
 //! # Ok(()) }
 //! ```
 
+use crate::account::{DEFAULT_PORT, DEV_ACCOUNT};
 use crate::error::{ClientError, service_error};
 use crate::path;
 use crate::sign::{AccountKey, Scheme, SharedKeySigner};
-use crate::{DEFAULT_PORT, DEV_ACCOUNT};
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, RequestBuilder, Response};
 use std::sync::Arc;
