@@ -11,7 +11,7 @@ pub const DEV_ACCOUNT_KEY: &str =
 pub const DEFAULT_PORT: u16 = 10002;
 
 /// The connection string of an account at a table endpoint, in the form the SDKs read
-/// (and [`TableServiceClient::from_connection_string`] too):
+/// (and [`TableServiceClient::from_connection_string`](crate::TableServiceClient::from_connection_string) too):
 /// `DefaultEndpointsProtocol=http;AccountName=…;AccountKey=…;TableEndpoint=…;`.
 ///
 /// ```

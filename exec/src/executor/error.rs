@@ -3,7 +3,7 @@
 
 use std::convert::Infallible;
 
-/// Why execution failed. `E` is the source's error type ([`EntitySource::Error`]; the
+/// Why execution failed. `E` is the source's error type ([`EntitySource::Error`](crate::EntitySource::Error); the
 /// default [`Infallible`] is that of sources that cannot fail, such as
 /// [`VecSource`](crate::VecSource)): a source error comes back as itself, typed,
 /// so a storage layer matches on it without downcasting.
@@ -22,7 +22,7 @@ use std::convert::Infallible;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ExecError<E = Infallible> {
-    /// Invalid [`PageOptions`] or thread count.
+    /// Invalid [`PageOptions`](crate::PageOptions) or thread count.
     #[error("invalid execution option: {0}")]
     InvalidOption(String),
     /// The thread pool could not be created.
