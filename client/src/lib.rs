@@ -12,7 +12,9 @@
 //!   [`QueryPage`]), and `$batch` changesets ([`BatchOperation`], module [`batch`]);
 //! * [`load`] — the bulk loader (changesets by PartitionKey over concurrent connections);
 //! * [`conn`] — a raw keep-alive HTTP/1.1 connection for load generators;
-//! * [`path`] — resource paths (entity and table links).
+//! * [`path`] — resource paths (entity and table links);
+//! * [`account`] — the development storage account, the default port and connection
+//!   strings.
 //!
 //! The client is async (tokio, reqwest) and speaks plain HTTP to path-style endpoints
 //! (`http://HOST:PORT/ACCOUNT`), which is what the emulator serves.
@@ -35,6 +37,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod account;
 pub mod batch;
 pub mod conn;
 mod error;
@@ -44,31 +47,8 @@ mod service;
 pub mod sign;
 mod table;
 
+pub use account::{DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY, connection_string};
 pub use batch::{BatchKind, BatchOperation};
 pub use error::{ClientError, ServiceError};
 pub use service::{Credential, TableServiceClient, TablesPage, VERSION};
 pub use table::{Continuation, IfMatch, Query, QueryPage, Record, Row, TableClient, UpdateMode};
-
-/// The development storage account's name.
-pub const DEV_ACCOUNT: &str = "devstoreaccount1";
-/// The development storage account's well-known key (public; see the data-model spec).
-pub const DEV_ACCOUNT_KEY: &str =
-    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
-/// The development storage table port.
-pub const DEFAULT_PORT: u16 = 10002;
-
-/// The connection string of an account at a table endpoint, in the form the SDKs read
-/// (and [`TableServiceClient::from_connection_string`] too):
-/// `DefaultEndpointsProtocol=http;AccountName=…;AccountKey=…;TableEndpoint=…;`.
-///
-/// ```
-/// let s = tableq_client::connection_string("http://127.0.0.1:10002/acct1", "acct1", "a2V5");
-/// assert_eq!(s, "DefaultEndpointsProtocol=http;AccountName=acct1;AccountKey=a2V5;\
-///                TableEndpoint=http://127.0.0.1:10002/acct1;");
-/// ```
-pub fn connection_string(table_endpoint: &str, account: &str, base64_key: &str) -> String {
-    format!(
-        "DefaultEndpointsProtocol=http;AccountName={account};AccountKey={base64_key};\
-         TableEndpoint={table_endpoint};"
-    )
-}

@@ -1,6 +1,8 @@
 //! [`TableServiceClient`]: one account's table endpoint — how requests are addressed,
 //! signed ([`Credential`]) and sent, and the table operations (create, delete, get, list).
-//! Entity operations go through the [`TableClient`] of one table ([`TableServiceClient::table`]).
+//! Entity operations go through the [`TableClient`](crate::TableClient) of one table
+//! ([`TableServiceClient::table`], defined with it in `table.rs`: the entities are built on
+//! the service, not the other way round).
 //!
 //! Every request carries the protocol headers the SDKs send (`x-ms-version` [`VERSION`],
 //! `DataServiceVersion: 3.0`, `Accept: application/json;odata=minimalmetadata` unless
@@ -18,11 +20,10 @@
 //! # Ok(()) }
 //! ```
 
+use crate::account::{DEFAULT_PORT, DEV_ACCOUNT};
 use crate::error::{ClientError, service_error};
 use crate::path;
 use crate::sign::{AccountKey, Scheme, SharedKeySigner};
-use crate::table::TableClient;
-use crate::{DEFAULT_PORT, DEV_ACCOUNT};
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, RequestBuilder, Response};
 use std::sync::Arc;
@@ -237,11 +238,6 @@ impl TableServiceClient {
             Some(port) => format!("{host}:{port}"),
             None => host.to_owned(),
         }
-    }
-
-    /// The client of one table's entities.
-    pub fn table(&self, name: &str) -> TableClient {
-        TableClient::new(self.clone(), name)
     }
 
     /// A request to `{endpoint}/{path}` (`path` relative to the account, already

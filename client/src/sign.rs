@@ -44,7 +44,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use sha2::Sha256;
 
-use crate::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
+use crate::account::{DEV_ACCOUNT, DEV_ACCOUNT_KEY};
 
 /// Why an account name or key cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -163,14 +163,17 @@ pub struct TableClient {
     name: String,
 }
 
-impl TableClient {
-    pub(crate) fn new(service: TableServiceClient, name: &str) -> TableClient {
+impl TableServiceClient {
+    /// The client of one table's entities.
+    pub fn table(&self, name: &str) -> TableClient {
         TableClient {
-            service,
+            service: self.clone(),
             name: name.to_owned(),
         }
     }
+}
 
+impl TableClient {
     /// The table's name.
     pub fn name(&self) -> &str {
         &self.name

@@ -25,8 +25,8 @@
 //! assert!(compiled.eval(&e));
 //! ```
 
+use crate::comparison::ValueTest;
 use crate::source::{EntitySource, PropertySlot, SlotLookup, SourceRow};
-use crate::value_test::ValueTest;
 use tableq_model::{SystemProperty, ValueRef};
 use tableq_planner::predicate::{Comparison, Predicate, PredicateKind};
 

@@ -11,7 +11,8 @@
 //!   and small embedded tables. Storage engines (a compact in-memory layout, a durable
 //!   file, PostgreSQL) live in `tableq-store`.
 //! * [`CompiledPredicate`] — the plan's residual compiled per source (names resolved once,
-//!   each comparison a [`ValueTest`]: a typed literal, the operator an outcome mask),
+//!   each comparison a [`ValueTest`] (module [`comparison`]): a typed literal, the operator
+//!   an outcome mask),
 //!   agreeing with [`tableq_model::compare`].
 //! * [`Executor`] — runs a [`Plan`](tableq_planner::plan::Plan) in parallel (rayon), in key
 //!   order, page by page with continuations and an optional work budget; results as owned
@@ -22,6 +23,8 @@
 //! * [`stream`] — the same answers over JSON lines that arrive in input order (a file or a
 //!   pipe read once), testing each line against [`KeySet::contains`](tableq_planner::plan::KeySet::contains)
 //!   and the compiled residual: the engine of `tableq eval`'s default `stream` mode.
+//! * [`lines`] — the rules of JSON-lines input (line ends, byte-order mark, blank lines,
+//!   the line limit, UTF-8), shared by the stream engine and the command-line readers.
 //!
 //! Plans reach the executor valid by construction (sorted, disjoint, non-empty key ranges;
 //! a normalised residual — see [`tableq_planner::plan`](mod@tableq_planner::plan)), so it needs no fallback for
@@ -57,19 +60,20 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod comparison;
 pub mod compile;
 pub mod executor;
 pub mod key;
+pub mod lines;
 pub mod result;
 pub mod source;
 pub mod stream;
-pub mod value_test;
 pub mod vec_source;
 
+pub use comparison::ValueTest;
 pub use compile::CompiledPredicate;
 pub use executor::{DEFAULT_PAGE_SIZE, ExecError, Executor, PageOptions, Pages, Tuning};
 pub use key::{Chunk, Key, Scan, compare_keys};
 pub use result::{ExecStats, Page, ResultRow, RowView};
 pub use source::{EntityRef, EntitySource, OkRows, PropertySlot, SlotLookup, SourceRow};
-pub use value_test::ValueTest;
 pub use vec_source::{VecRows, VecSource};

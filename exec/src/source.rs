@@ -136,8 +136,8 @@
 //! assert!(matches!(err, ExecError::Source(DiskError)));
 //! ```
 
+use crate::comparison::ValueTest;
 use crate::key::{Chunk, Scan};
-use crate::value_test::ValueTest;
 use std::convert::Infallible;
 use std::marker::PhantomData;
 use std::ops::ControlFlow;

@@ -1,29 +1,27 @@
-//! JSON-lines input shared by `tableq validate` and `tableq eval`: one place that decides
-//! how entity files are opened and split into lines, so both commands read a file the same
-//! way.
+//! JSON-lines input shared by `tableq validate`, `tableq eval` and `tableq import`: how
+//! entity files are opened and read line by line, so that every command reads a file the
+//! same way.
 //!
 //! * FILE, or standard input when FILE is `-` or absent (with a hint on stderr when that is
 //!   a terminal);
-//! * lines end in LF or CRLF; a UTF-8 byte-order mark at the very start is skipped;
-//! * blank (whitespace-only) lines are skipped but still counted in line numbers;
-//! * a line longer than [`MAX_LINE_BYTES`] is reported (`RequestBodyTooLarge`) and skipped
-//!   without being held in memory;
-//! * bytes that are not UTF-8 make the input unreadable (it is not JSON lines at all).
+//! * the lines themselves follow the rules of [`tableq::exec::lines`], their one home (the
+//!   stream engine of `eval` reads by them too): LF or CRLF ends, a byte-order mark at the
+//!   very start skipped, blank lines skipped but counted, a line over
+//!   [`MAX_LINE_BYTES`](tableq::exec::lines::MAX_LINE_BYTES) reported
+//!   (`RequestBodyTooLarge`), bytes that are not UTF-8 making the input unreadable;
+//! * [`JsonLines`] reads them from any reader, skipping a long line without holding it in
+//!   memory.
 //!
 //! Byte positions in messages are 0-based, like every byte offset tableq prints.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, IsTerminal, Read};
 use std::path::{Path, PathBuf};
-use tableq::model::{ErrorCode, ModelError};
+use tableq::exec::lines::{self, MAX_LINE_BYTES};
+use tableq::model::ModelError;
 
 /// Read buffer size: large sequential reads for big files.
 const BUFFER_BYTES: usize = 1 << 20;
-
-/// The longest line read: 4 MiB, the service's limit for a request body. (An entity is at
-/// most 1 MiB by the service's size formula; its JSON text may be larger — escapes,
-/// annotations — but a longer line is no request the service would accept.)
-pub const MAX_LINE_BYTES: usize = 4 << 20;
 
 /// An opened input and the name to use for it in messages.
 pub struct Input {
@@ -76,25 +74,6 @@ pub fn open(file: Option<&Path>, command: &str) -> Result<Input, String> {
 /// names the line.
 #[derive(Debug)]
 pub struct Unreadable(pub String);
-
-/// The message for a line that is not UTF-8; `valid_up_to` is the 0-based byte offset of the
-/// first bad byte within the line.
-pub fn not_utf8(line: u64, valid_up_to: usize) -> Unreadable {
-    Unreadable(format!(
-        "line {line} is not valid UTF-8 (at byte {valid_up_to} of the line)"
-    ))
-}
-
-/// The problem reported for a line over [`MAX_LINE_BYTES`].
-pub fn line_too_long(bytes: u64) -> ModelError {
-    ModelError::new(
-        ErrorCode::RequestBodyTooLarge,
-        format!(
-            "the line is {bytes} bytes long: the limit is {MAX_LINE_BYTES} bytes (4 MiB, the \
-             service's request limit); the line was skipped unread"
-        ),
-    )
-}
 
 /// One line of input.
 #[derive(Debug, PartialEq, Eq)]
@@ -187,20 +166,17 @@ impl<R: Read> JsonLines<R> {
             if long > 0 {
                 return Ok(Some(Line::TooLong(line, long)));
             }
-            let mut bytes = self.buf.as_slice();
-            if line == 1 {
-                bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-            }
+            let bytes = self.buf.as_slice();
             let bytes = bytes.strip_suffix(b"\n").unwrap_or(bytes);
-            let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
-            if bytes.len() > self.max_line {
-                return Ok(Some(Line::TooLong(line, bytes.len() as u64)));
-            }
-            let s = std::str::from_utf8(bytes).map_err(|e| not_utf8(line, e.valid_up_to()))?;
-            if !s.trim().is_empty() {
-                text.clear();
-                text.push_str(s);
-                return Ok(Some(Line::Text(line)));
+            match lines::read(bytes, line == 1, self.max_line).1 {
+                lines::Line::Text(s) => {
+                    text.clear();
+                    text.push_str(s);
+                    return Ok(Some(Line::Text(line)));
+                }
+                lines::Line::Blank => {}
+                lines::Line::TooLong(len) => return Ok(Some(Line::TooLong(line, len))),
+                lines::Line::NotUtf8(at) => return Err(Unreadable(lines::not_utf8(line, at))),
             }
         }
     }

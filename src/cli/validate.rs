@@ -19,6 +19,7 @@ use super::input::{self, JsonLines, Line, Unreadable};
 use std::io::{self, BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tableq::exec::lines::line_too_long;
 use tableq_model::json::{DecodeOptions, decode_entity};
 use tableq_model::{ModelError, validate};
 
@@ -130,7 +131,7 @@ fn check_lines(input: impl Read, out: &mut impl Write, tally: &mut Tally) -> Res
         tally.entities += 1;
         let (number, result) = match next {
             Line::Text(n) => (n, decode_entity(&line, &options).map(drop)),
-            Line::TooLong(n, bytes) => (n, Err(input::line_too_long(bytes))),
+            Line::TooLong(n, bytes) => (n, Err(line_too_long(bytes))),
         };
         if let Err(e) = result {
             tally.invalid += 1;

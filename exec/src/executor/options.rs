@@ -13,7 +13,7 @@
 //! assert_eq!(Tuning::default().initial_chunk_rows, 1024);
 //! ```
 
-use super::ExecError;
+use super::error::ExecError;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 use std::time::Instant;
 

@@ -1,10 +1,5 @@
-//! Continuations and page iteration: where a page ends ([`Resume`]), how that position
-//! becomes the continuation key handed to the client (the next existing entity to examine,
-//! inclusive), and the [`Pages`] iterator that follows continuations.
-//!
-//! Resuming at a continuation with the same plan yields exactly the remaining results:
-//! entities before it are never revisited, so inserts and deletes between pages cannot
-//! cause a result to be skipped or repeated.
+//! Page after page: the [`Pages`] iterator that follows continuations
+//! ([`Executor::pages`]), and every result at once ([`Executor::execute_all`]).
 //!
 //! ```
 //! use tableq_exec::{Executor, Key, VecSource, PageOptions};
@@ -18,78 +13,51 @@
 //! assert_eq!(continuations, [Some(Key::new("p", "r2")), Some(Key::new("p", "r4")), None]);
 //! ```
 
-use super::{ExecError, Executor};
-use crate::key::{Key, Scan};
-use crate::result::Page;
-use crate::source::{EntitySource, SourceRow};
-use tableq_planner::plan::{KeyRange, Plan};
+use super::error::ExecError;
+use super::options::PageOptions;
+use super::page::Executor;
+use crate::key::Key;
+use crate::result::{ExecStats, Page, ResultRow};
+use crate::source::EntitySource;
+use tableq_planner::plan::Plan;
 
-/// Where the next page starts.
-pub(super) enum Resume {
-    /// A key that exists (or a position no result lies before).
-    At(Key),
-    /// Resume scanning the ranges from number `range` at `from`: resolved to the next
-    /// existing key.
-    Position { range: usize, from: Option<Key> },
-}
-
-/// The key of a row.
-pub(super) fn key_of<R: SourceRow>(row: &R) -> Key {
-    Key::new(row.partition_key(), row.row_key())
-}
-
-impl<S: EntitySource + ?Sized> Executor<'_, S> {
-    /// The continuation for a page that ended at `resume` (`None`: the plan is done).
-    pub(super) fn continuation(
-        &self,
-        ranges: &[KeyRange],
-        resume: Option<Resume>,
-    ) -> Result<Option<Key>, S::Error> {
-        match resume {
-            None => Ok(None),
-            Some(Resume::At(key)) => Ok(Some(key)),
-            Some(Resume::Position { range, from }) => self.resolve(ranges, range, from),
+impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
+    /// Iterates over the pages of `plan`, following continuations, on this executor's
+    /// source (one consistent view for all pages when the source is a snapshot).
+    pub fn pages<'p>(&'p self, plan: &'p Plan, options: PageOptions) -> Pages<'p, 's, S> {
+        Pages {
+            executor: self,
+            plan,
+            options,
+            next: None,
+            done: false,
         }
     }
 
-    /// The key of the first entity at or after a position (in range number `range` or a
-    /// later one), if any. Every entity a scan of a range yields is in the range, so this
-    /// is the first entity of the first non-empty scan.
-    fn resolve(
+    /// Every result of `plan` (all pages concatenated) and the summed statistics.
+    pub fn execute_all(
         &self,
-        ranges: &[KeyRange],
-        range: usize,
-        from: Option<Key>,
-    ) -> Result<Option<Key>, S::Error> {
-        for r in &ranges[range.min(ranges.len())..] {
-            if let Some((pk, rk)) = r.as_point() {
-                if from.as_ref().is_none_or(|f| f.cmp_pair(pk, rk).is_le())
-                    && self.source.get(pk, rk)?.is_some()
-                {
-                    return Ok(Some(Key::new(pk, rk)));
-                }
-                continue;
-            }
-            let scan = Scan {
-                range: r,
-                from: from.as_ref(),
-                until: None,
-            };
-            if let Some(row) = self.source.scan(scan).next() {
-                return Ok(Some(key_of(&row?)));
-            }
+        plan: &Plan,
+        options: &PageOptions,
+    ) -> Result<(Vec<ResultRow>, ExecStats), ExecError<S::Error>> {
+        let mut rows = Vec::new();
+        let mut stats = ExecStats::default();
+        for page in self.pages(plan, options.clone()) {
+            let page = page?;
+            rows.extend(page.rows);
+            stats += page.stats;
         }
-        Ok(None)
+        Ok((rows, stats))
     }
 }
 
 /// The pages of a plan ([`Executor::pages`]).
 pub struct Pages<'p, 's, S: ?Sized> {
-    pub(super) executor: &'p Executor<'s, S>,
-    pub(super) plan: &'p Plan,
-    pub(super) options: super::PageOptions,
-    pub(super) next: Option<Key>,
-    pub(super) done: bool,
+    executor: &'p Executor<'s, S>,
+    plan: &'p Plan,
+    options: PageOptions,
+    next: Option<Key>,
+    done: bool,
 }
 
 impl<S: EntitySource + ?Sized> Iterator for Pages<'_, '_, S> {

@@ -22,7 +22,7 @@
 //! assert_eq!(fields, [("A".to_owned(), true), ("B".to_owned(), false)]);
 //! ```
 
-use super::Executor;
+use super::threads::Threads;
 use crate::result::{ResultRow, RowView};
 use crate::source::EntitySource;
 use rayon::prelude::*;
@@ -41,28 +41,25 @@ pub(super) trait Sink<S: EntitySource + ?Sized> {
 }
 
 /// Builds owned result rows.
-pub(super) struct Materialize<'e, 's, S: ?Sized> {
-    pub(super) executor: &'e Executor<'s, S>,
+pub(super) struct Materialize<'e> {
+    /// The threads large waves are converted on.
+    pub(super) threads: &'e Threads,
     pub(super) rows: Vec<ResultRow>,
     pub(super) select: Option<Arc<[String]>>,
 }
 
-impl<S: EntitySource + ?Sized> Sink<S> for Materialize<'_, '_, S> {
+impl<S: EntitySource + ?Sized> Sink<S> for Materialize<'_> {
     fn wave<'a>(&mut self, rows: Vec<S::Row<'a>>)
     where
         S: 'a,
     {
         let select = self.select.as_ref();
-        if rows.len() >= PARALLEL_MATERIALIZE_ROWS && self.executor.threads > 1 {
-            let run = || {
+        if rows.len() >= PARALLEL_MATERIALIZE_ROWS && self.threads.count > 1 {
+            let projected = self.threads.install(|| {
                 rows.par_iter()
                     .map(|r| ResultRow::project(r, select))
                     .collect::<Vec<_>>()
-            };
-            let projected = match &self.executor.pool {
-                Some(pool) => pool.install(run),
-                None => run(),
-            };
+            });
             self.rows.extend(projected);
         } else {
             self.rows

@@ -1,5 +1,5 @@
 //! Waves: a page's key ranges cut into chunks of work ([`EntitySource::split`]) and scanned
-//! — by the calling thread with helpers from the executor's pool (`helpers.rs`), or by the
+//! — by the calling thread with helpers from the executor's pool (`threads.rs`), or by the
 //! calling thread alone when the wave is tiny — with each chunk's matches merged back in
 //! key order.
 //!
@@ -31,10 +31,10 @@
 //! assert!(page.rows.windows(2).all(|w| w[0].key() < w[1].key()));
 //! ```
 
-use super::Executor;
+use super::continuation::{Resume, key_of};
 use super::options::{Budget, Tuning};
-use super::pages::{Resume, key_of};
 use super::sink::Sink;
+use super::threads::Threads;
 use crate::compile::CompiledPredicate;
 use crate::key::{Key, Scan};
 use crate::result::ExecStats;
@@ -112,24 +112,25 @@ pub(super) struct Waves<'p> {
     /// The last range counted in [`ExecStats::ranges`].
     counted_range: Option<usize>,
     chunk_rows: usize,
-    threads: usize,
+    /// The threads the waves run on.
+    threads: &'p Threads,
     tuning: Tuning,
     started: bool,
 }
 
 impl<'p> Waves<'p> {
     /// The waves of a page of at most `limit` rows over `ranges` (sorted, disjoint,
-    /// non-empty), starting at `from`.
+    /// non-empty), starting at `from`, run on `threads`.
     pub(super) fn new(
         ranges: &'p [KeyRange],
         from: Option<Key>,
         limit: usize,
-        threads: usize,
+        threads: &'p Threads,
         tuning: Tuning,
     ) -> Waves<'p> {
         // The first wave could fill the page only if every row matched: size it for that
         // (at least `initial_chunk_rows` per chunk), so big pages start with big chunks.
-        let chunk_rows = (limit / (threads * CHUNKS_PER_THREAD))
+        let chunk_rows = (limit / (threads.count * CHUNKS_PER_THREAD))
             .clamp(tuning.initial_chunk_rows, tuning.max_chunk_rows);
         Waves {
             ranges,
@@ -173,7 +174,7 @@ impl<'p> Waves<'p> {
         let mut estimate = 0usize;
         let wave_rows = self
             .chunk_rows
-            .saturating_mul(self.threads * CHUNKS_PER_THREAD);
+            .saturating_mul(self.threads.count * CHUNKS_PER_THREAD);
         while self.range < self.ranges.len() && jobs.len() < MAX_WAVE_CHUNKS && estimate < wave_rows
         {
             let r = &self.ranges[self.range];
@@ -247,13 +248,13 @@ impl<'p> Waves<'p> {
             };
             let missing = (limit - produced) as f64;
             let needed = missing * examined as f64 / produced as f64 * 1.25;
-            let per_chunk = needed / (self.threads * CHUNKS_PER_THREAD) as f64;
+            let per_chunk = needed / (self.threads.count * CHUNKS_PER_THREAD) as f64;
             (per_chunk.ceil() as usize).clamp(MIN_ADAPTIVE_CHUNK_ROWS.min(grown), most)
         };
     }
 }
 
-impl<S: EntitySource + ?Sized> Executor<'_, S> {
+impl Waves<'_> {
     /// Scans the chunks of a wave and hands at most `limit` matches to `sink`, in key order;
     /// `Some` resume position when the page ends in this wave.
     ///
@@ -262,9 +263,9 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
     /// one a sequential scan would meet. Chunks running in parallel are not cancelled. The
     /// sink may have been handed the rows of earlier chunks when the error comes back.
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn run_wave<'a>(
+    pub(super) fn run<'a, S: EntitySource + ?Sized>(
         &'a self,
-        ranges: &'a [KeyRange],
+        source: &'a S,
         wave: &'a Wave,
         predicate: &CompiledPredicate,
         limit: usize,
@@ -273,12 +274,13 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
         sink: &mut dyn Sink<S>,
     ) -> Result<WaveOut, S::Error> {
         let jobs = &wave.jobs;
-        if self.threads <= 1 || jobs.len() == 1 || wave.estimate <= self.tuning.small_wave_rows {
+        let threads = self.threads.count;
+        if threads <= 1 || jobs.len() == 1 || wave.estimate <= self.tuning.small_wave_rows {
             // A small wave: its chunks one after the other, up to the page's end.
             let mut kept = Vec::new();
             let mut resume = None;
             for job in jobs {
-                let out = self.run_chunk(ranges, job, predicate, limit - kept.len(), budget)?;
+                let out = self.run_chunk(source, job, predicate, limit - kept.len(), budget)?;
                 stats.examined += out.examined;
                 resume = absorb(&mut kept, out, job, limit);
                 if resume.is_some() {
@@ -306,15 +308,16 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
             loop {
                 let i = next.fetch_add(1, AtomicOrdering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
-                let out = self.run_chunk(ranges, job, predicate, limit, budget);
+                let out = self.run_chunk(source, job, predicate, limit, budget);
                 *lock(&slots[i]) = Some(out);
             }
         };
         let mut merge = Merge::<S>::new(jobs, limit);
         let lent = self
+            .threads
             .helpers
-            .reserve((self.threads - 1).min(jobs.len() - 1), self.threads - 1);
-        match (&lent, &self.pool) {
+            .reserve((threads - 1).min(jobs.len() - 1), threads - 1);
+        match (&lent, &self.threads.pool) {
             (None, _) => work(),
             (Some(lent), Some(pool)) => pool.in_place_scope(|s| {
                 share(s, lent.count(), &work);
@@ -343,15 +346,15 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
     }
 
     /// Scans one chunk, keeping at most `limit` matches; stops at the first source error.
-    fn run_chunk<'a>(
+    fn run_chunk<'a, S: EntitySource + ?Sized>(
         &'a self,
-        ranges: &'a [KeyRange],
+        source: &'a S,
         job: &'a Job,
         predicate: &CompiledPredicate,
         limit: usize,
         budget: &Budget,
     ) -> Result<ChunkOut<S::Row<'a>>, S::Error> {
-        let range = &ranges[job.range];
+        let range = &self.ranges[job.range];
         if job.point {
             let mut out = ChunkOut {
                 rows: Vec::new(),
@@ -360,7 +363,7 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
             };
             if let Some((pk, rk)) = range.as_point()
                 && job.from.as_ref().is_none_or(|f| f.cmp_pair(pk, rk).is_le())
-                && let Some(row) = self.source.get(pk, rk)?
+                && let Some(row) = source.get(pk, rk)?
             {
                 out.examined = 1;
                 if predicate.eval(&row) {
@@ -382,7 +385,7 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
         // ends the chunk (returned by `scan_each`).
         if !budget.enabled() {
             // The hot loop: no budget to account.
-            self.source.scan_each(scan, |row| {
+            source.scan_each(scan, |row| {
                 if rows.len() >= limit {
                     end = ChunkEnd::Stopped(key_of(&row));
                     return ControlFlow::Break(());
@@ -395,7 +398,7 @@ impl<S: EntitySource + ?Sized> Executor<'_, S> {
             })?;
         } else {
             let mut since_tick = 0u64;
-            let scanned = self.source.scan_each(scan, |row| {
+            let scanned = source.scan_each(scan, |row| {
                 if rows.len() >= limit {
                     end = ChunkEnd::Stopped(key_of(&row));
                     return ControlFlow::Break(());

@@ -1,17 +1,19 @@
 //! One block of JSON lines, decoded and tested: [`scan_lines`] → [`ScannedBlock`].
 //!
-//! A block holds whole lines (LF or CRLF ends; a leading UTF-8 byte-order mark on the
-//! input's first line is skipped; blank lines count but are skipped). Each line is decoded
-//! as a *stored* entity with the fast borrowed decoder ([`decode_borrowed`]) and, where that
-//! declines, the full decoder ([`decode_entity`]) as judge; it matches when the
+//! A block holds whole lines, read by the rules of [`crate::lines`] (LF or CRLF ends; a
+//! leading UTF-8 byte-order mark on the input's first line is skipped; blank lines count
+//! but are skipped; long lines and bytes that are not UTF-8 are problems). Each line is
+//! decoded as a *stored* entity with the fast borrowed decoder ([`decode_borrowed`]) and,
+//! where that declines, the full decoder ([`decode_entity`]) as judge; it matches when the
 //! [`StreamFilter`] says so. What the block keeps is what the [`StreamRun`](super::StreamRun)
 //! needs to assemble the answer: the position (and, for inputs that cannot be read again,
 //! the text) of each match, the keys ([`KeyLog`]) when asked to log them, and whether the
 //! block's keys ascend. Blocks do not depend on each other: a driver scans many at once.
 
-use super::StreamFilter;
+use super::filter::StreamFilter;
 use super::keys::KeyLog;
 use crate::key::compare_keys;
+use crate::lines::{self, Line};
 use tableq_model::json::{BorrowedEntity, DecodeOptions, decode_borrowed, decode_entity};
 use tableq_model::{EntityView, ModelError};
 
@@ -132,35 +134,29 @@ pub fn scan_lines(
     let mut index = 0u64;
     while pos < bytes.len() {
         let end = memchr::memchr(b'\n', &bytes[pos..]).map_or(bytes.len(), |i| pos + i);
-        let mut start = pos;
+        let line_start = pos;
         pos = end + 1;
         let line = index;
         index += 1;
-        if block.first && line == 0 && bytes[start..end].starts_with(b"\xEF\xBB\xBF") {
-            start += 3;
-        }
-        let mut raw = &bytes[start..end];
-        if let [rest @ .., b'\r'] = raw {
-            raw = rest;
-        }
-        if raw.len() > options.max_line_bytes {
-            p.problem(
-                line,
-                LineProblem::TooLong(raw.len() as u64),
-                options.problems_kept,
-            );
-            continue;
-        }
-        let text = match std::str::from_utf8(raw) {
-            Ok(t) => t,
-            Err(e) => {
-                p.unreadable = Some((line, e.valid_up_to()));
+        let (skipped, read) = lines::read(
+            &bytes[line_start..end],
+            block.first && line == 0,
+            options.max_line_bytes,
+        );
+        let start = line_start + skipped;
+        let text = match read {
+            Line::Text(text) => text,
+            Line::Blank => continue,
+            Line::TooLong(len) => {
+                p.problem(line, LineProblem::TooLong(len), options.problems_kept);
+                continue;
+            }
+            Line::NotUtf8(valid_up_to) => {
+                p.unreadable = Some((line, valid_up_to));
                 break;
             }
         };
-        if text.trim().is_empty() {
-            continue;
-        }
+        let raw = text.as_bytes();
         let entity;
         let (pk, rk, hit) = if decode_borrowed(text, &DecodeOptions::STORED, &mut view) {
             (view.partition_key(), view.row_key(), filter.matches(&view))

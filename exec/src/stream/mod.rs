@@ -9,8 +9,9 @@
 //!
 //! Three parts, which a driver that reads the input uses in this order:
 //!
-//! * [`StreamFilter`] — the plan compiled for testing single rows: [`KeySet::contains`]
-//!   (a binary search) and the residual as a [`CompiledPredicate`] by name;
+//! * [`StreamFilter`] — the plan compiled for testing single rows:
+//!   [`KeySet::contains`](tableq_planner::plan::KeySet::contains) (a binary search) and the
+//!   residual as a [`CompiledPredicate`](crate::CompiledPredicate) by name;
 //! * [`scan_lines`] — one [`LineBlock`] of whole lines decoded and tested
 //!   ([`ScannedBlock`]); blocks are independent, so a driver scans many at once;
 //! * [`StreamRun`] — takes the scanned blocks in input order (the driver reports their
@@ -44,52 +45,21 @@
 //! ```
 
 mod block;
+mod filter;
 pub mod keys;
 pub mod run;
 
 pub use block::{BlockOptions, LineBlock, LineProblem, ScannedBlock, scan_lines};
+pub use filter::StreamFilter;
 pub use keys::{KeyLog, Repeat, find_repeats};
 pub use run::{MatchText, Pushed, Reading, StreamAnswer, StreamRun};
-
-use crate::compile::CompiledPredicate;
-use crate::source::SourceRow;
-use tableq_planner::plan::{KeySet, Plan};
-
-/// A plan compiled for testing rows one by one: in the key ranges and satisfying the
-/// residual (compiled once, properties read by name).
-#[derive(Debug)]
-pub struct StreamFilter<'p> {
-    ranges: &'p KeySet,
-    residual: CompiledPredicate,
-    /// Nothing can match: no range, or a false residual.
-    nothing: bool,
-}
-
-impl<'p> StreamFilter<'p> {
-    /// Compiles `plan`'s ranges and residual.
-    pub fn new(plan: &'p Plan) -> StreamFilter<'p> {
-        let residual = CompiledPredicate::by_name(&plan.residual);
-        StreamFilter {
-            ranges: &plan.ranges,
-            nothing: plan.ranges.is_empty() || residual.is_false(),
-            residual,
-        }
-    }
-
-    /// Whether `row` matches the plan.
-    #[inline]
-    pub fn matches<R: SourceRow + ?Sized>(&self, row: &R) -> bool {
-        !self.nothing
-            && self.ranges.contains(row.partition_key(), row.row_key())
-            && (self.residual.is_true() || self.residual.eval(row))
-    }
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use tableq_model::Entity;
     use tableq_parser::FilterOptions;
+    use tableq_planner::plan::Plan;
     use tableq_planner::{Query, QueryText};
 
     fn plan(filter: &str, top: Option<&str>) -> Plan {

@@ -4,8 +4,8 @@
 //! whole in a block — at most limit + one block — and the worker rejects it). Offsets are
 //! byte positions in the input, so a matching line can be read again from a file later.
 
-use crate::cli::input::MAX_LINE_BYTES;
 use std::io::{self, Read};
+use tableq::exec::lines::MAX_LINE_BYTES;
 
 /// Bytes per block of lines.
 pub(super) const BLOCK_BYTES: usize = 1 << 20;

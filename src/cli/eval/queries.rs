@@ -8,13 +8,14 @@
 //! number or a string). `--select` and `--top` on the command line are the defaults for
 //! lines that do not give their own.
 
-use super::{Args, Engine, Failure};
+use super::args::{Args, Engine};
+use super::context::Failure;
 use crate::cli::diagnostic::print_parse_error;
 use std::time::{Duration, Instant};
 use tableq::planner::{Plan, QueryText};
 
 /// One parsed and planned query.
-pub(crate) struct Query {
+pub(super) struct Query {
     /// 1-based position among the queries.
     pub number: usize,
     /// Its line in the `--queries` file (1 for a single query).

@@ -18,14 +18,17 @@
 //! (see [`tableq::exec::stream::run`]).
 
 use super::blocks::{Piece, Reader};
+use super::context::{Context, Failure, Outcome};
+use super::output::{Output, row_writer};
 use super::queries::Query;
-use super::{Context, Failure, Outcome, Output, Warnings, fatal_line, report_input, row_writer};
-use crate::cli::input::{Input, MAX_LINE_BYTES, line_too_long, not_utf8};
+use super::warnings::{Warnings, fatal_line, report_input};
+use crate::cli::input::Input;
 use rayon::prelude::*;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::mpsc;
 use std::time::Instant;
+use tableq::exec::lines::{MAX_LINE_BYTES, line_too_long, not_utf8};
 use tableq::exec::stream::{
     LineBlock, LineProblem, MatchText, Pushed, Reading, ScannedBlock, StreamAnswer, StreamFilter,
     StreamRun, scan_lines,
@@ -35,7 +38,7 @@ use tableq::model::json::{
 };
 
 /// Problems kept per block for warnings (the rest are counted).
-const PROBLEMS_KEPT: usize = super::Warnings::SHOWN + 1;
+const PROBLEMS_KEPT: usize = Warnings::SHOWN + 1;
 /// Rows decoded and encoded per parallel batch of output.
 const OUTPUT_BATCH: usize = 2048;
 
@@ -222,7 +225,7 @@ fn report(
         }
     }
     if let Some((line, byte)) = block.unreadable {
-        let why = not_utf8(base + line, byte).0;
+        let why = not_utf8(base + line, byte);
         return Err(Failure::Message(format!("cannot read {label}: {why}")));
     }
     let end = base + block.lines.max(1) - 1;

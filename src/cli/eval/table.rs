@@ -7,11 +7,14 @@
 //! queries; costs memory in proportion to the input (≈ 190 bytes per entity plus the key
 //! log).
 
+use super::context::{Context, Failure, Outcome};
+use super::output::{Output, row_writer};
 use super::queries::Query;
-use super::{Context, Failure, Outcome, Output, Warnings, fatal_line, report_input, row_writer};
-use crate::cli::input::{Input, JsonLines, Line, Unreadable, line_too_long};
+use super::warnings::{Warnings, fatal_line, report_input};
+use crate::cli::input::{Input, JsonLines, Line, Unreadable};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use tableq::exec::lines::line_too_long;
 use tableq::exec::stream::{KeyLog, find_repeats};
 use tableq::exec::{Executor, Key, PageOptions};
 use tableq::model::json::{BorrowedEntity, DecodeOptions, decode_borrowed, decode_entity};

@@ -1,31 +1,37 @@
 //! `import --data DIR`: writes straight into the durable store.
 //!
-//! Entities are grouped by PartitionKey into batches of at most [`BATCH_OPS`] operations;
-//! a group is sent when it is full, when it would hold the same RowKey twice (the second
-//! goes to the next batch, so it meets the first as an existing entity, as sequential
-//! inserts would), and every group is sent when [`MAX_PENDING`] operations are waiting.
-//! Batches go to [`WORKERS`] threads chosen by PartitionKey — the batches of one partition
-//! are written in input order by one thread — and the threads' concurrent
-//! `Backend::write_batch` calls share the store's group commits.
+//! Entities are grouped by PartitionKey into batches by the rules every bulk load shares
+//! (`tableq_client::load::PartitionGroups`, their one home): at most [`BATCH_OPS`]
+//! operations per batch (no byte limit: no request travels), a group written when it is
+//! full or before it would hold the same RowKey twice (the second goes to the next batch,
+//! so it meets the first as an existing entity, as sequential inserts would), and every
+//! group written when 4 096 operations are waiting. Batches go to [`WORKERS`] threads
+//! chosen by PartitionKey — the batches of one partition are written in input order by one
+//! thread — and the threads' concurrent `Backend::write_batch` calls share the store's
+//! group commits.
 //!
 //! A batch is all or nothing: when it fails on one operation, that operation is rejected
 //! and the rest is written again. When an insert meets an existing entity, every operation
 //! of the batch is first looked up, so that a re-import of existing data costs one lookup
 //! per entity rather than one commit per entity.
 
-use super::{Item, Loader, Mode, Outcome};
-use std::collections::{BTreeSet, HashMap};
+use super::loader::{Item, Loader, Mode};
+use super::outcome::Outcome;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
-use tableq_client::load::worker_for;
+use tableq_client::load::{GroupLimits, MAX_PENDING, PartitionGroups, worker_for};
 use tableq_store::{Backend, DurableBackend, OpenError, StoreError, WriteOp};
 
 /// The most operations in one batch (the service's batch limit).
-pub const BATCH_OPS: usize = 100;
-/// Operations waiting in groups before every group is sent.
-const MAX_PENDING: usize = 4096;
+pub const BATCH_OPS: usize = tableq_client::batch::MAX_OPERATIONS;
+/// The batching of `--data`: the service's operation limit, no byte limit.
+const LIMITS: GroupLimits = GroupLimits {
+    operations: BATCH_OPS,
+    bytes: usize::MAX,
+    pending: MAX_PENDING,
+};
 /// Writer threads: each has one batch in the store's queue at a time, so this many batches
 /// can share one group commit (one fsync). Measured on the 2-core machine at 1 M entities:
 /// 4 threads gave 14 400 entities/s, the fsync dominating.
@@ -34,19 +40,11 @@ const WORKERS: usize = 16;
 /// One batch: (line, operation) pairs of one partition.
 type Batch = Vec<(u64, WriteOp)>;
 
-/// One partition's pending operations.
-#[derive(Default)]
-struct Group {
-    ops: Batch,
-    rows: BTreeSet<String>,
-}
-
 /// Loads into a durable store opened by this process.
 pub struct StoreLoader {
     backend: Arc<DurableBackend>,
     mode: Mode,
-    groups: HashMap<String, Group>,
-    pending: usize,
+    groups: PartitionGroups<(u64, WriteOp)>,
     senders: Vec<SyncSender<Batch>>,
     workers: Vec<JoinHandle<()>>,
     outcome: Arc<Outcome>,
@@ -93,8 +91,7 @@ impl StoreLoader {
             StoreLoader {
                 backend,
                 mode,
-                groups: HashMap::new(),
-                pending: 0,
+                groups: PartitionGroups::new(LIMITS),
                 senders,
                 workers,
                 outcome: outcome.clone(),
@@ -108,7 +105,6 @@ impl StoreLoader {
         if ops.is_empty() {
             return Ok(());
         }
-        self.pending -= ops.len();
         let worker = worker_for(partition_key, self.senders.len());
         self.senders[worker]
             .send(ops)
@@ -116,9 +112,8 @@ impl StoreLoader {
     }
 
     fn send_all(&mut self) -> Result<(), String> {
-        let groups = std::mem::take(&mut self.groups);
-        for (pk, group) in groups {
-            self.send(&pk, group.ops)?;
+        for (pk, ops) in self.groups.drain() {
+            self.send(&pk, ops)?;
         }
         Ok(())
     }
@@ -130,26 +125,16 @@ impl Loader for StoreLoader {
             return Err(why);
         }
         let Item { line, entity, .. } = item;
-        let pk = entity.partition_key();
-        let group = self.groups.entry(pk.to_owned()).or_default();
-        let full = group.ops.len() >= BATCH_OPS;
-        let repeated = group.rows.contains(entity.row_key());
-        if full || repeated {
-            let ops = std::mem::take(&mut group.ops);
-            group.rows.clear();
-            let pk = pk.to_owned();
-            self.send(&pk, ops)?;
-        }
-        let group = self.groups.entry(pk.to_owned()).or_default();
-        group.rows.insert(entity.row_key().to_owned());
+        let (pk, rk) = (
+            entity.partition_key().to_owned(),
+            entity.row_key().to_owned(),
+        );
         let op = match self.mode {
             Mode::Insert => WriteOp::Insert { entity },
             Mode::Upsert => WriteOp::InsertOrReplace { entity },
         };
-        group.ops.push((line, op));
-        self.pending += 1;
-        if self.pending >= MAX_PENDING {
-            self.send_all()?;
+        for (pk, ops) in self.groups.push(&pk, &rk, 0, (line, op)) {
+            self.send(&pk, ops)?;
         }
         Ok(())
     }

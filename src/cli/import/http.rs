@@ -9,7 +9,8 @@
 //! tableq import --table people --endpoint http://127.0.0.1:10002/devstoreaccount1 people.jsonl
 //! ```
 
-use super::{Item, Loader, Mode, Outcome};
+use super::loader::{Item, Loader, Mode};
+use super::outcome::Outcome;
 use std::sync::Arc;
 use tableq::model::ErrorCode;
 use tableq_client::load::{BulkLoader, LoadItem, LoadMode, LoadReport};

@@ -1,7 +1,7 @@
 //! The import's progress bar on stderr: bytes of input read and entities loaded/rejected,
 //! shown only when stderr is a terminal and only once the run has taken more than a second.
 
-use super::Outcome;
+use super::outcome::Outcome;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};

@@ -1,5 +1,7 @@
-//! Helpers: the pool threads a wave borrows to scan its chunks beside the calling thread,
-//! counted so that pages do not queue helpers behind each other's.
+//! The threads a page runs on ([`Threads`]): the executor's rayon pool (or rayon's global
+//! one), how many threads a page may use, and the *helpers* — the pool threads a wave
+//! borrows to scan its chunks beside the calling thread, counted so that pages do not queue
+//! helpers behind each other's.
 //!
 //! A wave asks for up to `threads − 1` helpers ([`HelperCount::reserve`]) and gets only
 //! those not already lent to other waves of the same pool. When every helper is lent (the
@@ -15,6 +17,46 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The threads of an executor: its pool, their number, and the helpers lent from the pool.
+#[derive(Debug, Clone)]
+pub(super) struct Threads {
+    /// The executor's own pool (or one it was given); `None`: rayon's global pool.
+    pub(super) pool: Option<Arc<rayon::ThreadPool>>,
+    /// The pool's helpers lent to waves.
+    pub(super) helpers: HelperCount,
+    /// The number of threads a page may use (at least 1).
+    pub(super) count: usize,
+}
+
+impl Threads {
+    /// Rayon's global pool.
+    pub(super) fn global() -> Threads {
+        Threads {
+            pool: None,
+            helpers: HelperCount::Global,
+            count: rayon::current_num_threads().max(1),
+        }
+    }
+
+    /// A pool of the executor's own or one it was given (`None` with `count` 1: everything
+    /// on the calling thread), with a helper count of its own.
+    pub(super) fn of(pool: Option<Arc<rayon::ThreadPool>>, count: usize) -> Threads {
+        Threads {
+            pool,
+            helpers: HelperCount::Own(Arc::default()),
+            count,
+        }
+    }
+
+    /// Runs `work` on the pool (its parallel iterators use the pool's threads).
+    pub(super) fn install<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
+        match &self.pool {
+            Some(pool) => pool.install(work),
+            None => work(),
+        }
+    }
+}
 
 /// Helpers lent by rayon's global pool (shared by every executor on it).
 static GLOBAL: AtomicUsize = AtomicUsize::new(0);

@@ -2,15 +2,13 @@
 //! concurrent connections — what `tableq import --endpoint` and `tableq bench-http`'s load
 //! step run.
 //!
-//! * Entities are grouped by PartitionKey into changesets of at most
+//! * Entities are grouped by PartitionKey into changesets by [`PartitionGroups`] with the
+//!   service's limits ([`GroupLimits::SERVICE`]: at most
 //!   [`MAX_OPERATIONS`](crate::batch::MAX_OPERATIONS) operations and at most
-//!   [`MAX_CHANGESET_BYTES`] of bodies (under the service's 4 MiB request limit): each
-//!   operation is an *Insert Entity* or, with [`LoadMode::Upsert`], an *Insert Or Replace
-//!   Entity*, its body the entity's JSON text as given.
-//! * A group is sent as soon as it is full, when it would hold the same RowKey twice (the second
-//!   goes to the next changeset, so it meets the first as an existing entity, as
-//!   sequential inserts would), and every group is sent when [`MAX_PENDING`] entities wait.
-//!   A partition's changesets always go to the same connection ([`worker_for`]), so the
+//!   [`MAX_CHANGESET_BYTES`](super::MAX_CHANGESET_BYTES) of bodies, under the service's 4 MiB
+//!   request limit): each operation is an *Insert Entity* or, with [`LoadMode::Upsert`], an
+//!   *Insert Or Replace Entity*, its body the entity's JSON text as given.
+//! * A partition's changesets always go to the same connection ([`worker_for`]), so the
 //!   entities of one partition are written in the order they were pushed.
 //! * A changeset is all or nothing. When the reply names a failed operation with a code
 //!   about that entity (`EntityAlreadyExists`, a validation code), that entity is reported
@@ -50,19 +48,14 @@
 //! # Ok(()) }
 //! ```
 
-use crate::batch::{BatchKind, BatchOperation, MAX_OPERATIONS};
+use super::group::{GroupLimits, PartitionGroups, worker_for};
+use crate::batch::{BatchKind, BatchOperation};
 use crate::error::ClientError;
 use crate::table::{TableClient, UpdateMode};
-use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use tableq_model::ErrorCode;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-
-/// The most body bytes in one changeset (the service refuses requests over 4 MiB).
-pub const MAX_CHANGESET_BYTES: usize = 3 << 20;
-/// Entities waiting in groups before every group is sent.
-pub const MAX_PENDING: usize = 4096;
 
 /// How each entity is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,34 +88,15 @@ pub struct LoadItem {
     pub body: String,
 }
 
-/// Which of `workers` writers (threads or connections) loads `partition_key`: every entity
-/// of a partition goes to the same one, so a partition's entities are written in order.
-/// (Also the assignment of `tableq import --data`'s writer threads.)
-pub fn worker_for(partition_key: &str, workers: usize) -> usize {
-    use std::hash::{DefaultHasher, Hash, Hasher};
-    let mut hasher = DefaultHasher::new();
-    partition_key.hash(&mut hasher);
-    (hasher.finish() % workers.max(1) as u64) as usize
-}
-
 /// One changeset's entities (one PartitionKey).
 type Changeset = Vec<LoadItem>;
-
-/// One partition's pending entities.
-#[derive(Default)]
-struct Group {
-    items: Changeset,
-    rows: BTreeSet<String>,
-    bytes: usize,
-}
 
 /// The first failure of a run, shared by the connections.
 type Failure = Arc<Mutex<Option<ClientError>>>;
 
 /// Loads entities through a running server (see the module docs).
 pub struct BulkLoader {
-    groups: HashMap<String, Group>,
-    pending: usize,
+    groups: PartitionGroups<LoadItem>,
     /// One queue per connection; a PartitionKey chooses its queue.
     senders: Vec<mpsc::Sender<Changeset>>,
     tasks: Vec<JoinHandle<()>>,
@@ -163,8 +137,7 @@ impl BulkLoader {
             senders.push(sender);
         }
         Ok(BulkLoader {
-            groups: HashMap::new(),
-            pending: 0,
+            groups: PartitionGroups::new(GroupLimits::SERVICE),
             senders,
             tasks,
             failure,
@@ -181,28 +154,10 @@ impl BulkLoader {
         if let Some(e) = self.failure() {
             return Err(e);
         }
-        let group = self.groups.entry(item.partition_key.clone()).or_default();
-        let full = group.items.len() >= MAX_OPERATIONS
-            || group.bytes + item.body.len() > MAX_CHANGESET_BYTES;
-        if full || group.rows.contains(&item.row_key) {
-            let items = std::mem::take(&mut group.items);
-            group.rows.clear();
-            group.bytes = 0;
-            self.send(&item.partition_key, items).await?;
-        }
-        let partition_key = item.partition_key.clone();
-        let group = self.groups.entry(partition_key.clone()).or_default();
-        group.rows.insert(item.row_key.clone());
-        group.bytes += item.body.len();
-        group.items.push(item);
-        self.pending += 1;
-        if group.items.len() >= MAX_OPERATIONS {
-            let items = std::mem::take(&mut group.items);
-            group.rows.clear();
-            group.bytes = 0;
+        let (partition_key, row_key) = (item.partition_key.clone(), item.row_key.clone());
+        let bytes = item.body.len();
+        for (partition_key, items) in self.groups.push(&partition_key, &row_key, bytes, item) {
             self.send(&partition_key, items).await?;
-        } else if self.pending >= MAX_PENDING {
-            self.send_all().await?;
         }
         Ok(())
     }
@@ -231,7 +186,6 @@ impl BulkLoader {
         if items.is_empty() {
             return Ok(());
         }
-        self.pending -= items.len();
         let index = worker_for(partition_key, self.senders.len());
         let Some(sender) = self.senders.get(index) else {
             return Err(ClientError::Request("the load is finished".into()));
@@ -245,9 +199,8 @@ impl BulkLoader {
     }
 
     async fn send_all(&mut self) -> Result<(), ClientError> {
-        let groups = std::mem::take(&mut self.groups);
-        for (pk, group) in groups {
-            self.send(&pk, group.items).await?;
+        for (pk, items) in self.groups.drain() {
+            self.send(&pk, items).await?;
         }
         Ok(())
     }
@@ -354,15 +307,5 @@ mod tests {
         assert_eq!(rejection(&refused(404, "TableNotFound", Some(0)), 2), None);
         assert_eq!(rejection(&refused(500, "InternalError", Some(0)), 2), None);
         assert_eq!(rejection(&ClientError::Protocol("x".into()), 2), None);
-    }
-
-    #[test]
-    fn a_partition_always_goes_to_the_same_worker() {
-        for workers in 1..9 {
-            let w = worker_for("p17", workers);
-            assert!(w < workers);
-            assert_eq!(worker_for("p17", workers), w);
-        }
-        assert_eq!(worker_for("x", 0), 0);
     }
 }

@@ -1,0 +1,288 @@
+//! The command itself: its arguments, the destination's loader, and the reading loop —
+//! every line read by `cli::input`'s rules, judged as the service judges an insert
+//! and handed to the loader — then the rejections and the summary (see the module docs of
+//! `import`).
+
+use super::direct;
+use super::http;
+use super::loader::{Item, Loader, Mode};
+use super::outcome::{Outcome, print_rejections};
+use super::progress::Bar;
+use crate::cli::input::{self, JsonLines, Line, Unreadable};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tableq::exec::lines::line_too_long;
+use tableq::model::json::{DecodeOptions, decode_entity};
+use tableq::model::{ModelError, validate};
+
+/// Arguments of `tableq import`.
+#[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("destination").required(true).args(["data", "endpoint"])))]
+pub struct Args {
+    /// The table to load into (created when missing).
+    #[arg(long, value_name = "NAME")]
+    pub table: String,
+    /// Entities as JSON lines; `-` or nothing reads standard input.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Write straight into the durable store in this data directory (no server may be
+    /// running on it).
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// Send the entities to a running server: its table endpoint, e.g.
+    /// http://127.0.0.1:10002/devstoreaccount1.
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// Insert or replace: an entity whose keys exist replaces the stored one (default:
+    /// insert, and existing keys are rejected with EntityAlreadyExists).
+    #[arg(long)]
+    pub upsert: bool,
+    /// Concurrent requests with --endpoint.
+    #[arg(long, value_name = "N", default_value_t = 8,
+          value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub connections: u32,
+    /// Sign requests (SharedKey) with this account's key (with --endpoint; default: the
+    /// development account devstoreaccount1 and its well-known key). NAME must be the
+    /// endpoint's account.
+    #[arg(long, value_name = "NAME:BASE64KEY", requires = "endpoint")]
+    pub account: Option<String>,
+}
+
+/// Where entities go.
+#[derive(Debug, Clone)]
+pub enum Destination {
+    /// The durable store in this directory, opened by this process.
+    Data(PathBuf),
+    /// A running server's table endpoint.
+    Endpoint(String),
+}
+
+/// Runs the command.
+pub fn run(args: Args) -> ExitCode {
+    if let Err(e) = validate::table_name(&args.table) {
+        eprintln!(
+            "error: {}",
+            input::problem(&format!("--table {}", args.table), &e)
+        );
+        return ExitCode::from(2);
+    }
+    let destination = match (&args.data, &args.endpoint) {
+        (Some(dir), _) => Destination::Data(dir.clone()),
+        (None, Some(url)) => Destination::Endpoint(url.clone()),
+        // clap's required group makes this unreachable; say so anyway.
+        (None, None) => {
+            eprintln!("error: give --data DIR or --endpoint URL");
+            return ExitCode::from(2);
+        }
+    };
+    let mode = if args.upsert {
+        Mode::Upsert
+    } else {
+        Mode::Insert
+    };
+    let opened = match input::open(args.file.as_deref(), "import") {
+        Ok(i) => i,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    let outcome = Arc::new(Outcome::default());
+    let loader: Result<(Box<dyn Loader>, bool), String> = match &destination {
+        Destination::Data(dir) => direct::StoreLoader::open(dir, &args.table, mode, &outcome)
+            .map(|(l, created)| (Box::new(l) as Box<dyn Loader>, created)),
+        Destination::Endpoint(url) => http::signing_key(args.account.as_deref())
+            .and_then(|key| {
+                http::HttpLoader::connect(
+                    url,
+                    &args.table,
+                    mode,
+                    args.connections as usize,
+                    key,
+                    &outcome,
+                )
+            })
+            .map(|(l, created)| (Box::new(l) as Box<dyn Loader>, created)),
+    };
+    let (loader, created) = match loader {
+        Ok(l) => l,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    if created {
+        eprintln!("created table {}", args.table);
+    }
+
+    let started = Instant::now();
+    let mut bar = Bar::new(opened.file.as_ref().map(|f| f.1));
+    let interrupted = watch_interrupt();
+    let read = load(opened.reader, loader, &outcome, &mut bar, &interrupted);
+    bar.finish();
+    let elapsed = started.elapsed();
+    print_rejections(&outcome);
+    let (loaded, rejected) = outcome.counts();
+    eprintln!(
+        "{}: {loaded} loaded, {rejected} rejected in {} ({} entities/s)",
+        opened.label,
+        seconds(elapsed),
+        rate(loaded, elapsed)
+    );
+    match read {
+        Err(Stop::Unreadable(why)) => {
+            eprintln!(
+                "error: cannot read {}: {why} (the lines before it were loaded)",
+                opened.label
+            );
+            eprintln!("{RERUN_HINT}");
+            ExitCode::from(2)
+        }
+        Err(Stop::Failed(why)) => {
+            eprintln!("error: {why} (the import stopped; what was acknowledged before stays)");
+            eprintln!("{RERUN_HINT}");
+            ExitCode::from(2)
+        }
+        Ok(()) if rejected > 0 => ExitCode::from(1),
+        Ok(()) => ExitCode::SUCCESS,
+    }
+}
+
+/// What to do after a run that stopped early: inserting the same input again would reject
+/// every line loaded before the stop as `EntityAlreadyExists`.
+const RERUN_HINT: &str = "hint: to finish the load, fix the cause and run the same command again with \
+     --upsert: lines loaded before the stop are then replaced instead of rejected as \
+     EntityAlreadyExists";
+
+/// Why a run stopped early.
+enum Stop {
+    Unreadable(String),
+    Failed(String),
+}
+
+/// Reads, judges and hands every line to `loader`.
+fn load(
+    reader: impl std::io::Read,
+    mut loader: Box<dyn Loader>,
+    outcome: &Outcome,
+    bar: &mut Bar,
+    interrupted: &AtomicBool,
+) -> Result<(), Stop> {
+    let options = DecodeOptions::SERVICE;
+    let mut lines = JsonLines::new(reader);
+    let mut text = String::new();
+    let mut stop = None;
+    loop {
+        let next = match lines.next_line(&mut text) {
+            Ok(Some(next)) => next,
+            Ok(None) => break,
+            Err(Unreadable(why)) => {
+                stop = Some(Stop::Unreadable(why));
+                break;
+            }
+        };
+        match next {
+            Line::Text(line) => match decode_entity(&text, &options) {
+                Ok(entity) => {
+                    let item = Item {
+                        line,
+                        entity,
+                        text: std::mem::take(&mut text),
+                    };
+                    if let Err(why) = loader.push(item) {
+                        stop = Some(Stop::Failed(why));
+                        break;
+                    }
+                }
+                Err(e) => reject_model(outcome, line, e),
+            },
+            Line::TooLong(line, bytes) => reject_model(outcome, line, line_too_long(bytes)),
+        }
+        if let Some(why) = outcome.failure() {
+            stop = Some(Stop::Failed(why));
+            break;
+        }
+        if interrupted.load(Ordering::Relaxed) {
+            stop = Some(Stop::Failed("interrupted (Ctrl-C)".into()));
+            break;
+        }
+        bar.update(lines.bytes_read(), outcome);
+    }
+    let finished = loader.finish();
+    match (stop, finished, outcome.failure()) {
+        (Some(stop), _, _) => Err(stop),
+        (None, Err(why), _) | (None, Ok(()), Some(why)) => Err(Stop::Failed(why)),
+        (None, Ok(()), None) => Ok(()),
+    }
+}
+
+/// A flag raised by the first Ctrl-C (SIGINT): the run then stops reading, writes what it
+/// has taken, and reports like any early stop. A second Ctrl-C ends the process at once
+/// (exit 130). Without a signal handler (it cannot be installed), Ctrl-C ends the process.
+fn watch_interrupt() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let raised = flag.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build();
+    if let Ok(runtime) = runtime {
+        let _ = std::thread::Builder::new()
+            .name("import-interrupt".into())
+            .spawn(move || {
+                runtime.block_on(async {
+                    if tokio::signal::ctrl_c().await.is_err() {
+                        return;
+                    }
+                    raised.store(true, Ordering::Relaxed);
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        std::process::exit(130);
+                    }
+                })
+            });
+    }
+    flag
+}
+
+fn reject_model(outcome: &Outcome, line: u64, e: ModelError) {
+    outcome.reject(line, e.code, e.message);
+}
+
+/// `1.234 s` / `12 ms`.
+fn seconds(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+/// Entities per second, rounded to 3 significant digits.
+fn rate(n: u64, d: Duration) -> u64 {
+    let secs = d.as_secs_f64();
+    if secs <= 0.0 {
+        return n;
+    }
+    let r = n as f64 / secs;
+    if r < 1000.0 {
+        return r.round() as u64;
+    }
+    let scale = 10f64.powi(r.log10().floor() as i32 - 2);
+    ((r / scale).round() * scale) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_are_rounded_to_three_digits() {
+        assert_eq!(rate(123_456, Duration::from_secs(1)), 123_000);
+        assert_eq!(rate(999, Duration::from_secs(1)), 999);
+        assert_eq!(rate(5, Duration::ZERO), 5);
+        assert_eq!(seconds(Duration::from_millis(12)), "12 ms");
+        assert_eq!(seconds(Duration::from_millis(1234)), "1.2 s");
+    }
+}
