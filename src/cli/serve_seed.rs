@@ -135,7 +135,7 @@ fn load_file(file: &SeedFile, backend: &dyn Backend) -> Result<u64, String> {
             Ok(Some(Line::TooLong(line, bytes))) => {
                 return Err(input::problem(
                     &format!("{label}:{line}"),
-                    &input::line_too_long(bytes),
+                    &tableq::exec::lines::line_too_long(bytes),
                 ));
             }
             Err(Unreadable(why)) => return Err(format!("cannot read {label}: {why}")),
