@@ -14,7 +14,7 @@
 //! blocks of table 1:  [p|a…] [p|k…] [q|a…]      key (p, m) → [p|k…]     key (q, 0) → none
 //! ```
 
-use super::keys::{entity_key, partition_prefix};
+use super::format::keys::{entity_key, partition_prefix};
 use redb::{AccessGuard, StorageError};
 
 /// A block as a redb range yields it: its key and its bytes.
@@ -50,7 +50,7 @@ pub(crate) fn floor_block<'r>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::durable::schema::ROWS;
+    use crate::durable::format::tables::ROWS;
     use redb::{Database, ReadableDatabase, ReadableTable};
 
     #[test]

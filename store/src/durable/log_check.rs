@@ -27,7 +27,7 @@
 //! cut back to a record boundary there reads like a log that holds fewer writes. After a
 //! power loss the marker on disk may name one `fsync` less than was made durable.
 
-use super::wal::{Contents, HEADER_LEN, Reach};
+use super::format::log::{Contents, HEADER_LEN, Reach};
 
 /// What was found where the log should be.
 #[derive(Debug)]

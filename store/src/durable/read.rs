@@ -40,13 +40,13 @@
 //! assert!(snapshot.get("p", "r042").unwrap().is_some());
 //! ```
 
-use super::TableEntry;
-use super::block::{BlockView, RowRef};
 use super::damage::block_damage;
-use super::keys::{entity_key, partition_end, partition_prefix, table_end, table_prefix};
+use super::format::block::{BlockView, RowRef};
+use super::format::keys::{entity_key, partition_end, partition_prefix, table_end, table_prefix};
+use super::format::tables::ROWS;
 use super::locate::{floor_block, search_keys};
-use super::mem::{MemRows, MemTable};
-use super::schema::ROWS;
+use super::memtable::{MemRows, MemTable};
+use super::shared::TableEntry;
 use crate::codec::{Corrupt, Names, Number, Slot};
 use crate::error::StoreError;
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};

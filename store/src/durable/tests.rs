@@ -4,7 +4,8 @@
 //! and in the middle, an empty log), and the refusal of writes while the log cannot be
 //! written.
 
-use super::wal::{DiskLog, HEADER_LEN, LogFile};
+use super::format::log::{HEADER_LEN, REACH_AT};
+use super::wal::{DiskLog, LogFile};
 use super::*;
 use crate::op::WriteOp;
 use std::io;
@@ -292,7 +293,7 @@ fn replay_restores_what_the_log_holds_past_the_checkpoint() {
 /// all zeros, whether or not the background `fsync` ran before the test copied it.
 pub(super) fn unsynced(log: &[u8]) -> Vec<u8> {
     let mut log = log.to_vec();
-    log[wal::REACH_AT as usize..HEADER_LEN as usize].fill(0);
+    log[REACH_AT as usize..HEADER_LEN as usize].fill(0);
     log
 }
 
