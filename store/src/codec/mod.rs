@@ -83,7 +83,7 @@ impl Payload<'_> {
     }
 }
 
-/// Which arena a slot's payload is in ([`Slot::payload_kind`]).
+/// Which arena a slot's payload is in ([`Slot::payload`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PayloadKind {
     /// Text: a String.

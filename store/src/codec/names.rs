@@ -1,5 +1,5 @@
 //! Interned property names: a table numbers the custom property names its entities use
-//! (0, 1, 2, … in order of first use), and its rows store the number in each [`Slot`]
+//! (0, 1, 2, … in order of first use), and its rows store the number in each [`Slot`](super::Slot)
 //! (`super::Slot`); compiled predicates resolve a name to its number once per query
 //! ([`tableq_exec::SlotLookup::Slot`]).
 //!

@@ -1,4 +1,4 @@
-//! Applying one write's [`Change`]s to the blocks of a table, inside the writer's redb
+//! Applying one write's [`Change`](crate::Change)s to the blocks of a table, inside the writer's redb
 //! transaction.
 //!
 //! The changes are sorted by key and handled block by block: the block that can hold a

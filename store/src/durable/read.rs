@@ -797,7 +797,7 @@ impl SourceRow for DurableRow<'_> {
     }
 
     /// Numbers are tested as read from their slot; other values are decoded (and checked)
-    /// as [`custom_by_slot`](SourceRow::custom_by_slot) does ([`test_value`]).
+    /// as [`custom_by_slot`](SourceRow::custom_by_slot) does (`test_value`).
     #[inline]
     fn test_slot(&self, slot: PropertySlot, test: &ValueTest) -> bool {
         match test_value(self.row(), slot.0, test) {

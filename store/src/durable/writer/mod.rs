@@ -28,7 +28,7 @@
 //!
 //! **Refusal**: when the log cannot be written (a full disk), when a background `fsync`
 //! failed, or when redb failed an I/O and must be reopened, writes are answered at once
-//! with [`StoreError::WritesRefused`] (503) naming the cause, reads go on, and
+//! with [`StoreError::WritesRefused`](crate::StoreError::WritesRefused) (503) naming the cause, reads go on, and
 //! [`Backend::ready`](crate::Backend::ready) reports the cause. Every timer tick, and every
 //! refused write at most every 200 ms, probes the disk (the log grows by 1 MiB and is cut
 //! back: `Wal::probe`); once it takes writes again, redb is reopened if needed (the log
