@@ -7,7 +7,7 @@
 //! append-only, [`Names::truncate`] only undoes pushes that were never published); every
 //! number fits a slot (at most [`MAX_NAME_ID`]). The durable engine also stores
 //! `(table id, number) → name` in redb and publishes a longer list to readers before the
-//! commit that first uses the new numbers (`durable/writer.rs`); a memory table shares its
+//! commit that first uses the new numbers (`durable/writer/txn.rs`); a memory table shares its
 //! list between versions and copies it when a write brings a new name.
 //!
 //! ```text

@@ -1,6 +1,6 @@
 //! Finding the block that holds a key — the one rule every reader and the writer of the
 //! durable engine follow. Blocks are keyed by (table, PartitionKey, first RowKey)
-//! (`keys.rs`), so the block that can hold a key is the **last block whose key is `<=` the
+//! (`format/keys.rs`), so the block that can hold a key is the **last block whose key is `<=` the
 //! key, if that block belongs to the key's partition**; otherwise no stored row of the
 //! partition sorts at or before the key.
 //!

@@ -1,5 +1,5 @@
 //! Reading: [`DurableSnapshot`] — one redb read transaction (an MVCC snapshot) of one
-//! table with the version of its memtable (`mem.rs`) that goes with it — and the
+//! table with the version of its memtable (`memtable.rs`) that goes with it — and the
 //! [`EntitySource`] implementation the executor runs on: key-ordered scans over blocks
 //! merged with the memtable ([`DurableRows`]), rows read in place ([`DurableRow`]), point
 //! gets, splits at block boundaries and property slots.

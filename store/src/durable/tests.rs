@@ -289,7 +289,7 @@ fn replay_restores_what_the_log_holds_past_the_checkpoint() {
     assert_eq!(values(&store, &["a", "d"]), [Some(1), Some(4)]);
 }
 
-/// The log as it was before any `fsync` of its records: its reach marker (`wal/log.rs`)
+/// The log as it was before any `fsync` of its records: its reach marker (`format/log.rs`)
 /// all zeros, whether or not the background `fsync` ran before the test copied it.
 pub(super) fn unsynced(log: &[u8]) -> Vec<u8> {
     let mut log = log.to_vec();

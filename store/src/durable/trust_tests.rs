@@ -1,5 +1,5 @@
 //! Tests of what the durable engine promises about damage (issue 28, "Trust"): a damaged
-//! block is never served as data (checksums on every read path, `block.rs`), a log that
+//! block is never served as data (checksums on every read path, `format/block.rs`), a log that
 //! does not reach as far as the data file says refuses to open (`log_check.rs`), damage is
 //! reported under the right file's name, and `check_data_dir` finds all of it.
 
