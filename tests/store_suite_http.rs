@@ -9,6 +9,7 @@
 //! Engines behind the server: in memory (`--in-memory`), durable (`--data DIR`; the
 //! durable cases stop the server by its pid and start a new one on the same directory),
 //! and PostgreSQL (`--store postgres://…`, where PostgreSQL is installed; else `SKIPPED`).
+//! Every engine runs the suite's one list of cases (`backend_suite!`, `durable_suite!`).
 
 #[path = "../store/tests/suite/mod.rs"]
 #[macro_use]
@@ -70,30 +71,20 @@ mod over_http_durable {
     durable_suite!(durable);
 }
 
-/// The suite over HTTP on PostgreSQL: one case that runs the whole write-semantics part on
-/// one server (skipped without PostgreSQL; a failure in CI where it is installed).
-#[test]
-fn over_http_on_postgres() {
-    let Some(url) = pg::server_url("over_http_on_postgres") else {
-        return;
-    };
-    let fixture = || Fixture::new(Arc::new(HttpBackend::start(&["--store", &url])));
-    for case in [
-        suite::insert_of_an_existing_entity_conflicts as fn(&mut Fixture),
-        suite::replace_needs_an_existing_entity_and_a_matching_etag,
-        suite::merge_keeps_unmentioned_properties,
-        suite::upserts_insert_or_update,
-        suite::delete_honours_if_match,
-        suite::batches_are_atomic_and_share_one_timestamp,
-        suite::batches_reject_duplicate_rows,
-        suite::every_edm_type_round_trips,
-        suite::paging_resumes_exactly_across_writes,
-    ] {
-        let mut f = fixture();
-        // Each case makes its own tables: drop the previous case's first.
-        for t in f.backend.tables().expect("tables") {
-            f.backend.delete_table(&t.name).expect("delete");
-        }
-        case(&mut f);
+/// The suite over HTTP on PostgreSQL (`--store postgres://…`), every case on a schema of its
+/// own; skipped without PostgreSQL, a failure in CI where it is installed.
+mod over_http_on_postgres {
+    use super::*;
+
+    fn on_postgres(test: &str) -> Option<Fixture> {
+        let url = pg::server_url(test)?;
+        let start = move || -> Arc<dyn tableq_store::Backend> {
+            Arc::new(HttpBackend::start(&["--store", &url]))
+        };
+        let backend = start();
+        Some(Fixture::reopenable(backend, start, ()))
     }
+
+    backend_suite!(optional on_postgres);
+    durable_suite!(optional on_postgres);
 }

@@ -1,7 +1,7 @@
 //! [`Tree`]: a persistent (copy-on-write) B+tree of entries keyed by a string in UTF-16
 //! ordinal order — the ordered maps of recent writes in both engines that keep them in
 //! memory: the memory engine's write overlay (`memory/snapshot/overlay.rs`) and the durable
-//! engine's memtable (`durable/mem.rs`).
+//! engine's memtable (`durable/memtable.rs`).
 //!
 //! * **Persistent**: cloning a tree clones one pointer; [`Tree::insert`] copies only the
 //!   nodes on the path to the entry (`Arc::make_mut`: a node nobody else holds is changed

@@ -93,35 +93,14 @@ fn a_second_open_in_this_process_is_locked_out_until_close() {
     DurableBackend::open(dir.path()).unwrap();
 }
 
-/// Not a test on its own: the child process of
-/// `another_process_holding_the_directory_locks_it_out`, which runs this test binary with
-/// `TABLEQ_LOCK_HOLDER` set. It opens the directory, says so, and holds it until its
-/// standard input closes.
-#[test]
-fn lock_holder_process() {
-    let Some(dir) = std::env::var_os("TABLEQ_LOCK_HOLDER") else {
-        return;
-    };
-    let store = DurableBackend::open(&dir).expect("the child opens the directory");
-    println!("tableq-lock-held");
-    let mut sink = String::new();
-    let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut sink);
-    store.close().expect("close");
-}
-
 #[test]
 fn another_process_holding_the_directory_locks_it_out() {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "lock_holder_process",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("TABLEQ_LOCK_HOLDER", dir.path())
+    // The other process: `tests/bin/lock_holder.rs`.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tableq-store-lock-holder"))
+        .arg(dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -132,7 +111,7 @@ fn another_process_holding_the_directory_locks_it_out() {
     let err = DurableBackend::open(dir.path()).unwrap_err();
     assert!(matches!(err, OpenError::Locked { .. }), "{err}");
     drop(child.stdin.take());
-    lines.for_each(drop); // the child's test report
+    lines.for_each(drop);
     assert!(child.wait().unwrap().success());
     DurableBackend::open(dir.path()).expect("free once the other process exited");
 }

@@ -22,43 +22,8 @@ fn fixture(test: &str) -> Option<suite::Fixture> {
     ))
 }
 
-pg_cases!(fixture;
-    tables_keep_creation_case_and_ignore_case_on_lookup,
-    table_names_are_validated,
-    tables_are_listed_in_lowercase_order,
-    deleting_a_table_deletes_its_entities,
-    missing_tables_are_reported,
-    insert_get_and_timestamps,
-    insert_of_an_existing_entity_conflicts,
-    replace_needs_an_existing_entity_and_a_matching_etag,
-    merge_keeps_unmentioned_properties,
-    upserts_insert_or_update,
-    delete_honours_if_match,
-    timestamps_strictly_increase_per_entity,
-    payload_timestamps_are_ignored,
-    entities_are_validated_with_the_services_codes,
-    merge_past_the_limits_is_rejected,
-    batches_are_atomic_and_share_one_timestamp,
-    batches_reject_duplicate_rows,
-    batch_operations_see_earlier_ones,
-    every_edm_type_round_trips,
-    key_order_is_utf16_ordinal,
-    queries_equal_naive_evaluation,
-    paging_resumes_exactly_across_writes,
-    select_projects_and_nulls_missing_names,
-    point_partition_and_range_plans,
-    concurrent_if_match_increments_lose_no_update,
-    concurrent_inserts_are_all_kept,
-    service_properties_start_default_and_round_trip,
-    service_properties_are_validated,
-    table_acls_round_trip_and_go_with_their_table,
-    create_table_racing_delete_table_never_reports_not_found,
-    // durable_suite!
-    data_survives_reopen,
-    timestamps_keep_increasing_after_reopen,
-    deleted_tables_stay_deleted_after_reopen,
-    settings_survive_reopen,
-);
+backend_suite!(optional fixture);
+durable_suite!(optional fixture);
 
 fn loaded(test: &str) -> Option<PostgresBackend> {
     let cluster = pg::sharded(test)?;

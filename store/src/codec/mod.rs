@@ -1,6 +1,6 @@
 //! The row codec: how a stored row holds its properties, shared by the two layouts that
 //! store rows — memory partitions ([`crate::memory::MemorySnapshot`]: slots in an array,
-//! payloads in per-partition text and byte arenas) and durable blocks (`durable/block.rs`:
+//! payloads in per-partition text and byte arenas) and durable blocks (`durable/format/block.rs`:
 //! slots as little-endian bytes inside the row, payloads after them).
 //!
 //! * [`Slot`] — one custom property in 12 bytes: the property's name number (from the
@@ -25,7 +25,8 @@
 //! Guid     a = payload offset, b = 16
 //! ```
 //!
-//! The tags and this packing are part of the durable file format: changing them needs a new
+//! The tags and this packing are part of the durable file format (written out with the rest
+//! of it in `durable/format/mod.rs`): changing them needs a new
 //! [`FORMAT_VERSION`](crate::durable::FORMAT_VERSION).
 
 mod names;
@@ -82,7 +83,7 @@ impl Payload<'_> {
     }
 }
 
-/// Which arena a slot's payload is in ([`Slot::payload_kind`]).
+/// Which arena a slot's payload is in ([`Slot::payload`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PayloadKind {
     /// Text: a String.

@@ -1,5 +1,5 @@
 //! Interned property names: a table numbers the custom property names its entities use
-//! (0, 1, 2, … in order of first use), and its rows store the number in each [`Slot`]
+//! (0, 1, 2, … in order of first use), and its rows store the number in each [`Slot`](super::Slot)
 //! (`super::Slot`); compiled predicates resolve a name to its number once per query
 //! ([`tableq_exec::SlotLookup::Slot`]).
 //!
@@ -7,7 +7,7 @@
 //! append-only, [`Names::truncate`] only undoes pushes that were never published); every
 //! number fits a slot (at most [`MAX_NAME_ID`]). The durable engine also stores
 //! `(table id, number) → name` in redb and publishes a longer list to readers before the
-//! commit that first uses the new numbers (`durable/writer.rs`); a memory table shares its
+//! commit that first uses the new numbers (`durable/writer/txn.rs`); a memory table shares its
 //! list between versions and copies it when a write brings a new name.
 //!
 //! ```text

@@ -24,14 +24,16 @@
 //! assert_eq!((report.tables, report.blocks, report.rows), (1, 1, 1));
 //! ```
 
-use super::DATA_FILE;
-use super::block::BlockView;
 use super::damage::describe;
-use super::keys::{decode_block_key, entity_key};
+use super::format::block::BlockView;
+use super::format::keys::{decode_block_key, entity_key};
+use super::format::log::{self as log_format, WAL_FILE};
+use super::format::record;
+use super::format::tables::{
+    DATA_FILE, META, META_WAL_GENERATION, META_WAL_LSN, NAMES, ROWS, TABLES, decode_table,
+};
 use super::log_check::{self, LogFound};
 use super::open::{self, OpenError};
-use super::schema::{META, META_WAL_GENERATION, META_WAL_LSN, NAMES, ROWS, TABLES};
-use super::wal::{self, WAL_FILE};
 use crate::error::Damage;
 use redb::{ReadableDatabase, ReadableTable};
 use std::collections::HashMap;
@@ -126,8 +128,8 @@ pub fn check_data_dir(dir: &Path) -> Result<CheckReport, OpenError> {
         .map_err(storage)?
     {
         let (_, value) = item.map_err(storage)?;
-        let (id, name) = open::decode_table(value.value())
-            .ok_or_else(|| open::corrupt(&file, "bad table record"))?;
+        let (id, name) =
+            decode_table(value.value()).ok_or_else(|| open::corrupt(&file, "bad table record"))?;
         tables.insert(id, name);
     }
     report.tables = tables.len() as u64;
@@ -194,7 +196,7 @@ fn check_log(dir: &Path, generation: Option<u64>, wal_lsn: u64, report: &mut Che
             return;
         }
     };
-    let contents = match bytes.as_deref().map(|b| wal::read(b, wal_lsn + 1)) {
+    let contents = match bytes.as_deref().map(|b| log_format::read(b, wal_lsn + 1)) {
         Some(Ok(contents)) => Some(contents),
         Some(Err(e)) => {
             report.log_problems.push(finding(
@@ -228,7 +230,7 @@ fn check_log(dir: &Path, generation: Option<u64>, wal_lsn: u64, report: &mut Che
     if let Some(contents) = &contents {
         report.log_records = contents.records.len() as u64;
         for (lsn, body) in &contents.records {
-            if let Err(e) = wal::encode::decode(body) {
+            if let Err(e) = record::decode(body) {
                 report.log_problems.push(finding(
                     format!("write-ahead log record {lsn} does not decode"),
                     "a record of this tableq".into(),

@@ -7,9 +7,9 @@
 //! own B-tree pages, not the damaged value) and, when the block's row offsets can still be
 //! read, its last RowKey.
 
-use super::DATA_FILE;
-use super::block::BlockView;
-use super::keys::decode_block_key;
+use super::format::block::BlockView;
+use super::format::keys::decode_block_key;
+use super::format::tables::DATA_FILE;
 use crate::codec::Corrupt;
 use crate::error::{Damage, StoreError};
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! Applying one write's [`Change`]s to the blocks of a table, inside the writer's redb
+//! Applying one write's [`Change`](crate::Change)s to the blocks of a table, inside the writer's redb
 //! transaction.
 //!
 //! The changes are sorted by key and handled block by block: the block that can hold a
@@ -24,14 +24,14 @@
 //! limits: 4 rows                       insert r00 (evenly)     [r00 r01 r02] [r03 r04 r05]
 //! ```
 
-use super::Limits;
-use super::block::{BlockView, RowRef, block_overhead, build_block, row_share};
-#[cfg(test)]
-use super::block::{EncodeError, encode_row};
 use super::damage::block_damage;
-use super::keys::{compare_utf8, entity_key, partition_prefix};
+use super::format::block::{BlockView, RowRef, block_overhead, build_block, row_share};
+#[cfg(test)]
+use super::format::block::{EncodeError, encode_row};
+use super::format::keys::{compare_utf8, entity_key, partition_prefix};
 use super::locate::{BlockEntry, floor_block};
-use super::mem::MemTable;
+use super::memtable::MemTable;
+use super::shared::Limits;
 use crate::codec::Names;
 use crate::error::StoreError;
 #[cfg(test)]
@@ -390,9 +390,9 @@ fn chunks(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::durable::block::BlockView;
-    use crate::durable::keys::{table_end, table_prefix};
-    use crate::durable::schema::ROWS;
+    use crate::durable::format::block::BlockView;
+    use crate::durable::format::keys::{table_end, table_prefix};
+    use crate::durable::format::tables::ROWS;
     use proptest::prelude::*;
     use redb::{Database, ReadableDatabase};
     use std::collections::BTreeMap;

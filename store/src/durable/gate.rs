@@ -3,7 +3,7 @@
 //!
 //! **Leaders** (the default, `--fsync interval=MS`): a caller queues its request, then
 //! tries to take the writer. If it is free, the caller becomes the leader: it commits the
-//! queued requests — its own among them — in groups (`writer.rs`) on its own thread and
+//! queued requests — its own among them — in groups (`writer/`) on its own thread and
 //! answers every request of each group. If another thread holds the writer, the caller
 //! just waits for its answer (or, async, returns a pending write): the holder commits the
 //! request with its next group. A single writer thus commits without any thread hand-off

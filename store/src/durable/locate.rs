@@ -1,6 +1,6 @@
 //! Finding the block that holds a key — the one rule every reader and the writer of the
 //! durable engine follow. Blocks are keyed by (table, PartitionKey, first RowKey)
-//! (`keys.rs`), so the block that can hold a key is the **last block whose key is `<=` the
+//! (`format/keys.rs`), so the block that can hold a key is the **last block whose key is `<=` the
 //! key, if that block belongs to the key's partition**; otherwise no stored row of the
 //! partition sorts at or before the key.
 //!
@@ -14,7 +14,7 @@
 //! blocks of table 1:  [p|a…] [p|k…] [q|a…]      key (p, m) → [p|k…]     key (q, 0) → none
 //! ```
 
-use super::keys::{entity_key, partition_prefix};
+use super::format::keys::{entity_key, partition_prefix};
 use redb::{AccessGuard, StorageError};
 
 /// A block as a redb range yields it: its key and its bytes.
@@ -50,7 +50,7 @@ pub(crate) fn floor_block<'r>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::durable::schema::ROWS;
+    use crate::durable::format::tables::ROWS;
     use redb::{Database, ReadableDatabase, ReadableTable};
 
     #[test]

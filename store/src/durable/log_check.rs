@@ -3,7 +3,7 @@
 //!
 //! What the data file says (`schema` in mod.rs): the log's **generation** (recorded when
 //! the log is created, before anything is appended to it) and `wal_lsn`, the last record a
-//! checkpoint folded into the data file. What the log says (`wal/log.rs`): its generation,
+//! checkpoint folded into the data file. What the log says (`format/log.rs`): its generation,
 //! its first record number, and its **reach marker** — the last record known `fsync`ed.
 //! From these:
 //!
@@ -27,7 +27,7 @@
 //! cut back to a record boundary there reads like a log that holds fewer writes. After a
 //! power loss the marker on disk may name one `fsync` less than was made durable.
 
-use super::wal::{Contents, HEADER_LEN, Reach};
+use super::format::log::{Contents, HEADER_LEN, Reach};
 
 /// What was found where the log should be.
 #[derive(Debug)]

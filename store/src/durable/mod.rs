@@ -1,7 +1,8 @@
 //! [`DurableBackend`]: the durable engine (`tableq serve`, the default): tables in one
 //! [redb](https://docs.rs/redb) file in a data directory, every acknowledged write in a
 //! write-ahead log in front of it (`wal/`), and the writes since the last flush in memory
-//! (`mem.rs`).
+//! (`memtable.rs`). The bytes of both files — the whole on-disk format — are written out in
+//! one place, `format/`.
 //!
 //! # What survives what
 //!
@@ -18,13 +19,13 @@
 //! — a batch is never half applied, and a reply never reports a write that is not stored —
 //! and a lost write is lost with every write after it (the log is replayed in order, up to
 //! its first missing record). Opening the data directory replays the log records past the
-//! last checkpoint (`replay.rs`). The Timestamp clock is re-seeded on opening from the
+//! last checkpoint (`writer/replay.rs`). The Timestamp clock is re-seeded on opening from the
 //! largest stored or replayed Timestamp, so ETags keep increasing across restarts even when
 //! the system clock stepped back.
 //!
 //! # What is checked
 //!
-//! * **Blocks** carry a CRC-32 verified on every read (`block.rs`): scans (the iterator
+//! * **Blocks** carry a CRC-32 verified on every read (`format/block.rs`): scans (the iterator
 //!   and `scan_each`), point gets, the writer's reads, and [`check_data_dir`]. A damaged
 //!   block is never served: [`StoreError::Damaged`] (500) names the data file, the table
 //!   and the block's key range, and an `ERROR` line is logged (`damage.rs`).
@@ -42,7 +43,7 @@
 //! A full disk (or any failure to write the log or the data file) refuses writes with
 //! [`StoreError::WritesRefused`] (503 `ServerBusy`, naming the cause) while reads go on;
 //! [`Backend::ready`] reports it, and writes resume by themselves once the disk takes them
-//! again (`writer.rs`).
+//! again (`writer/commit.rs`).
 //!
 //! # Design: one engine, three tiers
 //!
@@ -62,25 +63,26 @@
 //!   `write(2)` per group); under `always`, and for flushes and checkpoints, a background
 //!   thread does. Writers arriving together share one `write(2)` (and, under `always`, one
 //!   `fsync`).
-//! * **The writer** (`writer.rs`, `txn.rs`): resolves each write against the current state
+//! * **The writer** (`writer/`: `commit.rs`, `txn.rs`; its state `state.rs`, what it shares
+//!   with readers `shared.rs`): resolves each write against the current state
 //!   — the memtable, then redb ([`crate::resolve()`]: a failing request leaves no trace) —,
 //!   appends the group's log records, applies the rows to the memtables and only then
 //!   publishes the new memtable versions and replies. Table creation and deletion and
 //!   settings are redb transactions of their own, after their log record.
-//! * **Memtables** (`mem.rs`): per table, a persistent two-level tree (PartitionKey →
+//! * **Memtables** (`memtable.rs`): per table, a persistent two-level tree (PartitionKey →
 //!   RowKey → the row in the block encoding, or a removal); readers hold a version.
 //!   **Flushes** fold every memtable into redb in one non-durable transaction (when they
 //!   hold [`DurableOptions::memtable_bytes`], and at least every
 //!   [`DurableOptions::flush_interval`]); a **checkpoint** is a flush committed durably
 //!   that records the last log record it holds, after which the log is emptied.
-//! * **Write-ahead log** (`wal/`, `replay.rs`): records, checkpoints, replay; the
+//! * **Write-ahead log** (`wal/`, `writer/replay.rs`): records, checkpoints, replay; the
 //!   background `fsync` of the interval mode. Replay is the write path minus the log: a
 //!   logged row goes into its memtable as logged (only its property numbers move to the
 //!   table's), and the memtables are folded whenever full — 1 M entities in ≈ 1.3 s.
-//! * **Blocks** (`block.rs`, `edit.rs`): rows of one partition are stored several to a redb
+//! * **Blocks** (`format/block.rs`, `edit.rs`): rows of one partition are stored several to a redb
 //!   value (by default up to 256 rows or 64 KiB; a large entity alone), keyed by (table id,
 //!   PartitionKey, first RowKey) in a byte encoding whose order is the spec's UTF-16 order
-//!   (`keys.rs`). A scan pays redb's per-entry cost once per block and reads rows in place;
+//!   (`format/keys.rs`). A scan pays redb's per-entry cost once per block and reads rows in place;
 //!   a point get is one redb lookup and a binary search in the block.
 //! * **Reads** (`read.rs`): a [`DurableSnapshot`] is one redb read transaction (an MVCC
 //!   snapshot) of one table with the memtable version taken with it (under the catalog
@@ -106,42 +108,39 @@
 //! assert_eq!(store.get("Orders", "p", "r").unwrap().unwrap().timestamp(), Some(w.timestamp));
 //! ```
 
-mod block;
 mod check;
 mod damage;
 mod edit;
+mod format;
 mod gate;
-mod keys;
 mod locate;
 mod log_check;
-mod mem;
+mod memtable;
 mod open;
 mod options;
 mod read;
-mod replay;
 mod settings;
-mod txn;
+mod shared;
 mod wal;
 mod writer;
 
 pub use check::{CheckReport, LogFinding, check_data_dir};
-pub use open::{DATA_FILE, DEFAULT_DATA_DIR, FORMAT_VERSION, OpenError};
+pub use format::{DATA_FILE, FORMAT_VERSION, WAL_FILE};
+pub use open::{DEFAULT_DATA_DIR, OpenError};
 pub use options::DurableOptions;
 pub use read::{DurableRow, DurableRows, DurableSnapshot};
-pub use wal::{FsyncPolicy, WAL_FILE};
+pub use wal::FsyncPolicy;
 
 use crate::acl::{self, SignedIdentifier};
 use crate::backend::{Backend, PendingWrite, QueryPage, ScanExplain, TableInfo, WriteLogStats};
 use crate::clock::Clock;
-use crate::codec::Names;
 use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
 use crate::service::ServiceProperties;
+use format::log::{self as log_format, HEADER_LEN};
 use gate::Gate;
 use log_check::{LogFound, LogProblem};
-use mem::MemTable;
-use redb::{Database, ReadableDatabase};
-use std::collections::BTreeMap;
+use shared::{Limits, Shared};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -151,106 +150,7 @@ use tableq_exec::{ExecError, Executor, Key, PageOptions, RowView};
 use tableq_model::{Entity, validate};
 use tableq_planner::plan::Plan;
 use wal::{LogFile, Syncer, WalShared};
-use writer::{CheckpointLimits, Refusal, Reply, Request};
-
-/// redb tables of the data file.
-mod schema {
-    use redb::TableDefinition;
-
-    /// `format` → [`super::FORMAT_VERSION`]; `next_table` → the next table id; `clock` →
-    /// the largest Timestamp (ticks) any commit stored.
-    pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("tableq_meta");
-    /// Table key (lowercase name) → table id (8 bytes, little-endian) + name as created.
-    pub(crate) const TABLES: TableDefinition<&str, &[u8]> = TableDefinition::new("tableq_tables");
-    /// (table id, name number) → property name.
-    pub(crate) const NAMES: TableDefinition<(u64, u32), &str> =
-        TableDefinition::new("tableq_names");
-    /// Block key (`keys.rs`) → block (`block.rs`).
-    pub(crate) const ROWS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("tableq_rows");
-
-    pub(crate) const META_FORMAT: &str = "format";
-    pub(crate) const META_NEXT_TABLE: &str = "next_table";
-    pub(crate) const META_CLOCK: &str = "clock";
-    /// The number of the last write-ahead log record the durable file contains (written
-    /// by every checkpoint; absent = 0).
-    pub(crate) const META_WAL_LSN: &str = "wal_lsn";
-    /// The generation of the write-ahead log this file goes with (`log_check.rs`): written
-    /// once, durably, when the first log is created; from then on opening requires that log.
-    pub(crate) const META_WAL_GENERATION: &str = "wal_generation";
-}
-
-/// Block size limits (from [`DurableOptions`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Limits {
-    pub(crate) rows: usize,
-    pub(crate) bytes: usize,
-}
-
-/// One table as readers see it.
-#[derive(Debug)]
-pub(crate) struct TableEntry {
-    pub(crate) id: u64,
-    pub(crate) name: String,
-    /// The table's property names; the writer replaces the `Arc` with a longer list before
-    /// the commit that first uses the new names.
-    pub(crate) names: RwLock<Arc<Names>>,
-    /// The table's memtable as last published (`mem.rs`): what readers merge with redb.
-    pub(crate) mem: RwLock<MemTable>,
-}
-
-/// Table key (lowercase name) → table, as of the last commit that changed the catalog.
-pub(crate) type Catalog = BTreeMap<String, Arc<TableEntry>>;
-
-/// What the backend and its writer thread share.
-pub(crate) struct Shared {
-    /// The database; `None` once closed.
-    pub(crate) db: RwLock<Option<Database>>,
-    /// Readers hold the read lock while they begin their redb read transaction, and the
-    /// writer holds the write lock while it commits a catalog change and publishes it, so a
-    /// reader's catalog and snapshot always agree.
-    pub(crate) catalog: RwLock<Catalog>,
-    pub(crate) clock: Clock,
-    pub(crate) limits: Limits,
-    /// Why writes are refused, while they are (the writer sets and clears it).
-    pub(crate) refusal: Mutex<Option<Refusal>>,
-    /// The data directory and the options it was opened with (to reopen it).
-    pub(crate) dir: PathBuf,
-    /// The data directory again, shared with snapshots (for reports of damaged blocks).
-    pub(crate) data_dir: Arc<Path>,
-    pub(crate) options: DurableOptions,
-}
-
-impl Shared {
-    /// The table `name`, its memtable and a read snapshot, consistent with each other and
-    /// with the catalog (flushes publish the commit and the emptied memtables under the
-    /// catalog's write lock).
-    fn begin_read(
-        &self,
-        name: &str,
-    ) -> Result<(Arc<TableEntry>, redb::ReadTransaction, MemTable), StoreError> {
-        let catalog = self.catalog.read().unwrap_or_else(PoisonError::into_inner);
-        let entry = catalog
-            .get(&validate::table_key(name))
-            .cloned()
-            .ok_or_else(|| StoreError::TableNotFound(name.to_owned()))?;
-        let mem = entry
-            .mem
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let txn = self.read_txn()?;
-        Ok((entry, txn, mem))
-    }
-
-    /// A read transaction of the data file as of its last commit.
-    pub(crate) fn read_txn(&self) -> Result<redb::ReadTransaction, StoreError> {
-        let db = self.db.read().unwrap_or_else(PoisonError::into_inner);
-        db.as_ref()
-            .ok_or(StoreError::Closed)?
-            .begin_read()
-            .map_err(StoreError::storage)
-    }
-}
+use writer::{CheckpointLimits, Reply, Request};
 
 /// How often (at most) the background thread looks for a flush or a checkpoint due by
 /// time, or a refusal of writes to end.
@@ -338,7 +238,7 @@ impl DurableBackend {
             path: wal_path.clone(),
             detail,
         };
-        let empty = wal::Contents {
+        let empty = log_format::Contents {
             base_lsn: opened.wal_lsn + 1,
             generation: None,
             reach: None,
@@ -347,8 +247,8 @@ impl DurableBackend {
         };
         let (file, contents) = match &found {
             Some((file, bytes)) => {
-                let contents =
-                    wal::read(bytes, opened.wal_lsn + 1).map_err(|e| bad_log(e.to_string()))?;
+                let contents = log_format::read(bytes, opened.wal_lsn + 1)
+                    .map_err(|e| bad_log(e.to_string()))?;
                 (Some(file), contents)
             }
             None => (None, empty.clone()),
@@ -410,7 +310,7 @@ impl DurableBackend {
             open::record_generation(&opened.db, &data_path, generation)?;
         }
         let file = log_file(file);
-        file.truncate(contents.valid_len.max(wal::HEADER_LEN))
+        file.truncate(contents.valid_len.max(HEADER_LEN))
             .map_err(|source| OpenError::Io {
                 path: wal_path.clone(),
                 source,
@@ -420,7 +320,7 @@ impl DurableBackend {
             file,
             options.fsync,
             generation,
-            contents.valid_len.max(wal::HEADER_LEN),
+            contents.valid_len.max(HEADER_LEN),
             next_lsn,
         );
         let shared = Arc::new(Shared {

@@ -5,8 +5,8 @@
 //!
 //! ```text
 //! ./tableq-data/            the data directory (created if missing)
-//!   tableq.redb             the redb file: meta, tables, names, rows (see `schema` in mod.rs)
-//!   tableq.wal              the write-ahead log (`wal/`)
+//!   tableq.redb             the redb file: meta, tables, names, rows (`format/`)
+//!   tableq.wal              the write-ahead log (`wal/`, its layout in `format/`)
 //! ```
 //!
 //! **Creation is atomic.** A new data file (or log) is written under a temporary name
@@ -15,12 +15,14 @@
 //! A data file left uninitialised by an older build (empty or all zero bytes: its header
 //! never reached the disk) holds no data and is replaced.
 
-use super::schema::{
-    META, META_CLOCK, META_FORMAT, META_NEXT_TABLE, META_WAL_GENERATION, META_WAL_LSN, NAMES, ROWS,
-    TABLES,
+use super::format::log::{WAL_FILE, header};
+use super::format::tables::{
+    DATA_FILE, FORMAT_VERSION, META, META_CLOCK, META_FORMAT, META_NEXT_TABLE, META_WAL_GENERATION,
+    META_WAL_LSN, NAMES, OLDEST_FORMAT, ROWS, TABLES, decode_table,
 };
-use super::wal::{WAL_FILE, header};
-use super::{Catalog, DurableOptions, TableEntry};
+use super::memtable::MemTable;
+use super::options::DurableOptions;
+use super::shared::{Catalog, TableEntry};
 use crate::codec::Names;
 use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, StorageError, TableHandle};
 use std::collections::HashMap;
@@ -31,18 +33,6 @@ use tableq_model::DateTime;
 
 /// The directory `tableq serve` uses when no `--data DIR` is given.
 pub const DEFAULT_DATA_DIR: &str = "./tableq-data";
-/// The file in the data directory that holds everything.
-pub const DATA_FILE: &str = "tableq.redb";
-/// The version of tableq's layout inside the redb file (tables, keys, blocks). Version 2
-/// added the write-ahead log (a checkpoint records its last record number); version 3
-/// adds a checksum to every block (`block.rs`) and the log's generation (`log_check.rs`).
-/// Files of versions 1 and 2 are **refused** with [`OpenError::OlderFormat`] rather than
-/// read without checksums or upgraded in place: reading them would serve damaged rows
-/// unseen, and an in-place upgrade would vouch for bytes nothing had checked. Any other
-/// version is refused with [`OpenError::IncompatibleFormat`].
-pub const FORMAT_VERSION: u64 = 3;
-/// The oldest format version this build opens.
-const OLDEST_FORMAT: u64 = 3;
 /// Suffix of the temporary name a new file is initialised under.
 const TEMP_SUFFIX: &str = ".tmp";
 
@@ -591,7 +581,7 @@ fn load(db: Database, file: &Path) -> Result<Opened, OpenError> {
                 id,
                 name,
                 names: RwLock::new(Arc::new(table_names)),
-                mem: RwLock::new(super::mem::MemTable::default()),
+                mem: RwLock::new(MemTable::default()),
             }),
         );
     }
@@ -635,18 +625,4 @@ pub(crate) fn new_generation() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     (nanos ^ (u64::from(std::process::id()) << 40)).max(1)
-}
-
-/// A table record: id (8 bytes, little-endian) and name as created.
-pub(crate) fn encode_table(id: u64, name: &str) -> Vec<u8> {
-    let mut out = id.to_le_bytes().to_vec();
-    out.extend_from_slice(name.as_bytes());
-    out
-}
-
-/// Reverses [`encode_table`].
-pub(crate) fn decode_table(bytes: &[u8]) -> Option<(u64, String)> {
-    let id = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
-    let name = std::str::from_utf8(bytes.get(8..)?).ok()?;
-    Some((id, name.to_owned()))
 }

@@ -1,5 +1,5 @@
 //! Reading: [`DurableSnapshot`] — one redb read transaction (an MVCC snapshot) of one
-//! table with the version of its memtable (`mem.rs`) that goes with it — and the
+//! table with the version of its memtable (`memtable.rs`) that goes with it — and the
 //! [`EntitySource`] implementation the executor runs on: key-ordered scans over blocks
 //! merged with the memtable ([`DurableRows`]), rows read in place ([`DurableRow`]), point
 //! gets, splits at block boundaries and property slots.
@@ -40,13 +40,13 @@
 //! assert!(snapshot.get("p", "r042").unwrap().is_some());
 //! ```
 
-use super::TableEntry;
-use super::block::{BlockView, RowRef};
 use super::damage::block_damage;
-use super::keys::{entity_key, partition_end, partition_prefix, table_end, table_prefix};
+use super::format::block::{BlockView, RowRef};
+use super::format::keys::{entity_key, partition_end, partition_prefix, table_end, table_prefix};
+use super::format::tables::ROWS;
 use super::locate::{floor_block, search_keys};
-use super::mem::{MemRows, MemTable};
-use super::schema::ROWS;
+use super::memtable::{MemRows, MemTable};
+use super::shared::TableEntry;
 use crate::codec::{Corrupt, Names, Number, Slot};
 use crate::error::StoreError;
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
@@ -797,7 +797,7 @@ impl SourceRow for DurableRow<'_> {
     }
 
     /// Numbers are tested as read from their slot; other values are decoded (and checked)
-    /// as [`custom_by_slot`](SourceRow::custom_by_slot) does ([`test_value`]).
+    /// as [`custom_by_slot`](SourceRow::custom_by_slot) does (`test_value`).
     #[inline]
     fn test_slot(&self, slot: PropertySlot, test: &ValueTest) -> bool {
         match test_value(self.row(), slot.0, test) {

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::codec::Names;
-use crate::durable::block::{build_block, encode_row};
+use crate::durable::format::block::{build_block, encode_row};
 use crate::durable::{DurableBackend, DurableOptions};
 use crate::op::WriteOp;
 use crate::{Backend, StoreError};
@@ -312,7 +312,7 @@ fn scan_each_meets_a_damaged_block_as_the_iterator_does() {
             let dir_at = 12 + view.partition_key().len();
             value[dir_at + 4..dir_at + 8].copy_from_slice(&u32::MAX.to_le_bytes());
             // With a right checksum: the row offsets' own check is what must catch it.
-            crate::durable::block::reseal(value);
+            crate::durable::format::block::reseal(value);
             rows.insert(&key[..], &value[..]).unwrap();
         }
         txn.commit().unwrap();

@@ -11,18 +11,12 @@
 //! Both tables are created by the first write that needs them; a data file written before
 //! they existed reads as "nothing set" (no format change).
 
-use redb::{ReadTransaction, TableDefinition, TableError, WriteTransaction};
+use redb::{ReadTransaction, TableError, WriteTransaction};
 
+use super::format::tables::{ACLS, SETTING_SERVICE as SERVICE, SETTINGS};
 use crate::acl::{self, SignedIdentifier};
 use crate::error::StoreError;
 use crate::service::ServiceProperties;
-
-/// Setting name → stored value.
-const SETTINGS: TableDefinition<&str, &str> = TableDefinition::new("tableq_settings");
-/// Table id → the table's policies.
-const ACLS: TableDefinition<u64, &str> = TableDefinition::new("tableq_acls");
-/// The key of the service properties in [`SETTINGS`].
-const SERVICE: &str = "service";
 
 fn storage(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> StoreError {
     StoreError::storage(e)

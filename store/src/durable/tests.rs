@@ -4,7 +4,8 @@
 //! and in the middle, an empty log), and the refusal of writes while the log cannot be
 //! written.
 
-use super::wal::{DiskLog, HEADER_LEN, LogFile};
+use super::format::log::{HEADER_LEN, REACH_AT};
+use super::wal::{DiskLog, LogFile};
 use super::*;
 use crate::op::WriteOp;
 use std::io;
@@ -288,11 +289,11 @@ fn replay_restores_what_the_log_holds_past_the_checkpoint() {
     assert_eq!(values(&store, &["a", "d"]), [Some(1), Some(4)]);
 }
 
-/// The log as it was before any `fsync` of its records: its reach marker (`wal/log.rs`)
+/// The log as it was before any `fsync` of its records: its reach marker (`format/log.rs`)
 /// all zeros, whether or not the background `fsync` ran before the test copied it.
 pub(super) fn unsynced(log: &[u8]) -> Vec<u8> {
     let mut log = log.to_vec();
-    log[wal::REACH_AT as usize..HEADER_LEN as usize].fill(0);
+    log[REACH_AT as usize..HEADER_LEN as usize].fill(0);
     log
 }
 

@@ -1,5 +1,5 @@
 //! Tests of what the durable engine promises about damage (issue 28, "Trust"): a damaged
-//! block is never served as data (checksums on every read path, `block.rs`), a log that
+//! block is never served as data (checksums on every read path, `format/block.rs`), a log that
 //! does not reach as far as the data file says refuses to open (`log_check.rs`), damage is
 //! reported under the right file's name, and `check_data_dir` finds all of it.
 
@@ -234,7 +234,7 @@ fn a_log_cut_before_its_fsynced_records_refuses_to_open() {
     assert_eq!(values(&store, &["b", "d"]), [Some(2), Some(4)]);
     drop(store);
     // Cut to its header (the attack), or inside any fsynced record: refused.
-    let header = wal::HEADER_LEN as usize;
+    let header = HEADER_LEN as usize;
     for cut in [header, header + 10, log.len() - 1] {
         let err = open_files(&durable, &log[..cut]).expect_err("a cut log must not open");
         match &err {

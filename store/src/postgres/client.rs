@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{IsolationLevel, NoTls, Row, Statement, ToStatement};
 
-use super::config::PostgresError;
+use super::error::{PostgresError, is_connection_failure};
 
 /// How a connection stands after its last call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,20 +32,6 @@ pub(crate) enum Health {
     TimedOut,
     /// The server closed the connection, or the network failed.
     Closed,
-}
-
-/// Whether `e` means the connection is gone (see the module docs).
-pub(crate) fn is_connection_failure(e: &tokio_postgres::Error) -> bool {
-    if e.is_closed() {
-        return true;
-    }
-    if let Some(db) = e.as_db_error() {
-        let code = db.code().code();
-        return matches!(db.severity(), "FATAL" | "PANIC")
-            || code.starts_with("08")
-            || matches!(code, "57P01" | "57P02" | "57P03");
-    }
-    std::error::Error::source(e).is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some())
 }
 
 /// Runs `fut` on `rt` within `timeout`, noting in `health` what a failure says about the

@@ -65,6 +65,7 @@
 mod client;
 pub mod config;
 pub mod encode;
+mod error;
 mod pool;
 pub mod pushdown;
 mod resilience;
@@ -73,7 +74,8 @@ pub(crate) mod source;
 mod sql;
 pub(crate) mod write;
 
-pub use config::{PostgresConfig, PostgresError};
+pub use config::PostgresConfig;
+pub use error::PostgresError;
 pub use schema::{Layout, provision_sharded};
 
 use crate::acl::{self, SignedIdentifier};

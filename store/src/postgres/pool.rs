@@ -14,7 +14,8 @@
 //!   dropped) for the engine's metrics ([`PoolStats`]).
 
 use super::client::{Client, ConnectFailure, Health};
-use super::config::{CANCEL_MARGIN, PostgresConfig, PostgresError};
+use super::config::{CANCEL_MARGIN, PostgresConfig};
+use super::error::PostgresError;
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -12,7 +12,7 @@
 //! `pool.rs`).
 
 use super::client::{Client, Health};
-use super::config::PostgresError;
+use super::error::PostgresError;
 use super::{PostgresBackend, pool};
 use crate::error::StoreError;
 use crate::metrics::StoreMetrics;
@@ -93,7 +93,7 @@ impl PostgresBackend {
         self.write_retries.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// [`Backend::ready`]: see the module docs.
+    /// [`Backend::ready`](crate::Backend::ready): see the module docs.
     pub(crate) fn check_ready(&self) -> Result<(), StoreError> {
         self.check_open()?;
         let unready = |reason: String| StoreError::Unavailable(reason.into());
@@ -138,7 +138,7 @@ impl PostgresBackend {
         }
     }
 
-    /// [`Backend::metrics`]: the pool's state and what the engine retried.
+    /// [`Backend::metrics`](crate::Backend::metrics): the pool's state and what the engine retried.
     pub(crate) fn report(&self) -> StoreMetrics {
         let p = self.pool.stats();
         let mut m = StoreMetrics::new();

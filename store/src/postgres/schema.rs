@@ -39,7 +39,8 @@
 //! database at once create the schema once.
 
 use super::client::{Client, ConnectFailure, Transaction};
-use super::config::{CANCEL_MARGIN, PostgresConfig, PostgresError};
+use super::config::{CANCEL_MARGIN, PostgresConfig};
+use super::error::PostgresError;
 use super::pool::Conn;
 use std::time::Duration;
 

@@ -20,8 +20,8 @@
 //! Rows are decoded to owned [`Entity`] values (the executor's row type here).
 
 use super::client::Transaction;
-use super::config::PostgresError;
 use super::encode::{JsonbText, decode_entity};
+use super::error::PostgresError;
 use super::sql::{Cond, Param, SqlBuilder, points_cond, scan_cond};
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -26,8 +26,8 @@
 //! a write that touches one shard (every batch of the service: one PartitionKey) is atomic.
 
 use super::client::{Health, Transaction};
-use super::config::PostgresError;
 use super::encode::{Jsonb, JsonbText, decode_entity, encode_props, encode_str};
+use super::error::PostgresError;
 use super::sql::{Param, SqlBuilder, points_cond};
 use super::{PostgresBackend, Statements};
 use crate::error::{BatchError, StoreError};

@@ -1,12 +1,18 @@
 //! The backend test suite: the [`Backend`] contract as tests, run against every engine
-//! (one suite, every engine). An engine's test file builds a [`Fixture`] and instantiates
-//! the cases with [`backend_suite!`] (and [`durable_suite!`] when it can reopen):
+//! (one suite, every engine). The list of cases is written once, here, in
+//! [`backend_suite!`] (every engine) and [`durable_suite!`] (engines that can close and
+//! reopen on the same storage); every runner — the engines' test files in `store/tests`
+//! and the runs over HTTP in `tests/store_suite_http.rs` — instantiates them:
 //!
 //! ```ignore
 //! mod suite;
 //! fn fixture() -> suite::Fixture { suite::Fixture::new(Arc::new(MyBackend::new())) }
 //! backend_suite!(fixture);
 //! ```
+//!
+//! An engine that may be missing (PostgreSQL without its binaries) passes `optional` and a
+//! fixture `fn(test_name: &str) -> Option<Fixture>`, which returns `None` after saying why
+//! the test is skipped: `backend_suite!(optional fixture);`.
 #![allow(dead_code)]
 
 use proptest::prelude::*;
@@ -68,11 +74,12 @@ impl Drop for Fixture {
     }
 }
 
-/// Instantiates every contract case for an engine: `backend_suite!(fixture_fn);`.
+/// Instantiates every contract case for an engine: `backend_suite!(fixture_fn);` (or
+/// `backend_suite!(optional fixture_fn);`, see the module docs).
 #[macro_export]
 macro_rules! backend_suite {
-    ($fixture:path) => {
-        $crate::suite_cases!($fixture;
+    ($($fixture:tt)+) => {
+        $crate::suite_cases!($($fixture)+;
             tables_keep_creation_case_and_ignore_case_on_lookup,
             table_names_are_validated,
             tables_are_listed_in_lowercase_order,
@@ -107,11 +114,12 @@ macro_rules! backend_suite {
     };
 }
 
-/// Instantiates the cases that need a reopenable (durable) engine.
+/// Instantiates the cases that need a reopenable (durable) engine (`optional` as for
+/// [`backend_suite!`]).
 #[macro_export]
 macro_rules! durable_suite {
-    ($fixture:path) => {
-        $crate::suite_cases!($fixture;
+    ($($fixture:tt)+) => {
+        $crate::suite_cases!($($fixture)+;
             data_survives_reopen,
             timestamps_keep_increasing_after_reopen,
             deleted_tables_stay_deleted_after_reopen,
@@ -121,8 +129,18 @@ macro_rules! durable_suite {
 }
 
 #[macro_export]
-/// Expands to one `#[test]` per case name, each on a fresh fixture.
+/// Expands to one `#[test]` per case name, each on a fresh fixture (with `optional`: the
+/// fixture function gets the test's name and may return `None`, and the test then returns).
 macro_rules! suite_cases {
+    (optional $fixture:path; $($case:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $case() {
+                let Some(mut f) = $fixture(stringify!($case)) else { return };
+                suite::$case(&mut f);
+            }
+        )*
+    };
     ($fixture:path; $($case:ident),* $(,)?) => {
         $(
             #[test]

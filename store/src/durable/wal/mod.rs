@@ -7,7 +7,7 @@
 //! them: ≈ 0.3–0.5 ms per commit on the reference machine, which made a single insert wait
 //! for the disk. The log closes that gap. Every change the writer commits is first appended
 //! here as one record with one `write(2)`; then the change is made visible (an entity write
-//! in its table's memtable, `mem.rs`; a table or setting change by a non-durable redb
+//! in its table's memtable, `memtable.rs`; a table or setting change by a non-durable redb
 //! commit), and the reply is sent. A `kill -9`, a panic or an OOM kill therefore loses
 //! nothing acknowledged: the record is in the operating system's page cache, and opening
 //! the data directory replays every record past the last durable commit. When the log is
@@ -17,7 +17,7 @@
 //!
 //! The alternative considered was an engine with this mode built in (an LSM tree with a
 //! journal, such as fjall). It would have replaced the block layout that lets scans read
-//! rows in place (`block.rs`) and the MVCC snapshots query pages run on, to gain what the
+//! rows in place (`format/block.rs`) and the MVCC snapshots query pages run on, to gain what the
 //! log and the memtables give on top of redb: a reply that waits for one `write(2)` and an
 //! in-memory insert, with redb's cost paid per flush instead of per write. The measured
 //! effect (single inserts through the server, before and after the memtables) is in
@@ -38,36 +38,24 @@
 //!
 //! # Files
 //!
-//! `tableq.wal` next to the data file (`log.rs`: layout, torn-tail rule); records hold one
-//! change each — a table created or deleted, or one write's resolved changes with its
-//! Timestamp (`record.rs`). Replay puts them into the memtables as live writes did —
+//! `tableq.wal` next to the data file, written through `file.rs`; its layout and the
+//! torn-tail rule are the durable format's (`format/log.rs`); records hold one change
+//! each — a table created or deleted, one write's resolved changes with its Timestamp, or
+//! a setting (`format/record.rs`). Replay puts them into the memtables as live writes did —
 //! a put's row as logged, renumbered into its table's names — and folds the memtables
-//! into redb's blocks as flushes do (`replay.rs`, `txn.rs`), so a replayed state is the
-//! state that was acknowledged.
+//! into redb's blocks as flushes do (`writer/replay.rs`, `writer/txn.rs`), so a replayed
+//! state is the state that was acknowledged.
 
-mod log;
-mod record;
+mod file;
 
-#[cfg(test)]
-pub(crate) use log::REACH_AT;
-pub(crate) use log::{Contents, DiskLog, HEADER_LEN, LogFile, Reach, header, read};
-pub(crate) use record::{LogChange, LogOp};
-pub(crate) mod encode {
-    //! Record bodies, by kind (see `record.rs`).
-    pub(crate) use super::record::{
-        create_table, decode, delete_table, set_acl, set_service, write,
-    };
-}
+pub(crate) use file::{DiskLog, LogFile};
 
-use log::{push_record, reach};
+use crate::durable::format::log::{HEADER_LEN, header, push_record, reach};
 use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
-
-/// The name of the log file in the data directory.
-pub const WAL_FILE: &str = "tableq.wal";
 
 /// When the write-ahead log is `fsync`ed, i.e. what an acknowledged write survives (see
 /// the module docs of [`crate::durable`]).
@@ -171,13 +159,13 @@ pub(crate) struct WalShared {
     /// The last background `fsync` failure, until an `fsync` succeeds again.
     pub(crate) sync_error: Mutex<Option<String>>,
     /// Serialises `fsync`s (the writer's and the syncer's) so the durable mark only grows;
-    /// holds the record number the file's reach marker names (`log.rs`).
+    /// holds the record number the file's reach marker names (`format/log.rs`).
     sync_lock: Mutex<u64>,
 }
 
 impl WalShared {
     /// `fsync`s the log and marks every record appended before it durable; then writes the
-    /// file's reach marker (`log.rs`) naming them. The marker is written only after the
+    /// file's reach marker (`format/log.rs`) naming them. The marker is written only after the
     /// `fsync` returned, so it never names a record the disk may not hold; it reaches the
     /// disk itself with the next `fsync` (a process crash keeps it in the page cache).
     pub(crate) fn sync(&self) -> io::Result<()> {

@@ -14,13 +14,59 @@
 //! * `index`: RowKey hash (32 bits) → row number, [`COLLISION`] when two RowKeys share a
 //!   hash (then a binary search decides).
 
-use super::{MemoryError, NameTable};
-use crate::codec::{NO_TIMESTAMP, Names, Payload, PayloadKind, Slot, timestamp_ticks};
+use crate::codec::{
+    NO_TIMESTAMP, NameOverflow, Names, Payload, PayloadKind, Slot, timestamp_ticks,
+};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 use std::sync::Arc;
 use tableq_model::{DateTime, Entity, Property, ValueRef, order::compare_str};
+
+/// Why a version could not be built. Nothing was changed: versions are immutable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MemoryError {
+    /// A partition outgrew the 32-bit offsets of the layout (4 GiB of strings or of bytes,
+    /// or 2³² properties, or 2²⁸ distinct property names).
+    #[error("partition too large for the in-memory layout ({what} exceed 32-bit offsets)")]
+    PartitionTooLarge {
+        /// Which arena overflowed.
+        what: &'static str,
+    },
+}
+
+impl From<NameOverflow> for MemoryError {
+    fn from(_: NameOverflow) -> MemoryError {
+        MemoryError::PartitionTooLarge {
+            what: "property names",
+        }
+    }
+}
+
+/// Something that assigns numbers to property names (interning new ones): a table's own
+/// list while bulk loading, a copy-on-write view of the shared list while writing.
+pub(crate) trait NameTable {
+    /// The number of `name`; `None` once the numbers are exhausted.
+    fn intern(&mut self, name: &str) -> Option<u32>;
+}
+
+impl NameTable for Names {
+    fn intern(&mut self, name: &str) -> Option<u32> {
+        Names::intern(self, name)
+    }
+}
+
+/// Copy-on-write interning for writes: the shared table is cloned only when a write brings
+/// a property name it does not know.
+impl NameTable for std::borrow::Cow<'_, Names> {
+    fn intern(&mut self, name: &str) -> Option<u32> {
+        match self.id(name) {
+            Some(id) => Some(id),
+            None => self.to_mut().push(name),
+        }
+    }
+}
 
 /// Row number marking a hash shared by several RowKeys.
 const COLLISION: u32 = u32::MAX;

@@ -10,7 +10,7 @@
 
 use super::overlay::{PartitionOverlay, RowEntry};
 use super::partition::{Partition, RowHead};
-use super::{MemorySnapshot, TableState};
+use super::version::{MemorySnapshot, TableState};
 use crate::codec::Names;
 use crate::tree::{Cursor, TreeEntry};
 use std::cmp::Ordering;

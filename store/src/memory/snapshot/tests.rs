@@ -1,9 +1,12 @@
 use super::*;
+use crate::codec::Names;
+use crate::resolve::Change;
 use proptest::prelude::*;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use tableq_exec::{Chunk, Key, Scan, SourceRow, compare_keys};
+use tableq_model::Entity;
 use tableq_model::order::OrdinalString;
 use tableq_model::{DateTime, EntityView, Value};
 use tableq_planner::plan::{KeyInterval, KeyRange};

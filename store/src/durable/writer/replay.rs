@@ -6,7 +6,7 @@
 //! the memtables as they are (a row keeps its bytes, only its property numbers move from
 //! the record's name list to the table's: [`RowRef::renumbered`]), and the memtables are
 //! folded into redb's blocks whenever they hold
-//! [`DurableOptions::memtable_bytes`](super::DurableOptions::memtable_bytes) — the live
+//! [`DurableOptions::memtable_bytes`](crate::durable::DurableOptions::memtable_bytes) — the live
 //! writes' flush, in bulk and in key order. Nothing decodes an entity. A table created or
 //! deleted, service properties or access policies are applied in their own transaction at
 //! their place in the order. Every transaction is non-durable; the caller checkpoints at
@@ -16,11 +16,13 @@
 //! that checkpoint: replay folds without publishing empty memtables, so no reader sees a
 //! row go back to an older version while the replay catches up.
 //!
-//! [`RowRef::renumbered`]: super::block::RowRef::renumbered
+//! [`RowRef::renumbered`]: crate::durable::format::block::RowRef::renumbered
 
+use super::state::Writer;
 use super::txn::{GroupState, Tables};
-use super::wal::{self, Contents, LogOp};
-use super::writer::Writer;
+use crate::durable::format::log::Contents;
+use crate::durable::format::record::{self, LogOp};
+use crate::durable::settings;
 use crate::error::StoreError;
 
 impl Writer {
@@ -51,7 +53,7 @@ impl Writer {
             }
             let corrupt =
                 |e| StoreError::storage(format!("write-ahead log record {lsn} is corrupt: {e}"));
-            let op = wal::encode::decode(body).map_err(corrupt)?;
+            let op = record::decode(body).map_err(corrupt)?;
             replayed += 1;
             match op {
                 LogOp::Write {
@@ -82,12 +84,12 @@ impl Writer {
                 }
                 LogOp::SetService { stored } => {
                     self.replay_in_transaction(&mut state, |_, t, _| {
-                        super::settings::put_service(t.txn, stored)
+                        settings::put_service(t.txn, stored)
                     })?;
                 }
                 LogOp::SetAcl { table, stored } => {
                     self.replay_in_transaction(&mut state, |_, t, _| {
-                        super::settings::put_acl(t.txn, table, stored)
+                        settings::put_acl(t.txn, table, stored)
                     })?;
                 }
             }

@@ -1,30 +1,14 @@
 //! The block layout: several consecutive rows of one partition in one redb value, in a byte
 //! layout that the executor reads in place (no `Entity` is built to evaluate a filter).
+//! The layout itself — header, row offsets, RowKey hashes, rows, slots and their tags — is
+//! written out in the format's module docs (`format/mod.rs`); this file builds and reads it.
 //!
-//! ```text
-//! block   = format:u8 (2)  0:u8  pk_len:u16  rows:u32  crc:u32  pk
-//!           offsets:(rows + 1) × u32  hashes:rows × u16  row*
-//! row     = timestamp:i64  rk_len:u16  slots:u16  rk  slot*  data
-//! slot    = id_tag:u32  a:u32  b:u32
-//! ```
-//!
-//! All integers are little-endian. `crc` is the CRC-32 ([`crc32fast`], the log's
-//! checksum too) of every other byte of the block: the 8 bytes before it and everything
-//! after it. `offsets[i]` is where row `i` starts in the block and
-//! `offsets[rows]` is the block's length, so row `i` is `offsets[i]..offsets[i + 1]`. Rows
-//! are sorted by RowKey (UTF-16 order) and each RowKey appears once. `hashes[i]` is a
-//! 16-bit hash of row `i`'s RowKey ([`row_key_hash`]): a point lookup scans these 2 bytes
-//! per row (contiguous, so a few cache lines) and compares one RowKey, instead of a binary
-//! search whose every probe may miss the cache. A row is
-//! position-independent: the `a` of a string, binary or Guid slot is an offset from the
-//! row's first byte, so a write copies unchanged rows between blocks as bytes.
-//!
-//! A slot is one custom property in the store's row codec (`crate::codec`, shared with the
-//! memory engine's partitions): `id_tag` is the property's name number shifted left by 4,
-//! or'ed with the type tag; the slots of a row are sorted by number. Values: Int32 in `a`;
-//! Int64, Double (bit pattern), DateTime (ticks) in `b:a` (high:low); Boolean in `a` (0 or
-//! 1); String and Binary as (`a` offset, `b` length) into the row; Guid as (`a` offset,
-//! `b` = 16). The timestamp is the Timestamp's ticks, `i64::MIN` for none.
+//! `hashes[i]` ([`row_key_hash`]) lets a point lookup scan 2 bytes per row (contiguous, so
+//! a few cache lines) and compare one RowKey, instead of a binary search whose every probe
+//! may miss the cache. A row is position-independent (payload offsets count from the row's
+//! first byte), so a write copies unchanged rows between blocks as bytes. A slot is one
+//! custom property in the store's row codec (`crate::codec`, shared with the memory
+//! engine's partitions).
 //!
 //! Readers never trust the bytes. **Every read of a block verifies its checksum first**
 //! ([`BlockView::parse`], [`BlockView::parse_header`]): a flipped bit anywhere in a block —

@@ -1,19 +1,12 @@
-//! The log file: its byte layout, appending records, and reading them back with the
-//! torn-tail rule.
+//! The log file's bytes: its header and reach marker, records framed for appending, and
+//! reading a whole file back with the torn-tail rule (the file itself is written through
+//! `wal/file.rs`).
 //!
-//! ```text
-//! file    = header reach record*
-//! header  = magic "tableqWL":8  version:u32 (2)  reserved:u32 (0)  base_lsn:u64
-//!           generation:u64  crc:u32  0:u32
-//! reach   = synced_lsn:u64  synced_len:u64  crc:u32  0:u32
-//! record  = len:u32  crc:u32  lsn:u64  body[len]
-//! ```
-//!
-//! `base_lsn` is the number of the first record the file holds (records are numbered
-//! consecutively from it); `generation` is the log's identity, which the data file records
-//! (`open.rs`): a log of another data directory is never replayed. The header's `crc` is
-//! the CRC-32 of its first 32 bytes, a record's `crc` the CRC-32 of its `len`, `lsn` and
-//! body. All integers are little-endian.
+//! The layout (header, reach marker, record framing, checksums) is written out in the
+//! format's module docs (`format/mod.rs`). `base_lsn` is the number of the first record
+//! the file holds (records are numbered consecutively from it); `generation` is the log's
+//! identity, which the data file records (`open.rs`): a log of another data directory is
+//! never replayed.
 //!
 //! # The reach marker
 //!
@@ -26,7 +19,7 @@
 //! every acknowledged record is thus covered; under `interval=MS`, those of the last
 //! interval are not. All zeros means no record was known durable. A log whose intact
 //! records end before its reach lost durable records (cut, or damaged before the reach):
-//! opening refuses it (`mod.rs`, `OpenError::LogTruncated`).
+//! opening refuses it (`durable/mod.rs`, `OpenError::LogTruncated`).
 //!
 //! # Reading: the torn-tail rule
 //!
@@ -42,8 +35,9 @@
 //! must be numbered consecutively from `base_lsn`; a gap is corruption too.
 
 use crate::codec::Corrupt;
-use std::fs::File;
-use std::io::{self, Seek, SeekFrom, Write};
+
+/// The name of the log file in the data directory.
+pub const WAL_FILE: &str = "tableq.wal";
 
 /// The first bytes of every log file.
 const MAGIC: [u8; 8] = *b"tableqWL";
@@ -289,63 +283,6 @@ pub(crate) fn read(bytes: &[u8], fallback_base: u64) -> Result<Contents<'_>, Log
     })
 }
 
-/// The file the log is written through: a real file, or (in tests) one that counts or
-/// delays calls to show when the writer syncs.
-pub(crate) trait LogFile: Send + Sync {
-    /// Appends `data` at the end of what was written (one `write(2)` loop).
-    fn append(&self, data: &[u8]) -> io::Result<()>;
-    /// Makes everything appended durable (`fdatasync`).
-    fn sync(&self) -> io::Result<()>;
-    /// Cuts the file to `len` bytes and continues appending there.
-    fn truncate(&self, len: u64) -> io::Result<()>;
-    /// Overwrites the first bytes (the header) without moving the append position (called
-    /// by the thread that appends).
-    fn write_header(&self, data: &[u8]) -> io::Result<()>;
-    /// Overwrites the reach marker at [`REACH_AT`] with one positioned write, safe while
-    /// another thread appends.
-    fn write_reach(&self, data: &[u8]) -> io::Result<()>;
-}
-
-/// A log file on disk.
-#[derive(Debug)]
-pub(crate) struct DiskLog(pub(crate) File);
-
-impl LogFile for DiskLog {
-    fn append(&self, data: &[u8]) -> io::Result<()> {
-        (&self.0).write_all(data)
-    }
-
-    fn sync(&self) -> io::Result<()> {
-        self.0.sync_data()
-    }
-
-    fn truncate(&self, len: u64) -> io::Result<()> {
-        self.0.set_len(len)?;
-        (&self.0).seek(SeekFrom::Start(len)).map(drop)
-    }
-
-    fn write_header(&self, data: &[u8]) -> io::Result<()> {
-        let end = (&self.0).stream_position()?;
-        (&self.0).seek(SeekFrom::Start(0))?;
-        let written = (&self.0).write_all(data);
-        (&self.0).seek(SeekFrom::Start(end))?;
-        written
-    }
-
-    /// `pwrite(2)`: the append position stays where the appending thread left it.
-    #[cfg(unix)]
-    fn write_reach(&self, data: &[u8]) -> io::Result<()> {
-        std::os::unix::fs::FileExt::write_all_at(&self.0, data, REACH_AT)
-    }
-
-    /// Elsewhere a positioned write moves the file position under the appending thread:
-    /// the marker is not kept up to date (it stays all zeros: no reach is claimed).
-    #[cfg(not(unix))]
-    fn write_reach(&self, _data: &[u8]) -> io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Keeps the damage type convertible for decoding errors of record bodies.
 impl From<Corrupt> for LogDamage {
     fn from(e: Corrupt) -> LogDamage {
@@ -456,41 +393,6 @@ mod tests {
         let mut zero_header = log(1, &[b"a"]);
         zero_header[..HEADER_LEN as usize].fill(0);
         assert!(read(&zero_header, 0).is_err());
-    }
-
-    #[test]
-    fn the_disk_file_appends_truncates_and_rewrites_its_header() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("log");
-        let file = DiskLog(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .read(true)
-                .write(true)
-                .truncate(true)
-                .open(&path)
-                .unwrap(),
-        );
-        file.append(&header(1, 7)).unwrap();
-        let mut rec = Vec::new();
-        push_record(&mut rec, 1, b"one");
-        file.append(&rec).unwrap();
-        file.sync().unwrap();
-        assert_eq!(lsns(&read(&std::fs::read(&path).unwrap(), 0).unwrap()), [1]);
-        file.truncate(HEADER_LEN).unwrap();
-        file.write_header(&header(2, 7)).unwrap();
-        let mut rec = Vec::new();
-        push_record(&mut rec, 2, b"two");
-        file.append(&rec).unwrap();
-        // The reach marker is written in place while the append position stays.
-        file.write_reach(&reach(2, 99)).unwrap();
-        let mut rec = Vec::new();
-        push_record(&mut rec, 3, b"three");
-        file.append(&rec).unwrap();
-        let bytes = std::fs::read(&path).unwrap();
-        let c = read(&bytes, 0).unwrap();
-        assert_eq!((c.base_lsn, lsns(&c)), (2, vec![2, 3]));
-        assert_eq!(c.reach, Some(Reach { lsn: 2, len: 99 }));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The writer's changes and how they become visible: the memtable path of live entity
 //! writes, and redb transactions — table creation and deletion, settings, flushes and
-//! checkpoints (`writer.rs`), and the replay of log records (`replay.rs`) — through the
+//! checkpoints (`commit.rs`), and the replay of log records (`replay.rs`) — through the
 //! same functions, so a replayed state is the state that was acknowledged.
 //!
 //! * [`Tables`] — the redb tables a transaction writes;
@@ -19,21 +19,23 @@
 //!   write lock, so a reader's catalog, memtable and snapshot always agree); if anything
 //!   fails, nothing is stored and the in-memory changes are undone ([`GroupState`]).
 
-use super::TableEntry;
-use super::block::{BlockView, RowRef, encode_row};
-use super::damage::block_damage;
-use super::edit::RowsTable;
-use super::keys::{table_end, table_prefix};
-use super::locate::{floor_block, search_keys};
-use super::mem::MemTable;
-use super::open::encode_table;
-use super::schema::{META, META_CLOCK, META_NEXT_TABLE, NAMES, ROWS, TABLES};
-use super::wal::LogChange;
-use super::writer::Writer;
+use super::state::{StoredRows, Writer};
 use crate::codec::Names;
+use crate::durable::damage::block_damage;
+use crate::durable::edit::RowsTable;
+use crate::durable::format::block::{BlockView, EncodeError, RowRef, encode_row};
+use crate::durable::format::keys::{table_end, table_prefix};
+use crate::durable::format::record::LogChange;
+use crate::durable::format::tables::{
+    META, META_CLOCK, META_NEXT_TABLE, NAMES, ROWS, TABLES, encode_table,
+};
+use crate::durable::locate::{floor_block, search_keys};
+use crate::durable::memtable::MemTable;
+use crate::durable::settings;
+use crate::durable::shared::TableEntry;
 use crate::error::StoreError;
 use crate::resolve::{Change, StateReader};
-use redb::{Durability, ReadOnlyTable, ReadableTable, Table, WriteTransaction};
+use redb::{Durability, ReadableTable, Table, WriteTransaction};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -42,9 +44,6 @@ use tableq_model::{DateTime, Entity};
 pub(crate) fn storage(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> StoreError {
     StoreError::storage(e)
 }
-
-/// redb's rows as of its last commit, read-only (what the writer reads below memtables).
-pub(crate) type StoredRows = ReadOnlyTable<&'static [u8], &'static [u8]>;
 
 /// The redb tables a transaction writes.
 pub(crate) struct Tables<'txn> {
@@ -328,7 +327,7 @@ impl Writer {
         t.names
             .retain_in((id, 0)..=(id, u32::MAX), |_, _| false)
             .map_err(storage)?;
-        super::settings::put_acl(t.txn, id, None)?;
+        settings::put_acl(t.txn, id, None)?;
         self.remember_memtable(state, id);
         if let Some(mem) = self.mem.remove(&id) {
             self.mem_bytes -= mem.bytes();
@@ -369,7 +368,7 @@ impl Writer {
                 map.push(
                     table_names
                         .intern(name)
-                        .ok_or_else(|| storage(super::block::EncodeError::TooManyNames))?,
+                        .ok_or_else(|| storage(EncodeError::TooManyNames))?,
                 );
             }
             let identity = map.iter().enumerate().all(|(i, &n)| n as usize == i);
@@ -409,9 +408,7 @@ impl Writer {
                     Change::Put(entity) => {
                         let row = encode_row(entity, &mut |name| match names.id(name) {
                             Some(id) => Ok(id),
-                            None => names
-                                .push(name)
-                                .ok_or(super::block::EncodeError::TooManyNames),
+                            None => names.push(name).ok_or(EncodeError::TooManyNames),
                         })
                         .map_err(storage)?;
                         mem.put(

@@ -2,19 +2,8 @@
 //! write's [`Change`]s, or a setting (the account's service properties, a table's stored
 //! access policies) — encoded into a record body, and decoded again for replay.
 //!
-//! ```text
-//! body    = kind:u8 …
-//! create  = 1  table:u64  name:str16
-//! delete  = 2  table:u64  key:str16
-//! write   = 3  table:u64  timestamp:i64  names:u32 (str16)*  changes:u32 change*
-//! service = 4  stored:str32                         (the stored form of the properties)
-//! acl     = 5  table:u64  0                         (the table's policies removed)
-//!         | 5  table:u64  1  stored:str32           (the stored form of the policies)
-//! change  = 1  pk:str16  row:u32-length bytes       (a put: the row in the block layout)
-//!         | 2  pk:str16  rk:str16                    (a delete)
-//! str16   = len:u16  UTF-8 bytes
-//! str32   = len:u32  UTF-8 bytes
-//! ```
+//! The body layout, by kind, is written out in the format's module docs
+//! (`format/mod.rs`).
 //!
 //! A put's row is the durable row layout of `block.rs` (the store's row codec), its property
 //! numbers indexing the record's own name list — so the record needs no table state to be
@@ -23,7 +12,7 @@
 //! reports damage as [`Corrupt`]; the record's checksum (`log.rs`) makes damage there
 //! unlikely, so a failure is treated as a corrupt log.
 
-use super::super::block::{EncodeError, RowRef, encode_row};
+use super::block::{EncodeError, RowRef, encode_row};
 use crate::codec::{Corrupt, MAX_NAME_ID, Names};
 use crate::resolve::Change;
 use tableq_model::DateTime;

@@ -2,13 +2,13 @@
 //!
 //! A live write never touches redb. The writer resolves it against the memtable and redb,
 //! appends its record to the write-ahead log, and applies it to the memtable of its table;
-//! the next version of the memtable is then published to readers (`gate.rs`, `writer.rs`).
+//! the next version of the memtable is then published to readers (`gate.rs`, `writer/`).
 //! A **flush** (on the background writer thread) folds every memtable into redb's blocks
 //! in one transaction and empties them; a checkpoint is a flush whose commit is durable.
 //! Writes thus pay redb's cost per flush (thousands of rows) instead of per write.
 //!
 //! * **Layout**: a persistent two-level tree (`crate::tree`): PartitionKey → RowKey →
-//!   the row encoded as in a block (`block.rs`: position-independent, read in place by
+//!   the row encoded as in a block (`format/block.rs`: position-independent, read in place by
 //!   [`DurableRow`](super::DurableRow)) or a removal, which hides the row redb holds.
 //! * **Versions are values**: cloning a [`MemTable`] clones two pointers; a reader keeps
 //!   the version it took however many writes follow (an insert copies only the tree paths

@@ -1,61 +1,30 @@
-//! The writer: group commit through the write-ahead log into the memtables, flushes and
-//! checkpoints into redb, and the refusal of writes while the disk cannot take them.
-//!
-//! Every change — entity writes, table creation and deletion, settings — is a [`Request`]
-//! queued at the gate (`gate.rs`); whoever holds the writer takes the queued requests as a
-//! group and [`Writer::commit`]s them:
-//!
-//! 1. **entity writes** (runs of consecutive ones) are resolved in order, each against the
-//!    current state — its table's memtable with the group's earlier writes, then redb
-//!    ([`crate::resolve()`]: validation, existence, `If-Match`, merge, Timestamp) — and
-//!    applied to the memtable only if they succeed, so a failing request leaves no trace;
-//!    each write that changed something gets one log record (`wal/record.rs`);
-//! 2. the run's records are appended to the log with one `write(2)` — and `fsync`ed under
-//!    [`FsyncPolicy::Always`](super::FsyncPolicy::Always);
-//! 3. only then are the new memtable versions published to readers and every request of
-//!    the run answered — with its result if the log took the records, with an error (and
-//!    nothing changed) if it did not;
-//! 4. **table creation and deletion and settings** are committed one at a time in a redb
-//!    transaction (`Durability::None`), after their record is in the log.
-//!
-//! A write thus costs no redb transaction at all: a **flush** folds the memtables into
-//! redb's blocks in one non-durable transaction when they hold
-//! [`DurableOptions::memtable_bytes`](super::DurableOptions::memtable_bytes), and at every
-//! tick of the background thread; a **checkpoint** (a durable redb commit recording the last
-//! record number, then the log emptied) is a flush whose commit is durable, made when the
-//! log passes its size bound, when its interval has passed, and on close. Flushes and
-//! checkpoints run on the background thread, never on a caller's.
-//!
-//! **Refusal**: when the log cannot be written (a full disk), when a background `fsync`
-//! failed, or when redb failed an I/O and must be reopened, writes are answered at once
-//! with [`StoreError::WritesRefused`] (503) naming the cause, reads go on, and
-//! [`Backend::ready`](crate::Backend::ready) reports the cause. Every timer tick, and every
-//! refused write at most every 200 ms, probes the disk (the log grows by 1 MiB and is cut
-//! back: `Wal::probe`); once it takes writes again, redb is reopened if needed (the log
-//! replayed into it, so nothing acknowledged is lost) and writes resume by themselves.
-//!
-//! ```text
-//! group [A B C] ─ resolve A → memtable ─ resolve B (fails) ─ resolve C → memtable ─ log A,C ─ publish ──▶ A ✓ B ✗ C ✓
-//! flush        ─ memtables → redb blocks (one transaction) ─ commit + empty memtables (one step for readers)
-//! ```
+//! The writer's work ([`Writer::commit`] and the background thread's): a group of
+//! requests committed (entity writes through the log into the memtables, other requests
+//! one by one in redb transactions), flushes and checkpoints, the refusal of writes while
+//! the disk cannot take them and the recovery that ends it (see the writer's module docs).
 
-use super::Shared;
-use super::mem::MemTable;
-use super::open::{self, FORMAT_VERSION};
-use super::schema::{META_FORMAT, META_NEXT_TABLE, META_WAL_LSN};
-use super::txn::{GroupState, MemReader, StoredRows, Tables, storage};
-use super::wal::{self, Wal};
+use super::state::Writer;
+use super::txn::{GroupState, MemReader, Tables, storage};
 use crate::backend::TableInfo;
 use crate::codec::Names;
+use crate::durable::edit::apply_memtable;
+use crate::durable::format::log as log_format;
+use crate::durable::format::log::WAL_FILE;
+use crate::durable::format::record;
+use crate::durable::format::tables::{
+    DATA_FILE, FORMAT_VERSION, META_FORMAT, META_NEXT_TABLE, META_WAL_LSN,
+};
+use crate::durable::open;
+use crate::durable::settings;
+use crate::durable::shared::Refusal;
 use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
 use crate::resolve::resolve;
 use redb::{Durability, ReadableTable};
-use std::collections::HashMap;
 use std::io;
-use std::sync::{Arc, PoisonError};
+use std::sync::PoisonError;
 use std::time::{Duration, Instant};
-use tableq_model::{DateTime, validate};
+use tableq_model::validate;
 
 /// How often a failed checkpoint or flush is tried again (at most).
 const CHECKPOINT_RETRY: Duration = Duration::from_secs(1);
@@ -120,100 +89,7 @@ impl Request {
     }
 }
 
-/// When the writer checkpoints and flushes.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct CheckpointLimits {
-    pub(crate) log_bytes: u64,
-    pub(crate) interval: Duration,
-    /// Flush when the memtables hold this many bytes…
-    pub(crate) memtable_bytes: usize,
-    /// …and at least this often.
-    pub(crate) flush_interval: Duration,
-}
-
-/// Why writes are refused, and what ends the refusal.
-#[derive(Debug, Clone)]
-pub(crate) struct Refusal {
-    /// The cause, as an operator reads it.
-    pub(crate) reason: String,
-    /// redb failed an I/O: the database must be reopened before writing again.
-    pub(crate) reopen: bool,
-}
-
-/// The writer's state (held by one thread at a time: `gate.rs`).
-pub(crate) struct Writer {
-    pub(crate) shared: Arc<Shared>,
-    /// Table id → property names: the authoritative lists (readers get copies).
-    pub(crate) names: HashMap<u64, Names>,
-    /// Table id → how many of its names redb holds (a commit stores the rest).
-    pub(crate) names_stored: HashMap<u64, usize>,
-    /// Table id → catalog key.
-    pub(crate) table_keys: HashMap<u64, String>,
-    /// Catalog key → (table id, name as created): the tables as the writer sees them.
-    pub(crate) tables: HashMap<String, (u64, String)>,
-    /// Table id → its memtable (readers get clones of the versions published).
-    pub(crate) mem: HashMap<u64, MemTable>,
-    /// The memtables' bytes, all tables together.
-    pub(crate) mem_bytes: usize,
-    /// The largest Timestamp in the memtables (the next flush stores it as the clock).
-    pub(crate) mem_max_timestamp: Option<DateTime>,
-    /// redb's rows as of its last commit, for `resolve` (taken again after each commit).
-    pub(crate) stored_rows: Option<StoredRows>,
-    pub(crate) wal: Wal,
-    checkpoints: CheckpointLimits,
-    last_checkpoint: Instant,
-    /// The last flush or checkpoint (either empties the memtables).
-    last_flush: Instant,
-    last_checkpoint_failure: Option<Instant>,
-    /// The last probe of the disk while writes were refused.
-    last_probe: Option<Instant>,
-}
-
 impl Writer {
-    pub(crate) fn new(
-        shared: Arc<Shared>,
-        names: HashMap<u64, Names>,
-        wal: Wal,
-        checkpoints: CheckpointLimits,
-    ) -> Writer {
-        let mut writer = Writer {
-            shared,
-            names_stored: names.iter().map(|(id, n)| (*id, n.len())).collect(),
-            names,
-            table_keys: HashMap::new(),
-            tables: HashMap::new(),
-            mem: HashMap::new(),
-            mem_bytes: 0,
-            mem_max_timestamp: None,
-            stored_rows: None,
-            wal,
-            checkpoints,
-            last_checkpoint: Instant::now(),
-            last_flush: Instant::now(),
-            last_checkpoint_failure: None,
-            last_probe: None,
-        };
-        writer.load_catalog();
-        writer
-    }
-
-    /// Takes the writer's catalog maps from the published catalog.
-    fn load_catalog(&mut self) {
-        let catalog = self
-            .shared
-            .catalog
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
-        self.table_keys = catalog
-            .iter()
-            .map(|(key, entry)| (entry.id, key.clone()))
-            .collect();
-        self.tables = catalog
-            .iter()
-            .map(|(key, entry)| (key.clone(), (entry.id, entry.name.clone())))
-            .collect();
-    }
-
     /// Commits a group of requests: runs of entity writes through the memtables, other
     /// requests one by one (see the module docs).
     pub(crate) fn commit(&mut self, group: Vec<Request>) {
@@ -440,7 +316,7 @@ impl Writer {
         let Some(kind) = io_kind(&e) else {
             return e;
         };
-        let file = self.shared.dir.join(super::DATA_FILE);
+        let file = self.shared.dir.join(DATA_FILE);
         let reason = if matches!(
             kind,
             io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
@@ -546,7 +422,7 @@ impl Writer {
                 let names = w.names.get(id).ok_or_else(|| {
                     storage(format!("the memtable of table {id} has no property names"))
                 })?;
-                super::edit::apply_memtable(&mut t.rows, *id, names, w.shared.limits, mem)?;
+                apply_memtable(&mut t.rows, *id, names, w.shared.limits, mem)?;
             }
             if let Some(lsn) = lsn {
                 t.meta.insert(META_WAL_LSN, lsn).map_err(storage)?;
@@ -598,13 +474,13 @@ impl Writer {
         self.names = names;
         self.load_catalog();
         let bytes = std::fs::read(self.log_path()).map_err(storage)?;
-        let contents = wal::read(&bytes, wal_lsn + 1).map_err(storage)?;
+        let contents = log_format::read(&bytes, wal_lsn + 1).map_err(storage)?;
         self.replay(&contents, wal_lsn)?;
         self.checkpoint()
     }
 
     fn log_path(&self) -> std::path::PathBuf {
-        self.shared.dir.join(wal::WAL_FILE)
+        self.shared.dir.join(WAL_FILE)
     }
 
     /// Handles a request that is not an entity write in a redb transaction; `Err` only for
@@ -627,15 +503,15 @@ impl Writer {
                 Answer::DeleteTable(self.delete_table(name, t, state, records)?)
             }
             Request::SetServiceProperties { stored, .. } => {
-                records.push(wal::encode::set_service(stored).map_err(storage)?);
-                super::settings::put_service(t.txn, stored)?;
+                records.push(record::set_service(stored).map_err(storage)?);
+                settings::put_service(t.txn, stored)?;
                 Answer::Setting(Ok(()))
             }
             Request::SetTableAcl { name, stored, .. } => {
                 match self.tables.get(&validate::table_key(name)) {
                     Some(&(id, _)) => {
-                        records.push(wal::encode::set_acl(id, stored.as_deref()).map_err(storage)?);
-                        super::settings::put_acl(t.txn, id, stored.as_deref())?;
+                        records.push(record::set_acl(id, stored.as_deref()).map_err(storage)?);
+                        settings::put_acl(t.txn, id, stored.as_deref())?;
                         Answer::Setting(Ok(()))
                     }
                     None => Answer::Setting(Err(StoreError::TableNotFound(name.clone()))),
@@ -678,8 +554,7 @@ impl Writer {
         if resolved.changes.is_empty() {
             return Ok(Ok(resolved.written));
         }
-        records
-            .push(wal::encode::write(id, resolved.timestamp, &resolved.changes).map_err(storage)?);
+        records.push(record::write(id, resolved.timestamp, &resolved.changes).map_err(storage)?);
         self.apply_to_memtable(state, id, &resolved.changes, resolved.timestamp)?;
         Ok(Ok(resolved.written))
     }
@@ -702,7 +577,7 @@ impl Writer {
             .get(META_NEXT_TABLE)
             .map_err(storage)?
             .map_or(1, |v| v.value());
-        records.push(wal::encode::create_table(id, name).map_err(storage)?);
+        records.push(record::create_table(id, name).map_err(storage)?);
         self.add_table(t, state, key, id, name)?;
         Ok(Ok(TableInfo {
             name: name.to_owned(),
@@ -720,7 +595,7 @@ impl Writer {
         let Some(&(id, _)) = self.tables.get(&key) else {
             return Ok(Err(StoreError::TableToDeleteNotFound(name.to_owned())));
         };
-        records.push(wal::encode::delete_table(id, &key).map_err(storage)?);
+        records.push(record::delete_table(id, &key).map_err(storage)?);
         self.drop_table(t, state, key, id)?;
         Ok(Ok(()))
     }
