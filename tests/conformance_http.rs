@@ -20,8 +20,9 @@
 #[allow(dead_code)]
 #[path = "conformance/corpus.rs"]
 mod corpus;
-#[path = "server_support/pg.rs"]
+#[path = "../server/tests/server_support/pg.rs"]
 mod pg;
+#[path = "../server/tests/server_support/mod.rs"]
 mod server_support;
 
 use corpus::{Case, Expect, Limit};

@@ -1206,7 +1206,7 @@ fn add_batch_cases(c: &mut Corpus) {
         )),
     );
     // (An empty changeset is a valid request, answered 202 with an empty changeset response
-    // as the service answers it: tests/server_service_replies.rs.)
+    // as the service answers it: server/tests/service_replies.rs.)
     let many: String = (0..101).map(|i| insert(&format!("many-{i:03}"))).collect();
     c.batch("101 operations", changeset(&many));
     let mixed = format!(

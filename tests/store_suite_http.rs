@@ -15,7 +15,7 @@
 #[macro_use]
 mod suite;
 mod http_backend;
-#[path = "server_support/pg.rs"]
+#[path = "../server/tests/server_support/pg.rs"]
 mod pg;
 mod serve_support;
 

@@ -2,7 +2,7 @@
 //! locates the binaries (`pg-cluster.sh bindir`) and starts servers (`pg-cluster.sh up`).
 //!
 //! Shared by the engine's tests (`store/tests/pg/mod.rs`, as `mod cluster`) and the HTTP
-//! tests of the workspace root (`tests/server_support/pg.rs`, through `#[path]`), so both
+//! tests of the workspace root (`server/tests/server_support/pg.rs`, through `#[path]`), so both
 //! find, start and skip PostgreSQL the same way. It uses only the standard library.
 //!
 //! Servers are started with `--owner-pid <this process> --no-fsync`: the script's watcher

@@ -5,7 +5,7 @@
 //! returns `None`. Locating and starting the servers is the engine tests' `cluster.rs`
 //! (`store/tests/pg/cluster.rs`), so both suites find and skip PostgreSQL the same way.
 
-#[path = "../../store/tests/pg/cluster.rs"]
+#[path = "../../../store/tests/pg/cluster.rs"]
 mod cluster;
 
 use std::sync::OnceLock;

@@ -5,7 +5,7 @@
 mod server_support;
 
 use server_support::{FULL, MINIMAL, NOMETA, Reply, TestServer, encode, query_path};
-use tableq::model::ErrorCode;
+use tableq_model::ErrorCode;
 
 /// A response as text for snapshots: status, headers (sorted; `date`, `x-ms-request-id`
 /// and `content-length` left out), body; the port, request id, Timestamps and times
@@ -329,7 +329,7 @@ async fn accounts_paths_and_batch() {
             Some(""),
         )
         .await;
-    // An empty body has no batch in it (`$batch` itself: tests/server_batch.rs).
+    // An empty body has no batch in it (`$batch` itself: server/tests/batch.rs).
     r.expect_error(400, "InvalidBatchRequest");
 }
 

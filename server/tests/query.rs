@@ -6,7 +6,7 @@ mod server_support;
 use serde_json::{Value, json};
 use server_support::{NOMETA, SendSigned, TestServer, query_path};
 use std::time::Duration;
-use tableq::model::{Entity, Value as EdmValue};
+use tableq_model::{Entity, Value as EdmValue};
 use tableq_server::ServerConfig;
 use tableq_store::{Backend, WriteOp};
 
@@ -407,7 +407,7 @@ async fn the_comparison_limit_is_the_services_unless_configured() {
         .expect_error(400, "InvalidInput");
     assert!(m.contains("15"), "{m}");
     let lifted = TestServer::start_with(ServerConfig {
-        filter_options: tableq::parser::FilterOptions::unlimited(),
+        filter_options: tableq_parser::FilterOptions::unlimited(),
         ..ServerConfig::default()
     })
     .await;
@@ -423,7 +423,7 @@ async fn the_comparison_limit_is_the_services_unless_configured() {
 #[tokio::test]
 async fn point_queries_answer_alike_inline_and_on_the_blocking_pool() {
     let s = TestServer::start_with(ServerConfig {
-        filter_options: tableq::parser::FilterOptions::unlimited(),
+        filter_options: tableq_parser::FilterOptions::unlimited(),
         ..ServerConfig::default()
     })
     .await;

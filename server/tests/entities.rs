@@ -6,7 +6,7 @@ mod server_support;
 
 use serde_json::{Value, json};
 use server_support::{FULL, NOMETA, Reply, TestServer, encode, entity_path};
-use tableq::model::ErrorCode;
+use tableq_model::ErrorCode;
 
 async fn with_table(name: &str) -> TestServer {
     let s = TestServer::start().await;

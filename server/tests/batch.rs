@@ -771,7 +771,7 @@ async fn malformed_bodies_are_400() {
             "InvalidBatchRequest",
         ),
         // (An empty changeset is answered 202, as the service answers it:
-        // tests/server_service_replies.rs.)
+        // server/tests/service_replies.rs.)
         (
             ct.clone(),
             format!(
