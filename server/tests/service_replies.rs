@@ -1,6 +1,6 @@
 //! What the real Table service answers, where tableq once answered otherwise (issue 27,
 //! items 2–4), from the service's own replies recorded by the public SDK test suites (the
-//! README's protocol notes cite the recordings): XML error bodies for the XML operations,
+//! docs/rest.md's protocol notes cite the recordings): XML error bodies for the XML operations,
 //! full-metadata annotations, `odata.metadata` that repeats `$select`, the codes of the XML
 //! operations' refusals, the front end's answer to a failed signature, and an empty
 //! changeset. Raw HTTP, so that the bytes are the ones a client sends and receives.

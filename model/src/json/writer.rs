@@ -253,7 +253,7 @@ impl<'s> EntityWriter<'s> {
     ///
     /// Full metadata annotates the same values as minimal metadata (plus the Timestamp):
     /// the service's recorded full-metadata replies carry no annotation for an Int32, a
-    /// Boolean or a finite Double (README, "protocol notes") — and the legacy Python SDK
+    /// Boolean or a finite Double (docs/rest.md, "Protocol notes") — and the legacy Python SDK
     /// turns an annotated Boolean into a wrapper object that is always true.
     fn annotates(&self, value: ValueRef<'_>) -> bool {
         match self.level {

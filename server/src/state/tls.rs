@@ -3,7 +3,7 @@
 //! ([`TlsMaterial::self_signed`], `tableq serve --tls self-signed`).
 //!
 //! A self-signed setup is two certificates in one directory (the keys directory of
-//! `tableq serve`, see the README's "HTTPS and tokens"):
+//! `tableq serve`, see docs/https-and-tokens.md):
 //!
 //! | file | what |
 //! |---|---|

@@ -91,7 +91,7 @@ def test_service_properties_errors(service, restore_properties):
     rule = TableCorsRule(["*"], ["GET"])
     with pytest.raises(HttpResponseError) as err:
         service.set_service_properties(cors=[rule] * 6)
-    # As the service answers it (README, protocol notes).
+    # As the service answers it (docs/rest.md, protocol notes).
     helpers.assert_error(err.value, 400, "InvalidXmlDocument")
     with pytest.raises(HttpResponseError) as err:
         service.set_service_properties(cors=[TableCorsRule(["*"], ["FETCH"])])

@@ -88,7 +88,7 @@ test("getProperties / setProperties round trip, a set keeps what it does not nam
     const sixRules = Array.from({ length: 6 }, () => ({
       allowedOrigins: "*", allowedMethods: "GET", allowedHeaders: "", exposedHeaders: "", maxAgeInSeconds: 1,
     }));
-    // As the service answers it (README, protocol notes).
+    // As the service answers it (docs/rest.md, protocol notes).
     await expectXmlOpError(() => service.setProperties({ cors: sixRules }), 400, "InvalidXmlDocument");
   });
 });
