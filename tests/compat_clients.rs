@@ -54,13 +54,9 @@ fn notable_lines(output: &str) -> Vec<&str> {
         .lines()
         .filter(|line| {
             let trimmed = line.trim_start();
-            trimmed.starts_with("SKIPPED")
-                || trimmed.starts_with('\u{FE63}')
+            suite_runner::is_runner_summary(trimmed)
                 || (trimmed.starts_with("compat-tests:") && trimmed.contains(" suite"))
                 || trimmed.starts_with("compat-tests: all suites")
-                || (trimmed.starts_with('=') && trimmed.contains(" passed"))
-                || trimmed.starts_with("ℹ pass")
-                || trimmed.starts_with("ℹ skipped")
                 || trimmed.starts_with("rust: ")
         })
         .collect()

@@ -35,12 +35,9 @@ fn notable_lines(output: &str) -> Vec<&str> {
         .lines()
         .filter(|line| {
             let trimmed = line.trim_start();
-            trimmed.starts_with("SKIPPED")
+            suite_runner::is_runner_summary(trimmed)
                 || trimmed.starts_with("pytest-tableq:")
                 || trimmed.starts_with("tableq-testing:")
-                || (trimmed.starts_with('=') && trimmed.contains(" passed"))
-                || trimmed.starts_with("\u{2139} pass")
-                || trimmed.starts_with("\u{2139} skipped")
         })
         .collect()
 }

@@ -19,6 +19,17 @@ pub fn available(program: &str) -> bool {
         .is_ok_and(|status| status.success())
 }
 
+/// A summary line every runner prints, whatever the script (`trimmed`: the line without
+/// its indentation): a skip with its reason (`SKIPPED …`, node's `﹣ name # reason`),
+/// pytest's `=== N passed … ===`, node's `ℹ pass N` and `ℹ skipped N`.
+pub fn is_runner_summary(trimmed: &str) -> bool {
+    trimmed.starts_with("SKIPPED")
+        || trimmed.starts_with('\u{FE63}')
+        || (trimmed.starts_with('=') && trimmed.contains(" passed"))
+        || trimmed.starts_with("\u{2139} pass")
+        || trimmed.starts_with("\u{2139} skipped")
+}
+
 /// One script and how to read its output.
 pub struct Script<'a> {
     /// The script, relative to the repository (`scripts/sdk-tests.sh`).
