@@ -5,6 +5,7 @@
 // The binary is `options.binary`, else $TABLEQ_BIN, else `tableq` on PATH.
 
 import { spawn } from "node:child_process";
+import { createHmac } from "node:crypto";
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
 
@@ -109,6 +110,26 @@ function describe(child, ready, exited) {
     /** The child process (to unref it, or read its exit). */
     process: child,
     /**
+     * Replaces the server's fault rules (an object, or its JSON text), e.g.
+     * `{rules: [{table: "orders", error: "ServerBusy", next: 2}]}`; the plan starts afresh
+     * from its seed. Rejects with the server's reason when a rule is bad.
+     */
+    async setFaults(rules) {
+      await admin(ready, account, "PUT", "faults", typeof rules === "string" ? rules : JSON.stringify(rules));
+    },
+    /** No more injected faults. */
+    async clearFaults() {
+      await admin(ready, account, "DELETE", "faults");
+    },
+    /** The rules in force, their seed, how often each rule fired, the throttle's limits. */
+    async faults() {
+      return JSON.parse(await admin(ready, account, "GET", "faults"));
+    },
+    /** Deletes every table of the account and resets its service properties. */
+    async reset() {
+      await admin(ready, account, "POST", "reset");
+    },
+    /**
      * Stops the server by its pid: SIGTERM (a clean shutdown), SIGKILL after `timeoutMs`.
      * Resolves to its exit code (or signal); safe to call twice.
      */
@@ -129,4 +150,29 @@ function describe(child, ready, exited) {
       return stopping;
     },
   };
+}
+
+/**
+ * One of tableq's administrative requests (`restype=tableq`), signed with SharedKeyLite —
+ * they take the account key, never a SAS. Resolves to the reply's text.
+ */
+async function admin(ready, account, method, comp, body) {
+  const url = new URL(`${ready.endpoint}/?restype=tableq&comp=${comp}`);
+  const date = new Date().toUTCString();
+  const resource = `/${account.name}${url.pathname}?comp=${comp}`;
+  const signature = createHmac("sha256", Buffer.from(account.key, "base64"))
+    .update(`${date}\n${resource}`, "utf8")
+    .digest("base64");
+  const headers = {
+    "x-ms-date": date,
+    "x-ms-version": "2019-02-02",
+    authorization: `SharedKeyLite ${account.name}:${signature}`,
+  };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const reply = await fetch(url, { method, headers, body });
+  const text = await reply.text();
+  if (!reply.ok) {
+    throw new Error(`${method} ?restype=tableq&comp=${comp}: ${reply.status} ${text}`);
+  }
+  return text;
 }

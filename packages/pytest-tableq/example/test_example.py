@@ -57,6 +57,35 @@ def test_a_function_scoped_server_is_separate_and_empty(tableq_server_function, 
         table_service_client.delete_table("onlyinsession")
 
 
+def test_the_sdk_retries_an_injected_server_busy(tableq_clean_server):
+    # The service's 503 ServerBusy, twice, on this table's inserts: the SDK's retry policy
+    # (fast here) retries, and the third attempt succeeds.
+    tableq_clean_server.set_faults(
+        {"seed": 1, "rules": [{"table": "retried", "operation": "InsertEntity", "error": "ServerBusy", "next": 2}]}
+    )
+    with TableServiceClient.from_connection_string(
+        tableq_clean_server.connection_string, retry_backoff_factor=0.05, retry_total=3
+    ) as service:
+        table = service.create_table("retried")
+        table.create_entity({"PartitionKey": "p", "RowKey": "1"})
+        assert table.get_entity("p", "1")["RowKey"] == "1"
+    fired = tableq_clean_server.faults()["fired"]
+    assert [f["count"] for f in fired] == [2]
+
+
+def test_a_reset_empties_the_account(tableq_clean_server, table_service_client):
+    table_service_client.create_table("leftover")
+    tableq_clean_server.reset()
+    assert [t.name for t in table_service_client.list_tables()] == []
+
+
+def test_a_bad_rule_set_is_refused_with_the_reason(tableq_clean_server):
+    from pytest_tableq import TableqError
+
+    with pytest.raises(TableqError, match="Teapot"):
+        tableq_clean_server.set_faults({"rules": [{"error": "Teapot"}]})
+
+
 _finished_servers = []
 
 

@@ -13,6 +13,11 @@ string and pid. It is stopped by that pid (SIGTERM, then SIGKILL after a timeout
 The pytest fixtures built on this live in :mod:`pytest_tableq.plugin`.
 """
 
+import base64
+import email.utils
+import hashlib
+import hmac
+import http.client
 import json
 import os
 import shutil
@@ -20,6 +25,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import urllib.parse
 
 __all__ = ["TableqServer", "TableqError", "find_binary", "start_server"]
 
@@ -96,6 +102,56 @@ class TableqServer:
                 self.process.wait()
         shutil.rmtree(self._workdir, ignore_errors=True)
         return self.process.returncode
+
+    # --- tableq's administrative operations (`restype=tableq`, the account key only) ---
+
+    def set_faults(self, rules):
+        """Replaces the server's fault rules (a dict, or its JSON text) — e.g.
+        ``{"rules": [{"table": "orders", "error": "ServerBusy", "next": 2}]}``; the plan
+        starts afresh from its seed. A bad rule set raises :class:`TableqError` with the
+        server's reason."""
+        body = rules if isinstance(rules, str) else json.dumps(rules)
+        self._admin("PUT", "faults", body)
+
+    def clear_faults(self):
+        """No more injected faults."""
+        self._admin("DELETE", "faults")
+
+    def faults(self):
+        """The rules in force, their seed, how often each rule fired, the throttle's limits."""
+        return json.loads(self._admin("GET", "faults"))
+
+    def reset(self):
+        """Deletes every table of the account and resets its service properties: a clean
+        account for the next test, without a new server."""
+        self._admin("POST", "reset")
+
+    def _admin(self, method, comp, body=None):
+        """One administrative request, signed with SharedKeyLite (the account key)."""
+        url = urllib.parse.urlsplit(f"{self.endpoint}/?restype=tableq&comp={comp}")
+        date = email.utils.formatdate(usegmt=True)
+        resource = f"/{self.account}{url.path}?comp={comp}"
+        signature = base64.b64encode(
+            hmac.new(base64.b64decode(self.key), f"{date}\n{resource}".encode(), hashlib.sha256).digest()
+        ).decode()
+        headers = {
+            "x-ms-date": date,
+            "x-ms-version": "2019-02-02",
+            "Authorization": f"SharedKeyLite {self.account}:{signature}",
+        }
+        data = body.encode() if body is not None else None
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        try:
+            connection.request(method, f"{url.path}?{url.query}", body=data, headers=headers)
+            reply = connection.getresponse()
+            text = reply.read().decode("utf-8", errors="replace")
+        finally:
+            connection.close()
+        if reply.status >= 300:
+            raise TableqError(f"{method} ?restype=tableq&comp={comp}: {reply.status} {text}")
+        return text
 
     def __enter__(self):
         return self

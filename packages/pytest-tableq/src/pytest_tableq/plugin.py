@@ -5,7 +5,9 @@
 * ``table_service_client`` — an ``azure.data.tables.TableServiceClient`` on the session
   server;
 * ``table_client`` — a ``TableClient`` on a new, uniquely named table of the session
-  server, deleted after the test.
+  server, deleted after the test;
+* ``tableq_clean_server`` — the session server with its account reset before the test
+  (no tables, default service properties) and its fault rules cleared after it.
 
 The binary is ``--tableq-bin``, else ``$TABLEQ_BIN``, else ``tableq`` on ``PATH``.
 """
@@ -79,3 +81,15 @@ def table_client(table_service_client):
     finally:
         table_service_client.delete_table(name)
         client.close()
+
+
+@pytest.fixture
+def tableq_clean_server(tableq_server):
+    """The session server, its account reset before the test (no tables, default service
+    properties) and its fault rules cleared after it: a clean account without a new
+    server."""
+    tableq_server.reset()
+    try:
+        yield tableq_server
+    finally:
+        tableq_server.clear_faults()

@@ -89,3 +89,33 @@ test("the global setup/teardown pair (mocha, vitest, jest, node:test >= 24) star
     Object.assign(process.env, saved);
   }
 });
+
+test("the SDK's retry policy retries an injected ServerBusy", async () => {
+  const server = await startTableq();
+  try {
+    // The service's 503 ServerBusy, twice, on inserts into this table: the SDK retries
+    // (fast here) and the third attempt succeeds.
+    await server.setFaults({
+      seed: 1,
+      rules: [{ table: "retried", operation: "InsertEntity", error: "ServerBusy", next: 2 }],
+    });
+    const client = TableClient.fromConnectionString(server.connectionString, "retried", {
+      allowInsecureConnection: true,
+      retryOptions: { maxRetries: 3, retryDelayInMs: 10, maxRetryDelayInMs: 50 },
+    });
+    await client.createTable();
+    await client.createEntity({ partitionKey: "p", rowKey: "1" });
+    assert.equal((await client.getEntity("p", "1")).rowKey, "1");
+    const report = await server.faults();
+    assert.deepEqual(report.fired.map((f) => f.count), [2]);
+
+    await server.reset();
+    const service = TableServiceClient.fromConnectionString(server.connectionString, OPTIONS);
+    const tables = [];
+    for await (const t of service.listTables()) tables.push(t.name);
+    assert.deepEqual(tables, [], "a reset leaves no table");
+    await assert.rejects(server.setFaults({ rules: [{ error: "Teapot" }] }), /Teapot/);
+  } finally {
+    await server.stop();
+  }
+});
