@@ -48,7 +48,8 @@ use futures_util::FutureExt;
 use std::cell::RefCell;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tableq_model::ErrorCode;
 
 use crate::auth::{self, SasGrant};
 use crate::ops::admin;
@@ -58,12 +59,13 @@ use crate::ops::entities::{self, WriteTarget};
 use crate::ops::explorer::{explain, explain::ExplainMode};
 use crate::ops::query;
 use crate::ops::tables;
-use crate::protocol::context::{Ctx, request_context};
+use crate::protocol::context::{Ctx, read_bytes, request_context};
 use crate::protocol::encode::Links;
 use crate::protocol::error::{ApiError, BodyFormat};
 use crate::protocol::negotiate;
 use crate::protocol::resource::{Resource, Target, describe, parse_target};
 use crate::state::accounts::{AppState, BearerSetup, Hosted};
+use crate::state::faults::{Busy, DropPoint, FaultPlan, Faults, Outcome, Target as FaultTarget};
 use crate::state::metrics::Operation;
 use crate::state::scope::{self, Secure, warn_refused_write};
 
@@ -330,6 +332,7 @@ async fn handle_target(
         request_context(links, parts.uri.query(), parts.headers, request_id)?
     };
     let method = negotiate::effective_method(&parts.method, &ctx.headers)?;
+    let timeout = timeout_parameter(parts.uri.query());
     if secondary && !matches!(method, Method::GET | Method::HEAD) {
         return Err(ApiError::new(
             tableq_model::ErrorCode::AuthorizationFailure,
@@ -352,9 +355,175 @@ async fn handle_target(
     let sas = grant.sas();
     let sas = sas.as_ref();
     match path.target {
-        Target::Resource(resource) => route(state, &ctx, sas, method, resource, body).await,
+        Target::Resource(resource) => {
+            let routed = Routed {
+                state,
+                ctx: &ctx,
+                sas,
+                method,
+                resource,
+                body,
+            };
+            let faults = hosted.faults();
+            let plan = faults.plan();
+            if faults.throttle().is_none() && plan.is_none() {
+                return routed.run().await;
+            }
+            gated(faults, plan, routed, timeout).await
+        }
         admin => route_admin(state, &ctx, sas, secondary, method, admin, body).await,
     }
+}
+
+/// A request to a resource, ready for step 5.
+struct Routed<'a> {
+    state: &'a Arc<AppState>,
+    ctx: &'a Ctx,
+    sas: Option<&'a Arc<SasGrant>>,
+    method: Method,
+    resource: Resource,
+    body: Body,
+}
+
+impl Routed<'_> {
+    /// Step 5 and the handler.
+    async fn run(self) -> Result<Response, ApiError> {
+        route(
+            self.state,
+            self.ctx,
+            self.sas,
+            self.method,
+            self.resource,
+            self.body,
+        )
+        .await
+    }
+
+    /// Step 5 and the handler, bounded by `timeout` (the request's `timeout` parameter,
+    /// when the scalability targets are emulated): past it, 500 `OperationTimedOut` (a write
+    /// may have been applied meanwhile, as with the service).
+    async fn run_within(self, timeout: Option<Duration>) -> Result<Response, ApiError> {
+        match timeout {
+            None => self.run().await,
+            Some(limit) => tokio::time::timeout(limit, self.run())
+                .await
+                .unwrap_or_else(|_| Err(ApiError::bare(ErrorCode::OperationTimedOut))),
+        }
+    }
+}
+
+/// The `timeout` query parameter (whole seconds, as the service reads it; a value that is
+/// no positive number is ignored).
+fn timeout_parameter(query: Option<&str>) -> Option<Duration> {
+    query?
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(name, _)| *name == "timeout")
+        .and_then(|(_, value)| value.parse::<u64>().ok())
+        .filter(|secs| *secs > 0)
+        .map(Duration::from_secs)
+}
+
+/// Throttling and injected faults around step 5 (only when either is on; see
+/// `crate::state::faults`). The request is described once: its operation as the request log
+/// names it, its table, and its PartitionKey — an entity's from its path, an insert's from
+/// its body, a batch's from its first operation (its entities: the operation count); a
+/// query (and any other request) has no single partition and counts against the account
+/// only. Then:
+///
+/// 1. the throttle: over a limit → 503 `ServerBusy` with the limit's sentence;
+/// 2. the fault plan: its delay is waited, then its outcome carried out — a service error,
+///    a batch failing at an operation (nothing applied), or a connection closed without
+///    an answer before the operation runs or after it ran.
+async fn gated(
+    faults: &Faults,
+    plan: Option<Arc<FaultPlan>>,
+    mut routed: Routed<'_>,
+    timeout: Option<Duration>,
+) -> Result<Response, ApiError> {
+    let if_match = routed.ctx.headers.contains_key(header::IF_MATCH);
+    let operation = operation_as_logged(
+        resource_operation(&routed.resource, routed.method.as_str()),
+        if_match,
+    );
+    let max_body = routed.state.config.max_body_bytes;
+    let (partition, entities, is_batch) = match (&routed.resource, &routed.method) {
+        (Resource::Entity { partition_key, .. }, _) => {
+            (Some(partition_key.value.clone()), 1, false)
+        }
+        (Resource::Entities { .. }, &Method::POST) => {
+            let bytes = read_bytes(routed.body, &routed.ctx.headers, max_body).await?;
+            let partition = batch::body_partition_key(&bytes);
+            routed.body = Body::from(bytes);
+            (partition, 1, false)
+        }
+        (Resource::Batch { .. }, &Method::POST) => {
+            let bytes = read_bytes(routed.body, &routed.ctx.headers, max_body).await?;
+            let (partition, count) =
+                batch::summary(&routed.ctx.headers, &bytes).unwrap_or((None, 1));
+            routed.body = Body::from(bytes);
+            (partition, count, true)
+        }
+        _ => (None, 1, false),
+    };
+    let account = routed.state.config.account.name.as_str();
+    let target = FaultTarget {
+        account,
+        table: table_of_resource(&routed.resource),
+        operation: operation.name(),
+        partition_key: partition.as_deref(),
+        entities,
+        batch: is_batch,
+    };
+    if let Some(throttle) = faults.throttle()
+        && let Err(busy) = throttle.admit(&target, Instant::now())
+    {
+        scope::note_throttled(match busy {
+            Busy::Partition => "partition",
+            Busy::Account => "account",
+        });
+        return Err(ApiError::bare(ErrorCode::ServerBusy).with_sentence(busy.message()));
+    }
+    let timeout = faults.throttle().and(timeout);
+    let Some(plan) = plan else {
+        return routed.run_within(timeout).await;
+    };
+    let injection = plan.decide(&target);
+    scope::note_faults(injection.fired.iter().map(|f| (f.rule.clone(), f.kind)));
+    if !injection.delay.is_zero() {
+        tokio::time::sleep(injection.delay).await;
+    }
+    match injection.outcome {
+        Outcome::Proceed => routed.run_within(timeout).await,
+        Outcome::Fail(code) => Err(ApiError::bare(code)),
+        Outcome::FailBatchAt(index, code) => {
+            let last = usize::try_from(entities.saturating_sub(1)).unwrap_or(usize::MAX);
+            batch::fail_at(
+                index.min(last),
+                ApiError::bare(code),
+                &routed.ctx.request_id,
+            )
+            .await
+        }
+        Outcome::Drop(DropPoint::BeforeWrite) => Ok(dropped()),
+        Outcome::Drop(DropPoint::AfterWrite) => {
+            // The operation's own answer is thrown away: the client sees a closed
+            // connection whatever happened.
+            let _ = routed.run_within(timeout).await;
+            Ok(dropped())
+        }
+    }
+}
+
+/// A response that never answers: its body fails before its first byte, and the
+/// connection (hyper) closes without sending it.
+fn dropped() -> Response {
+    let failing = futures_util::stream::once(async {
+        Err::<axum::body::Bytes, std::io::Error>(std::io::Error::other(
+            "the connection was dropped by a fault rule",
+        ))
+    });
+    Response::new(Body::from_stream(failing))
 }
 
 /// A request to the local token issuer's endpoints (module `crate::state::token`).
@@ -420,17 +589,31 @@ async fn route_admin(
 /// without `If-Match`; the request log, `crate::serve::observe::serve`, turns a conditional `PUT` into `UpdateEntity` and an
 /// unconditional merge into `InsertOrMergeEntity`).
 fn operation_of(method: &Method, target: &Target) -> Operation {
-    let resource = match (target, method.as_str()) {
-        (Target::ServiceProperties, "GET") => return Operation::GetTableServiceProperties,
-        (Target::ServiceProperties, "PUT") => return Operation::SetTableServiceProperties,
-        (Target::ServiceStats, "GET") => return Operation::GetTableServiceStats,
-        (Target::TableAcl { .. }, "GET" | "HEAD") => return Operation::GetTableAcl,
-        (Target::TableAcl { .. }, "PUT") => return Operation::SetTableAcl,
-        (Target::Resource(resource), _) => resource,
-        _ => return Operation::Other,
-    };
+    match (target, method.as_str()) {
+        (Target::ServiceProperties, "GET") => Operation::GetTableServiceProperties,
+        (Target::ServiceProperties, "PUT") => Operation::SetTableServiceProperties,
+        (Target::ServiceStats, "GET") => Operation::GetTableServiceStats,
+        (Target::TableAcl { .. }, "GET" | "HEAD") => Operation::GetTableAcl,
+        (Target::TableAcl { .. }, "PUT") => Operation::SetTableAcl,
+        (Target::Resource(resource), method) => resource_operation(resource, method),
+        _ => Operation::Other,
+    }
+}
+
+/// The operation as the request log names it (`crate::serve::observe::serve`): a
+/// conditional `PUT` is `UpdateEntity`, an unconditional merge `InsertOrMergeEntity`.
+fn operation_as_logged(operation: Operation, if_match: bool) -> Operation {
+    match operation {
+        Operation::InsertOrReplaceEntity if if_match => Operation::UpdateEntity,
+        Operation::MergeEntity if !if_match => Operation::InsertOrMergeEntity,
+        other => other,
+    }
+}
+
+/// The operation `method` on `resource` asks for (see [`operation_of`]).
+fn resource_operation(resource: &Resource, method: &str) -> Operation {
     #[allow(unreachable_patterns)]
-    match (resource, method.as_str()) {
+    match (resource, method) {
         (Resource::Tables { .. } | Resource::Table { .. }, "GET") => Operation::QueryTables,
         (Resource::Tables { .. }, "POST") => Operation::CreateTable,
         (Resource::Table { .. }, "DELETE") => Operation::DeleteTable,
@@ -446,11 +629,14 @@ fn operation_of(method: &Method, target: &Target) -> Operation {
 }
 
 fn table_of(target: &Target) -> Option<&str> {
-    let resource = match target {
-        Target::TableAcl { table } => return Some(table),
-        Target::Resource(resource) => resource,
-        _ => return None,
-    };
+    match target {
+        Target::TableAcl { table } => Some(table),
+        Target::Resource(resource) => table_of_resource(resource),
+        _ => None,
+    }
+}
+
+fn table_of_resource(resource: &Resource) -> Option<&str> {
     #[allow(unreachable_patterns)]
     match resource {
         Resource::Table { table }

@@ -84,7 +84,7 @@ mod state;
 
 pub use protocol::query_options;
 pub use protocol::{continuation, error, negotiate, resource, xml};
-pub use state::{config, tls, token};
+pub use state::{config, faults, tls, token};
 
 pub use config::{
     Account, AuthMode, ConnectionLimits, DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY, LogFormat,

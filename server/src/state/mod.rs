@@ -13,8 +13,8 @@
 
 pub(crate) mod accounts;
 pub(crate) mod budget;
-pub mod faults;
 pub mod config;
+pub mod faults;
 pub(crate) mod key_memo;
 pub(crate) mod metrics;
 pub(crate) mod scope;

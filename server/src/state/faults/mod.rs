@@ -16,14 +16,19 @@
 //!   to add and an [`Outcome`] — proceed, fail with a service error, fail a batch at an
 //!   index, or drop the connection before or after the write.
 //!
+//! [`Faults`] holds a running server's throttle and armed plan, which the administrative
+//! endpoint replaces at run time.
+//!
 //! Rules are JSON (`--faults FILE` at start, `PUT …?restype=tableq&comp=faults` at run
 //! time); see [`FaultRules::from_json`] for the format.
 
+mod live;
 mod plan;
 mod rules;
 mod target;
 mod throttle;
 
+pub use live::{Faults, FaultsReport, check_rules};
 pub use plan::{FaultPlan, Fired, Injection, Outcome};
 pub use rules::{
     Delay, DropPoint, Effect, FaultRule, FaultRuleError, FaultRules, Matcher, Trigger,
