@@ -20,7 +20,10 @@
 //! 5. **method dispatch** per resource kind (`X-HTTP-Method` overrides `POST`); a method
 //!    the resource does not support → 405 `MethodNotAllowed` with `Allow`;
 //! 6. the handler ([`crate::ops::tables`], [`crate::ops::entities`], [`crate::ops::batch`],
-//!    [`crate::ops::admin`]). Entity writes are recognised once ([`WriteTarget::of`]) for single
+//!    [`crate::ops::admin`], tableq's own [`crate::ops::tableq`] — the account key only, a
+//!    SAS or bearer token → 403 `AuthorizationPermissionMismatch`). With throttling or
+//!    fault rules on (`crate::state::faults`), a resource request first passes the
+//!    throttle and the fault plan ([`gated`]). Entity writes are recognised once ([`WriteTarget::of`]) for single
 //!    requests and batch operations alike.
 //!
 //! Every failure becomes an [`ApiError`] response carrying the request id: `odata.error`
@@ -51,13 +54,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tableq_model::ErrorCode;
 
-use crate::auth::{self, SasGrant};
+use crate::auth::{self, Grant, SasGrant};
 use crate::ops::admin;
 use crate::ops::batch;
 use crate::ops::cors;
 use crate::ops::entities::{self, WriteTarget};
 use crate::ops::explorer::{explain, explain::ExplainMode};
 use crate::ops::query;
+use crate::ops::tableq;
 use crate::ops::tables;
 use crate::protocol::context::{Ctx, read_bytes, request_context};
 use crate::protocol::encode::Links;
@@ -306,6 +310,13 @@ async fn handle_target(
     let (state, secondary, grant) = auth::authorize(hosted, &parts, &path.account, &path.target)
         .await
         .map_err(|e| front_end(e, &parts.headers))?;
+    if matches!(path.target, Target::Faults | Target::Reset) && !matches!(grant, Grant::Full) {
+        return Err(ApiError::new(
+            ErrorCode::AuthorizationPermissionMismatch,
+            "tableq's administrative operations (restype=tableq) take the account key \
+             (SharedKey or SharedKeyLite), never a SAS or bearer token",
+        ));
+    }
     let state = &state;
     let request_id = request_id.to_owned();
     let links = Links {
@@ -371,7 +382,7 @@ async fn handle_target(
             }
             gated(faults, plan, routed, timeout).await
         }
-        admin => route_admin(state, &ctx, sas, secondary, method, admin, body).await,
+        admin => route_admin(state, &ctx, hosted.faults(), secondary, method, admin, body).await,
     }
 }
 
@@ -558,7 +569,7 @@ async fn issuer_request(
 async fn route_admin(
     state: &Arc<AppState>,
     ctx: &Ctx,
-    sas: Option<&Arc<SasGrant>>,
+    faults: &Faults,
     secondary: bool,
     method: Method,
     target: Target,
@@ -581,7 +592,20 @@ async fn route_admin(
             Method::PUT => admin::set_acl(state, &ctx.headers, table, body).await,
             _ => not_allowed("a table's ACL", "GET, PUT"),
         },
-        Target::Resource(resource) => route(state, ctx, sas, method, resource, body).await,
+        Target::Faults => match method {
+            Method::GET => tableq::get_faults(faults),
+            Method::PUT => tableq::set_faults(state, faults, &ctx.headers, body).await,
+            Method::DELETE => tableq::clear_faults(faults),
+            _ => not_allowed("the fault rules", "GET, PUT, DELETE"),
+        },
+        Target::Reset => match method {
+            Method::POST => tableq::reset(state).await,
+            _ => not_allowed("the account's reset", "POST"),
+        },
+        // Routed by `handle_target` before this.
+        Target::Resource(_) => Err(ApiError::internal(
+            "a resource request reached the administration operations",
+        )),
     }
 }
 
