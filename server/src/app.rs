@@ -69,7 +69,9 @@ use crate::protocol::error::{ApiError, BodyFormat};
 use crate::protocol::negotiate;
 use crate::protocol::resource::{Resource, Target, describe, parse_target};
 use crate::state::accounts::{AppState, BearerSetup, Hosted};
-use crate::state::faults::{Busy, DropPoint, FaultPlan, Faults, Outcome, Target as FaultTarget};
+use crate::state::faults::{
+    Busy, DropPoint, FaultPlan, Faults, Injection, Outcome, Target as FaultTarget,
+};
 use crate::state::metrics::Operation;
 use crate::state::scope::{self, Secure, warn_refused_write};
 
@@ -409,18 +411,6 @@ impl Routed<'_> {
         )
         .await
     }
-
-    /// Step 5 and the handler, bounded by `timeout` (the request's `timeout` parameter,
-    /// when the scalability targets are emulated): past it, 500 `OperationTimedOut` (a write
-    /// may have been applied meanwhile, as with the service).
-    async fn run_within(self, timeout: Option<Duration>) -> Result<Response, ApiError> {
-        match timeout {
-            None => self.run().await,
-            Some(limit) => tokio::time::timeout(limit, self.run())
-                .await
-                .unwrap_or_else(|_| Err(ApiError::bare(ErrorCode::OperationTimedOut))),
-        }
-    }
 }
 
 /// The `timeout` query parameter (whole seconds, as the service reads it; a value that is
@@ -496,33 +486,40 @@ async fn gated(
         return Err(ApiError::bare(ErrorCode::ServerBusy).with_sentence(busy.message()));
     }
     let timeout = faults.throttle().and(timeout);
-    let Some(plan) = plan else {
-        return routed.run_within(timeout).await;
+    let injection = match plan {
+        Some(plan) => plan.decide(&target),
+        None => Injection::none(),
     };
-    let injection = plan.decide(&target);
     scope::note_faults(injection.fired.iter().map(|f| (f.rule.clone(), f.kind)));
-    if !injection.delay.is_zero() {
-        tokio::time::sleep(injection.delay).await;
-    }
-    match injection.outcome {
-        Outcome::Proceed => routed.run_within(timeout).await,
-        Outcome::Fail(code) => Err(ApiError::bare(code)),
-        Outcome::FailBatchAt(index, code) => {
-            let last = usize::try_from(entities.saturating_sub(1)).unwrap_or(usize::MAX);
-            batch::fail_at(
-                index.min(last),
-                ApiError::bare(code),
-                &routed.ctx.request_id,
-            )
+    let request_id = routed.ctx.request_id.clone();
+    let injected = async move {
+        if !injection.delay.is_zero() {
+            tokio::time::sleep(injection.delay).await;
+        }
+        match injection.outcome {
+            Outcome::Proceed => routed.run().await,
+            Outcome::Fail(code) => Err(ApiError::bare(code)),
+            Outcome::FailBatchAt(index, code) => {
+                let last = usize::try_from(entities.saturating_sub(1)).unwrap_or(usize::MAX);
+                batch::fail_at(index.min(last), ApiError::bare(code), &request_id).await
+            }
+            Outcome::Drop(DropPoint::BeforeWrite) => Ok(dropped()),
+            Outcome::Drop(DropPoint::AfterWrite) => {
+                // The operation's own answer is thrown away: the client sees a closed
+                // connection whatever happened.
+                let _ = routed.run().await;
+                Ok(dropped())
+            }
+        }
+    };
+    // The `timeout` parameter bounds the injected delay too: the service's server timeout
+    // counts all of the request's time on the server. Past it, 500 `OperationTimedOut` (a
+    // write may have been applied meanwhile, as with the service).
+    match timeout {
+        None => injected.await,
+        Some(limit) => tokio::time::timeout(limit, injected)
             .await
-        }
-        Outcome::Drop(DropPoint::BeforeWrite) => Ok(dropped()),
-        Outcome::Drop(DropPoint::AfterWrite) => {
-            // The operation's own answer is thrown away: the client sees a closed
-            // connection whatever happened.
-            let _ = routed.run_within(timeout).await;
-            Ok(dropped())
-        }
+            .unwrap_or_else(|_| Err(ApiError::bare(ErrorCode::OperationTimedOut))),
     }
 }
 
