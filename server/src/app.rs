@@ -734,6 +734,34 @@ mod tests {
     use tableq_parser::resource::{KeyValue, TableName};
 
     #[test]
+    fn the_timeout_parameter_is_whole_positive_seconds() {
+        assert_eq!(
+            timeout_parameter(Some("$filter=x&timeout=5")),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(timeout_parameter(Some("timeout=0")), None);
+        assert_eq!(timeout_parameter(Some("timeout=1.5")), None);
+        assert_eq!(timeout_parameter(Some("timeouts=5")), None);
+        assert_eq!(timeout_parameter(None), None);
+    }
+
+    #[test]
+    fn fault_rules_see_the_operation_the_log_names() {
+        use Operation::*;
+        assert_eq!(
+            operation_as_logged(InsertOrReplaceEntity, true),
+            UpdateEntity
+        );
+        assert_eq!(
+            operation_as_logged(InsertOrReplaceEntity, false),
+            InsertOrReplaceEntity
+        );
+        assert_eq!(operation_as_logged(MergeEntity, false), InsertOrMergeEntity);
+        assert_eq!(operation_as_logged(MergeEntity, true), MergeEntity);
+        assert_eq!(operation_as_logged(GetEntity, true), GetEntity);
+    }
+
+    #[test]
     fn operations_are_named_as_the_service_names_them() {
         let t = || TableName::new("t");
         let entity = Resource::Entity {

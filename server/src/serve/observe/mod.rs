@@ -248,6 +248,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn injected_faults_and_throttling_are_marked_in_the_line() {
+        let method = Method::GET;
+        let fields = LogLine {
+            method: &method,
+            path: "/a/t()",
+            status: 503,
+            error_code: "ServerBusy",
+            ms: 1.0,
+            request_id: "id",
+            operation: "QueryEntities",
+        };
+        let record = Record {
+            faults: vec![("slow".into(), "latency"), ("busy".into(), "error")],
+            ..Record::default()
+        };
+        let mut line = String::new();
+        fields.write_text(&record, &mut line);
+        assert!(
+            line.ends_with(" operation=QueryEntities fault=slow:latency fault=busy:error"),
+            "{line}"
+        );
+        assert_eq!(
+            fault_text(&record).as_deref(),
+            Some("slow:latency,busy:error")
+        );
+        let record = Record {
+            throttled: Some("partition"),
+            ..Record::default()
+        };
+        line.clear();
+        fields.write_text(&record, &mut line);
+        assert!(line.ends_with(" throttled=partition"), "{line}");
+        assert_eq!(fault_text(&record), None);
+    }
+
+    #[test]
     fn text_lines_are_written_as_the_format_string_wrote_them() {
         // The line as first written, with one `format!` and a separate `extra` string.
         fn formatted(l: &LogLine<'_>, record: &Record) -> String {
