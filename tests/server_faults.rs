@@ -139,6 +139,20 @@ async fn throttling_refuses_a_hot_partition_at_its_limit_and_not_below_it() {
 }
 
 #[tokio::test]
+async fn a_query_confined_to_one_partition_counts_against_it() {
+    let s = TestServer::start_with(throttled(2, 100_000)).await;
+    s.create_table("qry").await;
+    let one = "qry()?$filter=PartitionKey%20eq%20'q'%20and%20RowKey%20gt%20'a'";
+    assert_eq!(s.get(one).await.status, 200);
+    assert_eq!(s.get(one).await.status, 200);
+    s.get(one).await.expect_error(503, "ServerBusy");
+    // Over several partitions: the account's limit only.
+    for _ in 0..3 {
+        assert_eq!(s.get("qry()").await.status, 200);
+    }
+}
+
+#[tokio::test]
 async fn throttling_refuses_an_account_over_its_limit() {
     let s = TestServer::start_with(throttled(1000, 5)).await;
     s.create_table("acct").await;

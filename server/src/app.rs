@@ -428,8 +428,9 @@ fn timeout_parameter(query: Option<&str>) -> Option<Duration> {
 /// Throttling and injected faults around step 5 (only when either is on; see
 /// `crate::state::faults`). The request is described once: its operation as the request log
 /// names it, its table, and its PartitionKey — an entity's from its path, an insert's from
-/// its body, a batch's from its first operation (its entities: the operation count); a
-/// query (and any other request) has no single partition and counts against the account
+/// its body, a batch's from its first operation (its entities: the operation count), a
+/// query's when its `$filter` fixes one; any other request (a query over several
+/// partitions, a table operation) has no single partition and counts against the account
 /// only. Then:
 ///
 /// 1. the throttle: over a limit → 503 `ServerBusy` with the limit's sentence;
@@ -464,6 +465,9 @@ async fn gated(
                 batch::summary(&routed.ctx.headers, &bytes).unwrap_or((None, 1));
             routed.body = Body::from(bytes);
             (partition, count, true)
+        }
+        (Resource::Entities { .. }, &Method::GET) => {
+            (query::single_partition(routed.state, routed.ctx), 1, false)
         }
         _ => (None, 1, false),
     };
