@@ -387,6 +387,19 @@ async fn a_reset_removes_tables_and_service_properties() {
         .await;
     assert_eq!(r.status, 202, "{}", r.body);
 
+    let acl = "<?xml version=\"1.0\" encoding=\"utf-8\"?><SignedIdentifiers><SignedIdentifier>\
+        <Id>policy1</Id><AccessPolicy><Expiry>2099-01-01T00:00:00Z</Expiry><Permission>r</Permission>\
+        </AccessPolicy></SignedIdentifier></SignedIdentifiers>";
+    let r = s
+        .send(
+            "PUT",
+            "one?comp=acl",
+            &[("Content-Type", "application/xml")],
+            Some(acl),
+        )
+        .await;
+    assert_eq!(r.status, 204, "{}", r.body);
+
     let r = s.send("POST", RESET, &[], None).await;
     assert_eq!(r.status, 204, "{}", r.body);
     assert_eq!(s.get("Tables").await.json()["value"], json!([]));
@@ -394,9 +407,12 @@ async fn a_reset_removes_tables_and_service_properties() {
         .send("GET", "?restype=service&comp=properties", &[], None)
         .await;
     assert!(!properties.body.contains("CorsRule"), "{}", properties.body);
-    // The account works as new.
+    // The account works as new: no entity, no stored access policy.
     s.create_table("one").await;
     assert_eq!(s.get(&entity_path("one", "p", "1")).await.status, 404);
+    let acl = s.send("GET", "one?comp=acl", &[], None).await;
+    assert_eq!(acl.status, 200, "{}", acl.body);
+    assert!(!acl.body.contains("policy1"), "{}", acl.body);
 }
 
 #[tokio::test]
