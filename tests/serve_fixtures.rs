@@ -478,3 +478,60 @@ fn the_ready_file_appears_only_once_the_server_answers_with_its_seed_loaded() {
         serve.stderr()
     );
 }
+
+#[test]
+fn fault_flags_print_the_seed_and_a_bad_rule_file_refuses_the_start() {
+    let dir = TempDir::new("faults");
+    let rules = dir.0.join("rules.json");
+    std::fs::write(
+        &rules,
+        r#"{"rules": [{"name": "slow", "table": "t1", "latencyMs": 5}]}"#,
+    )
+    .unwrap();
+    let mut serve = spawn(&[
+        "--in-memory",
+        "--port",
+        "0",
+        "--throttle-partition",
+        "50",
+        "--faults",
+        rules.to_str().unwrap(),
+        "--fault-seed",
+        "77",
+    ]);
+    let lines = serve.stdout_lines(9);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("throttle: 50 entities/s per partition, 20000 per account")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l
+                .starts_with("faults: rules armed; seed 77 (repeat a run with --fault-seed 77)")),
+        "{lines:?}"
+    );
+    assert!(serve.stop().success());
+
+    std::fs::write(
+        &rules,
+        r#"{"rules": [{"name": "typo", "operation": "InsertEnity", "error": "ServerBusy"}]}"#,
+    )
+    .unwrap();
+    let mut serve = spawn(&[
+        "--in-memory",
+        "--port",
+        "0",
+        "--faults",
+        rules.to_str().unwrap(),
+    ]);
+    assert_eq!(serve.wait(Duration::from_secs(30)).code(), Some(2));
+    let stderr = serve.stderr();
+    assert!(
+        stderr.contains("fault rule 0 (typo)") && stderr.contains("InsertEnity"),
+        "{stderr}"
+    );
+    assert!(serve.stdout_lines(0).is_empty(), "no banner");
+}

@@ -20,7 +20,10 @@
 //! 5. **method dispatch** per resource kind (`X-HTTP-Method` overrides `POST`); a method
 //!    the resource does not support → 405 `MethodNotAllowed` with `Allow`;
 //! 6. the handler ([`crate::ops::tables`], [`crate::ops::entities`], [`crate::ops::batch`],
-//!    [`crate::ops::admin`]). Entity writes are recognised once ([`WriteTarget::of`]) for single
+//!    [`crate::ops::admin`], tableq's own [`crate::ops::tableq`] — the account key only, a
+//!    SAS or bearer token → 403 `AuthorizationPermissionMismatch`). With throttling or
+//!    fault rules on (`crate::state::faults`), a resource request first passes the
+//!    throttle and the fault plan ([`gated`]). Entity writes are recognised once ([`WriteTarget::of`]) for single
 //!    requests and batch operations alike.
 //!
 //! Every failure becomes an [`ApiError`] response carrying the request id: `odata.error`
@@ -48,22 +51,27 @@ use futures_util::FutureExt;
 use std::cell::RefCell;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tableq_model::ErrorCode;
 
-use crate::auth::{self, SasGrant};
+use crate::auth::{self, Grant, SasGrant};
 use crate::ops::admin;
 use crate::ops::batch;
 use crate::ops::cors;
 use crate::ops::entities::{self, WriteTarget};
 use crate::ops::explorer::{explain, explain::ExplainMode};
 use crate::ops::query;
+use crate::ops::tableq;
 use crate::ops::tables;
-use crate::protocol::context::{Ctx, request_context};
+use crate::protocol::context::{Ctx, read_bytes, request_context};
 use crate::protocol::encode::Links;
 use crate::protocol::error::{ApiError, BodyFormat};
 use crate::protocol::negotiate;
 use crate::protocol::resource::{Resource, Target, describe, parse_target};
 use crate::state::accounts::{AppState, BearerSetup, Hosted};
+use crate::state::faults::{
+    Busy, DropPoint, FaultPlan, Faults, Injection, Outcome, Target as FaultTarget,
+};
 use crate::state::metrics::Operation;
 use crate::state::scope::{self, Secure, warn_refused_write};
 
@@ -304,6 +312,13 @@ async fn handle_target(
     let (state, secondary, grant) = auth::authorize(hosted, &parts, &path.account, &path.target)
         .await
         .map_err(|e| front_end(e, &parts.headers))?;
+    if matches!(path.target, Target::Faults | Target::Reset) && !matches!(grant, Grant::Full) {
+        return Err(ApiError::new(
+            ErrorCode::AuthorizationPermissionMismatch,
+            "tableq's administrative operations (restype=tableq) take the account key \
+             (SharedKey or SharedKeyLite), never a SAS or bearer token",
+        ));
+    }
     let state = &state;
     let request_id = request_id.to_owned();
     let links = Links {
@@ -330,6 +345,7 @@ async fn handle_target(
         request_context(links, parts.uri.query(), parts.headers, request_id)?
     };
     let method = negotiate::effective_method(&parts.method, &ctx.headers)?;
+    let timeout = timeout_parameter(parts.uri.query());
     if secondary && !matches!(method, Method::GET | Method::HEAD) {
         return Err(ApiError::new(
             tableq_model::ErrorCode::AuthorizationFailure,
@@ -352,9 +368,174 @@ async fn handle_target(
     let sas = grant.sas();
     let sas = sas.as_ref();
     match path.target {
-        Target::Resource(resource) => route(state, &ctx, sas, method, resource, body).await,
-        admin => route_admin(state, &ctx, sas, secondary, method, admin, body).await,
+        Target::Resource(resource) => {
+            let routed = Routed {
+                state,
+                ctx: &ctx,
+                sas,
+                method,
+                resource,
+                body,
+            };
+            let faults = hosted.faults();
+            let plan = faults.plan();
+            if faults.throttle().is_none() && plan.is_none() {
+                return routed.run().await;
+            }
+            gated(faults, plan, routed, timeout).await
+        }
+        admin => route_admin(state, &ctx, hosted.faults(), secondary, method, admin, body).await,
     }
+}
+
+/// A request to a resource, ready for step 5.
+struct Routed<'a> {
+    state: &'a Arc<AppState>,
+    ctx: &'a Ctx,
+    sas: Option<&'a Arc<SasGrant>>,
+    method: Method,
+    resource: Resource,
+    body: Body,
+}
+
+impl Routed<'_> {
+    /// Step 5 and the handler.
+    async fn run(self) -> Result<Response, ApiError> {
+        route(
+            self.state,
+            self.ctx,
+            self.sas,
+            self.method,
+            self.resource,
+            self.body,
+        )
+        .await
+    }
+}
+
+/// The `timeout` query parameter (whole seconds, as the service reads it; a value that is
+/// no positive number is ignored).
+fn timeout_parameter(query: Option<&str>) -> Option<Duration> {
+    query?
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(name, _)| *name == "timeout")
+        .and_then(|(_, value)| value.parse::<u64>().ok())
+        .filter(|secs| *secs > 0)
+        .map(Duration::from_secs)
+}
+
+/// Throttling and injected faults around step 5 (only when either is on; see
+/// `crate::state::faults`). The request is described once: its operation as the request log
+/// names it, its table, and its PartitionKey — an entity's from its path, an insert's from
+/// its body, a batch's from its first operation (its entities: the operation count), a
+/// query's when its `$filter` fixes one; any other request (a query over several
+/// partitions, a table operation) has no single partition and counts against the account
+/// only. Then:
+///
+/// 1. the throttle: over a limit → 503 `ServerBusy` with the limit's sentence;
+/// 2. the fault plan: its delay is waited, then its outcome carried out — a service error,
+///    a batch failing at an operation (nothing applied), or a connection closed without
+///    an answer before the operation runs or after it ran.
+async fn gated(
+    faults: &Faults,
+    plan: Option<Arc<FaultPlan>>,
+    mut routed: Routed<'_>,
+    timeout: Option<Duration>,
+) -> Result<Response, ApiError> {
+    let if_match = routed.ctx.headers.contains_key(header::IF_MATCH);
+    let operation = operation_as_logged(
+        resource_operation(&routed.resource, routed.method.as_str()),
+        if_match,
+    );
+    let max_body = routed.state.config.max_body_bytes;
+    let (partition, entities, is_batch) = match (&routed.resource, &routed.method) {
+        (Resource::Entity { partition_key, .. }, _) => {
+            (Some(partition_key.value.clone()), 1, false)
+        }
+        (Resource::Entities { .. }, &Method::POST) => {
+            let bytes = read_bytes(routed.body, &routed.ctx.headers, max_body).await?;
+            let partition = batch::body_partition_key(&bytes);
+            routed.body = Body::from(bytes);
+            (partition, 1, false)
+        }
+        (Resource::Batch { .. }, &Method::POST) => {
+            let bytes = read_bytes(routed.body, &routed.ctx.headers, max_body).await?;
+            let (partition, count) =
+                batch::summary(&routed.ctx.headers, &bytes).unwrap_or((None, 1));
+            routed.body = Body::from(bytes);
+            (partition, count, true)
+        }
+        (Resource::Entities { .. }, &Method::GET) => {
+            (query::single_partition(routed.state, routed.ctx), 1, false)
+        }
+        _ => (None, 1, false),
+    };
+    let account = routed.state.config.account.name.as_str();
+    let target = FaultTarget {
+        account,
+        table: table_of_resource(&routed.resource),
+        operation: operation.name(),
+        partition_key: partition.as_deref(),
+        entities,
+        batch: is_batch,
+    };
+    if let Some(throttle) = faults.throttle()
+        && let Err(busy) = throttle.admit(&target, Instant::now())
+    {
+        scope::note_throttled(match busy {
+            Busy::Partition => "partition",
+            Busy::Account => "account",
+        });
+        return Err(ApiError::bare(ErrorCode::ServerBusy).with_sentence(busy.message()));
+    }
+    let timeout = faults.throttle().and(timeout);
+    let injection = match plan {
+        Some(plan) => plan.decide(&target),
+        None => Injection::none(),
+    };
+    scope::note_faults(injection.fired.iter().map(|f| (f.rule.clone(), f.kind)));
+    let request_id = routed.ctx.request_id.clone();
+    let injected = async move {
+        if !injection.delay.is_zero() {
+            tokio::time::sleep(injection.delay).await;
+        }
+        match injection.outcome {
+            Outcome::Proceed => routed.run().await,
+            Outcome::Fail(code) => Err(ApiError::bare(code)),
+            Outcome::FailBatchAt(index, code) => {
+                let last = usize::try_from(entities.saturating_sub(1)).unwrap_or(usize::MAX);
+                batch::fail_at(index.min(last), ApiError::bare(code), &request_id).await
+            }
+            Outcome::Drop(DropPoint::BeforeWrite) => Ok(dropped()),
+            Outcome::Drop(DropPoint::AfterWrite) => {
+                // The operation's own answer is thrown away: the client sees a closed
+                // connection whatever happened.
+                let _ = routed.run().await;
+                Ok(dropped())
+            }
+        }
+    };
+    // The `timeout` parameter bounds the injected delay too: the service's server timeout
+    // counts all of the request's time on the server. Past it, 500 `OperationTimedOut` (a
+    // write may have been applied meanwhile, as with the service).
+    match timeout {
+        None => injected.await,
+        Some(limit) => tokio::time::timeout(limit, injected)
+            .await
+            .unwrap_or_else(|_| Err(ApiError::bare(ErrorCode::OperationTimedOut))),
+    }
+}
+
+/// A response that never answers: its body fails before its first byte, and the
+/// connection (hyper) closes without sending it.
+fn dropped() -> Response {
+    let failing = futures_util::stream::once(async {
+        Err::<axum::body::Bytes, std::io::Error>(std::io::Error::other(
+            "the connection was dropped by a fault rule",
+        ))
+    });
+    Response::new(Body::from_stream(failing))
 }
 
 /// A request to the local token issuer's endpoints (module `crate::state::token`).
@@ -389,7 +570,7 @@ async fn issuer_request(
 async fn route_admin(
     state: &Arc<AppState>,
     ctx: &Ctx,
-    sas: Option<&Arc<SasGrant>>,
+    faults: &Faults,
     secondary: bool,
     method: Method,
     target: Target,
@@ -412,7 +593,20 @@ async fn route_admin(
             Method::PUT => admin::set_acl(state, &ctx.headers, table, body).await,
             _ => not_allowed("a table's ACL", "GET, PUT"),
         },
-        Target::Resource(resource) => route(state, ctx, sas, method, resource, body).await,
+        Target::Faults => match method {
+            Method::GET => tableq::get_faults(faults),
+            Method::PUT => tableq::set_faults(state, faults, &ctx.headers, body).await,
+            Method::DELETE => tableq::clear_faults(faults),
+            _ => not_allowed("the fault rules", "GET, PUT, DELETE"),
+        },
+        Target::Reset => match method {
+            Method::POST => tableq::reset(state).await,
+            _ => not_allowed("the account's reset", "POST"),
+        },
+        // Routed by `handle_target` before this.
+        Target::Resource(_) => Err(ApiError::internal(
+            "a resource request reached the administration operations",
+        )),
     }
 }
 
@@ -420,17 +614,31 @@ async fn route_admin(
 /// without `If-Match`; the request log, `crate::serve::observe::serve`, turns a conditional `PUT` into `UpdateEntity` and an
 /// unconditional merge into `InsertOrMergeEntity`).
 fn operation_of(method: &Method, target: &Target) -> Operation {
-    let resource = match (target, method.as_str()) {
-        (Target::ServiceProperties, "GET") => return Operation::GetTableServiceProperties,
-        (Target::ServiceProperties, "PUT") => return Operation::SetTableServiceProperties,
-        (Target::ServiceStats, "GET") => return Operation::GetTableServiceStats,
-        (Target::TableAcl { .. }, "GET" | "HEAD") => return Operation::GetTableAcl,
-        (Target::TableAcl { .. }, "PUT") => return Operation::SetTableAcl,
-        (Target::Resource(resource), _) => resource,
-        _ => return Operation::Other,
-    };
+    match (target, method.as_str()) {
+        (Target::ServiceProperties, "GET") => Operation::GetTableServiceProperties,
+        (Target::ServiceProperties, "PUT") => Operation::SetTableServiceProperties,
+        (Target::ServiceStats, "GET") => Operation::GetTableServiceStats,
+        (Target::TableAcl { .. }, "GET" | "HEAD") => Operation::GetTableAcl,
+        (Target::TableAcl { .. }, "PUT") => Operation::SetTableAcl,
+        (Target::Resource(resource), method) => resource_operation(resource, method),
+        _ => Operation::Other,
+    }
+}
+
+/// The operation as the request log names it (`crate::serve::observe::serve`): a
+/// conditional `PUT` is `UpdateEntity`, an unconditional merge `InsertOrMergeEntity`.
+fn operation_as_logged(operation: Operation, if_match: bool) -> Operation {
+    match operation {
+        Operation::InsertOrReplaceEntity if if_match => Operation::UpdateEntity,
+        Operation::MergeEntity if !if_match => Operation::InsertOrMergeEntity,
+        other => other,
+    }
+}
+
+/// The operation `method` on `resource` asks for (see [`operation_of`]).
+fn resource_operation(resource: &Resource, method: &str) -> Operation {
     #[allow(unreachable_patterns)]
-    match (resource, method.as_str()) {
+    match (resource, method) {
         (Resource::Tables { .. } | Resource::Table { .. }, "GET") => Operation::QueryTables,
         (Resource::Tables { .. }, "POST") => Operation::CreateTable,
         (Resource::Table { .. }, "DELETE") => Operation::DeleteTable,
@@ -446,11 +654,14 @@ fn operation_of(method: &Method, target: &Target) -> Operation {
 }
 
 fn table_of(target: &Target) -> Option<&str> {
-    let resource = match target {
-        Target::TableAcl { table } => return Some(table),
-        Target::Resource(resource) => resource,
-        _ => return None,
-    };
+    match target {
+        Target::TableAcl { table } => Some(table),
+        Target::Resource(resource) => table_of_resource(resource),
+        _ => None,
+    }
+}
+
+fn table_of_resource(resource: &Resource) -> Option<&str> {
     #[allow(unreachable_patterns)]
     match resource {
         Resource::Table { table }
@@ -525,6 +736,34 @@ async fn route(
 mod tests {
     use super::*;
     use tableq_parser::resource::{KeyValue, TableName};
+
+    #[test]
+    fn the_timeout_parameter_is_whole_positive_seconds() {
+        assert_eq!(
+            timeout_parameter(Some("$filter=x&timeout=5")),
+            Some(Duration::from_secs(5))
+        );
+        assert_eq!(timeout_parameter(Some("timeout=0")), None);
+        assert_eq!(timeout_parameter(Some("timeout=1.5")), None);
+        assert_eq!(timeout_parameter(Some("timeouts=5")), None);
+        assert_eq!(timeout_parameter(None), None);
+    }
+
+    #[test]
+    fn fault_rules_see_the_operation_the_log_names() {
+        use Operation::*;
+        assert_eq!(
+            operation_as_logged(InsertOrReplaceEntity, true),
+            UpdateEntity
+        );
+        assert_eq!(
+            operation_as_logged(InsertOrReplaceEntity, false),
+            InsertOrReplaceEntity
+        );
+        assert_eq!(operation_as_logged(MergeEntity, false), InsertOrMergeEntity);
+        assert_eq!(operation_as_logged(MergeEntity, true), MergeEntity);
+        assert_eq!(operation_as_logged(GetEntity, true), GetEntity);
+    }
 
     #[test]
     fn operations_are_named_as_the_service_names_them() {

@@ -41,7 +41,7 @@
 //!
 //! | # | layer | home | modules | what it owns |
 //! |---|---|---|---|---|
-//! | 1 | **state** | `state/` | `config`, `tls`, `token/`, `key_memo`, `accounts`, `metrics`, `budget`, `shared`, `scope` | shared state: configuration, certificates and keys, the hosted accounts (`Hosted`, `AppState`), the counters, the body budget, one request's scope |
+//! | 1 | **state** | `state/` | `config`, `tls`, `token/`, `key_memo`, `accounts`, `metrics`, `budget`, `faults/`, `shared`, `scope` | shared state: configuration, certificates and keys, the hosted accounts (`Hosted`, `AppState`), the counters, the body budget, the throttle's buckets and the fault rules, one request's scope |
 //! | 2 | **protocol** | `protocol/` | `formats`, `error`, `negotiate`, `resource`, `query_options`, `continuation`, `xml`, `encode`, `body`, `context` | the Table protocol's pieces: paths, query options, errors, negotiation, bodies, encoding, XML, paging tokens, the per-request context |
 //! | 3 | **auth** | `auth/` | `auth`, `sas`, `bearer` | authorization: SharedKey, SAS and bearer-token checks; what a grant admits |
 //! | 4 | **ops** | `ops/` | `tables`, `entities`, `query`, `batch/`, `admin`, `cors`, `explorer/` | the operations: one handler per REST operation, `$batch`, CORS, the explorer and explain |
@@ -84,7 +84,7 @@ mod state;
 
 pub use protocol::query_options;
 pub use protocol::{continuation, error, negotiate, resource, xml};
-pub use state::{config, tls, token};
+pub use state::{config, faults, tls, token};
 
 pub use config::{
     Account, AuthMode, ConnectionLimits, DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY, LogFormat,

@@ -19,6 +19,7 @@ pub mod import;
 pub mod input;
 pub mod pipe;
 pub mod serve;
+pub mod serve_faults;
 pub mod serve_log;
 pub mod serve_ready;
 pub mod serve_seed;

@@ -30,7 +30,9 @@
 //! HTTPS and bearer tokens are module `serve_tls`'s (docs/https-and-tokens.md). For test
 //! suites: `--port 0` takes a free port (the banner shows it), `--ready-file PATH` and
 //! `--ready-json` describe the running server in JSON (module `serve_ready`), `--seed PATH`
-//! loads tables from JSON lines before the port opens (module `serve_seed`).
+//! loads tables from JSON lines before the port opens (module `serve_seed`), `--throttle`
+//! emulates the service's scalability targets and `--faults FILE` / `--fault-seed N` arm
+//! reproducible fault rules (module `serve_faults`).
 //!
 //! Requests must be signed (SharedKey, SharedKeyLite or SAS) with the key of the account in
 //! their URL: the development account `devstoreaccount1` with its well-known key, and every
@@ -124,6 +126,8 @@ pub struct Args {
     tls: super::serve_tls::TlsArgs,
     #[command(flatten)]
     seed: super::serve_seed::SeedArgs,
+    #[command(flatten)]
+    faults: super::serve_faults::FaultArgs,
     #[command(flatten)]
     ready: super::serve_ready::ReadyArgs,
     /// How each request is logged on stderr: `text` (one readable line) or `json` (one JSON
@@ -422,6 +426,13 @@ async fn run_server(
         return ExitCode::from(2);
     };
     let mut hosted = vec![(first.name.clone(), first.key.clone())];
+    let faults = match args.faults.resolve() {
+        Ok(faults) => faults,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let limits = &args.limits;
     let config = ServerConfig {
         account: first,
@@ -440,6 +451,9 @@ async fn run_server(
             LogFormatArg::Text => LogFormat::Text,
             LogFormatArg::Json => LogFormat::Json,
         },
+        throttle: faults.throttle,
+        faults: faults.rules.clone(),
+        fault_seed: Some(faults.seed),
         ..ServerConfig::default()
     };
     // HTTPS material, the signing key and the issuer's client exist before the port opens.
@@ -520,10 +534,11 @@ async fn run_server(
     } else {
         String::new()
     };
+    let fault_lines = super::serve_faults::banner_lines(&args.faults, &faults);
     let banner = format!(
         "tableq serve: Table service emulator on {endpoint}\nstorage: {}\nconnection string: {}\n\
          {more}(UseDevelopmentStorage=true works on the default port; stop with Ctrl-C)\n\
-         accounts: {}\n{auth_line}{https_lines}{explorer_line}",
+         accounts: {}\n{auth_line}{https_lines}{explorer_line}{fault_lines}",
         server.store_description(),
         server.connection_string(),
         names.join(", "),

@@ -344,6 +344,9 @@ fn operation<'a>(method: &Method, target: &'a Target, headers: &HeaderMap) -> Op
             write: method != Method::GET,
         },
         Target::ServiceStats => Operation::ServiceStats,
+        // tableq's own: a SAS or bearer token never reaches them (the pipeline refuses
+        // it first); as a write of the service's settings otherwise.
+        Target::Faults | Target::Reset => Operation::ServiceProperties { write: true },
         Target::TableAcl { table } => Operation::TableAcl { table },
         Target::Resource(resource) => resource_operation(method, resource, headers),
     }

@@ -18,4 +18,5 @@ pub(crate) mod cors;
 pub(crate) mod entities;
 pub(crate) mod explorer;
 pub(crate) mod query;
+pub(crate) mod tableq;
 pub(crate) mod tables;

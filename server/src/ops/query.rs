@@ -163,6 +163,30 @@ impl QueryRequest {
     }
 }
 
+/// The PartitionKey a query is confined to, when its `$filter` fixes one (every key range
+/// of its plan lies in that one partition), for throttling and fault rules; `None`
+/// otherwise, for a long filter (not planned twice) and for a filter that does not plan
+/// (the query then answers its error).
+pub(crate) fn single_partition(state: &AppState, ctx: &Ctx) -> Option<String> {
+    let query = QueryRequest {
+        params: ctx.query.clone(),
+        options: state.config.filter_options,
+    };
+    if query.filter_len() > SHORT_FILTER_BYTES {
+        return None;
+    }
+    let plan = query.plan().ok()?;
+    let mut partitions = plan
+        .ranges
+        .ranges()
+        .iter()
+        .map(|r| r.partition_key.as_point());
+    let first = partitions.next()??;
+    partitions
+        .all(|p| p == Some(first))
+        .then(|| first.to_owned())
+}
+
 /// Whether a plan reads at most [`SHORT_READ_POINTS`] exact keys and nothing else.
 fn is_short_read(plan: &Plan) -> bool {
     plan.ranges.len() <= SHORT_READ_POINTS

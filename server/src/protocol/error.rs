@@ -102,6 +102,12 @@ impl ApiError {
         }
     }
 
+    /// The same error with another of the service's sentences (the first line of its
+    /// message): `ServerBusy` says which limit refused the request.
+    pub(crate) fn with_sentence(self, sentence: &'static str) -> ApiError {
+        ApiError { sentence, ..self }
+    }
+
     /// The same error with a `WWW-Authenticate` challenge.
     pub fn with_challenge(self, challenge: impl Into<String>) -> ApiError {
         ApiError {

@@ -10,7 +10,8 @@
 //!
 //! [`parse_target`] adds what the query string selects: the account's service properties
 //! and statistics (`/acct/?restype=service&comp=properties|stats`, also without the `/`)
-//! and a table's ACL (`/acct/t?comp=acl`).
+//! and a table's ACL (`/acct/t?comp=acl`); and tableq's own administrative operations
+//! (`/acct/?restype=tableq&comp=faults|reset`).
 //!
 //! ```
 //! use tableq_server::resource::{parse_path, entity_link, Resource};
@@ -64,6 +65,11 @@ pub enum Target {
     ServiceProperties,
     /// `/{account}/?restype=service&comp=stats`.
     ServiceStats,
+    /// `/{account}/?restype=tableq&comp=faults`: tableq's fault rules (not the service's).
+    Faults,
+    /// `/{account}/?restype=tableq&comp=reset`: reset the account's data (not the
+    /// service's).
+    Reset,
     /// `/{account}/{table}?comp=acl`.
     TableAcl {
         /// The table, as named.
@@ -136,6 +142,8 @@ pub fn parse_target(path: &str, query: Option<&str>) -> Result<RequestTarget, Ap
         let target = match (restype.as_deref(), comp.as_deref()) {
             (Some("service"), Some("properties")) => Target::ServiceProperties,
             (Some("service"), Some("stats")) => Target::ServiceStats,
+            (Some("tableq"), Some("faults")) => Target::Faults,
+            (Some("tableq"), Some("reset")) => Target::Reset,
             (restype, comp) => {
                 return Err(ApiError::new(
                     ErrorCode::InvalidQueryParameterValue,

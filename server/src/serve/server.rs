@@ -27,6 +27,7 @@ use crate::serve::https::TlsAcceptor;
 use crate::serve::observe::health::RESERVED_ACCOUNT_NAMES;
 use crate::state::accounts::{BearerSetup, Hosted};
 use crate::state::config::{Account, ServerConfig};
+use crate::state::faults::Faults;
 use crate::state::metrics::CloseReason;
 use crate::state::shared::{Observed, Shared};
 use crate::state::tls::{TlsError, TlsMaterial};
@@ -57,6 +58,9 @@ pub enum ServerError {
     /// Bearer tokens asked for without HTTPS.
     #[error("bearer tokens are accepted over HTTPS only: enable HTTPS first")]
     TokensNeedHttps,
+    /// Fault rules that fail their checks (`ServerConfig::faults`).
+    #[error("{0}")]
+    Faults(#[from] crate::state::faults::FaultRuleError),
     /// An account cannot be hosted (bad name or key, or hosted twice).
     #[error("cannot host account {name:?}: {reason}")]
     Account {
@@ -193,8 +197,10 @@ impl Server {
         check_account_name(&name)?;
         let shared = Arc::new(Shared::new(&config));
         let limits = Resolved::new(&config.connections);
-        let hosted =
+        let faults = faults_of(&config)?;
+        let mut hosted =
             Hosted::new(backend, config).map_err(|reason| ServerError::Account { name, reason })?;
+        hosted.set_faults(faults);
         let addr = reserved.addr;
         let listener = reserved
             .socket
@@ -545,7 +551,21 @@ pub fn router(
     config: ServerConfig,
 ) -> Result<axum::Router, ServerError> {
     let name = config.account.name.clone();
-    let hosted =
+    let faults = faults_of(&config)?;
+    let mut hosted =
         Hosted::new(backend, config).map_err(|reason| ServerError::Account { name, reason })?;
+    hosted.set_faults(faults);
     Ok(app::router(std::sync::Arc::new(hosted)))
+}
+
+/// The throttle and fault rules `config` asks for (a seed drawn now when it names none).
+fn faults_of(config: &ServerConfig) -> Result<Faults, ServerError> {
+    let seed = config
+        .fault_seed
+        .unwrap_or_else(|| uuid::Uuid::new_v4().as_u64_pair().0);
+    Ok(Faults::new(
+        config.throttle,
+        config.faults.as_deref(),
+        seed,
+    )?)
 }

@@ -13,6 +13,7 @@ use tableq_client::sign::AccountKey;
 use tableq_store::{Backend, CorsRule};
 
 use crate::state::config::{Account, AuthMode, ServerConfig};
+use crate::state::faults::Faults;
 use crate::state::key_memo::MacMemo;
 use crate::state::token::Bearer;
 
@@ -35,6 +36,8 @@ pub(crate) struct Hosted {
     /// Whether requests must be signed.
     pub(crate) mode: AuthMode,
     bearer: Option<Arc<BearerSetup>>,
+    /// The throttle and the fault rules, shared by every account.
+    faults: Arc<Faults>,
 }
 
 impl Hosted {
@@ -50,6 +53,7 @@ impl Hosted {
             }],
             mode,
             bearer: None,
+            faults: Arc::new(Faults::default()),
         })
     }
 
@@ -77,6 +81,16 @@ impl Hosted {
     /// Accepts bearer tokens as `setup` says (over HTTPS).
     pub(crate) fn set_bearer(&mut self, setup: BearerSetup) {
         self.bearer = Some(Arc::new(setup));
+    }
+
+    /// Throttles and injects faults as `faults` says.
+    pub(crate) fn set_faults(&mut self, faults: Faults) {
+        self.faults = Arc::new(faults);
+    }
+
+    /// The throttle and the fault rules.
+    pub(crate) fn faults(&self) -> &Arc<Faults> {
+        &self.faults
     }
 
     /// The bearer-token setup, if tokens are accepted.

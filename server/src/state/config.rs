@@ -15,6 +15,8 @@
 use std::time::Duration;
 use tableq_parser::FilterOptions;
 
+pub use crate::state::faults::Limits;
+
 pub use tableq_client::{DEFAULT_PORT, DEV_ACCOUNT, DEV_ACCOUNT_KEY};
 
 /// A storage account: the first path segment of every URL, and the key its requests are
@@ -81,6 +83,18 @@ pub struct ServerConfig {
     /// `true`; `tableq serve --no-explorer` turns it off). It talks to the same REST API,
     /// signed like every client, so it never reaches more than REST allows.
     pub explorer: bool,
+    /// The Table service's scalability targets, emulated (default `None`: no throttling;
+    /// `tableq serve --throttle`): a request beyond the entities per second of its
+    /// partition or account gets 503 `ServerBusy`, and one that runs past its `timeout`
+    /// query parameter 500 `OperationTimedOut`.
+    pub throttle: Option<Limits>,
+    /// Fault rules armed at start, as JSON (default `None`; `tableq serve --faults FILE`;
+    /// see [`FaultRules::from_json`](crate::faults::FaultRules::from_json) for the format).
+    /// They can be replaced at run time through `…/?restype=tableq&comp=faults`.
+    pub faults: Option<String>,
+    /// The seed of the faults' random draws when the rules name none (default `None`: one
+    /// drawn at start).
+    pub fault_seed: Option<u64>,
 }
 
 /// How each request is logged (one `info` event of target `tableq_server::request`).
@@ -159,6 +173,9 @@ impl Default for ServerConfig {
             body_budget_wait: Duration::from_secs(2),
             log_format: LogFormat::Text,
             explorer: true,
+            throttle: None,
+            faults: None,
+            fault_seed: None,
         }
     }
 }

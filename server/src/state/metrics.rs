@@ -15,6 +15,8 @@
 //! | `tableq_body_budget_bytes` | gauge | |
 //! | `tableq_body_budget_rejections_total` | counter | |
 //! | `tableq_body_timeouts_total` | counter | |
+//! | `tableq_faults_injected_total` | counter | `kind` (`latency`, `error`, `batch`, `drop`) |
+//! | `tableq_throttled_total` | counter | `scope` (`partition`, `account`) |
 //!
 //! Also the labels: the service's operations ([`Operation`], as the metrics and the request
 //! log name them) and why the server closed a connection ([`CloseReason`]).
@@ -64,6 +66,34 @@ pub(crate) enum Operation {
 impl Operation {
     /// How many operations there are.
     pub(crate) const COUNT: usize = 19;
+
+    /// Every operation, in declaration order.
+    pub(crate) const ALL: [Operation; Operation::COUNT] = [
+        Operation::QueryTables,
+        Operation::CreateTable,
+        Operation::DeleteTable,
+        Operation::EntityGroupTransaction,
+        Operation::QueryEntities,
+        Operation::InsertEntity,
+        Operation::GetEntity,
+        Operation::DeleteEntity,
+        Operation::UpdateEntity,
+        Operation::InsertOrReplaceEntity,
+        Operation::MergeEntity,
+        Operation::InsertOrMergeEntity,
+        Operation::GetTableServiceProperties,
+        Operation::SetTableServiceProperties,
+        Operation::GetTableServiceStats,
+        Operation::GetTableAcl,
+        Operation::SetTableAcl,
+        Operation::Preflight,
+        Operation::Other,
+    ];
+
+    /// The names of every operation (what fault rules may name).
+    pub(crate) fn names() -> Vec<&'static str> {
+        Operation::ALL.iter().map(|o| o.name()).collect()
+    }
 
     /// The service's name of the operation.
     pub(crate) fn name(self) -> &'static str {
@@ -159,6 +189,16 @@ struct ReasonLabels {
     reason: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ScopeLabels {
+    scope: &'static str,
+}
+
 fn duration_histogram() -> Histogram {
     Histogram::new(DURATION_BUCKETS)
 }
@@ -198,6 +238,8 @@ pub(crate) struct Metrics {
     pub body_rejections: Counter,
     /// Requests whose body stopped arriving, or was not complete by the request's deadline.
     pub body_timeouts: Counter,
+    faults: Family<KindLabels, Counter>,
+    throttled: Family<ScopeLabels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -274,6 +316,19 @@ impl Metrics {
              the request timeout",
             body_timeouts.clone(),
         );
+        let faults = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "faults_injected",
+            "Faults injected by the fault rules, by kind (latency, error, batch, drop)",
+            faults.clone(),
+        );
+        let throttled = Family::<ScopeLabels, Counter>::default();
+        registry.register(
+            "throttled",
+            "Requests answered 503 ServerBusy by the throttling emulation, by the limit that \
+             refused them (partition, account)",
+            throttled.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -287,7 +342,20 @@ impl Metrics {
             body_budget,
             body_rejections,
             body_timeouts,
+            faults,
+            throttled,
         }
+    }
+
+    /// Records a fault injected on a request (`kind`: `latency`, `error`, `batch`, `drop`).
+    pub(crate) fn fault(&self, kind: &'static str) {
+        self.faults.get_or_create(&KindLabels { kind }).inc();
+    }
+
+    /// Records a request the throttling emulation refused (`scope`: `partition`,
+    /// `account`).
+    pub(crate) fn throttled(&self, scope: &'static str) {
+        self.throttled.get_or_create(&ScopeLabels { scope }).inc();
     }
 
     /// Records one answered request.

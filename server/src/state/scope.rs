@@ -1,7 +1,8 @@
 //! One request's scope: a task-local that the wrapper around the router (the connection's
 //! `crate::serve::observe::serve`) opens for each request and reads back once it is
 //! answered, and that the pipeline below fills as it learns things — the operation and
-//! table ([`note_request`]), rows examined and returned ([`note_rows`]), body-budget
+//! table ([`note_request`]), rows examined and returned ([`note_rows`]), injected faults
+//! and throttling ([`note_faults`], [`note_throttled`]), body-budget
 //! reservations to release when the request is answered ([`hold`]), whether the connection
 //! must close ([`close_connection`]) — or asks ([`shared`], [`request_deadline`]). Also the
 //! request extensions a connection sets: [`RequestDeadline`] and [`Secure`].
@@ -63,6 +64,10 @@ pub(crate) struct Record {
     pub(crate) close: bool,
     /// Body-budget reservations, released when the request is answered ([`hold`]).
     pub(crate) held: Vec<OwnedSemaphorePermit>,
+    /// The fault rules that fired on the request: rule name and kind ([`note_faults`]).
+    pub(crate) faults: Vec<(String, &'static str)>,
+    /// The limit that throttled the request: `partition` or `account` ([`note_throttled`]).
+    pub(crate) throttled: Option<&'static str>,
 }
 
 /// Runs `request` (the router's future) inside a fresh scope sharing `shared`, with the
@@ -121,6 +126,17 @@ pub(crate) fn note_request(
             record.table = table;
         }
     });
+}
+
+/// Notes the fault rules that fired on the request (name and kind of each).
+pub(crate) fn note_faults(fired: impl Iterator<Item = (String, &'static str)>) {
+    let _ = REQUEST.try_with(|scope| scope.record.borrow_mut().faults.extend(fired));
+}
+
+/// Notes that the throttling emulation refused the request (`scope`: `partition` or
+/// `account`).
+pub(crate) fn note_throttled(limit: &'static str) {
+    let _ = REQUEST.try_with(|scope| scope.record.borrow_mut().throttled = Some(limit));
 }
 
 /// Notes a CORS preflight (answered before its path is parsed).

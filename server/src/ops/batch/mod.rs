@@ -140,6 +140,57 @@ pub(crate) async fn execute(
     reply.into_response()
 }
 
+/// What throttling and fault rules see of a batch (`bytes`: its body): the PartitionKey
+/// its changeset writes (operation 0's: from its path, or an insert's body) and how many
+/// operations it holds; a query batch is one entity of no single partition. `None` when
+/// the body does not frame (the batch then answers its framing error).
+pub(crate) fn summary(
+    headers: &axum::http::HeaderMap,
+    bytes: &[u8],
+) -> Option<(Option<String>, u32)> {
+    let content_type = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    let boundary = multipart::boundary(content_type).ok()?;
+    match parse(bytes, &boundary).ok()? {
+        Request::Query(_) => Some((None, 1)),
+        Request::Changeset(operations) => {
+            let count = u32::try_from(operations.len()).unwrap_or(u32::MAX);
+            let partition = operations.first().and_then(|op| {
+                if op.method == Method::POST {
+                    return body_partition_key(&op.body);
+                }
+                let path = parse_path(&op.path)
+                    .or_else(|_| parse_path(&format!("/account{}", op.path)))
+                    .ok()?;
+                match path.resource {
+                    Resource::Entity { partition_key, .. } => Some(partition_key.value),
+                    _ => None,
+                }
+            });
+            Some((partition, count))
+        }
+    }
+}
+
+/// The `PartitionKey` of an entity body (JSON), if it has a string one.
+pub(crate) fn body_partition_key(bytes: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Keys {
+        #[serde(rename = "PartitionKey")]
+        partition_key: Option<String>,
+    }
+    serde_json::from_slice::<Keys>(bytes).ok()?.partition_key
+}
+
+/// The answer of a batch whose operation `index` failed with `error` (an injected fault:
+/// nothing is applied), as a failing changeset answers.
+pub(crate) async fn fail_at(
+    index: usize,
+    error: ApiError,
+    request_id: &str,
+) -> Result<Response, ApiError> {
+    failure(index, error, request_id).await.into_response()
+}
+
 /// Frames the body: one part, a changeset of operations or one query operation.
 fn parse(body: &[u8], boundary: &str) -> Result<Request, ApiError> {
     let parts = multipart::parts(body, boundary).map_err(framing)?;

@@ -96,6 +96,12 @@ pub(crate) async fn serve(
     };
     let status = response.status().as_u16();
     observed.shared.metrics.request(operation, status, took);
+    for (_, kind) in &record.faults {
+        observed.shared.metrics.fault(kind);
+    }
+    if let Some(limit) = record.throttled {
+        observed.shared.metrics.throttled(limit);
+    }
     if logged {
         log_request(
             observed.shared.log_format,
@@ -131,7 +137,7 @@ struct LogLine<'a> {
 
 impl LogLine<'_> {
     /// Appends the message of the `text` format to `out`:
-    /// `{method} {path} {status}[ {error code}] {ms:.1}ms request_id={id} operation={op}[ table={t}][ rows={examined}/{returned}]`.
+    /// `{method} {path} {status}[ {error code}] {ms:.1}ms request_id={id} operation={op}[ table={t}][ rows={examined}/{returned}][ fault={rule}:{kind}…][ throttled={limit}]`.
     fn write_text(&self, record: &Record, out: &mut String) {
         use std::fmt::Write;
         out.push_str(self.method.as_str());
@@ -152,6 +158,12 @@ impl LogLine<'_> {
         }
         if let Some((examined, returned)) = record.rows {
             let _ = write!(out, " rows={examined}/{returned}");
+        }
+        for (rule, kind) in &record.faults {
+            let _ = write!(out, " fault={rule}:{kind}");
+        }
+        if let Some(limit) = record.throttled {
+            let _ = write!(out, " throttled={limit}");
         }
     }
 }
@@ -210,6 +222,8 @@ fn log_request(
                 duration_ms = (ms * 1000.0).round() / 1000.0,
                 rows_examined = record.rows.map(|r| r.0),
                 rows_returned = record.rows.map(|r| r.1),
+                fault = fault_text(record).as_deref(),
+                throttled = record.throttled,
                 request_id,
                 "request"
             );
@@ -217,9 +231,57 @@ fn log_request(
     }
 }
 
+/// The injected faults of a request for the JSON log: `rule:kind`, comma-separated.
+fn fault_text(record: &Record) -> Option<String> {
+    (!record.faults.is_empty()).then(|| {
+        record
+            .faults
+            .iter()
+            .map(|(rule, kind)| format!("{rule}:{kind}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn injected_faults_and_throttling_are_marked_in_the_line() {
+        let method = Method::GET;
+        let fields = LogLine {
+            method: &method,
+            path: "/a/t()",
+            status: 503,
+            error_code: "ServerBusy",
+            ms: 1.0,
+            request_id: "id",
+            operation: "QueryEntities",
+        };
+        let record = Record {
+            faults: vec![("slow".into(), "latency"), ("busy".into(), "error")],
+            ..Record::default()
+        };
+        let mut line = String::new();
+        fields.write_text(&record, &mut line);
+        assert!(
+            line.ends_with(" operation=QueryEntities fault=slow:latency fault=busy:error"),
+            "{line}"
+        );
+        assert_eq!(
+            fault_text(&record).as_deref(),
+            Some("slow:latency,busy:error")
+        );
+        let record = Record {
+            throttled: Some("partition"),
+            ..Record::default()
+        };
+        line.clear();
+        fields.write_text(&record, &mut line);
+        assert!(line.ends_with(" throttled=partition"), "{line}");
+        assert_eq!(fault_text(&record), None);
+    }
 
     #[test]
     fn text_lines_are_written_as_the_format_string_wrote_them() {
