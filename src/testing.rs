@@ -33,7 +33,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
-use tableq_server::{Account, Server, ServerConfig, ServerError};
+use tableq_server::{Account, Server, ServerError};
+/// The server's configuration, for [`TestServer::start_with`].
+pub use tableq_server::ServerConfig;
 use tableq_store::{Backend, MemoryBackend};
 use tokio::sync::oneshot;
 
@@ -93,8 +95,33 @@ impl TestServer {
         TestServer::start_with(ServerConfig::default())
     }
 
-    /// A server with this configuration (its account, authorization, limits) over a fresh
-    /// in-memory store, on a free port of 127.0.0.1.
+    /// A server with this configuration (its account, authorization, limits, throttling
+    /// and fault rules) over a fresh in-memory store, on a free port of 127.0.0.1.
+    ///
+    /// Fault rules make chosen requests fail as the service fails (docs/testing-with-tableq.md),
+    /// here the first insert:
+    ///
+    /// ```
+    /// use tableq::testing::{ServerConfig, TestServer};
+    /// use tableq_client::TableServiceClient;
+    /// use tableq::model::{Entity, ErrorCode};
+    ///
+    /// let server = TestServer::start_with(ServerConfig {
+    ///     faults: Some(r#"{"rules": [{"operation": "InsertEntity", "error": "ServerBusy", "next": 1}]}"#.into()),
+    ///     fault_seed: Some(7),
+    ///     ..ServerConfig::default()
+    /// })
+    /// .expect("start a test server");
+    /// let runtime = tokio::runtime::Runtime::new().unwrap();
+    /// runtime.block_on(async {
+    ///     let service = TableServiceClient::from_connection_string(server.connection_string()).unwrap();
+    ///     service.create_table("orders").await.unwrap();
+    ///     let orders = service.table("orders");
+    ///     let first = orders.insert(&Entity::new("p", "1")).await.unwrap_err();
+    ///     assert_eq!(first.code(), Some(ErrorCode::ServerBusy));
+    ///     orders.insert(&Entity::new("p", "1")).await.unwrap(); // a retry succeeds
+    /// });
+    /// ```
     pub fn start_with(config: ServerConfig) -> Result<TestServer, StartError> {
         let account = config.account.clone();
         let (report, reported) = mpsc::channel::<Result<Started, ServerError>>();
