@@ -33,9 +33,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
-use tableq_server::{Account, Server, ServerError};
 /// The server's configuration, for [`TestServer::start_with`].
 pub use tableq_server::ServerConfig;
+use tableq_server::{Account, Server, ServerError};
 use tableq_store::{Backend, MemoryBackend};
 use tokio::sync::oneshot;
 
