@@ -125,6 +125,17 @@ impl Drop for Child2 {
 
 /// One HTTP/1.1 GET on `port` (unsigned: the servers here run with --no-auth, or the path
 /// is an operator endpoint); returns (status, body).
+/// `tableq serve --in-memory --port 0 ARGS`, which must refuse to start (exit 2): the
+/// stopped child, for its output.
+fn refused_start(args: &[&str]) -> Child2 {
+    let mut all = vec!["--in-memory", "--port", "0"];
+    all.extend_from_slice(args);
+    let mut serve = spawn(&all);
+    let status = serve.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(2), "{}", serve.stderr());
+    serve
+}
+
 fn get(port: u16, path: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     stream
@@ -393,18 +404,13 @@ fn a_bad_seed_line_refuses_the_start_with_its_file_and_line() {
     let ready = dir.0.join("ready.json");
     // A ready file of an earlier run is removed at start: it must not announce this one.
     std::fs::write(&ready, "{\"stale\":true}").unwrap();
-    let mut serve = spawn(&[
-        "--in-memory",
-        "--port",
-        "0",
+    let serve = refused_start(&[
         "--seed",
         file.to_str().unwrap(),
         "--ready-file",
         ready.to_str().unwrap(),
     ]);
-    let status = serve.wait(Duration::from_secs(30));
     let stderr = serve.stderr();
-    assert_eq!(status.code(), Some(2), "{stderr}");
     let at = format!("error: {}:3: InvalidInput: ", file.display());
     assert!(stderr.contains(&at), "want {at:?} in {stderr}");
     assert!(
@@ -416,15 +422,7 @@ fn a_bad_seed_line_refuses_the_start_with_its_file_and_line() {
     // A file whose stem is no table name is refused by name too.
     let bad_name = dir.0.join("1orders.jsonl");
     std::fs::write(&bad_name, "").unwrap();
-    let mut serve = spawn(&[
-        "--in-memory",
-        "--port",
-        "0",
-        "--seed",
-        bad_name.to_str().unwrap(),
-    ]);
-    assert_eq!(serve.wait(Duration::from_secs(30)).code(), Some(2));
-    let stderr = serve.stderr();
+    let stderr = refused_start(&["--seed", bad_name.to_str().unwrap()]).stderr();
     assert!(
         stderr.contains("1orders.jsonl") && stderr.contains("table name"),
         "{stderr}"
@@ -464,19 +462,8 @@ fn the_ready_file_appears_only_once_the_server_answers_with_its_seed_loaded() {
     // A ready file that cannot be written stops the server (exit 2) instead of leaving
     // its caller waiting.
     let nowhere = dir.0.join("missing-dir").join("ready.json");
-    let mut serve = spawn(&[
-        "--in-memory",
-        "--port",
-        "0",
-        "--ready-file",
-        nowhere.to_str().unwrap(),
-    ]);
-    assert_eq!(serve.wait(Duration::from_secs(30)).code(), Some(2));
-    assert!(
-        serve.stderr().contains("--ready-file"),
-        "{}",
-        serve.stderr()
-    );
+    let stderr = refused_start(&["--ready-file", nowhere.to_str().unwrap()]).stderr();
+    assert!(stderr.contains("--ready-file"), "{stderr}");
 }
 
 #[test]
@@ -520,14 +507,7 @@ fn fault_flags_print_the_seed_and_a_bad_rule_file_refuses_the_start() {
         r#"{"rules": [{"name": "typo", "operation": "InsertEnity", "error": "ServerBusy"}]}"#,
     )
     .unwrap();
-    let mut serve = spawn(&[
-        "--in-memory",
-        "--port",
-        "0",
-        "--faults",
-        rules.to_str().unwrap(),
-    ]);
-    assert_eq!(serve.wait(Duration::from_secs(30)).code(), Some(2));
+    let serve = refused_start(&["--faults", rules.to_str().unwrap()]);
     let stderr = serve.stderr();
     assert!(
         stderr.contains("fault rule 0 (typo)") && stderr.contains("InsertEnity"),
