@@ -282,6 +282,8 @@ fn store_error(e: ClientError, table: &str, pk: &str, rk: &str) -> StoreError {
                 row_key,
             }
         }
+        Some(ErrorCode::ServerBusy) => StoreError::Unavailable(Box::new(e)),
+        Some(ErrorCode::OperationTimedOut) => StoreError::Timeout(Box::new(e)),
         Some(code) if service.status < 500 => {
             StoreError::Invalid(ModelError::new(code, service.message.clone()))
         }

@@ -1140,7 +1140,9 @@ pub fn concurrent_if_match_increments_lose_no_update(f: &mut Fixture) {
                     };
                     match b.write("ctr", op) {
                         Ok(_) => acked += 1,
-                        Err(e) => assert_eq!(e.code(), ErrorCode::UpdateConditionNotSatisfied),
+                        Err(e) => {
+                            assert_eq!(e.code(), ErrorCode::UpdateConditionNotSatisfied, "{e}")
+                        }
                     }
                 }
                 acked
