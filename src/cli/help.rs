@@ -25,8 +25,9 @@ Run `tableq <command> --help` for a command's input, output and options.";
 /// The usage line of `tableq serve` (after `Usage: `).
 pub const SERVE_USAGE: &str = "\
 tableq serve [--host HOST] [--port PORT] [--data DIR | --in-memory | --store URL]
-       [--fsync always|interval=MS] [--accept-log-loss] [--account NAME:KEY]... [--no-auth]
-       [--no-explorer] [--tls self-signed | --tls-cert PEM --tls-key PEM] [--https-port PORT]
+       [--fsync always|interval=MS] [--accept-log-loss] [--cache-size SIZE]
+       [--account NAME:KEY]... [--no-auth] [--no-explorer]
+       [--tls self-signed | --tls-cert PEM --tls-key PEM] [--https-port PORT]
        [--keys DIR] [--local-issuer] [--trust-issuer URL|FILE]... [--role-assignments FILE]
        [--public-url URL] [--log-format text|json] [--header-timeout D] [--body-timeout D]
        [--request-timeout D] [--idle-timeout D] [--max-connections N] [--body-budget SIZE]

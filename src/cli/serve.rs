@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! tableq serve [--host 127.0.0.1] [--port 10002] [--data DIR | --in-memory | --store URL]
-//!              [--fsync always|interval=MS] [--accept-log-loss]
+//!              [--fsync always|interval=MS] [--accept-log-loss] [--cache-size SIZE]
 //!              [--account NAME:BASE64KEY]... [--no-auth] [--no-explorer]
 //!              [--header-timeout D] [--body-timeout D] [--request-timeout D] [--idle-timeout D]
 //!              [--max-connections N] [--body-budget SIZE] [--body-budget-wait D] [--log-format text|json]
@@ -105,6 +105,17 @@ pub struct Args {
     /// Without it such a data directory is refused.
     #[arg(long, conflicts_with_all = ["in_memory", "store"])]
     accept_log_loss: bool,
+    /// Memory for the durable store's page cache (per account): pages read from the data
+    /// file are kept up to this size. More makes repeated reads of a large table cheaper;
+    /// the operating system's file cache serves the rest.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "64MiB",
+        value_parser = parse_size,
+        conflicts_with_all = ["in_memory", "store"]
+    )]
+    cache_size: usize,
     /// Keep the data in PostgreSQL: `postgres://user[:password]@host[:port]/database`, with
     /// libpq-style parameters and tableq's `schema=NAME`, `pool_size=N` (docs/scaling-out.md).
     #[arg(long, value_name = "URL", conflicts_with_all = ["in_memory", "data"])]
@@ -322,6 +333,7 @@ fn open_store(args: &Args, account: &str, first: bool) -> Result<Arc<dyn Backend
         args.data.join("accounts").join(account)
     };
     let options = DurableOptions::default()
+        .with_cache_bytes(args.cache_size)
         .with_fsync(args.fsync)
         .with_accept_log_loss(args.accept_log_loss);
     let backend = DurableBackend::open_with(&dir, options).map_err(|e| format!("--data: {e}"))?;

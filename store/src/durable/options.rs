@@ -13,11 +13,17 @@
 use super::wal::FsyncPolicy;
 use std::time::Duration;
 
+/// The default [`DurableOptions::cache_bytes`]: 64 MiB.
+pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
+
 /// Tuning of a [`DurableBackend`](super::DurableBackend) (see [`DurableBackend::open_with`](super::DurableBackend::open_with)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DurableOptions {
-    /// Bytes of redb's page cache (default 1 GiB; the cache is filled as pages are read).
+    /// Bytes of redb's page cache (default 64 MiB; filled as pages are read, and up to half
+    /// of it holds a commit's dirty pages). Pages beyond it are read again from the data
+    /// file, which the operating system's file cache usually holds: a larger cache saves
+    /// those reads, not disk I/O (`tableq serve --cache-size`).
     pub cache_bytes: usize,
     /// Most rows per block (default 256). Not part of the file format: blocks written with
     /// other limits are read as they are. Larger blocks scan faster (redb's per-entry cost
@@ -67,7 +73,7 @@ pub struct DurableOptions {
 impl Default for DurableOptions {
     fn default() -> DurableOptions {
         DurableOptions {
-            cache_bytes: 1 << 30,
+            cache_bytes: DEFAULT_CACHE_BYTES,
             block_rows: 256,
             block_bytes: 64 * 1024,
             verify_on_open: false,

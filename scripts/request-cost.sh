@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# Request cost against the machine's limit: server CPU per request of `tableq serve`
+# beside nginx serving the same reply bytes as a static file, measured in one run.
+#
+#   scripts/request-cost.sh [--runs 3] [--seconds 5] [--entities 100000] [--partitions 100]
+#                           [--connections 8] [--tableq-args "--fsync always"] [--tableq BIN]
+#
+# Installs what it needs (wrk and nginx: Debian packages, apt-get as root when missing) and
+# builds the release binary unless --tableq names one. Each run starts tableq on a fresh
+# durable data directory (its request log goes to a file, as nginx's access log does) and
+# loads N entities in P partitions through `tableq import --endpoint`; one point get's reply
+# body becomes nginx's static file, so both servers send the same bytes. nginx runs one
+# worker process (`master_process off`), keep-alive, access log on. Then, with wrk
+# (`-t2 -c8`, keep-alive, the account SAS in the URL), each run measures, alternating
+# which server goes first:
+#   * point get (random existing key) on tableq, the static file on nginx;
+#   * single insert (POST, Prefer: return-no-content) on tableq.
+# The server's CPU time is read from /proc/PID/stat (utime + stime of all its threads)
+# before and after each figure: CPU per request = CPU time / requests answered. Every reply
+# must be a success. The table printed at the end holds the medians over the runs and the
+# ratios to nginx's CPU per request (issue 31's targets: point get ≤ 1.5×, insert ≤ 2.5×).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+LUA_DIR="$ROOT/benches/duel"
+RUNS=3
+SECONDS_PER_FIGURE=5
+ENTITIES=100000
+PARTITIONS=100
+CONNS=8
+TABLEQ_ARGS=""
+TABLEQ_BIN=""
+
+usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --runs) RUNS="$2"; shift 2 ;;
+        --seconds) SECONDS_PER_FIGURE="$2"; shift 2 ;;
+        --entities) ENTITIES="$2"; shift 2 ;;
+        --partitions) PARTITIONS="$2"; shift 2 ;;
+        --connections) CONNS="$2"; shift 2 ;;
+        --tableq-args) TABLEQ_ARGS="$2"; shift 2 ;;
+        --tableq) TABLEQ_BIN="$2"; shift 2 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "request-cost: unknown argument $1 (see --help)" >&2; exit 2 ;;
+    esac
+done
+if [ $((ENTITIES % PARTITIONS)) -ne 0 ]; then
+    echo "request-cost: --entities must be a multiple of --partitions" >&2
+    exit 2
+fi
+ROWS=$((ENTITIES / PARTITIONS))
+
+# --- tools -------------------------------------------------------------------------------
+need() { # command package
+    command -v "$1" > /dev/null && return 0
+    if [ "$(id -u)" = 0 ]; then
+        echo "request-cost: installing $2 (apt-get)" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$2" > /dev/null \
+            || { apt-get update -q > /dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$2" > /dev/null; }
+    else
+        echo "request-cost: $1 is missing: install $2 (apt-get install $2) or run as root" >&2
+        exit 2
+    fi
+}
+need wrk wrk
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$NGINX" ] || { need nginx nginx-light; NGINX=$(command -v nginx || echo /usr/sbin/nginx); }
+if [ -z "$TABLEQ_BIN" ]; then
+    (cd "$ROOT" && cargo build --release --quiet --bin tableq)
+    TABLEQ_BIN="$ROOT/target/release/tableq"
+fi
+
+WORK="${COST_WORK:-$(mktemp -d /tmp/tableq-cost.XXXXXX)}"
+mkdir -p "$WORK"
+echo "request-cost: work directory $WORK" >&2
+
+ACCOUNT=devstoreaccount1
+ACCOUNT_KEY="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+DUEL_SAS="$(python3 - "$ACCOUNT" "$ACCOUNT_KEY" << 'EOF'
+import base64, hashlib, hmac, sys, urllib.parse
+account, key = sys.argv[1], sys.argv[2]
+fields = {"sv": "2019-02-02", "ss": "t", "srt": "sco", "sp": "rwdlacu",
+          "se": "2099-01-01T00:00:00Z", "spr": "https,http"}
+to_sign = "\n".join([account, fields["sp"], fields["ss"], fields["srt"], "", fields["se"], "",
+                     fields["spr"], fields["sv"]]) + "\n"
+sig = base64.b64encode(hmac.new(base64.b64decode(key), to_sign.encode(), hashlib.sha256).digest()).decode()
+fields["sig"] = sig
+print("&".join(f"{k}={urllib.parse.quote(v, safe='')}" for k, v in fields.items()))
+EOF
+)"
+export DUEL_SAS DUEL_LUA_DIR="$LUA_DIR" DUEL_PARTITIONS="$PARTITIONS" DUEL_ROWS="$ROWS" DUEL_ACCOUNT="$ACCOUNT"
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+wait_port() { # port pid name
+    for _ in $(seq 1 300); do
+        if (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null; then return 0; fi
+        kill -0 "$2" 2> /dev/null || { echo "request-cost: $3 exited while starting (log: $WORK)" >&2; exit 1; }
+        sleep 0.1
+    done
+    echo "request-cost: $3 did not listen on port $1" >&2
+    exit 1
+}
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2> /dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2> /dev/null || true; done
+}
+trap cleanup EXIT
+
+# CPU seconds (user + system, all threads) the process has used so far.
+cpu_seconds() {
+    python3 -c '
+import os, sys
+f = open(f"/proc/{sys.argv[1]}/stat").read().rsplit(")", 1)[1].split()
+print((int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK"))' "$1"
+}
+
+if [ ! -s "$WORK/entities.jsonl" ]; then
+    "$TABLEQ_BIN" gen --entities "$ENTITIES" --partitions "$PARTITIONS" > "$WORK/entities.jsonl"
+fi
+
+# measure NAME PID URL SCRIPT RUN -> appends "name|run|requests|cpu_s|rps|p50us" to results
+measure() {
+    local name=$1 pid=$2 url=$3 script=$4 run=$5
+    local out="$WORK/wrk-r$run-$name.txt"
+    local before after
+    before=$(cpu_seconds "$pid")
+    local args=(--latency -t 2 -c "$CONNS" -d "${SECONDS_PER_FIGURE}s" --timeout 10s)
+    [ -n "$script" ] && args+=(-s "$script")
+    DUEL_PREFIX="r$run" DUEL_TABLE=$([ "$name" = insert ] && echo ins || echo bench) \
+        wrk "${args[@]}" "$url" > "$out" 2>&1 || { cat "$out" >&2; exit 1; }
+    after=$(cpu_seconds "$pid")
+    if grep -q 'Non-2xx\|Socket errors' "$out"; then
+        echo "request-cost: $name: failed replies (see $out):" >&2
+        cat "$out" >&2
+        exit 1
+    fi
+    python3 - "$out" "$name" "$run" "$before" "$after" >> "$WORK/results.txt" << 'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+name, run, before, after = sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
+n = int(re.search(r"(\d+) requests in", text).group(1))
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+m = re.search(r"^\s*50%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+p50 = float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)]
+print(f"{name}|{run}|{n}|{after - before:.3f}|{rps:.0f}|{p50:.0f}")
+EOF
+}
+
+: > "$WORK/results.txt"
+echo "request-cost: $RUNS runs, $ENTITIES entities, ${SECONDS_PER_FIGURE}s per figure, wrk -t2 -c$CONNS, tableq ${TABLEQ_ARGS:-(durable default)} vs nginx $("$NGINX" -v 2>&1 | sed 's/.*\///')" >&2
+for run in $(seq 1 "$RUNS"); do
+    TQ_PORT=$(free_port)
+    # shellcheck disable=SC2086
+    "$TABLEQ_BIN" serve --port "$TQ_PORT" --data "$WORK/tableq-$run" $TABLEQ_ARGS \
+        > "$WORK/tableq-$run.log" 2>&1 &
+    TQ_PID=$!
+    PIDS+=("$TQ_PID")
+    wait_port "$TQ_PORT" "$TQ_PID" tableq
+    endpoint="http://127.0.0.1:$TQ_PORT/$ACCOUNT"
+    "$TABLEQ_BIN" import --table bench "$WORK/entities.jsonl" --endpoint "$endpoint" 2> "$WORK/import-$run.log"
+    curl -sf -o /dev/null -X POST "$endpoint/Tables?$DUEL_SAS" -H 'Content-Type: application/json' \
+        -H 'Accept: application/json;odata=nometadata' -H 'x-ms-version: 2019-02-02' \
+        -d '{"TableName":"ins"}'
+
+    # nginx serves one point get's reply body, byte for byte.
+    mkdir -p "$WORK/www" "$WORK/nginx-$run"
+    key="(PartitionKey='p$(printf '%03d' $((PARTITIONS / 2)))',RowKey='r$(printf '%08d' $((ROWS / 2)))')"
+    curl -sf -o "$WORK/www/entity.json" "$endpoint/bench$key?$DUEL_SAS" \
+        -H 'Accept: application/json;odata=nometadata' -H 'x-ms-version: 2019-02-02' -H 'DataServiceVersion: 3.0'
+    NG_PORT=$(free_port)
+    cat > "$WORK/nginx-$run/nginx.conf" << EOF
+daemon off;
+master_process off;
+worker_processes 1;
+pid $WORK/nginx-$run/nginx.pid;
+error_log $WORK/nginx-$run/error.log;
+events { worker_connections 1024; }
+http {
+    access_log $WORK/nginx-$run/access.log;
+    client_body_temp_path $WORK/nginx-$run;
+    proxy_temp_path $WORK/nginx-$run;
+    fastcgi_temp_path $WORK/nginx-$run;
+    uwsgi_temp_path $WORK/nginx-$run;
+    scgi_temp_path $WORK/nginx-$run;
+    keepalive_requests 100000000;
+    types { application/json json; }
+    server {
+        listen 127.0.0.1:$NG_PORT;
+        root $WORK/www;
+    }
+}
+EOF
+    "$NGINX" -c "$WORK/nginx-$run/nginx.conf" -p "$WORK/nginx-$run" > "$WORK/nginx-$run/stdout.log" 2>&1 &
+    NG_PID=$!
+    PIDS+=("$NG_PID")
+    wait_port "$NG_PORT" "$NG_PID" nginx
+    echo "request-cost: run $run: loaded; reply $(stat -c %s "$WORK/www/entity.json") bytes" >&2
+
+    if [ $((run % 2)) -eq 1 ]; then order="nginx get insert"; else order="insert get nginx"; fi
+    for fig in $order; do
+        case $fig in
+            nginx) measure nginx "$NG_PID" "http://127.0.0.1:$NG_PORT/entity.json" "" "$run" ;;
+            get) measure get "$TQ_PID" "http://127.0.0.1:$TQ_PORT" "$LUA_DIR/point_get.lua" "$run" ;;
+            insert) measure insert "$TQ_PID" "http://127.0.0.1:$TQ_PORT" "$LUA_DIR/insert.lua" "$run" ;;
+        esac
+    done
+    kill "$TQ_PID" "$NG_PID"
+    wait "$TQ_PID" 2> /dev/null || true
+    wait "$NG_PID" 2> /dev/null || true
+    PIDS=()
+    echo "request-cost: run $run done" >&2
+done
+
+python3 - "$WORK" << 'EOF'
+import statistics, sys
+from collections import defaultdict
+rows = defaultdict(list)
+for line in open(f"{sys.argv[1]}/results.txt"):
+    name, run, n, cpu, rps, p50 = line.strip().split("|")
+    rows[name].append((float(cpu) * 1e6 / int(n), float(rps), float(p50)))
+def med(name, i):
+    return statistics.median(r[i] for r in rows[name])
+anchor = med("nginx", 0)
+labels = {"nginx": "nginx, static file (anchor)", "get": "tableq point get", "insert": "tableq single insert"}
+targets = {"get": 1.5, "insert": 2.5}
+print("| request | server CPU per request | ratio to nginx | target | req/s | p50 |")
+print("|---|---|---|---|---|---|")
+for name in ("nginx", "get", "insert"):
+    if name not in rows:
+        continue
+    cpu = med(name, 0)
+    runs = ", ".join(f"{r[0]:.1f}" for r in rows[name])
+    target = f"≤ {targets[name]}×" if name in targets else ""
+    print(f"| {labels[name]} | {cpu:.1f} µs ({runs}) | {cpu / anchor:.2f}× | {target} | {med(name, 1):.0f} | {med(name, 2):.0f} µs |")
+EOF
