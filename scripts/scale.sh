@@ -94,7 +94,7 @@ PID=""
 cleanup() { [ -n "$PID" ] && kill "$PID" 2> /dev/null || true; }
 trap cleanup EXIT
 
-# start_server DIR NAME -> sets PID, PORT; prints milliseconds to the ready file
+# start_server DIR NAME -> sets PID, PORT and START_MS (milliseconds to the ready file)
 start_server() {
     local dir=$1 name=$2
     PORT=$(free_port)
@@ -111,7 +111,7 @@ start_server() {
         sleep 0.005
     done
     [ -f "$WORK/$name.ready" ] || { echo "scale: serve not ready (see $WORK/$name.log)" >&2; exit 1; }
-    echo $(( ($(date +%s%N) - t0) / 1000000 ))
+    START_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
 }
 
 # wrk_p50 CONNS ROWS NAME -> "p50_us rps"
@@ -177,8 +177,8 @@ measure() { # N NAME
     import_rss=$(( $(tail -1 "$WORK/$name-import.time") / 1024 ))
     json_bytes=$(stat -c %s "$json")
     data_bytes=$(du -sb "$dir" | cut -f1)
-    local start_ms
-    start_ms=$(start_server "$dir" "$name")
+    start_server "$dir" "$name"
+    local start_ms=$START_MS
     echo "scale: $name: serving (started in $start_ms ms); point gets" >&2
     local c1 c8 scan hwm
     c1=$(wrk_get 1 "$rows" "$name")
@@ -188,8 +188,8 @@ measure() { # N NAME
     hwm=$(awk '/VmHWM/ {print int($2 / 1024)}' "/proc/$PID/status")
     kill -9 "$PID"
     wait "$PID" 2> /dev/null || true
-    local restart_ms
-    restart_ms=$(start_server "$dir" "$name-restart")
+    start_server "$dir" "$name-restart"
+    local restart_ms=$START_MS
     kill "$PID"
     wait "$PID" 2> /dev/null || true
     PID=""
