@@ -505,3 +505,55 @@ fn endpoint_requests_are_signed_with_the_account_key() {
         assert!(stderr(&out).contains(says), "{account}: {}", stderr(&out));
     }
 }
+
+/// Lines are decoded in parallel batches of 1 024 and handed on in order: rejections keep
+/// their line numbers across batches, a duplicate key in a later batch meets the first as
+/// an existing entity, and a line that cannot be read (not UTF-8) stops the run with every
+/// line before it loaded, however far into its batch it lies.
+#[test]
+fn data_mode_keeps_line_order_across_decode_batches() {
+    let tmp = TempDir::new("batches");
+    let mut bytes = Vec::new();
+    for i in 1..=3000u32 {
+        let line = match i {
+            1500 => "not json".to_owned(),
+            2100 => "{\"PartitionKey\":\"p\",\"RowKey\":\"r00007\",\"X\":-1}".to_owned(),
+            _ => format!("{{\"PartitionKey\":\"p\",\"RowKey\":\"r{i:05}\",\"X\":{i}}}"),
+        };
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+    }
+    bytes.extend_from_slice(b"{\"PartitionKey\":\"p\",\"RowKey\":\"\xff\"}\n");
+    bytes.extend_from_slice(b"{\"PartitionKey\":\"p\",\"RowKey\":\"after\"}\n");
+    let path = tmp.0.join("batches.jsonl");
+    std::fs::write(&path, &bytes).unwrap();
+    let data = dir_arg(&tmp.0);
+    let out = import(
+        &["--table", "rows", path.to_str().unwrap(), "--data", &data],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_rejections(
+        &out,
+        &[
+            "rejected: line 1500: InvalidInput: ",
+            "rejected: line 2100: EntityAlreadyExists: ",
+        ],
+    );
+    let err = stderr(&out);
+    assert!(err.contains("2998 loaded, 2 rejected"), "{err}");
+    assert!(
+        err.contains("error: cannot read") && err.contains("line 3001"),
+        "{err}"
+    );
+    let store = DurableBackend::open(&data).unwrap();
+    let first = store
+        .get("rows", "p", "r00007")
+        .unwrap()
+        .expect("r00007 loaded");
+    assert_eq!(first.get("X").map(|v| v.to_owned()), Some(Value::Int32(7)));
+    assert!(store.get("rows", "p", "r03000").unwrap().is_some());
+    assert!(store.get("rows", "p", "r01500").unwrap().is_none());
+    assert!(store.get("rows", "p", "after").unwrap().is_none());
+    store.close().unwrap();
+}
