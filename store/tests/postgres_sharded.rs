@@ -240,10 +240,12 @@ fn paging_over_three_shards_is_exact_and_complete() {
         return;
     };
     // What `loaded` wrote: p00…p11 × r00…r19, N = p * 100 + i.
-    let all: Vec<(String, String, i32)> = (0..12)
+    type Row = (String, String, i32);
+    type Case = (&'static str, fn(&Row) -> bool);
+    let all: Vec<Row> = (0..12)
         .flat_map(|p| (0..20).map(move |i| (format!("p{p:02}"), format!("r{i:02}"), p * 100 + i)))
         .collect();
-    let cases: [(&str, fn(&(String, String, i32)) -> bool); 4] = [
+    let cases: [Case; 4] = [
         ("N ge 0", |_| true),
         ("N gt 305 and N lt 1013", |e| e.2 > 305 && e.2 < 1013),
         ("RowKey ge 'r05' and RowKey lt 'r08'", |e| {
