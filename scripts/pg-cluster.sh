@@ -40,7 +40,11 @@
 #                         (table_id, pk, rk): uniqueness is enforced here, on each shard);
 #   on the coordinator:   extension postgres_fdw, one foreign server `shard<i>` per shard
 #                         with a user mapping, and `tableq.entities` PARTITION BY HASH (pk)
-#                         with partition i = FOREIGN TABLE on shard i (MODULUS N, REMAINDER i).
+#                         with partition i = FOREIGN TABLE on shard i (MODULUS N, REMAINDER i);
+#                         fetch_size 100: a page merges the shards' ordered scans and pulls
+#                         rows from each as it needs them, so a shard reads at most 100 rows
+#                         past its share of the page (postgres_fdw's default, 100, is kept;
+#                         1000 made every shard read 1000 matches for any page).
 # tableq creates the rest (catalog, metadata) on first use.
 set -euo pipefail
 
@@ -184,7 +188,7 @@ CREATE TABLE tableq.entities (
         for ((i = 0; i < shards; i++)); do
             sql="$sql
 CREATE SERVER shard$i FOREIGN DATA WRAPPER postgres_fdw
-    OPTIONS (host '127.0.0.1', port '${shard_ports[$i]}', dbname 'tableq', fetch_size '1000', batch_size '100');
+    OPTIONS (host '127.0.0.1', port '${shard_ports[$i]}', dbname 'tableq', fetch_size '100', batch_size '100');
 CREATE USER MAPPING FOR PUBLIC SERVER shard$i OPTIONS (user 'postgres');
 CREATE FOREIGN TABLE tableq.entities_shard$i PARTITION OF tableq.entities
     FOR VALUES WITH (MODULUS $shards, REMAINDER $i)
@@ -303,5 +307,5 @@ case ${1:-} in
     env) shift; print_env "${1:?usage: env DIR}" ;;
     reap) cmd_reap_quiet ;;
     bindir) find_bindir || die "PostgreSQL binaries not found (install postgresql-15, or set PG_BINDIR)" ;;
-    *) sed -n '2,44p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -151,3 +151,154 @@ fn the_scripts_layout_opens_and_works() {
         6
     );
 }
+
+/// The nodes of the PostgreSQL plan `explain` shows (`Limit`, `Merge Append`, …), one per
+/// plan line that starts a node.
+fn plan_nodes(details: &[String]) -> Vec<String> {
+    details
+        .iter()
+        .skip_while(|l| !l.starts_with("PostgreSQL plan:"))
+        .skip(1)
+        .map(|l| l.trim().trim_start_matches("->").trim().to_owned())
+        .filter(|l| !l.contains(':'))
+        .collect()
+}
+
+#[test]
+fn a_page_over_every_shard_merges_their_ordered_scans() {
+    let Some(b) = loaded("a_page_over_every_shard_merges_their_ordered_scans") else {
+        return;
+    };
+    let ex = b
+        .explain("spread", &suite::plan("N gt 705", None, Some("10")))
+        .unwrap();
+    let nodes = plan_nodes(&ex.details);
+    // Limit → Merge Append of the three foreign scans: no local sort of whole partitions.
+    assert!(
+        nodes.iter().any(|n| n.starts_with("Merge Append")),
+        "{:#?}",
+        ex.details
+    );
+    assert!(
+        !nodes
+            .iter()
+            .any(|n| n.starts_with("Sort") || n.starts_with("Incremental Sort")),
+        "{:#?}",
+        ex.details
+    );
+    let remote: Vec<&String> = ex
+        .details
+        .iter()
+        .filter(|l| l.contains("Remote SQL"))
+        .collect();
+    assert_eq!(remote.len(), 3, "{:#?}", ex.details);
+    for r in remote {
+        // Each shard walks its primary key in key order, with the residual.
+        assert!(
+            r.contains("ORDER BY pk ASC NULLS LAST, rk ASC NULLS LAST") && r.contains("props @@"),
+            "{r}"
+        );
+    }
+}
+
+#[test]
+fn shards_are_read_in_small_fetches() {
+    let Some(cluster) = pg::sharded("shards_are_read_in_small_fetches") else {
+        return;
+    };
+    // Both ways of provisioning: tableq's (`provision_sharded`) and the script's.
+    let (b, _) = pg::open_sharded(cluster);
+    let schema = b.config().schema_name().to_owned();
+    let mut c = postgres::Client::connect(&cluster.url, postgres::NoTls).unwrap();
+    for pattern in [format!("{schema}_shard%"), "shard%".to_owned()] {
+        let rows = c
+            .query(
+                "SELECT srvname::text, array_to_string(srvoptions, ',') FROM pg_foreign_server \
+                 WHERE srvname LIKE $1",
+                &[&pattern],
+            )
+            .unwrap();
+        assert_eq!(rows.len(), 3, "{pattern}");
+        for row in rows {
+            let (name, options): (String, String) = (row.get(0), row.get(1));
+            let fetch: usize = options
+                .split(',')
+                .find_map(|o| o.strip_prefix("fetch_size="))
+                .unwrap_or_else(|| panic!("{name}: no fetch_size in {options}"))
+                .parse()
+                .unwrap();
+            // A page's Merge Append pulls rows from each shard as it needs them, one FETCH
+            // at a time: a shard never reads far past its share of the page.
+            assert!(fetch <= 100, "{name}: {options}");
+        }
+    }
+}
+
+#[test]
+fn paging_over_three_shards_is_exact_and_complete() {
+    let Some(b) = loaded("paging_over_three_shards_is_exact_and_complete") else {
+        return;
+    };
+    // What `loaded` wrote: p00…p11 × r00…r19, N = p * 100 + i.
+    type Row = (String, String, i32);
+    type Case = (&'static str, fn(&Row) -> bool);
+    let all: Vec<Row> = (0..12)
+        .flat_map(|p| (0..20).map(move |i| (format!("p{p:02}"), format!("r{i:02}"), p * 100 + i)))
+        .collect();
+    let cases: [Case; 4] = [
+        ("N ge 0", |_| true),
+        ("N gt 305 and N lt 1013", |e| e.2 > 305 && e.2 < 1013),
+        ("RowKey ge 'r05' and RowKey lt 'r08'", |e| {
+            e.1.as_str() >= "r05" && e.1.as_str() < "r08"
+        }),
+        (
+            "PartitionKey ge 'p03' and PartitionKey lt 'p05' and N ne 410",
+            |e| e.0.as_str() >= "p03" && e.0.as_str() < "p05" && e.2 != 410,
+        ),
+    ];
+    for (filter, keep) in cases {
+        let expected: Vec<(String, String)> = all
+            .iter()
+            .filter(|e| keep(e))
+            .map(|e| (e.0.clone(), e.1.clone()))
+            .collect();
+        for top in ["1", "7", "50"] {
+            let size: usize = top.parse().unwrap();
+            let plan = suite::plan(filter, None, Some(top));
+            let mut got = Vec::new();
+            let mut next = None;
+            let mut pages = 0;
+            loop {
+                let mut page = Vec::new();
+                let out = b
+                    .query(
+                        "spread",
+                        &plan,
+                        next.as_ref(),
+                        &tableq_exec::PageOptions::default(),
+                        &mut |row| {
+                            let e = row.to_result_row().entity;
+                            page.push((e.partition_key().to_owned(), e.row_key().to_owned()));
+                        },
+                    )
+                    .unwrap();
+                pages += 1;
+                assert!(
+                    page.len() <= size,
+                    "{filter} top {top}: page of {}",
+                    page.len()
+                );
+                got.extend(page);
+                match out.continuation {
+                    Some(k) => next = Some(k),
+                    None => break,
+                }
+                assert!(
+                    pages <= expected.len() + 1,
+                    "{filter} top {top}: endless paging"
+                );
+            }
+            assert_eq!(got, expected, "{filter} top {top}");
+        }
+    }
+}

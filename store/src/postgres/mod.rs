@@ -20,6 +20,17 @@
 //! becomes `LIMIT page+1`, so one statement returns the page and its continuation. `explain`
 //! shows the SQL, what is pushed down, and PostgreSQL's own plan.
 //!
+//! A page's cost does not depend on how many pages came before it: every connection runs
+//! with `enable_sort = off` (`pool.rs`), so on one server the primary key's index serves
+//! `ORDER BY pk, rk LIMIT n` from the page's start position with the residual as a filter,
+//! and on a coordinator the page is a Merge Append of the shards' remote `ORDER BY pk, rk`
+//! scans (start position and residual shipped to each), pulled [`schema::FETCH_SIZE`] rows
+//! at a time as the merge needs them.
+//!
+//! A point get is one prepared statement (table check and entity in one round trip), run
+//! outside any transaction; on a coordinator the statement keeps one generic plan, which
+//! PostgreSQL prunes to the one shard that holds the PartitionKey when it starts it.
+//!
 //! # Writes (`write.rs`)
 //!
 //! One SQL transaction per atomic write: the named entities are row-locked
@@ -215,6 +226,8 @@ impl PostgresBackend {
         let pool = Pool::new(&config);
         let mut conn = pool.connect(pool.connect_timeout())?;
         let layout = schema::ensure(&mut conn, &config)?;
+        pool.add_session_setup(pool::SCAN_SESSION);
+        conn.client.batch_execute(pool::SCAN_SESSION)?;
         if matches!(layout, Layout::Partitioned { .. }) {
             pool.add_session_setup(pool::PARTITIONED_SESSION);
             conn.client.batch_execute(pool::PARTITIONED_SESSION)?;

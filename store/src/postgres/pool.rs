@@ -23,12 +23,23 @@ use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use tokio_postgres::Statement;
 
-/// SQL run once on every new connection of a partitioned layout: `enable_sort = off` makes
-/// the coordinator merge per-shard remote `ORDER BY`s instead of fetching whole partitions
-/// to sort them locally (its estimates for foreign tables favour the local sort; every
-/// query of the engine is ordered by the key). A single server keeps the default: there
-/// the planner rightly sorts the few matches of a selective full scan.
-pub(crate) const PARTITIONED_SESSION: &str = "SET enable_sort = off";
+/// SQL run once on every new connection: `enable_sort = off` makes every scan of the engine
+/// (all ordered by the key) walk the primary-key index — on one server an index scan from
+/// the page's start position with the residual as a filter, on a coordinator a Merge Append
+/// of per-shard remote `ORDER BY`s — so a page reads from where it starts until it is
+/// full, and its cost does not depend on how many pages came before. Without it the planner
+/// turns a selective residual (whose selectivity it guesses low) into a sequential scan of
+/// the whole table and a sort, on every page; a coordinator, whose estimates for foreign
+/// tables favour a local sort, fetches every match of every shard.
+pub(crate) const SCAN_SESSION: &str = "SET enable_sort = off";
+
+/// SQL run once on every new connection of a partitioned layout: prepared statements (the
+/// point get, the writes' key lookups) keep one generic plan, and PostgreSQL prunes the
+/// partitions that cannot hold the statement's PartitionKey when it starts the plan —
+/// without it the coordinator plans every execution again (a generic plan over every
+/// foreign partition looks dearer than a custom one to the plan cache, which does not count
+/// run-time pruning).
+pub(crate) const PARTITIONED_SESSION: &str = "SET plan_cache_mode = force_generic_plan";
 
 /// The shortest connect timeout a checkout near its deadline still allows.
 const MIN_CONNECT_TIMEOUT: Duration = Duration::from_millis(100);

@@ -47,6 +47,15 @@ use std::time::Duration;
 /// The version this engine writes and reads.
 pub const SCHEMA_VERSION: &str = "1";
 
+/// Rows a coordinator fetches from a shard per round trip (`postgres_fdw`'s `fetch_size`
+/// of each foreign server). A page is a Merge Append of the shards' remote `ORDER BY pk,
+/// rk` scans under the page's `LIMIT`: it pulls rows from each shard as the merge needs
+/// them, one fetch at a time, so a shard reads at most this many rows past its share of
+/// the page. (postgres_fdw sends the `LIMIT` itself only when it estimates more rows than
+/// the limit, which it never does for foreign tables without statistics; the fetch size
+/// bounds the work instead. 1000 made every shard find 1000 matches for any page.)
+pub const FETCH_SIZE: usize = 100;
+
 /// The advisory-lock key serialising schema creation ("tableq" in ASCII).
 const CREATE_LOCK: i64 = 0x7461_626c_6571;
 
@@ -236,7 +245,8 @@ fn check_entities(tx: &mut Transaction<'_>, schema: &str) -> Result<Layout, Post
 /// and its entity table (with the primary key); on the coordinator the `postgres_fdw`
 /// extension, one foreign server per shard (named `<schema>_shard<i>`, connecting as the
 /// shard URL's user and password), a user mapping for `PUBLIC`, and the entity table
-/// hash-partitioned on `pk` with partition *i* a foreign table on shard *i*. Open the
+/// hash-partitioned on `pk` with partition *i* a foreign table on shard *i* (fetching
+/// [`FETCH_SIZE`] rows per round trip). Open the
 /// coordinator afterwards; tableq creates the rest on first use. Fails if the coordinator
 /// already has the schema's entity table.
 ///
@@ -325,7 +335,7 @@ CREATE TABLE \"{schema}\".entities (\n    {}\n) PARTITION BY HASH (pk);\n",
         }
         ddl.push_str(&format!(
             "CREATE SERVER \"{server}\" FOREIGN DATA WRAPPER postgres_fdw
-    OPTIONS (host {}, port '{port}', dbname {}, fetch_size '1000', batch_size '100');
+    OPTIONS (host {}, port '{port}', dbname {}, fetch_size '{FETCH_SIZE}', batch_size '100');
 CREATE USER MAPPING FOR PUBLIC SERVER \"{server}\" OPTIONS ({user_opts});
 CREATE FOREIGN TABLE \"{schema}\".entities_shard{i} PARTITION OF \"{schema}\".entities
     FOR VALUES WITH (MODULUS {n}, REMAINDER {i})
