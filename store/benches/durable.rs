@@ -91,10 +91,12 @@ fn entity(i: u64) -> Entity {
     )
 }
 
-/// The engine's options: defaults, or the block limits in `TABLEQ_BENCH_BLOCK=rows,bytes`
-/// (to compare block sizes).
+/// The engine's options: defaults with a 1 GiB page cache (the default before it became
+/// 64 MiB, so that the tables stay in redb's cache and the figures below stay comparable
+/// with earlier runs), or the block limits in `TABLEQ_BENCH_BLOCK=rows,bytes` (to compare
+/// block sizes).
 fn options() -> DurableOptions {
-    let options = DurableOptions::default();
+    let options = DurableOptions::default().with_cache_bytes(1 << 30);
     let Some(spec) = std::env::var_os("TABLEQ_BENCH_BLOCK") else {
         return options;
     };
