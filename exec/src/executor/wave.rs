@@ -20,7 +20,8 @@
 //! into about [`CHUNKS_PER_THREAD`] chunks per thread, of at most
 //! [`Tuning::max_chunk_rows`] rows, never more rows in all than the wave should cover
 //! (chunks of the source's own size, e.g. a storage block, are not cut). When a parallel
-//! wave still overshoots (the selectivity rose), its later chunks stop within about
+//! wave still overshoots (the selectivity rose), a later chunk waits at twice the matches
+//! the estimate expects of it for the chunks before it, and stops within about
 //! [`CUT_INTERVAL`](super::chunk::CUT_INTERVAL) rows of being known useless (module
 //! `chunk`).
 //!
@@ -44,7 +45,7 @@
 //! assert_eq!((rows.len(), stats.examined), (100, 100));
 //! ```
 
-use super::chunk::{ChunkResult, Job, Room, scan_chunk};
+use super::chunk::{ChunkResult, Finished, Job, MIN_QUOTA, Room, scan_chunk};
 use super::continuation::Resume;
 use super::merge::{Assembly, Merge, WaveEnd, lock};
 use super::options::{Budget, Tuning};
@@ -72,10 +73,12 @@ const TRUSTED_SAMPLE: usize = 32;
 /// the wave past the page's end.
 const SAFETY: f64 = 0.75;
 
-/// The chunks of one wave and the rows they are estimated to hold.
+/// The chunks of one wave, the rows they are estimated to hold, and the quota of matches
+/// of each chunk after the first (module `chunk`).
 pub(super) struct Wave {
     pub(super) jobs: Vec<Job>,
     estimate: usize,
+    quota: usize,
 }
 
 /// A page's position in its ranges and the size of its next wave.
@@ -89,6 +92,9 @@ pub(super) struct Waves<'p> {
     counted_range: Option<usize>,
     /// The rows the next wave should cover.
     wave_rows: usize,
+    /// The share of rows the next wave is sized to expect matching (1 for the first wave,
+    /// 0 while nothing matched).
+    density: f64,
     /// The threads the waves run on.
     threads: &'p Threads,
     tuning: Tuning,
@@ -111,6 +117,7 @@ impl<'p> Waves<'p> {
             from,
             counted_range: None,
             wave_rows: 0,
+            density: 1.0,
             threads,
             tuning,
             started: false,
@@ -228,7 +235,14 @@ impl<'p> Waves<'p> {
                 Some(Some(until)) => self.from = Some(until),
             }
         }
-        Ok(Wave { jobs, estimate })
+        // A chunk expecting `e` matches waits for the chunks before it at 2e (module `chunk`).
+        let expected = chunk_rows as f64 * self.density;
+        let quota = ((2.0 * expected).ceil() as usize).max(MIN_QUOTA);
+        Ok(Wave {
+            jobs,
+            estimate,
+            quota,
+        })
     }
 
     /// Sizes the next wave (see the module docs) after `examined` entities gave `produced`
@@ -236,6 +250,11 @@ impl<'p> Waves<'p> {
     pub(super) fn adapt(&mut self, limit: usize, produced: usize, examined: u64) {
         let most = self.most_wave_rows();
         let grown = self.wave_rows.saturating_mul(4).min(most);
+        self.density = if examined == 0 {
+            1.0
+        } else {
+            produced as f64 / examined as f64
+        };
         self.wave_rows = if produced == 0 || examined == 0 {
             grown
         } else {
@@ -301,16 +320,26 @@ impl Waves<'_> {
         // scans a chunk never changes the page.
         let next = AtomicUsize::new(0);
         let counts: Vec<AtomicUsize> = jobs.iter().map(|_| AtomicUsize::new(0)).collect();
+        let finished = Finished::new(jobs.len());
+        // A wave of fewer rows than the page's room cannot fill it: no chunk need wait.
+        let quota = if wave.estimate <= limit {
+            usize::MAX
+        } else {
+            wave.quota
+        };
         let slots: Vec<Mutex<Option<ChunkResult<'a, S>>>> =
             jobs.iter().map(|_| Mutex::new(None)).collect();
         let work = || {
             loop {
                 let i = next.fetch_add(1, AtomicOrdering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
+                let _finished = finished.guard(i);
                 let room = Room::Shared {
                     counts: &counts,
+                    finished: &finished,
                     index: i,
                     limit,
+                    quota,
                 };
                 let out = scan_chunk(source, self.ranges, job, predicate, &room, budget);
                 *lock(&slots[i]) = Some(out);

@@ -69,6 +69,7 @@ pub const FILTERS: &[&str] = &[
     "A eq 7",
     "A lt 0",
     "P ge 10",
+    "P ge 10 and A lt 100",
     "P eq 5 or P eq 11",
     "PartitionKey eq 'p03'",
     "PartitionKey ge 'p02' and PartitionKey lt 'p06' and A lt 500",
