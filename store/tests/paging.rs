@@ -35,13 +35,22 @@ fn memory_engine_with_overlays_pages_examine_each_entity_once() {
     let entities = paging::entities(N);
     // Every tenth entity written after the bulk load, in batches: overlay rows among the
     // base rows of every partition.
-    let (later, base): (Vec<(usize, &Entity)>, Vec<(usize, &Entity)>) =
-        entities.iter().enumerate().partition(|(i, _)| i % 10 == 0);
-    let mut snapshot =
-        MemorySnapshot::from_entities(base.into_iter().map(|(_, e)| e.clone())).unwrap();
-    for batch in later.chunks(1000) {
+    let later = |i: &usize| i.is_multiple_of(10);
+    let base = entities
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !later(i))
+        .map(|(_, e)| e.clone());
+    let mut snapshot = MemorySnapshot::from_entities(base).unwrap();
+    let written: Vec<&Entity> = entities
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| later(i))
+        .map(|(_, e)| e)
+        .collect();
+    for batch in written.chunks(1000) {
         snapshot = snapshot
-            .with_changes(batch.iter().map(|(_, e)| Change::Put((*e).clone())))
+            .with_changes(batch.iter().map(|e| Change::Put((*e).clone())))
             .unwrap();
     }
     let executor = Executor::new(&snapshot).with_threads(2).unwrap();
