@@ -8,8 +8,8 @@
 //!    is cut into **waves** of chunks ([`EntitySource::split`](crate::EntitySource::split)),
 //!    each wave sized to hold *fewer* matches than the page still needs: the first as if
 //!    every row matched (as many rows as the page has room for), then ×4 while nothing
-//!    matched, else ¾ of what the observed selectivity says the remaining matches need
-//!    (at most ×4 until 32 matches back the estimate). A `$top` page therefore stops after
+//!    matched, else what the observed selectivity says ¾ × (m − 2√m) matches need, m
+//!    being the matches still missing (at most ×4 until 32 matches back the estimate). A `$top` page therefore stops after
 //!    a bounded look-ahead (the first page of a huge scan reads a few thousand rows, not
 //!    the table), while long selective scans quickly reach large, cheap chunks.
 //! 3. A small wave (at most [`Tuning::small_wave_rows`] rows) runs on the calling thread

@@ -12,8 +12,11 @@
 //!   wave that small cannot overshoot);
 //! * then, while nothing matched, ×4 per wave (long selective scans quickly reach large,
 //!   cheap chunks);
-//! * else [`SAFETY`] × the rows the observed selectivity says the remaining matches need —
-//!   at most ×4 per wave until the estimate rests on [`TRUSTED_SAMPLE`] matches.
+//! * else the rows the observed selectivity says [`SAFETY`] × (m − 2√m) matches need, m
+//!   being the matches the page still misses (two standard deviations of a count below
+//!   m: the wave rarely holds more than m, and the last few matches are found on the
+//!   calling thread) — at most ×4 per wave until the estimate rests on
+//!   [`TRUSTED_SAMPLE`] matches.
 //!
 //! A wave of at most [`Tuning::small_wave_rows`] rows runs on the calling thread alone (and
 //! then reads up to that many rows: it stops at the page's end anyway); a larger one is cut
@@ -68,9 +71,9 @@ const MIN_CHUNK_ROWS: usize = 64;
 const CHUNKS_PER_THREAD: usize = 4;
 /// Matches from which the observed selectivity sizes the next wave without a growth cap.
 const TRUSTED_SAMPLE: usize = 32;
-/// The share of the remaining matches a wave sized by the observed selectivity is
-/// expected to hold: below 1, so that a somewhat higher selectivity still does not carry
-/// the wave past the page's end.
+/// The share of the remaining matches (less two standard deviations) a wave sized by the
+/// observed selectivity is expected to hold: below 1, so that a somewhat higher
+/// selectivity than observed still does not carry the wave past the page's end.
 const SAFETY: f64 = 0.75;
 
 /// The chunks of one wave, the rows they are estimated to hold, and the quota of matches
@@ -263,8 +266,12 @@ impl<'p> Waves<'p> {
             } else {
                 grown
             };
+            // Matches the wave should expect: two standard deviations (of a count with
+            // that mean) below what is missing, so that it rarely holds more; a few
+            // missing matches are found on the calling thread, exactly.
             let missing = (limit - produced) as f64;
-            let needed = missing * examined as f64 / produced as f64 * SAFETY;
+            let expect = (missing - 2.0 * missing.sqrt()).max(0.0) * SAFETY;
+            let needed = expect * examined as f64 / produced as f64;
             (needed.ceil() as usize).clamp(1, cap)
         };
     }
