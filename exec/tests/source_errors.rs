@@ -183,11 +183,12 @@ proptest! {
     }
 }
 
-/// 10 000 entities of one partition, read in waves of eight 16-row chunks on two threads.
+/// 10 000 entities of one partition.
 fn one_partition() -> VecSource {
     VecSource::new((0..10_000).map(|i| Entity::new("p", format!("r{i:05}"))))
 }
 
+/// Two threads, 16-row chunks, every wave of more than one chunk on both threads.
 fn parallel<'s>(source: &'s Faulty<'s>) -> Executor<'s, Faulty<'s>> {
     let tuning = Tuning {
         initial_chunk_rows: 16,
@@ -215,8 +216,7 @@ fn a_fault_past_the_page_end_is_not_met() {
         select: None,
         top: None,
     };
-    // The first wave's seventh chunk (rows 96..112) fails, but a page of 50 ends in the
-    // fourth: the page is exactly the sequential one.
+    // The fault lies 50 rows past a page of 50: the page is exactly the sequential one.
     let page = executor
         .execute_page(&plan, None, &PageOptions::default().with_page_size(50))
         .unwrap();
@@ -227,12 +227,13 @@ fn a_fault_past_the_page_end_is_not_met() {
         .execute_page(&plan, None, &PageOptions::default().with_page_size(100))
         .unwrap_err();
     assert!(matches!(err, ExecError::Source(Fault(k)) if k == Key::new("p", "r00100")));
-    // A page of 99 ends on r00099 with the continuation r00099 + 1 = r00100 read… and fails.
-    assert!(
-        executor
-            .execute_page(&plan, None, &PageOptions::default().with_page_size(99))
-            .is_err()
-    );
+    // A page of 99 ends on r00098 with the continuation r00099: like a sequential scan, it
+    // never reads the fault one row further (waves no longer read past the page's end).
+    let page = executor
+        .execute_page(&plan, None, &PageOptions::default().with_page_size(99))
+        .unwrap();
+    assert_eq!(page.rows.len(), 99);
+    assert_eq!(page.continuation, Some(Key::new("p", "r00099")));
     // Resuming after the fault skips it.
     let after = Key::new("p", "r00101");
     let page = executor
@@ -243,6 +244,41 @@ fn a_fault_past_the_page_end_is_not_met() {
         )
         .unwrap();
     assert_eq!(page.rows[0].key(), after);
+    // A wave sized by a low selectivity that rises: rows 0..200 match one in 50, every row
+    // from 200 on matches. A page of 20 fills at row 215 inside a parallel wave (rows
+    // 96..416, sized by the one-in-50 selectivity) whose later chunks may be scanned (and
+    // meet the fault at r00300) or skipped: either way the page is the sequential one.
+    let rising = VecSource::new((0..10_000).map(|i| {
+        let mut e = Entity::new("p", format!("r{i:05}"));
+        e.set("A", Value::Int32(i32::from(i >= 200 || i % 50 == 0)));
+        e
+    }));
+    let rising_source = Faulty {
+        inner: &rising,
+        fault: Key::new("p", "r00300"),
+        fail_split: false,
+    };
+    let executor = parallel(&rising_source);
+    let plan = Plan {
+        residual: Predicate::compare("A", CmpOp::Eq, Value::Int32(1)),
+        ..plan
+    };
+    let page = executor
+        .execute_page(&plan, None, &PageOptions::default().with_page_size(20))
+        .unwrap();
+    let got: Vec<String> = page
+        .rows
+        .iter()
+        .map(|r| r.entity.row_key().to_owned())
+        .collect();
+    let want: Vec<String> = [0, 50, 100, 150]
+        .into_iter()
+        .chain(200..216)
+        .map(|i| format!("r{i:05}"))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(page.continuation, Some(Key::new("p", "r00216")));
+    assert!(page.stats.chunks > 1);
 }
 
 #[test]

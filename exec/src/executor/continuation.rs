@@ -1,5 +1,7 @@
 //! Continuations: where a page ends ([`Resume`]) and how that position becomes the
-//! continuation key handed to the client — the next existing entity to examine, inclusive.
+//! continuation key handed to the client — the first existing entity the page has not
+//! decided (not examined, or a match it had no room for), inclusive. It may lie past
+//! entities the page examined and rejected after its last row (module `merge`).
 //!
 //! Resuming at a continuation with the same plan yields exactly the remaining results:
 //! entities before it are never revisited, so inserts and deletes between pages cannot

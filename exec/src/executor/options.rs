@@ -88,12 +88,14 @@ impl PageOptions {
 /// tables; tests set tiny values to exercise parallel merging on small data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tuning {
-    /// Rows per chunk in a page's first wave (default 1024); doubles each wave. A wave
-    /// holds about 4 chunks per thread.
+    /// The fewest rows a wave on the calling thread covers (it stops at the page's end
+    /// anyway), and, when below 64, the smallest chunk of a parallel wave (default 1024).
+    /// A parallel wave holds about 4 chunks per thread.
     pub initial_chunk_rows: usize,
     /// Largest chunk (default 2¹⁷ rows).
     pub max_chunk_rows: usize,
-    /// A wave estimated at no more rows than this runs on the calling thread (default 2048).
+    /// A wave of no more rows than this runs on the calling thread and reads nothing past
+    /// the page's end; it then covers this many rows (default 2048).
     pub small_wave_rows: usize,
 }
 

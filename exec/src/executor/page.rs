@@ -6,6 +6,7 @@
 
 use super::continuation;
 use super::error::ExecError;
+use super::merge::WaveEnd;
 use super::options::{Budget, PageOptions, Tuning};
 use super::sink::{Materialize, Sink, Visit};
 use super::threads::Threads;
@@ -181,7 +182,7 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
                 continue;
             }
             stats.chunks += wave.jobs.len() as u64;
-            let out = waves
+            let (kept, end) = waves
                 .run(
                     self.source,
                     &wave,
@@ -192,11 +193,12 @@ impl<'s, S: EntitySource + ?Sized> Executor<'s, S> {
                     sink,
                 )
                 .map_err(ExecError::Source)?;
-            produced += out.kept;
-            if out.resume.is_some() {
-                break out.resume;
+            produced += kept;
+            match end {
+                WaveEnd::Continue => waves.adapt(limit, produced, stats.examined),
+                WaveEnd::At(resume) => break Some(resume),
+                WaveEnd::AfterWave => break Some(waves.position()),
             }
-            waves.adapt(limit, produced, stats.examined);
         };
         stats.matched = produced as u64;
         let continuation =

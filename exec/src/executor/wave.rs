@@ -1,20 +1,34 @@
 //! Waves: a page's key ranges cut into chunks of work ([`EntitySource::split`]) and scanned
 //! — by the calling thread with helpers from the executor's pool (`threads.rs`), or by the
-//! calling thread alone when the wave is tiny — with each chunk's matches merged back in
-//! key order.
+//! calling thread alone when the wave is small — with each chunk's matches merged back in
+//! key order (module `merge`).
 //!
-//! **Sizing.** A wave holds about [`CHUNKS_PER_THREAD`] chunks per thread of `chunk_rows`
-//! rows. The first wave is sized as if every row matched (at least
-//! [`Tuning::initial_chunk_rows`] per chunk); later waves grow ×4 while nothing matched,
-//! else to what the observed selectivity says the page still needs (at most ×4 until the
-//! estimate rests on 32 matches, at most [`Tuning::max_chunk_rows`]). A `$top` page
-//! therefore stops after a bounded look-ahead, while long scans quickly reach large, cheap
-//! chunks.
+//! **Sizing: read what the page needs, not more.** A sequential wave stops exactly at the
+//! page's end; a parallel one reads ahead, and what it reads past the page's last match
+//! is read again by the next page (unless it was rejected: see module `merge`). So a wave
+//! covers about the rows expected to hold *fewer* matches than the page still needs:
 //!
-//! **Chunks.** Each chunk stops once it alone could fill the page (or when the budget runs
-//! out, or at the first source error) and reports where it stopped; [`absorb`] appends
-//! chunks in key order and finds where the page ends. A point range is answered by
-//! [`EntitySource::get`].
+//! * the first wave, as if every row matched: as many rows as the page has room for (a
+//!   wave that small cannot overshoot);
+//! * then, while nothing matched, ×4 per wave (long selective scans quickly reach large,
+//!   cheap chunks);
+//! * else the rows the observed selectivity says [`SAFETY`] × (m − 2√m) matches need, m
+//!   being the matches the page still misses (two standard deviations of a count below
+//!   m: the wave rarely holds more than m, and the last few matches are found on the
+//!   calling thread) — at most ×4 per wave until the estimate rests on
+//!   [`TRUSTED_SAMPLE`] matches.
+//!
+//! A wave of at most [`Tuning::small_wave_rows`] rows runs on the calling thread alone (and
+//! then reads up to that many rows: it stops at the page's end anyway); a larger one is cut
+//! into about [`CHUNKS_PER_THREAD`] chunks per thread, of at most
+//! [`Tuning::max_chunk_rows`] rows, never more rows in all than the wave should cover
+//! (chunks of the source's own size, e.g. a storage block, are not cut). When a parallel
+//! wave still overshoots (the selectivity rose), a later chunk waits at twice the matches
+//! the estimate expects of it for the chunks before it, and stops within about
+//! [`CUT_INTERVAL`](super::chunk::CUT_INTERVAL) rows of being known useless (module
+//! `chunk`).
+//!
+//! A point range is answered by [`EntitySource::get`].
 //!
 //! ```
 //! use tableq_exec::{Executor, VecSource, PageOptions, Tuning};
@@ -29,80 +43,48 @@
 //! assert_eq!((page.rows.len(), page.continuation), (100, None));
 //! assert!(page.stats.chunks > 1);
 //! assert!(page.rows.windows(2).all(|w| w[0].key() < w[1].key()));
+//! // Pages of 10 over the same waves: every row examined once.
+//! let (rows, stats) = executor.execute_all(&plan, &PageOptions::default().with_page_size(10)).unwrap();
+//! assert_eq!((rows.len(), stats.examined), (100, 100));
 //! ```
 
-use super::continuation::{Resume, key_of};
+use super::chunk::{ChunkResult, Finished, Job, MIN_QUOTA, Room, scan_chunk};
+use super::continuation::Resume;
+use super::merge::{Assembly, Merge, WaveEnd, lock};
 use super::options::{Budget, Tuning};
 use super::sink::Sink;
 use super::threads::Threads;
 use crate::compile::CompiledPredicate;
 use crate::key::{Key, Scan};
 use crate::result::ExecStats;
-use crate::source::{EntitySource, SourceRow};
-use std::ops::ControlFlow;
+use crate::source::EntitySource;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 use tableq_planner::plan::KeyRange;
 
 /// Most chunks in one wave (many small ranges).
 const MAX_WAVE_CHUNKS: usize = 256;
-/// Smallest chunk the selectivity estimate may ask for.
-const MIN_ADAPTIVE_CHUNK_ROWS: usize = 64;
-/// Chunks per thread in a wave: more than one lets work stealing even out slow chunks.
+/// Smallest chunk of a parallel wave (unless the tuning's first chunk is smaller).
+const MIN_CHUNK_ROWS: usize = 64;
+/// Chunks per thread in a parallel wave: more than one lets work stealing even out slow
+/// chunks.
 const CHUNKS_PER_THREAD: usize = 4;
 /// Matches from which the observed selectivity sizes the next wave without a growth cap.
 const TRUSTED_SAMPLE: usize = 32;
+/// The share of the remaining matches (less two standard deviations) a wave sized by the
+/// observed selectivity is expected to hold: below 1, so that a somewhat higher
+/// selectivity than observed still does not carry the wave past the page's end.
+const SAFETY: f64 = 0.75;
 
-/// A chunk of work: keys `>= from` and `< until` of the plan's range number `range`.
-pub(super) struct Job {
-    range: usize,
-    from: Option<Key>,
-    until: Option<Key>,
-    /// A point range, answered by `get`.
-    point: bool,
-}
-
-/// The chunks of one wave and the rows they are estimated to hold.
+/// The chunks of one wave, the rows they are estimated to hold, and the quota of matches
+/// of each chunk after the first (module `chunk`).
 pub(super) struct Wave {
     pub(super) jobs: Vec<Job>,
     estimate: usize,
+    quota: usize,
 }
 
-/// What a wave produced: how many matches it handed to the sink, and where the page ends if
-/// it ends in this wave.
-pub(super) struct WaveOut {
-    pub(super) kept: usize,
-    pub(super) resume: Option<Resume>,
-}
-
-enum ChunkEnd {
-    /// Every row of the chunk was examined.
-    Exhausted,
-    /// Stopped before this row (not yet examined).
-    Stopped(Key),
-}
-
-struct ChunkOut<R> {
-    rows: Vec<R>,
-    examined: u64,
-    end: ChunkEnd,
-}
-
-impl<R> Default for ChunkOut<R> {
-    fn default() -> ChunkOut<R> {
-        ChunkOut {
-            rows: Vec::new(),
-            examined: 0,
-            end: ChunkEnd::Exhausted,
-        }
-    }
-}
-
-/// What scanning a chunk of source `S` gave.
-type ChunkResult<'a, S> =
-    Result<ChunkOut<<S as EntitySource>::Row<'a>>, <S as EntitySource>::Error>;
-
-/// A page's position in its ranges and the size of its next wave's chunks.
+/// A page's position in its ranges and the size of its next wave.
 pub(super) struct Waves<'p> {
     ranges: &'p [KeyRange],
     /// The range the next wave starts in.
@@ -111,7 +93,11 @@ pub(super) struct Waves<'p> {
     from: Option<Key>,
     /// The last range counted in [`ExecStats::ranges`].
     counted_range: Option<usize>,
-    chunk_rows: usize,
+    /// The rows the next wave should cover.
+    wave_rows: usize,
+    /// The share of rows the next wave is sized to expect matching (1 for the first wave,
+    /// 0 while nothing matched).
+    density: f64,
     /// The threads the waves run on.
     threads: &'p Threads,
     tuning: Tuning,
@@ -128,20 +114,27 @@ impl<'p> Waves<'p> {
         threads: &'p Threads,
         tuning: Tuning,
     ) -> Waves<'p> {
-        // The first wave could fill the page only if every row matched: size it for that
-        // (at least `initial_chunk_rows` per chunk), so big pages start with big chunks.
-        let chunk_rows = (limit / (threads.count * CHUNKS_PER_THREAD))
-            .clamp(tuning.initial_chunk_rows, tuning.max_chunk_rows);
-        Waves {
+        let mut waves = Waves {
             ranges,
             range: 0,
             from,
             counted_range: None,
-            chunk_rows,
+            wave_rows: 0,
+            density: 1.0,
             threads,
             tuning,
             started: false,
-        }
+        };
+        // As if every row matched: a wave no larger than the page cannot overshoot it.
+        waves.wave_rows = limit.clamp(1, waves.most_wave_rows());
+        waves
+    }
+
+    /// The most rows a wave covers.
+    fn most_wave_rows(&self) -> usize {
+        self.tuning
+            .max_chunk_rows
+            .saturating_mul(self.threads.count * CHUNKS_PER_THREAD)
     }
 
     /// Whether every range was handed out.
@@ -170,11 +163,27 @@ impl<'p> Waves<'p> {
         stats: &mut ExecStats,
     ) -> Result<Wave, S::Error> {
         self.started = true;
+        let threads = self.threads.count;
+        let small = threads <= 1 || self.wave_rows <= self.tuning.small_wave_rows;
+        if small {
+            // On the calling thread, stopping at the page's end: reading a little more
+            // than the estimate costs nothing and saves a wave.
+            self.wave_rows = self
+                .wave_rows
+                .max(self.tuning.small_wave_rows)
+                .max(self.tuning.initial_chunk_rows);
+        }
+        let wave_rows = self.wave_rows;
+        let chunk_rows = if small {
+            wave_rows.min(self.tuning.max_chunk_rows)
+        } else {
+            wave_rows.div_ceil(threads * CHUNKS_PER_THREAD).clamp(
+                MIN_CHUNK_ROWS.min(self.tuning.initial_chunk_rows),
+                self.tuning.max_chunk_rows,
+            )
+        };
         let mut jobs: Vec<Job> = Vec::new();
         let mut estimate = 0usize;
-        let wave_rows = self
-            .chunk_rows
-            .saturating_mul(self.threads.count * CHUNKS_PER_THREAD);
         while self.range < self.ranges.len() && jobs.len() < MAX_WAVE_CHUNKS && estimate < wave_rows
         {
             let r = &self.ranges[self.range];
@@ -199,17 +208,20 @@ impl<'p> Waves<'p> {
                 until: None,
             };
             let want = (wave_rows - estimate)
-                .div_ceil(self.chunk_rows)
+                .div_ceil(chunk_rows)
                 .clamp(1, MAX_WAVE_CHUNKS - jobs.len());
-            let chunks = source.split(scan, self.chunk_rows, want)?;
-            let complete = chunks.last().is_none_or(|c| c.until.is_none());
-            let next_from = if complete {
-                None
-            } else {
-                chunks.last().and_then(|c| c.until.clone())
-            };
+            let chunks = source.split(scan, chunk_rows, want)?;
+            let offered = chunks.len();
+            // The end of the last chunk taken (`None`: the end of the range).
+            let mut taken: Option<Option<Key>> = None;
             for c in chunks {
-                estimate = estimate.saturating_add(c.rows.unwrap_or(self.chunk_rows));
+                let rows = c.rows.unwrap_or(chunk_rows);
+                // Never more rows than the wave should cover (but at least one chunk).
+                if !jobs.is_empty() && estimate.saturating_add(rows) > wave_rows {
+                    break;
+                }
+                estimate = estimate.saturating_add(rows);
+                taken = Some(c.until.clone());
                 jobs.push(Job {
                     range: self.range,
                     from: c.from.or_else(|| self.from.clone()),
@@ -217,51 +229,62 @@ impl<'p> Waves<'p> {
                     point: false,
                 });
             }
-            // A finished range keeps `from`: it lies before every later range's keys, or is
-            // a continuation beyond them that the next ranges must still respect.
-            if complete {
-                self.range += 1;
-            } else {
-                self.from = next_from;
+            match taken {
+                // Nothing of this range fits: the wave is full.
+                None if offered > 0 => break,
+                // A finished range keeps `from`: it lies before every later range's keys,
+                // or is a continuation beyond them that the next ranges must still respect.
+                None | Some(None) => self.range += 1,
+                Some(Some(until)) => self.from = Some(until),
             }
         }
-        Ok(Wave { jobs, estimate })
+        // A chunk expecting `e` matches waits for the chunks before it at 2e (module `chunk`).
+        let expected = chunk_rows as f64 * self.density;
+        let quota = ((2.0 * expected).ceil() as usize).max(MIN_QUOTA);
+        Ok(Wave {
+            jobs,
+            estimate,
+            quota,
+        })
     }
 
-    /// Sizes the next wave's chunks: ×4 while nothing matched (long scans reach large,
-    /// cheap chunks fast), else no more than the rows the page still needs at the
-    /// selectivity observed so far, plus a margin — at most ×4 while that selectivity rests
-    /// on fewer than [`TRUSTED_SAMPLE`] matches: a `$top` page stops early, a selective
-    /// scan takes few waves.
+    /// Sizes the next wave (see the module docs) after `examined` entities gave `produced`
+    /// of the page's `limit` rows.
     pub(super) fn adapt(&mut self, limit: usize, produced: usize, examined: u64) {
-        let grown = self
-            .chunk_rows
-            .saturating_mul(4)
-            .min(self.tuning.max_chunk_rows);
-        self.chunk_rows = if produced == 0 || examined == 0 {
+        let most = self.most_wave_rows();
+        let grown = self.wave_rows.saturating_mul(4).min(most);
+        self.density = if examined == 0 {
+            1.0
+        } else {
+            produced as f64 / examined as f64
+        };
+        self.wave_rows = if produced == 0 || examined == 0 {
             grown
         } else {
-            let most = if produced >= TRUSTED_SAMPLE {
-                self.tuning.max_chunk_rows
+            let cap = if produced >= TRUSTED_SAMPLE {
+                most
             } else {
                 grown
             };
+            // Matches the wave should expect: two standard deviations (of a count with
+            // that mean) below what is missing, so that it rarely holds more; a few
+            // missing matches are found on the calling thread, exactly.
             let missing = (limit - produced) as f64;
-            let needed = missing * examined as f64 / produced as f64 * 1.25;
-            let per_chunk = needed / (self.threads.count * CHUNKS_PER_THREAD) as f64;
-            (per_chunk.ceil() as usize).clamp(MIN_ADAPTIVE_CHUNK_ROWS.min(grown), most)
+            let expect = (missing - 2.0 * missing.sqrt()).max(0.0) * SAFETY;
+            let needed = expect * examined as f64 / produced as f64;
+            (needed.ceil() as usize).clamp(1, cap)
         };
     }
 }
 
 impl Waves<'_> {
     /// Scans the chunks of a wave and hands at most `limit` matches to `sink`, in key order;
-    /// `Some` resume position when the page ends in this wave.
+    /// returns how many it handed over and whether (and where) the page ends.
     ///
-    /// A source error in a chunk fails the wave unless the page ends in an earlier chunk
-    /// (then the failed chunk's rows would have been discarded anyway): the outcome is the
-    /// one a sequential scan would meet. Chunks running in parallel are not cancelled. The
-    /// sink may have been handed the rows of earlier chunks when the error comes back.
+    /// A source error in a chunk fails the wave unless the page is full before that chunk
+    /// (then the page resumes at the chunk): the outcome is the one a sequential scan would
+    /// meet. The sink may have been handed the rows of earlier chunks when the error comes
+    /// back.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn run<'a, S: EntitySource + ?Sized>(
         &'a self,
@@ -272,43 +295,60 @@ impl Waves<'_> {
         budget: &Budget,
         stats: &mut ExecStats,
         sink: &mut dyn Sink<S>,
-    ) -> Result<WaveOut, S::Error> {
+    ) -> Result<(usize, WaveEnd), S::Error> {
         let jobs = &wave.jobs;
         let threads = self.threads.count;
         if threads <= 1 || jobs.len() == 1 || wave.estimate <= self.tuning.small_wave_rows {
-            // A small wave: its chunks one after the other, up to the page's end.
+            // A small wave: its chunks one after the other, each stopping at the page's
+            // end; nothing is read past it.
+            let mut assembly = Assembly::new(limit);
             let mut kept = Vec::new();
-            let mut resume = None;
-            for job in jobs {
-                let out = self.run_chunk(source, job, predicate, limit - kept.len(), budget)?;
-                stats.examined += out.examined;
-                resume = absorb(&mut kept, out, job, limit);
-                if resume.is_some() {
+            let mut next = None;
+            for (i, job) in jobs.iter().enumerate() {
+                if assembly.full() {
+                    next = Some(i);
                     break;
                 }
+                let room = Room::Fixed(limit - assembly.kept());
+                let out = scan_chunk(source, self.ranges, job, predicate, &room, budget)?;
+                stats.examined += out.examined;
+                kept.extend(assembly.take(out, job));
             }
-            let out = WaveOut {
-                kept: kept.len(),
-                resume,
-            };
+            let kept_rows = kept.len();
             sink.wave(kept);
-            return Ok(out);
+            return Ok((kept_rows, assembly.finish(next.map(|i| &jobs[i]))));
         }
-        // Every chunk of the wave is scanned (each up to the page's whole limit), then
-        // merged in key order. The calling thread scans chunks too, claiming them in key
-        // order with the pool's helpers, if it lends any: when the pool is busy with other
-        // pages, the calling thread scans the wave alone instead of waiting for a helper
-        // that would find nothing left. Once it has no chunk left to claim, it merges the
-        // chunks already scanned (handing their rows to the sink) while the helpers finish
-        // theirs. Who scans a chunk never changes the page.
+        // The chunks are claimed in key order by the calling thread and the pool's helpers,
+        // if it lends any (when the pool is busy with other pages, the calling thread scans
+        // the wave alone instead of waiting for a helper that would find nothing left),
+        // each keeping no more than the room the chunks before it leave (module `chunk`).
+        // Once the calling thread has no chunk left to claim, it merges the chunks already
+        // scanned (handing their rows to the sink) while the helpers finish theirs. Who
+        // scans a chunk never changes the page.
         let next = AtomicUsize::new(0);
+        let counts: Vec<AtomicUsize> = jobs.iter().map(|_| AtomicUsize::new(0)).collect();
+        let finished = Finished::new(jobs.len());
+        // A wave of fewer rows than the page's room cannot fill it: no chunk need wait.
+        let quota = if wave.estimate <= limit {
+            usize::MAX
+        } else {
+            wave.quota
+        };
         let slots: Vec<Mutex<Option<ChunkResult<'a, S>>>> =
             jobs.iter().map(|_| Mutex::new(None)).collect();
         let work = || {
             loop {
                 let i = next.fetch_add(1, AtomicOrdering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
-                let out = self.run_chunk(source, job, predicate, limit, budget);
+                let _finished = finished.guard(i);
+                let room = Room::Shared {
+                    counts: &counts,
+                    finished: &finished,
+                    index: i,
+                    limit,
+                    quota,
+                };
+                let out = scan_chunk(source, self.ranges, job, predicate, &room, budget);
                 *lock(&slots[i]) = Some(out);
             }
         };
@@ -330,104 +370,12 @@ impl Waves<'_> {
         }
         drop(lent);
         merge.scanned(&slots, sink, true);
-        // Every chunk was read, including work past the page's end.
+        // Every entity a chunk examined counts, including work past the page's end.
         stats.examined += merge.examined;
-        match merge.end {
-            Some(Err(e)) => Err(e),
-            Some(Ok(resume)) => Ok(WaveOut {
-                kept: merge.kept,
-                resume: Some(resume),
-            }),
-            None => Ok(WaveOut {
-                kept: merge.kept,
-                resume: None,
-            }),
+        match merge.error {
+            Some(e) => Err(e),
+            None => Ok((merge.assembly.kept(), merge.assembly.finish(None))),
         }
-    }
-
-    /// Scans one chunk, keeping at most `limit` matches; stops at the first source error.
-    fn run_chunk<'a, S: EntitySource + ?Sized>(
-        &'a self,
-        source: &'a S,
-        job: &'a Job,
-        predicate: &CompiledPredicate,
-        limit: usize,
-        budget: &Budget,
-    ) -> Result<ChunkOut<S::Row<'a>>, S::Error> {
-        let range = &self.ranges[job.range];
-        if job.point {
-            let mut out = ChunkOut {
-                rows: Vec::new(),
-                examined: 0,
-                end: ChunkEnd::Exhausted,
-            };
-            if let Some((pk, rk)) = range.as_point()
-                && job.from.as_ref().is_none_or(|f| f.cmp_pair(pk, rk).is_le())
-                && let Some(row) = source.get(pk, rk)?
-            {
-                out.examined = 1;
-                if predicate.eval(&row) {
-                    out.rows.push(row);
-                }
-            }
-            return Ok(out);
-        }
-        let scan = Scan {
-            range,
-            from: job.from.as_ref(),
-            until: job.until.as_ref(),
-        };
-        let mut rows = Vec::new();
-        let mut examined = 0u64;
-        let mut end = ChunkEnd::Exhausted;
-        // A chunk stops before the row after its `limit`-th match (or after the budget ran
-        // out): that row is not examined, its key is where the page resumes. A source error
-        // ends the chunk (returned by `scan_each`).
-        if !budget.enabled() {
-            // The hot loop: no budget to account.
-            source.scan_each(scan, |row| {
-                if rows.len() >= limit {
-                    end = ChunkEnd::Stopped(key_of(&row));
-                    return ControlFlow::Break(());
-                }
-                examined += 1;
-                if predicate.eval(&row) {
-                    rows.push(row);
-                }
-                ControlFlow::Continue(())
-            })?;
-        } else {
-            let mut since_tick = 0u64;
-            let scanned = source.scan_each(scan, |row| {
-                if rows.len() >= limit {
-                    end = ChunkEnd::Stopped(key_of(&row));
-                    return ControlFlow::Break(());
-                }
-                if since_tick >= budget.interval {
-                    let stop = budget.tick(since_tick);
-                    since_tick = 0;
-                    if stop {
-                        end = ChunkEnd::Stopped(key_of(&row));
-                        return ControlFlow::Break(());
-                    }
-                }
-                examined += 1;
-                since_tick += 1;
-                if predicate.eval(&row) {
-                    rows.push(row);
-                }
-                ControlFlow::Continue(())
-            });
-            if since_tick > 0 {
-                budget.tick(since_tick);
-            }
-            scanned?;
-        }
-        Ok(ChunkOut {
-            rows,
-            examined,
-            end,
-        })
     }
 }
 
@@ -437,166 +385,4 @@ fn share<'scope, F: Fn() + Sync>(scope: &rayon::Scope<'scope>, helpers: usize, w
         scope.spawn(move |_| work());
     }
     work();
-}
-
-/// A chunk result slot, whether or not a thread panicked while holding it.
-fn lock<T>(slot: &Mutex<T>) -> MutexGuard<'_, T> {
-    slot.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// The in-order merge of a parallel wave's chunks: the page's rows go to the sink chunk by
-/// chunk, up to where the page ends or the first source error; the rows of later chunks
-/// are dropped, their examined entities still counted.
-struct Merge<'w, S: EntitySource + ?Sized> {
-    jobs: &'w [Job],
-    limit: usize,
-    /// Chunks merged so far.
-    next: usize,
-    /// Rows handed to the sink.
-    kept: usize,
-    examined: u64,
-    /// Where the page ends, or the error that ends the wave.
-    end: Option<Result<Resume, S::Error>>,
-}
-
-impl<'w, S: EntitySource + ?Sized> Merge<'w, S> {
-    fn new(jobs: &'w [Job], limit: usize) -> Merge<'w, S> {
-        Merge {
-            jobs,
-            limit,
-            next: 0,
-            kept: 0,
-            examined: 0,
-            end: None,
-        }
-    }
-
-    /// Merges the chunks scanned so far, in key order, up to the first one not scanned yet
-    /// (with `all`, every chunk: the wave is over, and a chunk without a result, which
-    /// only a panic leaves, counts as empty).
-    fn scanned<'a>(
-        &mut self,
-        slots: &[Mutex<Option<ChunkResult<'a, S>>>],
-        sink: &mut dyn Sink<S>,
-        all: bool,
-    ) where
-        S: 'a,
-    {
-        while let Some(slot) = slots.get(self.next) {
-            let out = match lock(slot).take() {
-                Some(out) => out,
-                None if all => Ok(ChunkOut::default()),
-                None => return,
-            };
-            let job = &self.jobs[self.next];
-            self.next += 1;
-            let out = match out {
-                Ok(out) => out,
-                Err(e) => {
-                    if self.end.is_none() {
-                        self.end = Some(Err(e));
-                    }
-                    continue;
-                }
-            };
-            self.examined += out.examined;
-            if self.end.is_some() {
-                continue;
-            }
-            let mut rows = Vec::new();
-            let resume = absorb(&mut rows, out, job, self.limit - self.kept);
-            self.kept += rows.len();
-            sink.wave(rows);
-            self.end = resume.map(Ok);
-        }
-    }
-}
-
-/// Appends a chunk's matches to the wave's rows; `Some` when the page ends in this chunk.
-fn absorb<R: SourceRow>(
-    kept: &mut Vec<R>,
-    out: ChunkOut<R>,
-    job: &Job,
-    limit: usize,
-) -> Option<Resume> {
-    let need = limit - kept.len();
-    let ChunkOut { mut rows, end, .. } = out;
-    if rows.len() > need {
-        let next = key_of(&rows[need]);
-        rows.truncate(need);
-        kept.extend(rows);
-        return Some(Resume::At(next));
-    }
-    let full = rows.len() == need;
-    kept.extend(rows);
-    match end {
-        ChunkEnd::Stopped(key) => Some(Resume::At(key)),
-        ChunkEnd::Exhausted if full => Some(match &job.until {
-            Some(until) if !job.point => Resume::Position {
-                range: job.range,
-                from: Some(until.clone()),
-            },
-            _ => Resume::Position {
-                range: job.range + 1,
-                from: job.from.clone(),
-            },
-        }),
-        ChunkEnd::Exhausted => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::VecSource;
-    use crate::executor::sink::Visit;
-    use crate::source::EntityRef;
-    use tableq_model::Entity;
-
-    fn job(until: &str) -> Job {
-        Job {
-            range: 0,
-            from: None,
-            until: Some(Key::new("p", until)),
-            point: false,
-        }
-    }
-
-    fn out(rows: &[Entity]) -> ChunkResult<'_, VecSource> {
-        Ok(ChunkOut {
-            rows: rows.iter().map(EntityRef).collect(),
-            examined: 10,
-            end: ChunkEnd::Exhausted,
-        })
-    }
-
-    /// Chunks merge in key order as they become available, stop at the page's end and
-    /// still count what later chunks examined.
-    #[test]
-    fn chunks_merge_in_order_as_they_are_scanned() {
-        let rows: Vec<Entity> = (0..6).map(|i| Entity::new("p", format!("r{i}"))).collect();
-        let jobs = [job("r2"), job("r4"), job("r6")];
-        let slots: Vec<Mutex<Option<ChunkResult<'_, VecSource>>>> =
-            (0..3).map(|_| Mutex::new(None)).collect();
-        let mut seen = Vec::new();
-        let mut sink = Visit {
-            visit: |row: crate::RowView<'_>| seen.push(row.row().row_key().to_owned()),
-            select: None,
-        };
-        let mut merge = Merge::<VecSource>::new(&jobs, 3);
-        // Only the second chunk is scanned: nothing can be merged yet.
-        *lock(&slots[1]) = Some(out(&rows[2..4]));
-        merge.scanned(&slots, &mut sink, false);
-        assert_eq!((merge.next, merge.kept), (0, 0));
-        // The first one too: both merge; the page ends in the second (3 of its 4 rows).
-        *lock(&slots[0]) = Some(out(&rows[0..2]));
-        merge.scanned(&slots, &mut sink, false);
-        assert_eq!((merge.next, merge.kept), (2, 3));
-        assert!(matches!(&merge.end, Some(Ok(Resume::At(k))) if k.row_key == "r3"));
-        // The third chunk's rows are dropped, its examined entities counted.
-        *lock(&slots[2]) = Some(out(&rows[4..6]));
-        merge.scanned(&slots, &mut sink, true);
-        assert_eq!((merge.next, merge.kept, merge.examined), (3, 3, 30));
-        assert_eq!(seen, ["r0", "r1", "r2"]);
-    }
 }

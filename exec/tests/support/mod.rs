@@ -1,4 +1,5 @@
 //! Helpers shared by the integration tests of `tableq-exec` (and, by path, of the memory
-//! engine in `tableq-store`).
+//! and durable engines in `tableq-store`).
 
+pub mod paging;
 pub mod plans;
