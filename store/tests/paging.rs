@@ -1,9 +1,10 @@
 //! Pages that never read twice, on the store's engines: a table followed through its
-//! continuations gives exactly one unpaged scan and examines each entity about once
-//! (at most 1.01× the unpaged scan), for every query shape and paging of
-//! `exec/tests/support/paging.rs` (included by path) — on the memory engine (bulk-loaded,
-//! and with write overlays) and on the durable engine (rows in blocks, and rows still in
-//! the memtable), through the executor on 2 threads as the server runs it.
+//! continuations gives exactly one unpaged scan and examines each entity about once (at
+//! most `MAX_RATIO`, 1.05×, the unpaged scan; the bench measures the 1.01× target), for
+//! every query shape and paging of `exec/tests/support/paging.rs` (included by path) — on
+//! the memory engine (bulk-loaded, and with write overlays) and on the durable engine (rows
+//! in blocks, and rows still in the memtable), through the executor on 2 threads as the
+//! server runs it.
 
 #[path = "../../exec/tests/support/paging.rs"]
 mod paging;

@@ -22,8 +22,13 @@ use tableq_model::{Entity, Value};
 use tableq_parser::{FilterOptions, parse_filter, parse_top};
 use tableq_planner::plan::Plan;
 
-/// The most entities paging may examine, as a multiple of one unpaged scan's.
-pub const MAX_RATIO: f64 = 1.01;
+/// The most entities paging may examine, as a multiple of one unpaged scan's. Issue 31's
+/// target is 1.01×, measured by `cargo bench -p tableq-store --bench paging` (1.0000× on
+/// every shape, benches/README.md); what a page re-reads depends on how far parallel
+/// chunks got before the page filled, i.e. on thread timing, and the worst seen under load
+/// was 1.0015×. The tests allow 1.05× so that a heavily loaded CI machine cannot fail them,
+/// which still fails the executor before issue 31 on every selective shape (1.26× and more).
+pub const MAX_RATIO: f64 = 1.05;
 
 /// Partitions of the table (their sizes differ: entities are spread by a hash).
 pub const PARTITIONS: u64 = 13;
