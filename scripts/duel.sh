@@ -65,16 +65,10 @@ ROWS=$((ENTITIES / PARTITIONS))
 CHUNKED_AZURITE=$([ "$ENTITIES" -gt 1000000 ] && echo 1 || echo 0)
 
 # --- tools -------------------------------------------------------------------------------
-if ! command -v wrk > /dev/null; then
-    if [ "$(id -u)" = 0 ]; then
-        echo "duel: installing wrk (apt-get)" >&2
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk > /dev/null \
-            || { apt-get update -q > /dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk > /dev/null; }
-    else
-        echo "duel: wrk is missing: install it (apt-get install wrk) or run as root" >&2
-        exit 2
-    fi
-fi
+BENCH_NAME=duel
+# shellcheck source=lib/bench.sh
+. "$ROOT/scripts/lib/bench.sh"
+bench_need wrk wrk
 AZURITE="$TOOLS/azurite/node_modules/.bin/azurite-table"
 installed_version() {
     node -p "require('$TOOLS/azurite/node_modules/azurite/package.json').version" 2> /dev/null || true
@@ -85,44 +79,14 @@ if [ "$(installed_version)" != "$AZURITE_VERSION" ]; then
     [ -f "$TOOLS/azurite/package.json" ] || echo '{"private": true}' > "$TOOLS/azurite/package.json"
     (cd "$TOOLS/azurite" && npm install --no-audit --no-fund --silent "azurite@$AZURITE_VERSION")
 fi
-if [ -z "$TABLEQ_BIN" ]; then
-    (cd "$ROOT" && cargo build --release --quiet --bin tableq)
-    TABLEQ_BIN="$ROOT/target/release/tableq"
-fi
+bench_tableq
 
 WORK="${DUEL_WORK:-$(mktemp -d /tmp/tableq-duel.XXXXXX)}"
 mkdir -p "$WORK"
 echo "duel: work directory $WORK" >&2
 
-# --- the account SAS (the development account; both servers know its key) --------------
-ACCOUNT=devstoreaccount1
-ACCOUNT_KEY="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
-DUEL_SAS="$(python3 - "$ACCOUNT" "$ACCOUNT_KEY" << 'EOF'
-import base64, hashlib, hmac, sys, urllib.parse
-account, key = sys.argv[1], sys.argv[2]
-fields = {"sv": "2019-02-02", "ss": "t", "srt": "sco", "sp": "rwdlacu",
-          "se": "2099-01-01T00:00:00Z", "spr": "https,http"}
-to_sign = "\n".join([account, fields["sp"], fields["ss"], fields["srt"], "", fields["se"], "",
-                     fields["spr"], fields["sv"]]) + "\n"
-sig = base64.b64encode(hmac.new(base64.b64decode(key), to_sign.encode(), hashlib.sha256).digest()).decode()
-fields["sig"] = sig
-print("&".join(f"{k}={urllib.parse.quote(v, safe='')}" for k, v in fields.items()))
-EOF
-)"
-export DUEL_SAS DUEL_LUA_DIR="$LUA_DIR" DUEL_PARTITIONS="$PARTITIONS" DUEL_ROWS="$ROWS" DUEL_ACCOUNT="$ACCOUNT"
+export DUEL_LUA_DIR="$LUA_DIR" DUEL_PARTITIONS="$PARTITIONS" DUEL_ROWS="$ROWS"
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-wait_port() { # port pid name
-    for _ in $(seq 1 300); do
-        if (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null; then return 0; fi
-        kill -0 "$2" 2> /dev/null || { echo "duel: $3 exited while starting (log: $WORK)" >&2; exit 1; }
-        sleep 0.1
-    done
-    echo "duel: $3 did not listen on port $1" >&2
-    exit 1
-}
 PIDS=()
 cleanup() {
     for pid in "${PIDS[@]}"; do kill "$pid" 2> /dev/null || true; done
@@ -345,9 +309,8 @@ elif loads.get("tableq"):
     t = statistics.median(loads["tableq"])
     print(f"| `$batch` load through `tableq import` (entities/s) | | | {t:,.0f} | – | – |".replace(",", " "))
 try:
-    print()
-    for line in open(f"{work}/azurite-load.txt"):
-        print(line.strip())
+    lines = open(f"{work}/azurite-load.txt").read().splitlines()
+    print("\n" + "\n".join(lines))
 except FileNotFoundError:
     pass
 try:

@@ -52,57 +52,20 @@ fi
 ROWS=$((ENTITIES / PARTITIONS))
 
 # --- tools -------------------------------------------------------------------------------
-need() { # command package
-    command -v "$1" > /dev/null && return 0
-    if [ "$(id -u)" = 0 ]; then
-        echo "request-cost: installing $2 (apt-get)" >&2
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$2" > /dev/null \
-            || { apt-get update -q > /dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$2" > /dev/null; }
-    else
-        echo "request-cost: $1 is missing: install $2 (apt-get install $2) or run as root" >&2
-        exit 2
-    fi
-}
-need wrk wrk
+BENCH_NAME=request-cost
+# shellcheck source=lib/bench.sh
+. "$ROOT/scripts/lib/bench.sh"
+bench_need wrk wrk
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || { need nginx nginx-light; NGINX=$(command -v nginx || echo /usr/sbin/nginx); }
-if [ -z "$TABLEQ_BIN" ]; then
-    (cd "$ROOT" && cargo build --release --quiet --bin tableq)
-    TABLEQ_BIN="$ROOT/target/release/tableq"
-fi
+[ -x "$NGINX" ] || { bench_need nginx nginx-light; NGINX=$(command -v nginx || echo /usr/sbin/nginx); }
+bench_tableq
 
 WORK="${COST_WORK:-$(mktemp -d /tmp/tableq-cost.XXXXXX)}"
 mkdir -p "$WORK"
 echo "request-cost: work directory $WORK" >&2
 
-ACCOUNT=devstoreaccount1
-ACCOUNT_KEY="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
-DUEL_SAS="$(python3 - "$ACCOUNT" "$ACCOUNT_KEY" << 'EOF'
-import base64, hashlib, hmac, sys, urllib.parse
-account, key = sys.argv[1], sys.argv[2]
-fields = {"sv": "2019-02-02", "ss": "t", "srt": "sco", "sp": "rwdlacu",
-          "se": "2099-01-01T00:00:00Z", "spr": "https,http"}
-to_sign = "\n".join([account, fields["sp"], fields["ss"], fields["srt"], "", fields["se"], "",
-                     fields["spr"], fields["sv"]]) + "\n"
-sig = base64.b64encode(hmac.new(base64.b64decode(key), to_sign.encode(), hashlib.sha256).digest()).decode()
-fields["sig"] = sig
-print("&".join(f"{k}={urllib.parse.quote(v, safe='')}" for k, v in fields.items()))
-EOF
-)"
-export DUEL_SAS DUEL_LUA_DIR="$LUA_DIR" DUEL_PARTITIONS="$PARTITIONS" DUEL_ROWS="$ROWS" DUEL_ACCOUNT="$ACCOUNT"
+export DUEL_LUA_DIR="$LUA_DIR" DUEL_PARTITIONS="$PARTITIONS" DUEL_ROWS="$ROWS"
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-wait_port() { # port pid name
-    for _ in $(seq 1 300); do
-        if (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null; then return 0; fi
-        kill -0 "$2" 2> /dev/null || { echo "request-cost: $3 exited while starting (log: $WORK)" >&2; exit 1; }
-        sleep 0.1
-    done
-    echo "request-cost: $3 did not listen on port $1" >&2
-    exit 1
-}
 PIDS=()
 cleanup() {
     for pid in "${PIDS[@]}"; do kill "$pid" 2> /dev/null || true; done

@@ -54,42 +54,17 @@ for n in "$ENTITIES" "$BASELINE"; do
         exit 2
     fi
 done
-if ! command -v wrk > /dev/null; then
-    if [ "$(id -u)" = 0 ]; then
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk > /dev/null \
-            || { apt-get update -q > /dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk > /dev/null; }
-    else
-        echo "scale: wrk is missing: install it (apt-get install wrk) or run as root" >&2
-        exit 2
-    fi
-fi
-if [ -z "$TABLEQ_BIN" ]; then
-    (cd "$ROOT" && cargo build --release --quiet --bin tableq)
-    TABLEQ_BIN="$ROOT/target/release/tableq"
-fi
+BENCH_NAME=scale
+# shellcheck source=lib/bench.sh
+. "$ROOT/scripts/lib/bench.sh"
+bench_need wrk wrk
+bench_tableq
 WORK="${SCALE_WORK:-$(mktemp -d /tmp/tableq-scale.XXXXXX)}"
 mkdir -p "$WORK"
 echo "scale: work directory $WORK" >&2
 
-ACCOUNT=devstoreaccount1
-ACCOUNT_KEY="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
-DUEL_SAS="$(python3 - "$ACCOUNT" "$ACCOUNT_KEY" << 'EOF'
-import base64, hashlib, hmac, sys, urllib.parse
-account, key = sys.argv[1], sys.argv[2]
-fields = {"sv": "2019-02-02", "ss": "t", "srt": "sco", "sp": "rwdlacu",
-          "se": "2099-01-01T00:00:00Z", "spr": "https,http"}
-to_sign = "\n".join([account, fields["sp"], fields["ss"], fields["srt"], "", fields["se"], "",
-                     fields["spr"], fields["sv"]]) + "\n"
-sig = base64.b64encode(hmac.new(base64.b64decode(key), to_sign.encode(), hashlib.sha256).digest()).decode()
-fields["sig"] = sig
-print("&".join(f"{k}={urllib.parse.quote(v, safe='')}" for k, v in fields.items()))
-EOF
-)"
-export DUEL_SAS DUEL_LUA_DIR="$LUA_DIR" DUEL_ACCOUNT="$ACCOUNT"
+export DUEL_LUA_DIR="$LUA_DIR"
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 PID=""
 cleanup() { [ -n "$PID" ] && kill "$PID" 2> /dev/null || true; }
 trap cleanup EXIT

@@ -1,0 +1,58 @@
+# Shared by the HTTP benchmark scripts (duel.sh, request-cost.sh, scale.sh); sourced, not
+# run. Set BENCH_NAME (the prefix of messages) before sourcing.
+#
+#   bench_need CMD PACKAGE   installs a Debian package (apt-get, as root) when CMD is missing
+#   bench_tableq             sets TABLEQ_BIN: the release binary, built unless already set
+#   free_port                prints a free loopback port
+#   wait_port PORT PID NAME  waits until PORT accepts, failing if PID exits first
+# and exports DUEL_SAS (an account SAS of the development account, both servers know its
+# key), DUEL_ACCOUNT and ACCOUNT for the wrk scripts in benches/duel/.
+
+bench_need() {
+    command -v "$1" > /dev/null && return 0
+    if [ "$(id -u)" = 0 ]; then
+        echo "$BENCH_NAME: installing $2 (apt-get)" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$2" > /dev/null \
+            || { apt-get update -q > /dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$2" > /dev/null; }
+    else
+        echo "$BENCH_NAME: $1 is missing: install $2 (apt-get install $2) or run as root" >&2
+        exit 2
+    fi
+}
+
+bench_tableq() {
+    if [ -z "${TABLEQ_BIN:-}" ]; then
+        (cd "$ROOT" && cargo build --release --quiet --bin tableq)
+        TABLEQ_BIN="$ROOT/target/release/tableq"
+    fi
+}
+
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_port() { # port pid name
+    for _ in $(seq 1 300); do
+        if (exec 3<> "/dev/tcp/127.0.0.1/$1") 2> /dev/null; then return 0; fi
+        kill -0 "$2" 2> /dev/null || { echo "$BENCH_NAME: $3 exited while starting (log: ${WORK:-?})" >&2; exit 1; }
+        sleep 0.1
+    done
+    echo "$BENCH_NAME: $3 did not listen on port $1" >&2
+    exit 1
+}
+
+ACCOUNT=devstoreaccount1
+ACCOUNT_KEY="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+DUEL_SAS="$(python3 - "$ACCOUNT" "$ACCOUNT_KEY" << 'PY'
+import base64, hashlib, hmac, sys, urllib.parse
+account, key = sys.argv[1], sys.argv[2]
+fields = {"sv": "2019-02-02", "ss": "t", "srt": "sco", "sp": "rwdlacu",
+          "se": "2099-01-01T00:00:00Z", "spr": "https,http"}
+to_sign = "\n".join([account, fields["sp"], fields["ss"], fields["srt"], "", fields["se"], "",
+                     fields["spr"], fields["sv"]]) + "\n"
+sig = base64.b64encode(hmac.new(base64.b64decode(key), to_sign.encode(), hashlib.sha256).digest()).decode()
+fields["sig"] = sig
+print("&".join(f"{k}={urllib.parse.quote(v, safe='')}" for k, v in fields.items()))
+PY
+)"
+export DUEL_SAS DUEL_ACCOUNT="$ACCOUNT"
