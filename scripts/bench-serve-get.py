@@ -88,6 +88,17 @@ def one_round(port, entities, requests, start):
     }
 
 
+def parse_servers(parser, specs):
+    """The `NAME=PORT` arguments as (name, port) pairs (also used by bench-serve-pages.py)."""
+    servers = []
+    for spec in specs:
+        name, _, port = spec.partition("=")
+        if not port.isdigit():
+            parser.error(f"{spec!r}: want NAME=PORT")
+        servers.append((name, int(port)))
+    return servers
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--entities", type=int, default=1_000_000)
@@ -95,12 +106,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("servers", nargs="+", metavar="NAME=PORT")
     args = parser.parse_args()
-    servers = []
-    for spec in args.servers:
-        name, _, port = spec.partition("=")
-        if not port.isdigit():
-            parser.error(f"{spec!r}: want NAME=PORT")
-        servers.append((name, int(port)))
+    servers = parse_servers(parser, args.servers)
     medians = {name: [] for name, _ in servers}
     for r in range(args.rounds):
         for name, port in servers:

@@ -58,12 +58,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("servers", nargs="+", metavar="NAME=PORT")
     args = parser.parse_args()
-    servers = []
-    for spec in args.servers:
-        name, _, port = spec.partition("=")
-        if not port.isdigit():
-            parser.error(f"{spec!r}: want NAME=PORT")
-        servers.append((name, int(port)))
+    servers = get.parse_servers(parser, args.servers)
     walked = {}
     for name, port in servers:
         conn = get.http.client.HTTPConnection("127.0.0.1", port, timeout=300)

@@ -81,18 +81,9 @@ if [ "$(installed_version)" != "$AZURITE_VERSION" ]; then
 fi
 bench_tableq
 
-WORK="${DUEL_WORK:-$(mktemp -d /tmp/tableq-duel.XXXXXX)}"
-mkdir -p "$WORK"
-echo "duel: work directory $WORK" >&2
+bench_work "${DUEL_WORK:-}"
 
 export DUEL_LUA_DIR="$LUA_DIR" DUEL_PARTITIONS="$PARTITIONS" DUEL_ROWS="$ROWS"
-
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2> /dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2> /dev/null || true; done
-}
-trap cleanup EXIT
 
 if [ ! -s "$WORK/entities.jsonl" ]; then
     "$TABLEQ_BIN" gen --entities "$ENTITIES" --partitions "$PARTITIONS" > "$WORK/entities.jsonl"

@@ -60,18 +60,9 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$NGINX" ] || { bench_need nginx nginx-light; NGINX=$(command -v nginx || echo /usr/sbin/nginx); }
 bench_tableq
 
-WORK="${COST_WORK:-$(mktemp -d /tmp/tableq-cost.XXXXXX)}"
-mkdir -p "$WORK"
-echo "request-cost: work directory $WORK" >&2
+bench_work "${COST_WORK:-}"
 
 export DUEL_LUA_DIR="$LUA_DIR" DUEL_PARTITIONS="$PARTITIONS" DUEL_ROWS="$ROWS"
-
-PIDS=()
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2> /dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2> /dev/null || true; done
-}
-trap cleanup EXIT
 
 # CPU seconds (user + system, all threads) the process has used so far.
 cpu_seconds() {

@@ -59,9 +59,7 @@ BENCH_NAME=scale
 . "$ROOT/scripts/lib/bench.sh"
 bench_need wrk wrk
 bench_tableq
-WORK="${SCALE_WORK:-$(mktemp -d /tmp/tableq-scale.XXXXXX)}"
-mkdir -p "$WORK"
-echo "scale: work directory $WORK" >&2
+bench_work "${SCALE_WORK:-}"
 
 export DUEL_LUA_DIR="$LUA_DIR"
 

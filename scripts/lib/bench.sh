@@ -5,6 +5,8 @@
 #   bench_tableq             sets TABLEQ_BIN: the release binary, built unless already set
 #   free_port                prints a free loopback port
 #   wait_port PORT PID NAME  waits until PORT accepts, failing if PID exits first
+#   bench_work DIR           sets WORK: DIR, or a new temporary directory (printed)
+#   PIDS                     servers to stop (by pid) when the script exits
 # and exports DUEL_SAS (an account SAS of the development account, both servers know its
 # key), DUEL_ACCOUNT and ACCOUNT for the wrk scripts in benches/duel/.
 
@@ -40,6 +42,19 @@ wait_port() { # port pid name
     echo "$BENCH_NAME: $3 did not listen on port $1" >&2
     exit 1
 }
+
+bench_work() {
+    WORK="${1:-$(mktemp -d "/tmp/tableq-$BENCH_NAME.XXXXXX")}"
+    mkdir -p "$WORK"
+    echo "$BENCH_NAME: work directory $WORK" >&2
+}
+
+PIDS=()
+bench_cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2> /dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2> /dev/null || true; done
+}
+trap bench_cleanup EXIT
 
 ACCOUNT=devstoreaccount1
 ACCOUNT_KEY="Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
