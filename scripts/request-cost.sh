@@ -3,14 +3,17 @@
 # beside nginx serving the same reply bytes as a static file, measured in one run.
 #
 #   scripts/request-cost.sh [--runs 3] [--seconds 5] [--entities 100000] [--partitions 100]
-#                           [--connections 8] [--tableq-args "--fsync always"] [--tableq BIN]
+#                           [--connections 8] [--workers 1|default] [--tableq-args "--fsync always"]
+#                           [--tableq BIN]
 #
 # Installs what it needs (wrk and nginx: Debian packages, apt-get as root when missing) and
 # builds the release binary unless --tableq names one. Each run starts tableq on a fresh
 # durable data directory (its request log goes to a file, as nginx's access log does) and
 # loads N entities in P partitions through `tableq import --endpoint`; one point get's reply
 # body becomes nginx's static file, so both servers send the same bytes. nginx runs one
-# worker process (`master_process off`), keep-alive, access log on. Then, with wrk
+# worker process (`master_process off`), keep-alive, access log on; tableq likewise serves
+# with one worker thread (`serve --workers 1`; `--workers default` gives it one per core).
+# Then, with wrk
 # (`-t2 -c8`, keep-alive, the account SAS in the URL), each run measures, alternating
 # which server goes first:
 #   * point get (random existing key) on tableq, the static file on nginx;
@@ -28,6 +31,7 @@ SECONDS_PER_FIGURE=5
 ENTITIES=100000
 PARTITIONS=100
 CONNS=8
+WORKERS=1
 TABLEQ_ARGS=""
 TABLEQ_BIN=""
 
@@ -39,6 +43,7 @@ while [ $# -gt 0 ]; do
         --entities) ENTITIES="$2"; shift 2 ;;
         --partitions) PARTITIONS="$2"; shift 2 ;;
         --connections) CONNS="$2"; shift 2 ;;
+        --workers) WORKERS="$2"; shift 2 ;;
         --tableq-args) TABLEQ_ARGS="$2"; shift 2 ;;
         --tableq) TABLEQ_BIN="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
@@ -105,11 +110,13 @@ EOF
 }
 
 : > "$WORK/results.txt"
-echo "request-cost: $RUNS runs, $ENTITIES entities, ${SECONDS_PER_FIGURE}s per figure, wrk -t2 -c$CONNS, tableq ${TABLEQ_ARGS:-(durable default)} vs nginx $("$NGINX" -v 2>&1 | sed 's/.*\///')" >&2
+echo "request-cost: $RUNS runs, $ENTITIES entities, ${SECONDS_PER_FIGURE}s per figure, wrk -t2 -c$CONNS, tableq --workers $WORKERS ${TABLEQ_ARGS:-(durable default)} vs nginx $("$NGINX" -v 2>&1 | sed 's/.*\///')" >&2
 for run in $(seq 1 "$RUNS"); do
     TQ_PORT=$(free_port)
+    WORKER_ARGS=""
+    [ "$WORKERS" = default ] || WORKER_ARGS="--workers $WORKERS"
     # shellcheck disable=SC2086
-    "$TABLEQ_BIN" serve --port "$TQ_PORT" --data "$WORK/tableq-$run" $TABLEQ_ARGS \
+    "$TABLEQ_BIN" serve --port "$TQ_PORT" --data "$WORK/tableq-$run" $WORKER_ARGS $TABLEQ_ARGS \
         > "$WORK/tableq-$run.log" 2>&1 &
     TQ_PID=$!
     PIDS+=("$TQ_PID")

@@ -370,7 +370,9 @@ fn json_request_logs_carry_operation_table_status_duration_and_rows() {
 
 #[test]
 fn text_request_logs_name_the_operation_and_the_rows() {
-    let (child, port) = serve(&[]);
+    // One worker thread (`--workers 1`, as `scripts/request-cost.sh` runs it) serves the
+    // same.
+    let (child, port) = serve(&["--workers", "1"]);
     exercise(port);
     let stderr = stop(child);
     assert!(
@@ -396,6 +398,8 @@ fn reserved_account_names_and_bad_limits_are_refused_at_start() {
         vec!["--header-timeout".to_owned(), "0s".to_owned()],
         vec!["--body-budget".to_owned(), "lots".to_owned()],
         vec!["--max-connections".to_owned(), "0".to_owned()],
+        vec!["--workers".to_owned(), "0".to_owned()],
+        vec!["--workers".to_owned(), "all".to_owned()],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_tableq"))
             .args(["serve", "--in-memory", "--port", "0"])

@@ -30,10 +30,10 @@ tableq serve [--host HOST] [--port PORT] [--data DIR | --in-memory | --store URL
        [--tls self-signed | --tls-cert PEM --tls-key PEM] [--https-port PORT]
        [--keys DIR] [--local-issuer] [--trust-issuer URL|FILE]... [--role-assignments FILE]
        [--public-url URL] [--log-format text|json] [--header-timeout D] [--body-timeout D]
-       [--request-timeout D] [--idle-timeout D] [--max-connections N] [--body-budget SIZE]
-       [--body-budget-wait D] [--ready-file PATH] [--ready-json] [--seed PATH]...
-       [--throttle] [--throttle-partition N] [--throttle-account N] [--faults FILE]
-       [--fault-seed N]";
+       [--request-timeout D] [--idle-timeout D] [--max-connections N] [--workers N]
+       [--body-budget SIZE] [--body-budget-wait D] [--ready-file PATH] [--ready-json]
+       [--seed PATH]... [--throttle] [--throttle-partition N] [--throttle-account N]
+       [--faults FILE] [--fault-seed N]";
 
 /// The usage line of `tableq eval`: no option is required (no `--filter` = every entity).
 pub const EVAL_USAGE: &str = "\

@@ -5,7 +5,8 @@
 //!              [--fsync always|interval=MS] [--accept-log-loss] [--cache-size SIZE]
 //!              [--account NAME:BASE64KEY]... [--no-auth] [--no-explorer]
 //!              [--header-timeout D] [--body-timeout D] [--request-timeout D] [--idle-timeout D]
-//!              [--max-connections N] [--body-budget SIZE] [--body-budget-wait D] [--log-format text|json]
+//!              [--max-connections N] [--workers N] [--body-budget SIZE] [--body-budget-wait D]
+//!              [--log-format text|json]
 //!              [--tls self-signed | --tls-cert PEM --tls-key PEM] [--https-port PORT]
 //!              [--keys DIR] [--local-issuer] [--trust-issuer URL|JWKS-FILE]...
 //!              [--role-assignments FILE] [--public-url https://HOST[:PORT]]
@@ -116,6 +117,11 @@ pub struct Args {
         conflicts_with_all = ["in_memory", "store"]
     )]
     cache_size: usize,
+    /// Threads that serve requests [default: one per CPU core]. Fewer threads than the
+    /// clients' busy connections cost less CPU per request (no hand-offs between threads);
+    /// more serve more requests at once. Queries and large writes run on a separate pool.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    workers: Option<u16>,
     /// Keep the data in PostgreSQL: `postgres://user[:password]@host[:port]/database`, with
     /// libpq-style parameters and tableq's `schema=NAME`, `pool_size=N` (docs/scaling-out.md).
     #[arg(long, value_name = "URL", conflicts_with_all = ["in_memory", "data"])]
@@ -260,11 +266,12 @@ fn accounts(args: &Args) -> Result<Vec<Account>, String> {
 pub fn run(args: Args) -> ExitCode {
     // Dropped last: what the log buffered is written out before the process exits.
     let _log = init_logging(args.log_format);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .thread_name("tableq-serve")
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all().thread_name("tableq-serve");
+    if let Some(n) = args.workers {
+        builder.worker_threads(usize::from(n));
+    }
+    let runtime = match builder.build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

@@ -103,7 +103,7 @@ pub enum OpenError {
     /// (format 1 or 2: blocks without checksums).
     #[error(
         "{} was written by an older tableq (data format {found}: blocks without checksums); \
-         this tableq reads format {FORMAT_VERSION} only. Move the data with the older tableq \
+         this tableq reads formats 3 and {FORMAT_VERSION} only. Move the data with the older tableq \
          (query every table to JSON lines) and `tableq import` it into a new data directory",
         path.display()
     )]
@@ -392,8 +392,37 @@ pub(crate) fn open(dir: &Path, options: &DurableOptions) -> Result<Opened, OpenE
         // A file of this build always has its tables (it was created atomically); one
         // without is from an older build that stopped before its first commit.
         initialise(&db, &file)?;
+    } else {
+        mark_format(&db, &file)?;
     }
     load(db, &file)
+}
+
+/// Marks a data file of an older format this build reads (3) with [`FORMAT_VERSION`],
+/// durably, before anything is written to it: blocks written from now on are of the new
+/// layout, which an older build must refuse rather than read as damage.
+fn mark_format(db: &Database, file: &Path) -> Result<(), OpenError> {
+    let run = || -> Result<(), redb::Error> {
+        let older = {
+            let txn = db.begin_read()?;
+            let meta = txn.open_table(META)?;
+            meta.get(META_FORMAT)?
+                .is_some_and(|found| found.value() < FORMAT_VERSION)
+        };
+        if older {
+            let txn = db.begin_write()?;
+            txn.open_table(META)?.insert(META_FORMAT, FORMAT_VERSION)?;
+            txn.commit()?;
+        }
+        Ok(())
+    };
+    run().map_err(|e| match e {
+        redb::Error::Io(source) => io_error(file, source),
+        other => OpenError::Storage {
+            path: file.to_path_buf(),
+            source: Box::new(other),
+        },
+    })
 }
 
 /// A log file found: the open file (read and write) and its bytes.

@@ -154,9 +154,11 @@ struct Loaded {
 /// How much of a block is checked when it is loaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Check {
-    /// The checksum, the header and the row offsets (scans; rows are checked as read).
+    /// Every checksum, the header and the row offsets (scans; rows' contents are checked
+    /// as read).
     Offsets,
-    /// The checksum and the header (point gets).
+    /// The header's checksum (format 3: the directory; the row a point get returns is
+    /// verified by `BlockView::find`) and the header (point gets).
     Header,
     /// The header alone, in constant time (splits: no row is returned from it).
     KeysOnly,
@@ -243,8 +245,16 @@ impl DurableSnapshot {
             return Ok(None);
         };
         let loaded = self.load(&key, guard, Check::Header)?;
-        let found = loaded.view().find(rk);
-        Ok(found.map(|i| (loaded, i)))
+        match loaded.view().find(rk) {
+            Ok(found) => Ok(found.map(|i| (loaded, i))),
+            Err(e) => Err(block_damage(
+                &self.dir,
+                Some(self.entry.name.as_str()),
+                key.value(),
+                loaded.guard.value(),
+                e,
+            )),
+        }
     }
 
     /// The entity with these keys as an owned value (what `Backend::get` returns).

@@ -1,5 +1,7 @@
 //! Tests of what the durable engine promises about damage (issue 28, "Trust"): a damaged
-//! block is never served as data (checksums on every read path, `format/block.rs`), a log that
+//! row is never served as data (checksums on every read path, `format/block.rs`: a scan
+//! fails on any damage in a block it reads, a point get on damage in the directory or its
+//! own row), data files of format 3 (one checksum a block) are still read, a log that
 //! does not reach as far as the data file says refuses to open (`log_check.rs`), damage is
 //! reported under the right file's name, and `check_data_dir` finds all of it.
 
@@ -93,9 +95,12 @@ fn a_damaged_value_is_never_served_by_any_read_path() {
         StoreError::Damaged(Box::new(d)).code(),
         tableq_model::ErrorCode::InternalError
     );
-    // Any other row of the same block too: the whole block is untrusted.
-    let block_start = store.get(TABLE, "p", "r012");
-    assert!(matches!(block_start, Err(StoreError::Damaged(_))));
+    // Another row of the same block passed its own checksum: a point get returns it.
+    let neighbour = store.get(TABLE, "p", "r012").unwrap().unwrap();
+    assert_eq!(
+        neighbour.custom("S"),
+        Some(&Value::String("value-of-r012".into()))
+    );
     // A query through the backend.
     let page = store.query(TABLE, &all(), None, &PageOptions::default(), &mut |_| {});
     assert!(matches!(page, Err(StoreError::Damaged(_))));
@@ -337,4 +342,121 @@ fn scans_that_end_before_a_damaged_block_do_not_fail() {
     let n = snapshot.scan(scan).filter(|r| r.is_ok()).count();
     assert_eq!(n, 20);
     snapshot.take_error().unwrap();
+}
+
+/// Rewrites every block of a closed data directory in the layout of data format 3 (one
+/// checksum over the whole block) and marks the file format 3: a directory as an older
+/// build left it.
+fn as_data_format_3(dir: &Path) {
+    use super::format::block::{BlockView, build_block_whole};
+    use super::format::tables::{META, META_FORMAT, ROWS};
+    use redb::{ReadableDatabase, ReadableTable};
+    use std::borrow::Cow;
+    let db = redb::Database::open(dir.join(DATA_FILE)).unwrap();
+    let blocks: Vec<(Vec<u8>, Vec<u8>)> = {
+        let txn = db.begin_read().unwrap();
+        let rows = txn.open_table(ROWS).unwrap();
+        rows.iter()
+            .unwrap()
+            .map(|item| {
+                let (key, value) = item.unwrap();
+                let view = BlockView::parse(value.value()).unwrap();
+                let rows: Vec<Cow<'_, [u8]>> = (0..view.len())
+                    .map(|i| Cow::Borrowed(view.row(i).bytes()))
+                    .collect();
+                let old = build_block_whole(view.partition_key(), &rows);
+                (key.value().to_vec(), old)
+            })
+            .collect()
+    };
+    let txn = db.begin_write().unwrap();
+    {
+        let mut rows = txn.open_table(ROWS).unwrap();
+        for (key, block) in &blocks {
+            rows.insert(key.as_slice(), block.as_slice()).unwrap();
+        }
+        txn.open_table(META)
+            .unwrap()
+            .insert(META_FORMAT, 3)
+            .unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+fn stored_format(dir: &Path) -> u64 {
+    use super::format::tables::{META, META_FORMAT};
+    use redb::ReadableDatabase;
+    let db = redb::Database::open(dir.join(DATA_FILE)).unwrap();
+    let txn = db.begin_read().unwrap();
+    let meta = txn.open_table(META).unwrap();
+    meta.get(META_FORMAT).unwrap().unwrap().value()
+}
+
+#[test]
+fn a_data_directory_of_format_3_is_read_marked_4_and_rewritten_block_by_block() {
+    let dir = stored_rows();
+    as_data_format_3(dir.path());
+    assert_eq!(stored_format(dir.path()), 3);
+    let store = DurableBackend::open(dir.path()).unwrap();
+    // Every row reads as stored, by point get and by query.
+    for i in [0, 13, 39] {
+        let e = store.get(TABLE, "p", &format!("r{i:03}")).unwrap().unwrap();
+        assert_eq!(
+            e.custom("S"),
+            Some(&Value::String(format!("value-of-r{i:03}")))
+        );
+    }
+    let mut seen = 0;
+    store
+        .query(TABLE, &all(), None, &PageOptions::default(), &mut |_| {
+            seen += 1
+        })
+        .unwrap();
+    assert_eq!(seen, 40);
+    // A write rewrites its block in the new layout, beside blocks of the old one.
+    let mut e = Entity::new("p", "r013");
+    e.set("S", Value::String("rewritten".into()));
+    store
+        .write(TABLE, WriteOp::InsertOrReplace { entity: e })
+        .unwrap();
+    store.close().unwrap();
+    assert_eq!(
+        stored_format(dir.path()),
+        FORMAT_VERSION,
+        "marked when opened"
+    );
+    let report = check_data_dir(dir.path()).unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.rows, 40);
+    let store = DurableBackend::open(dir.path()).unwrap();
+    let mut seen = 0;
+    store
+        .query(TABLE, &all(), None, &PageOptions::default(), &mut |_| {
+            seen += 1
+        })
+        .unwrap();
+    assert_eq!(seen, 40);
+    let e = store.get(TABLE, "p", "r013").unwrap().unwrap();
+    assert_eq!(e.custom("S"), Some(&Value::String("rewritten".into())));
+    store.close().unwrap();
+}
+
+#[test]
+fn damage_in_a_block_of_format_3_fails_every_read_of_the_block() {
+    let dir = stored_rows();
+    as_data_format_3(dir.path());
+    assert!(flip_in_data_file(dir.path(), b"value-of-r013") > 0);
+    let store = DurableBackend::open(dir.path()).unwrap();
+    assert!(
+        store.get(TABLE, "p", "r001").unwrap().is_some(),
+        "another block"
+    );
+    // One checksum covers the whole old block: the neighbour is untrusted too.
+    for rk in ["r012", "r013"] {
+        let d = damage_of(store.get(TABLE, "p", rk).unwrap_err());
+        assert!(d.what.contains("checksum"), "{d}");
+    }
+    let page = store.query(TABLE, &all(), None, &PageOptions::default(), &mut |_| {});
+    assert!(matches!(page, Err(StoreError::Damaged(_))));
+    store.close().unwrap();
 }

@@ -10,13 +10,20 @@
 //! custom property in the store's row codec (`crate::codec`, shared with the memory
 //! engine's partitions).
 //!
-//! Readers never trust the bytes. **Every read of a block verifies its checksum first**
-//! ([`BlockView::parse`], [`BlockView::parse_header`]): a flipped bit anywhere in a block —
-//! a string's byte included, which the structural checks below cannot see — fails the read
-//! with [`Corrupt`] instead of returning a wrong value (≈ 0.35 µs per 16 KiB block, see
-//! [`block_checksum`]). Only [`BlockView::parse_header_unverified`] skips it: for splitting a
-//! scan, which returns no row (the rows are verified when the chunks are scanned).
-//! Beyond the checksum, [`BlockView::parse`] checks the row offsets, every [`RowRef`]
+//! Readers never trust the bytes. **Every byte a read returns has passed a checksum.** A
+//! block of format 3 has two kinds: the *directory* checksum in the header covers the
+//! header, the PartitionKey, the row offsets, the RowKey hashes and the row checksums; a
+//! *row* checksum covers one row. So a point get verifies the directory (≈ 10 bytes a row)
+//! and the one row it returns ([`BlockView::parse_header`], [`BlockView::find`]), not the
+//! whole block (up to 64 KiB, most of it cold in the CPU caches); a scan, which reads every
+//! row of the block anyway, verifies everything when it loads the block
+//! ([`BlockView::parse`]). A flipped bit anywhere — a string's byte included, which the
+//! structural checks below cannot see — fails the read that would return it with
+//! [`Corrupt`] instead of returning a wrong value. Blocks of format 2 (data format 3) have
+//! one checksum over the whole block and are still read: every read verifies all of it.
+//! Only [`BlockView::parse_header_unverified`] skips the checksums: for splitting a scan,
+//! which returns no row (the rows are verified when the chunks are scanned).
+//! Beyond the checksums, [`BlockView::parse`] checks the row offsets, every [`RowRef`]
 //! accessor checks what it reads and reports damage as [`Corrupt`], and
 //! [`BlockView::check_rows`] checks everything (the writer runs it before rewriting a
 //! block). Nothing indexes without a bounds check, so damage never panics.
@@ -27,7 +34,7 @@
 //! ```text
 //! block of partition "p", rows "r1" (Age: Int32 7, name number 0) and "r2" (no
 //! properties), neither with a Timestamp:
-//! 02 00 0100 02000000 crc 70 | 1D000000 37000000 45000000 | h(r1) h(r2) | <row r1: ts, 0200, 0100, "r1", slot(0<<4|5, 7, 0)> | <row r2>
+//! 03 00 0100 02000000 crc 70 | 25000000 3F000000 4D000000 | h(r1) h(r2) | c(r1) c(r2) | <row r1: ts, 0200, 0100, "r1", slot(0<<4|5, 7, 0)> | <row r2>
 //! ```
 
 use super::keys::compare_utf8;
@@ -39,27 +46,55 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use tableq_model::{DateTime, Entity, Property, ValueRef};
 
-/// The layout version in every block's first byte (2: with a checksum).
-pub(crate) const BLOCK_FORMAT: u8 = 2;
+/// The layout version this build writes in every block's first byte (3: a checksum for
+/// the directory and one for each row).
+pub(crate) const BLOCK_FORMAT: u8 = 3;
+/// The layout of data format 3, still read: one checksum over the whole block.
+pub(crate) const BLOCK_FORMAT_WHOLE: u8 = 2;
 
 /// Bytes of a block header before the PartitionKey.
 const BLOCK_HEAD: usize = 12;
 /// Where the checksum lies in the header.
 const CRC_AT: usize = 8;
 
-/// The checksum of a block: CRC-32 of its bytes except the checksum field itself.
-/// `crc32fast` uses the CPU's carry-less multiply where there is one: measured on the
-/// 2-core reference machine (2026-11-27, a throwaway loop, not a criterion bench) ≈ 0.35 µs
-/// per 16 KiB block and ≈ 1.5 µs per 64 KiB (the largest shared block), against ≈ 3 µs for
-/// `scan_each` to visit a block's 256 rows (`benches/README.md`: 121 µs per 10 k rows) — so
-/// a bare full scan may pay up to ≈ 15 % more, and a point get the checksum of its whole
-/// block.
+/// The header checksum of a block: CRC-32 of every byte it covers — for format 3 the
+/// directory (the 8 header bytes before the checksum, then the PartitionKey, row offsets,
+/// RowKey hashes and row checksums), for format 2 the whole block — except the checksum
+/// field itself. `crc32fast` uses the CPU's carry-less multiply where there is one:
+/// measured on the 2-core reference machine (2026-11-27, a throwaway loop) ≈ 0.35 µs per
+/// 16 KiB hot in the caches, more for a block cold in memory — which is why a point get no
+/// longer checks its whole block (`benches/README.md`, "The machine's limits").
 pub(crate) fn block_checksum(bytes: &[u8]) -> u32 {
+    let end = match bytes.first() {
+        Some(&BLOCK_FORMAT) => directory_end(bytes).min(bytes.len()),
+        _ => bytes.len(),
+    };
     let mut crc = crc32fast::Hasher::new();
     crc.update(bytes.get(..CRC_AT).unwrap_or(bytes));
-    crc.update(bytes.get(BLOCK_HEAD..).unwrap_or_default());
+    crc.update(bytes.get(BLOCK_HEAD..end).unwrap_or_default());
     crc.finalize()
 }
+
+/// Where a format-3 block's directory ends (its first row starts), from its header alone.
+fn directory_end(bytes: &[u8]) -> usize {
+    let pk_len = usize::from(u16_at(bytes, 2));
+    let rows = u32_at(bytes, 4) as usize;
+    BLOCK_HEAD
+        .saturating_add(pk_len)
+        .saturating_add(rows.saturating_mul(ROW_DIR_V3))
+        .saturating_add(4)
+}
+
+/// The checksum of one row of a format-3 block: CRC-32 of its bytes.
+#[inline]
+pub(crate) fn row_checksum(row: &[u8]) -> u32 {
+    crc32fast::hash(row)
+}
+
+/// Directory bytes per row: offset, hash and (format 3) checksum.
+const ROW_DIR_V2: usize = 4 + 2;
+const ROW_DIR_V3: usize = 4 + 2 + 4;
+
 /// Bytes of a row header before the RowKey.
 const ROW_HEAD: usize = 12;
 
@@ -109,10 +144,15 @@ pub(crate) struct BlockView<'b> {
     rows: usize,
     /// Offset of the row-offset array.
     dir: usize,
+    /// Whether each row has its own checksum (format 3); format 2's one checksum covers
+    /// the whole block, so its rows need no check of their own once the header's passed.
+    per_row: bool,
 }
 
 impl<'b> BlockView<'b> {
-    /// Checks the header and the row offsets (not the rows: see [`RowRef::check`]).
+    /// Verifies every checksum (format 3: the directory's and every row's) and checks the
+    /// header and the row offsets (not the rows' contents: see [`RowRef::check`]). What a
+    /// scan needs: every row of the view may then be read with [`row`](BlockView::row).
     pub(crate) fn parse(bytes: &'b [u8]) -> Result<BlockView<'b>, Corrupt> {
         let view = BlockView::parse_header(bytes)?;
         let mut prev = view.rows_start();
@@ -127,11 +167,18 @@ impl<'b> BlockView<'b> {
         if prev != bytes.len() {
             return Err(Corrupt("block length does not match its rows"));
         }
+        if view.per_row {
+            for i in 0..view.rows {
+                view.verify_row(i)?;
+            }
+        }
         Ok(view)
     }
 
-    /// Verifies the checksum and checks the header (format, PartitionKey, that the row
-    /// offsets fit): what a point lookup needs (the rows are checked as they are read).
+    /// Verifies the header's checksum and checks the header (format, PartitionKey, that the
+    /// directory fits): what a point lookup needs. For format 3 that covers the directory
+    /// only: a row read from such a view must come from [`find`](BlockView::find) or
+    /// [`checked_row`](BlockView::checked_row), which verify it.
     pub(crate) fn parse_header(bytes: &'b [u8]) -> Result<BlockView<'b>, Corrupt> {
         let view = BlockView::parse_header_unverified(bytes)?;
         if u32_at(bytes, CRC_AT) != block_checksum(bytes) {
@@ -144,7 +191,12 @@ impl<'b> BlockView<'b> {
     /// for splitting a scan into chunks, which reads keys only (each chunk's scan then
     /// verifies every block it reads).
     pub(crate) fn parse_header_unverified(bytes: &'b [u8]) -> Result<BlockView<'b>, Corrupt> {
-        if bytes.len() < BLOCK_HEAD || bytes[0] != BLOCK_FORMAT {
+        let per_row = match bytes.first() {
+            Some(&BLOCK_FORMAT) => true,
+            Some(&BLOCK_FORMAT_WHOLE) => false,
+            _ => return Err(Corrupt("unknown block format")),
+        };
+        if bytes.len() < BLOCK_HEAD {
             return Err(Corrupt("unknown block format"));
         }
         let pk_len = usize::from(u16_at(bytes, 2));
@@ -154,7 +206,8 @@ impl<'b> BlockView<'b> {
             .ok_or(Corrupt("PartitionKey past the end"))?;
         let pk = std::str::from_utf8(pk).map_err(|_| Corrupt("PartitionKey is not UTF-8"))?;
         let dir = BLOCK_HEAD + pk_len;
-        rows.checked_mul(6)
+        let per = if per_row { ROW_DIR_V3 } else { ROW_DIR_V2 };
+        rows.checked_mul(per)
             .and_then(|n| n.checked_add(4 + dir))
             .filter(|&end| end <= bytes.len())
             .ok_or(Corrupt("row offsets past the end"))?;
@@ -166,11 +219,13 @@ impl<'b> BlockView<'b> {
             pk,
             rows,
             dir,
+            per_row,
         })
     }
 
-    /// A view of a block whose header [`parse`](BlockView::parse) accepted before, with the
-    /// PartitionKey and row count it returned (no check is repeated).
+    /// A view of a block whose header [`parse_header`](BlockView::parse_header) (or
+    /// [`parse`](BlockView::parse)) accepted before, with the PartitionKey and row count it
+    /// returned (no check is repeated).
     #[inline]
     pub(crate) fn from_checked(bytes: &'b [u8], pk: &'b str, rows: usize) -> BlockView<'b> {
         BlockView {
@@ -178,6 +233,7 @@ impl<'b> BlockView<'b> {
             pk,
             rows,
             dir: BLOCK_HEAD + pk.len(),
+            per_row: bytes.first() == Some(&BLOCK_FORMAT),
         }
     }
 
@@ -192,10 +248,16 @@ impl<'b> BlockView<'b> {
         self.dir + 4 * (self.rows + 1)
     }
 
+    /// Where the row checksums start (format 3).
+    #[inline]
+    fn checksums_start(&self) -> usize {
+        self.hashes_start() + 2 * self.rows
+    }
+
     /// Where the first row starts.
     #[inline]
     fn rows_start(&self) -> usize {
-        self.hashes_start() + 2 * self.rows
+        self.checksums_start() + if self.per_row { 4 * self.rows } else { 0 }
     }
 
     /// The number of rows (at least 1).
@@ -222,7 +284,8 @@ impl<'b> BlockView<'b> {
         (self.offset(i) as u32, self.offset(i + 1) as u32)
     }
 
-    /// Row `i`.
+    /// Row `i`, as it is: verified only if the view came from [`parse`](BlockView::parse)
+    /// (or the block is of format 2).
     #[inline]
     pub(crate) fn row(&self, i: usize) -> RowRef<'b> {
         let (start, end) = self.span(i);
@@ -233,13 +296,37 @@ impl<'b> BlockView<'b> {
         )
     }
 
+    /// Row `i` once it has passed its checksum (format 3; a format-2 view's header check
+    /// covered it already).
+    #[inline]
+    pub(crate) fn checked_row(&self, i: usize) -> Result<RowRef<'b>, Corrupt> {
+        if self.per_row {
+            self.verify_row(i)?;
+        }
+        Ok(self.row(i))
+    }
+
+    /// Checks row `i` of a format-3 block against its checksum.
+    fn verify_row(&self, i: usize) -> Result<(), Corrupt> {
+        let (start, end) = self.span(i);
+        let row = self
+            .bytes
+            .get(start as usize..end as usize)
+            .ok_or(Corrupt("row offsets past the end"))?;
+        if row_checksum(row) != u32_at(self.bytes, self.checksums_start() + 4 * i) {
+            return Err(Corrupt("a row fails its checksum"));
+        }
+        Ok(())
+    }
+
     /// The RowKey of row `i` as bytes (UTF-8 once the row is checked).
     #[inline]
     pub(crate) fn row_key_bytes(&self, i: usize) -> &'b [u8] {
         self.row(i).row_key_bytes()
     }
 
-    /// The first row whose RowKey is `>= rk` (or `> rk` when `after`).
+    /// The first row whose RowKey is `>= rk` (or `> rk` when `after`). Compares RowKeys as
+    /// stored: for views from [`parse`](BlockView::parse), whose rows are all verified.
     pub(crate) fn lower_bound(&self, rk: &[u8], after: bool) -> usize {
         let (mut lo, mut hi) = (0, self.rows);
         while lo < hi {
@@ -258,25 +345,22 @@ impl<'b> BlockView<'b> {
         lo
     }
 
-    /// The row with exactly this RowKey: the rows whose RowKey hash matches are compared;
-    /// when none matches, a binary search confirms the absence (so a damaged hash cannot
-    /// hide a row).
-    pub(crate) fn find(&self, rk: &str) -> Option<usize> {
+    /// The row with exactly this RowKey, verified: only the rows whose RowKey hash matches
+    /// are read (and verified before their RowKey is compared). The hashes are covered by
+    /// the header's checksum, so a row whose hash differs is not the one asked for: no
+    /// other row is read, and damage in other rows does not fail the lookup.
+    pub(crate) fn find(&self, rk: &str) -> Result<Option<usize>, Corrupt> {
         let wanted = row_key_hash(rk.as_bytes()).to_le_bytes();
         let hashes = self
             .bytes
-            .get(self.hashes_start()..self.rows_start())
+            .get(self.hashes_start()..self.checksums_start())
             .unwrap_or_default();
-        let by_hash = hashes
-            .chunks_exact(2)
-            .enumerate()
-            .filter(|(_, h)| **h == wanted)
-            .map(|(i, _)| i)
-            .find(|&i| self.row_key_bytes(i) == rk.as_bytes());
-        by_hash.or_else(|| {
-            let i = self.lower_bound(rk.as_bytes(), false);
-            (i < self.rows && self.row_key_bytes(i) == rk.as_bytes()).then_some(i)
-        })
+        for (i, h) in hashes.chunks_exact(2).enumerate() {
+            if *h == wanted && self.checked_row(i)?.row_key_bytes() == rk.as_bytes() {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
     }
 
     /// Checks every row (see [`RowRef::check`]), that RowKeys strictly increase and that
@@ -600,7 +684,7 @@ pub(crate) fn build_block(pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, E
     let pk_len = u16::try_from(pk.len()).map_err(|_| EncodeError::TooLarge("PartitionKey"))?;
     let count = u32::try_from(rows.len()).map_err(|_| EncodeError::TooLarge("block"))?;
     let dir = BLOCK_HEAD + pk.len();
-    let first_row = dir + 4 * (rows.len() + 1) + 2 * rows.len();
+    let first_row = dir + 4 + ROW_DIR_V3 * rows.len();
     let total = first_row + rows.iter().map(|r| r.len()).sum::<usize>();
     u32::try_from(total).map_err(|_| EncodeError::TooLarge("block"))?;
     let mut out = Vec::with_capacity(total);
@@ -619,6 +703,9 @@ pub(crate) fn build_block(pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, E
         out.extend_from_slice(&row_key_hash(RowRef(r).row_key_bytes()).to_le_bytes());
     }
     for r in rows {
+        out.extend_from_slice(&row_checksum(r).to_le_bytes());
+    }
+    for r in rows {
         out.extend_from_slice(r);
     }
     let crc = block_checksum(&out);
@@ -626,12 +713,56 @@ pub(crate) fn build_block(pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, E
     Ok(out)
 }
 
-/// Makes a block's checksum right again after a test changed its bytes (to reach the
-/// checks behind the checksum).
+/// Makes a block's checksums right again after a test changed its bytes (to reach the
+/// checks behind them): each row's (format 3, where the directory is readable), then the
+/// header's.
 #[cfg(test)]
 pub(crate) fn reseal(bytes: &mut [u8]) {
+    if let Ok(view) = BlockView::parse_header_unverified(bytes)
+        && view.per_row
+    {
+        let sums: Vec<(usize, u32)> = (0..view.rows)
+            .filter_map(|i| {
+                let (start, end) = view.span(i);
+                let row = bytes.get(start as usize..end as usize)?;
+                Some((view.checksums_start() + 4 * i, row_checksum(row)))
+            })
+            .collect();
+        for (at, crc) in sums {
+            bytes[at..at + 4].copy_from_slice(&crc.to_le_bytes());
+        }
+    }
     let crc = block_checksum(bytes);
     bytes[CRC_AT..BLOCK_HEAD].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// A block in the layout of data format 3 (format 2: one checksum over the whole block),
+/// as an older build wrote it: for the tests that newer builds still read it.
+#[cfg(test)]
+pub(crate) fn build_block_whole(pk: &str, rows: &[Cow<'_, [u8]>]) -> Vec<u8> {
+    let pk_len = u16::try_from(pk.len()).unwrap();
+    let dir = BLOCK_HEAD + pk.len();
+    let first_row = dir + 4 + ROW_DIR_V2 * rows.len();
+    let mut out = vec![BLOCK_FORMAT_WHOLE, 0];
+    out.extend_from_slice(&pk_len.to_le_bytes());
+    out.extend_from_slice(&(rows.len() as u32).to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(pk.as_bytes());
+    let mut at = first_row;
+    for r in rows {
+        out.extend_from_slice(&(at as u32).to_le_bytes());
+        at += r.len();
+    }
+    out.extend_from_slice(&(at as u32).to_le_bytes());
+    for r in rows {
+        out.extend_from_slice(&row_key_hash(RowRef(r).row_key_bytes()).to_le_bytes());
+    }
+    for r in rows {
+        out.extend_from_slice(r);
+    }
+    let crc = block_checksum(&out);
+    out[CRC_AT..BLOCK_HEAD].copy_from_slice(&crc.to_le_bytes());
+    out
 }
 
 /// The 16-bit RowKey hash of the block layout (FNV-1a, folded): part of the file format.
@@ -643,9 +774,9 @@ pub(crate) fn row_key_hash(rk: &[u8]) -> u16 {
     (h ^ (h >> 16)) as u16
 }
 
-/// The size of one row's share of a block (its bytes, offset and hash).
+/// The size of one row's share of a block (its bytes, offset, hash and checksum).
 pub(crate) fn row_share(row: &[u8]) -> usize {
-    row.len() + 6
+    row.len() + ROW_DIR_V3
 }
 
 /// The fixed bytes of a block of partition `pk` (header and end offset).
@@ -683,14 +814,16 @@ mod tests {
             Value::String("a string whose bytes get flipped".into()),
         );
         let bytes = block_of("p", &[e, Entity::new("p", "zz")], &mut names);
+        // What a point get of each row reads: the header's checksum, then the row's.
+        let point_gets_fail = |damaged: &[u8]| match BlockView::parse_header(damaged) {
+            Err(_) => true,
+            Ok(view) => ["r\u{E000}", "zz"].iter().any(|rk| view.find(rk).is_err()),
+        };
         for i in 0..bytes.len() {
             for flip in [0x01u8, 0x80, 0xFF] {
                 let mut damaged = bytes.clone();
                 damaged[i] ^= flip;
-                assert!(
-                    BlockView::parse_header(&damaged).is_err(),
-                    "byte {i} ^ {flip:#x}"
-                );
+                assert!(point_gets_fail(&damaged), "byte {i} ^ {flip:#x}");
                 assert!(BlockView::parse(&damaged).is_err(), "byte {i} ^ {flip:#x}");
             }
         }
@@ -700,10 +833,8 @@ mod tests {
             damaged[start..start + 64]
                 .iter_mut()
                 .for_each(|b| *b ^= 0xFF);
-            assert!(
-                BlockView::parse_header(&damaged).is_err(),
-                "bytes {start}..+64"
-            );
+            assert!(point_gets_fail(&damaged), "bytes {start}..+64");
+            assert!(BlockView::parse(&damaged).is_err(), "bytes {start}..+64");
         }
         // Unverified, only the header is looked at: a flipped value goes unseen there.
         let mut damaged = bytes.clone();
@@ -851,25 +982,94 @@ mod tests {
         let mut r1 = Entity::new("p", "r1");
         r1.set("Age", Value::Int32(7));
         let bytes = block_of("p", &[r1, Entity::new("p", "r2")], &mut names);
-        let mut head = vec![2, 0, 1, 0, 2, 0, 0, 0];
+        let mut head = vec![3, 0, 1, 0, 2, 0, 0, 0];
         head.extend_from_slice(&block_checksum(&bytes).to_le_bytes());
-        head.extend_from_slice(&[b'p', 0x1D, 0, 0, 0, 0x37, 0, 0, 0, 0x45, 0, 0, 0]);
+        head.extend_from_slice(&[b'p', 0x25, 0, 0, 0, 0x3F, 0, 0, 0, 0x4D, 0, 0, 0]);
         head.extend_from_slice(&row_key_hash(b"r1").to_le_bytes());
         head.extend_from_slice(&row_key_hash(b"r2").to_le_bytes());
+        head.extend_from_slice(&row_checksum(&bytes[0x25..0x3F]).to_le_bytes());
+        head.extend_from_slice(&row_checksum(&bytes[0x3F..0x4D]).to_le_bytes());
         assert_eq!(&bytes[..head.len()], head.as_slice());
-        assert_eq!(bytes.len(), 0x45);
-        // The checksum covers every byte but itself.
+        assert_eq!(head.len(), 0x25);
+        assert_eq!(bytes.len(), 0x4D);
+        // The header's checksum covers the directory but not the rows (their own do), nor
+        // itself.
         let mut other = bytes.clone();
-        other[0x44] ^= 1;
+        other[0x24] ^= 1;
         assert_ne!(block_checksum(&other), block_checksum(&bytes));
-        other[0x44] ^= 1;
+        other[0x24] ^= 1;
+        other[0x4C] ^= 1;
+        assert_eq!(block_checksum(&other), block_checksum(&bytes));
+        other[0x4C] ^= 1;
         other[8] ^= 1;
         assert_eq!(block_checksum(&other), block_checksum(&bytes));
         // Row r1: no Timestamp, RowKey of 2 bytes, 1 slot (name 0, Int32 7).
-        let r1 = &bytes[0x1D..0x37];
+        let r1 = &bytes[0x25..0x3F];
         assert_eq!(&r1[..8], i64::MIN.to_le_bytes().as_slice());
         assert_eq!(&r1[8..14], [2, 0, 1, 0, b'r', b'1'].as_slice());
         assert_eq!(&r1[14..], [5, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0].as_slice());
+    }
+
+    #[test]
+    fn a_point_get_verifies_its_row_and_no_other() {
+        let mut names = Names::default();
+        let mut r1 = Entity::new("p", "r1");
+        r1.set("S", Value::String("first".into()));
+        let mut r2 = Entity::new("p", "r2");
+        r2.set("S", Value::String("second".into()));
+        let mut bytes = block_of("p", &[r1.clone(), r2], &mut names);
+        // Damage the last byte of r2's string.
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x20;
+        let view = BlockView::parse_header(&bytes).unwrap();
+        assert_eq!(view.find("r1"), Ok(Some(0)));
+        assert_eq!(view.row(0).to_entity("p", &names).unwrap(), r1);
+        assert_eq!(view.find("r2"), Err(Corrupt("a row fails its checksum")));
+        assert_eq!(
+            view.checked_row(1),
+            Err(Corrupt("a row fails its checksum"))
+        );
+        assert_eq!(view.find("r3"), Ok(None), "no row of that hash is read");
+        // A scan loads the whole block: the damage fails it.
+        assert_eq!(
+            BlockView::parse(&bytes).unwrap_err(),
+            Corrupt("a row fails its checksum")
+        );
+    }
+
+    #[test]
+    fn blocks_of_data_format_3_are_still_read_and_verified_whole() {
+        let mut names = Names::default();
+        let mut r1 = Entity::new("p", "r1");
+        r1.set("S", Value::String("first".into()));
+        let entities = [r1.clone(), Entity::new("p", "r2")];
+        let rows: Vec<Cow<'_, [u8]>> = encode_all(&entities, &mut names)
+            .into_iter()
+            .map(Cow::Owned)
+            .collect();
+        let bytes = build_block_whole("p", &rows);
+        assert_eq!(bytes[0], BLOCK_FORMAT_WHOLE);
+        let view = BlockView::parse(&bytes).unwrap();
+        view.check_rows(names.len()).unwrap();
+        assert_eq!(view.row(0).to_entity("p", &names).unwrap(), r1);
+        let view = BlockView::parse_header(&bytes).unwrap();
+        assert_eq!(view.find("r2"), Ok(Some(1)));
+        assert_eq!(view.find("r0"), Ok(None));
+        // Its one checksum covers every byte: damage anywhere fails every read.
+        for i in 0..bytes.len() {
+            let mut damaged = bytes.clone();
+            damaged[i] ^= 0x01;
+            assert!(BlockView::parse_header(&damaged).is_err(), "byte {i}");
+            assert!(BlockView::parse(&damaged).is_err(), "byte {i}");
+        }
+        // A rewrite carries its rows into the new layout.
+        let again: Vec<Cow<'_, [u8]>> = (0..view.len())
+            .map(|i| Cow::Borrowed(view.row(i).bytes()))
+            .collect();
+        let rewritten = build_block("p", &again).unwrap();
+        assert_eq!(rewritten[0], BLOCK_FORMAT);
+        let view = BlockView::parse(&rewritten).unwrap();
+        assert_eq!(view.row(0).to_entity("p", &names).unwrap(), r1);
     }
 
     #[test]
@@ -881,10 +1081,10 @@ mod tests {
         let view = BlockView::parse(&bytes).unwrap();
         view.check_rows(0).unwrap();
         for (i, k) in keys.iter().enumerate() {
-            assert_eq!(view.find(k), Some(i));
+            assert_eq!(view.find(k), Ok(Some(i)));
             assert_eq!(view.lower_bound(k.as_bytes(), true), i + 1);
         }
-        assert_eq!(view.find("b"), None);
+        assert_eq!(view.find("b"), Ok(None));
         assert_eq!(view.lower_bound(b"b", false), 2);
         assert_eq!(view.lower_bound("\u{FFFF}".as_bytes(), false), 5);
     }
@@ -920,10 +1120,10 @@ mod tests {
         // The string's bytes are the last of the block: make them invalid UTF-8.
         let at = bytes.len() - 2;
         bytes[at] = 0xFF;
-        // The checksum catches it first ...
+        // The row's checksum catches it first ...
         assert_eq!(
             BlockView::parse(&bytes).unwrap_err(),
-            Corrupt("the block fails its checksum")
+            Corrupt("a row fails its checksum")
         );
         // ... and with the checksum made right, the rows' own checks do.
         reseal(&mut bytes);
@@ -972,7 +1172,7 @@ mod tests {
             let i = at.index(bytes.len());
             let changed = bytes[i] != to;
             bytes[i] = to;
-            prop_assert!(!changed || BlockView::parse_header(&bytes).is_err());
+            prop_assert!(!changed || BlockView::parse(&bytes).is_err());
             reseal(&mut bytes);
             if let Ok(view) = BlockView::parse(&bytes)
                 && view.check_rows(names.len()).is_ok()

@@ -32,7 +32,7 @@
 //! (redb key type → value type):
 //!
 //! ```text
-//! tableq_meta      &str → u64        "format"         the format version: 3
+//! tableq_meta      &str → u64        "format"         the format version: 4 (3 is read)
 //!                                    "next_table"     the next table id to assign (from 1)
 //!                                    "clock"          the largest Timestamp stored, in ticks
 //!                                    "wal_lsn"        the last log record the file holds (absent: 0)
@@ -64,14 +64,17 @@
 //! little-endian:
 //!
 //! ```text
-//! block   = format:u8 (2)  0:u8  pk_len:u16  rows:u32  crc:u32  pk
-//!           offsets:(rows + 1) × u32  hashes:rows × u16  row*
+//! block   = format:u8 (3)  0:u8  pk_len:u16  rows:u32  crc:u32  pk
+//!           offsets:(rows + 1) × u32  hashes:rows × u16  crcs:rows × u32  row*
 //! row     = timestamp:i64  rk_len:u16  slots:u16  rk  slot*  data
 //! slot    = id_tag:u32  a:u32  b:u32          id_tag = name number << 4 | tag
 //! ```
 //!
-//! * `crc`: CRC-32 (IEEE) of every other byte of the block (the 8 bytes before it and all
-//!   after it);
+//! * `crc`: CRC-32 (IEEE) of the block's *directory*: the 8 bytes before it, then `pk`,
+//!   `offsets`, `hashes` and `crcs` (everything up to the first row);
+//! * `crcs[i]`: CRC-32 (IEEE) of row `i`'s bytes — so every byte of a block is covered
+//!   by exactly one checksum, and a point get verifies the directory and its own row
+//!   only;
 //! * `offsets[i]`: where row `i` starts in the block; `offsets[rows]` is the block's length;
 //! * `hashes[i]`: FNV-1a (32 bits, offset basis `811C9DC5`, prime `01000193`) of row `i`'s
 //!   RowKey bytes, folded to 16 bits (`h ^ h >> 16`);
@@ -79,6 +82,12 @@
 //!   `i64::MIN` for none;
 //! * slots sorted by name number (`tableq_names` of the block's table); a payload's offset
 //!   `a` counts from the row's first byte, so a row can be copied between blocks as bytes.
+//!
+//! Data format 3 wrote blocks of format 2: the same without `crcs`, with `crc` over every
+//! byte of the block but itself. This build reads them as they are (every read of one
+//! verifies the whole block) and writes format 3 whenever it rewrites a block; a data file
+//! of format 3 is marked format 4 when it is opened for writing, so that an older build
+//! refuses it rather than misreading the new blocks as damage.
 //!
 //! ```text
 //! tag  type      value
