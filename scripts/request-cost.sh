@@ -8,8 +8,10 @@
 #
 # Installs what it needs (wrk and nginx: Debian packages, apt-get as root when missing) and
 # builds the release binary unless --tableq names one. Each run starts tableq on a fresh
-# durable data directory (its request log goes to a file, as nginx's access log does) and
-# loads N entities in P partitions through `tableq import --endpoint`; one point get's reply
+# durable data directory (its request log goes to a file, as nginx's access log does),
+# loads N entities in P partitions through `tableq import --endpoint` and restarts on the
+# same directory (so that point gets read stored blocks, not the memtable of the last
+# writes); one point get's reply
 # body becomes nginx's static file, so both servers send the same bytes. nginx runs one
 # worker process (`master_process off`), keep-alive, access log on; tableq likewise serves
 # with one worker thread (`serve --workers 1`; `--workers default` gives it one per core).
@@ -126,6 +128,17 @@ for run in $(seq 1 "$RUNS"); do
     curl -sf -o /dev/null -X POST "$endpoint/Tables?$DUEL_SAS" -H 'Content-Type: application/json' \
         -H 'Accept: application/json;odata=nometadata' -H 'x-ms-version: 2019-02-02' \
         -d '{"TableName":"ins"}'
+    # Restarted on the same directory (a clean stop checkpoints): point gets then read the
+    # stored blocks, as on a server whose data is older than its last flush, not the
+    # memtable of the import's last writes.
+    kill "$TQ_PID"
+    wait "$TQ_PID" 2> /dev/null || true
+    # shellcheck disable=SC2086
+    "$TABLEQ_BIN" serve --port "$TQ_PORT" --data "$WORK/tableq-$run" $WORKER_ARGS $TABLEQ_ARGS \
+        >> "$WORK/tableq-$run.log" 2>&1 &
+    TQ_PID=$!
+    PIDS+=("$TQ_PID")
+    wait_port "$TQ_PORT" "$TQ_PID" tableq
 
     # nginx serves one point get's reply body, byte for byte.
     mkdir -p "$WORK/www" "$WORK/nginx-$run"

@@ -491,3 +491,106 @@ fn cli_serve_survives_a_closed_stdout() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// One signed insert of `rk` on a new connection, sent up to `split` bytes of its body;
+/// the rest is sent when `rest` fires. Returns the response.
+async fn insert_on_new_connection(
+    addr: std::net::SocketAddr,
+    rk: String,
+    rest: Option<tokio::sync::watch::Receiver<bool>>,
+) -> String {
+    let body = format!(r#"{{"PartitionKey":"p","RowKey":"{rk}","V":1}}"#);
+    let (head, tail) = body.split_at(10);
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "POST /devstoreaccount1/threads HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Connection: close\r\nContent-Length: {}\r\n\r\n{head}",
+        body.len()
+    );
+    let request = server_support::sign_raw(&request);
+    stream.write_all(request.as_bytes()).await.unwrap();
+    if let Some(mut rest) = rest {
+        let _ = rest.wait_for(|go| *go).await;
+    }
+    stream.write_all(tail.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    String::from_utf8_lossy(&response).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_serving_threads_share_the_port_and_finish_in_flight_requests() {
+    let backend = Arc::new(MemoryBackend::new());
+    backend.create_table("threads").unwrap();
+    let dyn_backend: Arc<dyn Backend> = backend.clone();
+    let config = ServerConfig {
+        threads: 4,
+        ..ServerConfig::default()
+    };
+    let server = Server::bind("127.0.0.1:0".parse().unwrap(), dyn_backend, config)
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.run_until(async move {
+        let _ = stopped.await;
+    }));
+    // Many connections at once: whichever thread accepts each, every one is served.
+    let served: Vec<_> = (0..24)
+        .map(|i| tokio::spawn(insert_on_new_connection(addr, format!("a{i:02}"), None)))
+        .collect();
+    for (i, response) in served.into_iter().enumerate() {
+        let response = response.await.unwrap();
+        assert!(response.starts_with("HTTP/1.1 201"), "a{i:02}: {response}");
+    }
+    // Three more threads serve beside the one running `run_until` (a thread takes its name
+    // once it first runs: allow for a busy machine).
+    let named = std::time::Instant::now();
+    while serving_threads() < 3 && named.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(serving_threads(), 3, "{:?}", thread_names());
+    // Requests still arriving when the shutdown begins finish, on every thread.
+    let (go, rest) = tokio::sync::watch::channel(false);
+    let in_flight: Vec<_> = (0..12)
+        .map(|i| {
+            tokio::spawn(insert_on_new_connection(
+                addr,
+                format!("b{i:02}"),
+                Some(rest.clone()),
+            ))
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.send(()).unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    go.send(true).unwrap();
+    for (i, response) in in_flight.into_iter().enumerate() {
+        let response = response.await.unwrap();
+        assert!(response.starts_with("HTTP/1.1 201"), "b{i:02}: {response}");
+    }
+    tokio::time::timeout(Duration::from_secs(20), task)
+        .await
+        .expect("the server stops")
+        .unwrap()
+        .expect("clean shutdown");
+    // Every serving thread ended before the store was closed.
+    assert_eq!(serving_threads(), 0);
+    assert!(matches!(backend.tables(), Err(StoreError::Closed)));
+}
+
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .collect()
+}
+
+/// The threads of this process named as the server's extra serving threads.
+fn serving_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with("tableq-serve-"))
+        .count()
+}

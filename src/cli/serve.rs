@@ -117,9 +117,9 @@ pub struct Args {
         conflicts_with_all = ["in_memory", "store"]
     )]
     cache_size: usize,
-    /// Threads that serve requests [default: one per CPU core]. Fewer threads than the
-    /// clients' busy connections cost less CPU per request (no hand-offs between threads);
-    /// more serve more requests at once. Queries and large writes run on a separate pool.
+    /// Threads that serve connections [default: one per CPU core], each with its own
+    /// event loop: a connection stays on the thread that accepted it. Queries and large
+    /// writes run on a separate pool.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
     workers: Option<u16>,
     /// Keep the data in PostgreSQL: `postgres://user[:password]@host[:port]/database`, with
@@ -266,11 +266,11 @@ fn accounts(args: &Args) -> Result<Vec<Account>, String> {
 pub fn run(args: Args) -> ExitCode {
     // Dropped last: what the log buffered is written out before the process exits.
     let _log = init_logging(args.log_format);
-    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    // This thread serves connections on a single-threaded runtime; `--workers N` adds
+    // N - 1 threads like it (`ServerConfig::threads`): thread per core, as nginx runs a
+    // worker process per core, with no work-stealing or wake-ups between threads.
+    let mut builder = tokio::runtime::Builder::new_current_thread();
     builder.enable_all().thread_name("tableq-serve");
-    if let Some(n) = args.workers {
-        builder.worker_threads(usize::from(n));
-    }
     let runtime = match builder.build() {
         Ok(r) => r,
         Err(e) => {
@@ -279,6 +279,14 @@ pub fn run(args: Args) -> ExitCode {
         }
     };
     runtime.block_on(serve(args))
+}
+
+/// The threads that serve connections: `--workers`, else one per core.
+fn serving_threads(workers: Option<u16>) -> usize {
+    workers.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        usize::from,
+    )
 }
 
 /// Logs to stderr, buffered (`serve_log.rs`); the guard writes out the buffer when dropped.
@@ -473,6 +481,7 @@ async fn run_server(
         throttle: faults.throttle,
         faults: faults.rules.clone(),
         fault_seed: Some(faults.seed),
+        threads: serving_threads(args.workers),
         ..ServerConfig::default()
     };
     // HTTPS material, the signing key and the issuer's client exist before the port opens.

@@ -9,7 +9,11 @@
 //!
 //! Connections are accepted and served by [`crate::serve::connection`] (timeouts, the connection
 //! cap, lingering close), over plain TCP ([`PlainTcp`]) or TLS ([`Server::enable_https`]:
-//! the bound port itself, or a second port beside HTTP). [`Server::enable_tokens`] makes
+//! the bound port itself, or a second port beside HTTP). With
+//! [`ServerConfig::threads`] above 1, that many threads serve: the one running
+//! [`Server::run_until`] and more, each with a single-threaded tokio runtime and its own
+//! accept loops on the same listening sockets, sharing one connection registry (cap,
+//! sweeper, drain); a connection is served where it was accepted. [`Server::enable_tokens`] makes
 //! the server accept Entra ID bearer tokens over HTTPS (and, with a
 //! [`LocalIssuer`](crate::state::token::LocalIssuer), issue them).
 
@@ -386,6 +390,7 @@ impl Server {
             ..
         } = self;
         let grace = hosted.primary().config.shutdown_grace;
+        let threads = hosted.primary().config.threads.max(1);
         let hosted = Arc::new(hosted);
         let router = app::router(hosted.clone());
         let observed = Arc::new(Observed {
@@ -395,51 +400,29 @@ impl Server {
         let registry = Arc::new(Registry::new(limits, shared.metrics.clone()));
         tokio::spawn(registry.clone().sweep());
         let (fired_tx, fired_rx) = watch::channel(false);
-        let mut loops = Vec::new();
-        match https {
+        // Plain HTTP on the bound port unless HTTPS took it; HTTPS on its own port or on
+        // the bound one.
+        let (plain, tls) = match https {
             Some(Https {
                 acceptor,
                 listener: None,
                 ..
-            }) => loops.push(tokio::spawn(connection::accept_loop(
-                listener,
-                acceptor,
-                router,
-                observed,
-                registry.clone(),
-                fired_rx,
-            ))),
+            }) => (None, Some((listener, acceptor))),
             Some(Https {
                 acceptor,
                 listener: Some(tls_listener),
                 ..
-            }) => {
-                loops.push(tokio::spawn(connection::accept_loop(
-                    tls_listener,
-                    acceptor,
-                    router.clone(),
-                    observed.clone(),
-                    registry.clone(),
-                    fired_rx.clone(),
-                )));
-                loops.push(tokio::spawn(connection::accept_loop(
-                    listener,
-                    Arc::new(PlainTcp),
-                    router,
-                    observed,
-                    registry.clone(),
-                    fired_rx,
-                )));
-            }
-            None => loops.push(tokio::spawn(connection::accept_loop(
-                listener,
-                Arc::new(PlainTcp),
-                router,
-                observed,
-                registry.clone(),
-                fired_rx,
-            ))),
-        }
+            }) => (Some(listener), Some((tls_listener, acceptor))),
+            None => (Some(listener), None),
+        };
+        let serving = Serving {
+            router,
+            observed,
+            registry: registry.clone(),
+            fired: fired_rx,
+        };
+        let ((plain, tls), threads) = serving.spawn_threads(plain, tls, threads)?;
+        let loops = serving.spawn_loops(plain, tls);
         shutdown.await;
         tracing::info!(target: "tableq_server", "shutting down: finishing in-flight requests");
         let _ = fired_tx.send(true);
@@ -460,6 +443,9 @@ impl Server {
             registry.close_all(CloseReason::Shutdown);
             let _ = tokio::time::timeout(Duration::from_secs(1), registry.drained()).await;
         }
+        // The other serving threads end with their connections: stop their runtimes (what
+        // a closed connection left is cancelled) before the store closes.
+        threads.stop().await;
         drop(registry);
         // Closed, and released, on the blocking pool: an engine may block while closing or
         // own resources that must not be dropped on an async worker.
@@ -480,6 +466,151 @@ impl Server {
         closed.map_err(ServerError::Close)?;
         tracing::info!(target: "tableq_server", "stopped; the store is closed");
         Ok(())
+    }
+}
+
+/// What every accept loop of a server shares.
+#[derive(Clone)]
+struct Serving {
+    router: axum::Router,
+    observed: Arc<Observed>,
+    registry: Arc<Registry>,
+    fired: watch::Receiver<bool>,
+}
+
+/// A TLS listener and its acceptor.
+type TlsListener<L> = (L, Arc<TlsAcceptor>);
+
+/// A server's listeners on one thread: plain HTTP, HTTPS.
+type Listeners = (Option<TcpListener>, Option<TlsListener<TcpListener>>);
+
+impl Serving {
+    /// Spawns an accept loop for each listener on the current runtime.
+    fn spawn_loops(
+        &self,
+        plain: Option<TcpListener>,
+        tls: Option<TlsListener<TcpListener>>,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
+        let mut loops = Vec::new();
+        if let Some((listener, acceptor)) = tls {
+            loops.push(tokio::spawn(connection::accept_loop(
+                listener,
+                acceptor,
+                self.router.clone(),
+                self.observed.clone(),
+                self.registry.clone(),
+                self.fired.clone(),
+            )));
+        }
+        if let Some(listener) = plain {
+            loops.push(tokio::spawn(connection::accept_loop(
+                listener,
+                Arc::new(PlainTcp),
+                self.router.clone(),
+                self.observed.clone(),
+                self.registry.clone(),
+                self.fired.clone(),
+            )));
+        }
+        loops
+    }
+
+    /// Starts `threads - 1` more serving threads, each a single-threaded runtime with its
+    /// own accept loops on the same listening sockets (the kernel gives each connection to
+    /// the thread that accepts it first, and it stays there: no work-stealing, no wake-ups
+    /// between threads). Returns the listeners for this thread and the threads started.
+    fn spawn_threads(
+        &self,
+        plain: Option<TcpListener>,
+        tls: Option<TlsListener<TcpListener>>,
+        threads: usize,
+    ) -> Result<(Listeners, ServingThreads), ServerError> {
+        let mut started = ServingThreads::default();
+        if threads <= 1 {
+            return Ok(((plain, tls), started));
+        }
+        let plain = plain.map(into_std).transpose()?;
+        let tls = tls.map(|(l, a)| into_std(l).map(|l| (l, a))).transpose()?;
+        for n in 1..threads {
+            let plain = plain
+                .as_ref()
+                .map(std::net::TcpListener::try_clone)
+                .transpose()
+                .map_err(ServerError::Serve)?;
+            let tls = match &tls {
+                Some((l, a)) => Some((l.try_clone().map_err(ServerError::Serve)?, a.clone())),
+                None => None,
+            };
+            let serving = self.clone();
+            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(ServerError::Serve)?;
+            let thread = std::thread::Builder::new()
+                .name(format!("tableq-serve-{n}"))
+                .spawn(move || {
+                    runtime.block_on(async move {
+                        let plain = plain.map(TcpListener::from_std).transpose();
+                        let tls = tls
+                            .map(|(l, a)| TcpListener::from_std(l).map(|l| (l, a)))
+                            .transpose();
+                        match (plain, tls) {
+                            (Ok(plain), Ok(tls)) => {
+                                let loops = serving.spawn_loops(plain, tls);
+                                let _ = stop_rx.await;
+                                drop(loops);
+                            }
+                            (Err(e), _) | (_, Err(e)) => {
+                                tracing::error!(target: "tableq_server", "a serving thread cannot listen: {e}");
+                            }
+                        }
+                    });
+                    // Dropping the runtime cancels what its connections left.
+                    drop(runtime);
+                })
+                .map_err(ServerError::Serve)?;
+            started.threads.push((thread, stop_tx));
+        }
+        let plain = plain
+            .map(TcpListener::from_std)
+            .transpose()
+            .map_err(ServerError::Serve)?;
+        let tls = tls
+            .map(|(l, a)| TcpListener::from_std(l).map(|l| (l, a)))
+            .transpose()
+            .map_err(ServerError::Serve)?;
+        Ok(((plain, tls), started))
+    }
+}
+
+/// A listener taken off the current runtime, to be shared with other threads' runtimes.
+fn into_std(listener: TcpListener) -> Result<std::net::TcpListener, ServerError> {
+    listener.into_std().map_err(ServerError::Serve)
+}
+
+/// The serving threads started beside the one running [`Server::run_until`].
+#[derive(Default)]
+struct ServingThreads {
+    threads: Vec<(
+        std::thread::JoinHandle<()>,
+        tokio::sync::oneshot::Sender<()>,
+    )>,
+}
+
+impl ServingThreads {
+    /// Stops every thread's runtime and waits for the threads to end.
+    async fn stop(self) {
+        if self.threads.is_empty() {
+            return;
+        }
+        let joined = tokio::task::spawn_blocking(move || {
+            for (thread, stop) in self.threads {
+                let _ = stop.send(());
+                let _ = thread.join();
+            }
+        });
+        let _ = joined.await;
     }
 }
 

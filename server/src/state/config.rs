@@ -95,6 +95,13 @@ pub struct ServerConfig {
     /// The seed of the faults' random draws when the rules name none (default `None`: one
     /// drawn at start).
     pub fault_seed: Option<u64>,
+    /// Threads that accept and serve connections (default 1: the runtime
+    /// [`Server::run_until`](crate::Server::run_until) runs on). Each thread beyond the
+    /// first runs its own single-threaded tokio runtime with accept loops on the same
+    /// listening sockets: a connection is served on the thread that accepted it, with no
+    /// work-stealing and no wake-ups between threads (`tableq serve --workers N`; its
+    /// default is one per core).
+    pub threads: usize,
 }
 
 /// How each request is logged (one `info` event of target `tableq_server::request`).
@@ -176,6 +183,7 @@ impl Default for ServerConfig {
             throttle: None,
             faults: None,
             fault_seed: None,
+            threads: 1,
         }
     }
 }
