@@ -343,3 +343,52 @@ fn point_gets_notice_tables_recreated_by_another_process() {
     b.create_table("shared").unwrap();
     assert!(a.get("shared", "p", "r").unwrap().is_none());
 }
+
+#[test]
+fn a_failed_conditional_write_leaves_no_row_locked() {
+    let Some(cluster) = pg::single("a_failed_conditional_write_leaves_no_row_locked") else {
+        return;
+    };
+    let (b, url) = pg::open_single(cluster);
+    b.create_table("locks").unwrap();
+    b.write(
+        "locks",
+        WriteOp::Insert {
+            entity: entity("p", "r", &[]),
+        },
+    )
+    .unwrap();
+    // A Replace whose If-Match no longer holds: the entity was read and row-locked (`SELECT
+    // … FOR UPDATE`), then the write failed.
+    let stale = WriteOp::Replace {
+        entity: entity("p", "r", &[("N", Value::Int32(1))]),
+        if_match: tableq_store::IfMatch::Timestamp(
+            DateTime::parse("2000-01-01T00:00:00Z").unwrap(),
+        ),
+    };
+    let err = b.write("locks", stale).unwrap_err();
+    assert_eq!(
+        err.code(),
+        tableq_model::ErrorCode::UpdateConditionNotSatisfied
+    );
+    // Its transaction was rolled back then, not when the pooled connection is next used:
+    // another session locks the row at once.
+    let schema = url
+        .split("schema=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap();
+    let mut client = postgres::Client::connect(&cluster.url, postgres::NoTls).unwrap();
+    let mut tx = client.transaction().unwrap();
+    tx.batch_execute("SET LOCAL lock_timeout = '2s'").unwrap();
+    let locked = tx.query(&format!("SELECT 1 FROM {schema}.entities FOR UPDATE"), &[]);
+    assert_eq!(
+        locked
+            .expect("the row is not held by the failed write")
+            .len(),
+        1
+    );
+    tx.rollback().unwrap();
+}

@@ -416,13 +416,7 @@ fn mark_format(db: &Database, file: &Path) -> Result<(), OpenError> {
         }
         Ok(())
     };
-    run().map_err(|e| match e {
-        redb::Error::Io(source) => io_error(file, source),
-        other => OpenError::Storage {
-            path: file.to_path_buf(),
-            source: Box::new(other),
-        },
-    })
+    run().map_err(|e| redb_error(file, e))
 }
 
 /// A log file found: the open file (read and write) and its bytes.
@@ -549,7 +543,12 @@ fn initialise(db: &Database, file: &Path) -> Result<(), OpenError> {
         txn.commit()?;
         Ok(())
     };
-    run().map_err(|e| match e {
+    run().map_err(|e| redb_error(file, e))
+}
+
+/// What a failed redb call on `file` means for opening it.
+fn redb_error(file: &Path, e: redb::Error) -> OpenError {
+    match e {
         redb::Error::Io(source) => io_error(file, source),
         redb::Error::Corrupted(detail) => OpenError::Corrupt {
             path: file.to_path_buf(),
@@ -559,7 +558,7 @@ fn initialise(db: &Database, file: &Path) -> Result<(), OpenError> {
             path: file.to_path_buf(),
             source: Box::new(other),
         },
-    })
+    }
 }
 
 /// Reads the catalog, the property names and the clock's floor.
@@ -639,13 +638,7 @@ pub(crate) fn record_generation(
         txn.commit()?;
         Ok(())
     };
-    run().map_err(|e| match e {
-        redb::Error::Io(source) => io_error(file, source),
-        other => OpenError::Storage {
-            path: file.to_path_buf(),
-            source: Box::new(other),
-        },
-    })
+    run().map_err(|e| redb_error(file, e))
 }
 
 /// A new log generation: the clock's nanoseconds and the process id, never 0.

@@ -383,6 +383,17 @@ fn as_data_format_3(dir: &Path) {
     txn.commit().unwrap();
 }
 
+/// How many rows a query of the whole table returns.
+fn rows_queried(store: &DurableBackend) -> usize {
+    let mut seen = 0;
+    store
+        .query(TABLE, &all(), None, &PageOptions::default(), &mut |_| {
+            seen += 1
+        })
+        .unwrap();
+    seen
+}
+
 fn stored_format(dir: &Path) -> u64 {
     use super::format::tables::{META, META_FORMAT};
     use redb::ReadableDatabase;
@@ -406,13 +417,7 @@ fn a_data_directory_of_format_3_is_read_marked_4_and_rewritten_block_by_block() 
             Some(&Value::String(format!("value-of-r{i:03}")))
         );
     }
-    let mut seen = 0;
-    store
-        .query(TABLE, &all(), None, &PageOptions::default(), &mut |_| {
-            seen += 1
-        })
-        .unwrap();
-    assert_eq!(seen, 40);
+    assert_eq!(rows_queried(&store), 40);
     // A write rewrites its block in the new layout, beside blocks of the old one.
     let mut e = Entity::new("p", "r013");
     e.set("S", Value::String("rewritten".into()));
@@ -429,13 +434,7 @@ fn a_data_directory_of_format_3_is_read_marked_4_and_rewritten_block_by_block() 
     assert!(report.is_clean(), "{report:?}");
     assert_eq!(report.rows, 40);
     let store = DurableBackend::open(dir.path()).unwrap();
-    let mut seen = 0;
-    store
-        .query(TABLE, &all(), None, &PageOptions::default(), &mut |_| {
-            seen += 1
-        })
-        .unwrap();
-    assert_eq!(seen, 40);
+    assert_eq!(rows_queried(&store), 40);
     let e = store.get(TABLE, "p", "r013").unwrap().unwrap();
     assert_eq!(e.custom("S"), Some(&Value::String("rewritten".into())));
     store.close().unwrap();

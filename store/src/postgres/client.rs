@@ -366,6 +366,22 @@ impl Transaction<'_> {
     }
 }
 
+/// A transaction dropped without [`commit`](Transaction::commit) (a failed `If-Match`, a
+/// retry, an error) is rolled back here and now. tokio-postgres only *queues* the
+/// `ROLLBACK` when its transaction is dropped, and this client's connection is driven only
+/// while a call runs (`run`): left queued, the session would stay idle in its transaction
+/// — holding the row locks of its `SELECT … FOR UPDATE` — until the connection's next use,
+/// and every write of those rows would wait for that, up to the statement timeout.
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            // A failure marks the connection unusable (`health`): the pool then drops it
+            // rather than hand out a session still in a transaction.
+            let _ = run(self.rt, self.timeout, self.health, tx.rollback());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

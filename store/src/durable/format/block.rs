@@ -681,14 +681,21 @@ pub(crate) fn encode_row(
 
 /// Builds a block of partition `pk` from rows sorted by RowKey.
 pub(crate) fn build_block(pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, EncodeError> {
+    assemble(BLOCK_FORMAT, pk, rows)
+}
+
+/// A block of layout `format` (format 3: with row checksums; 2: without).
+fn assemble(format: u8, pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, EncodeError> {
+    let per_row = format == BLOCK_FORMAT;
     let pk_len = u16::try_from(pk.len()).map_err(|_| EncodeError::TooLarge("PartitionKey"))?;
     let count = u32::try_from(rows.len()).map_err(|_| EncodeError::TooLarge("block"))?;
     let dir = BLOCK_HEAD + pk.len();
-    let first_row = dir + 4 + ROW_DIR_V3 * rows.len();
+    let per = if per_row { ROW_DIR_V3 } else { ROW_DIR_V2 };
+    let first_row = dir + 4 + per * rows.len();
     let total = first_row + rows.iter().map(|r| r.len()).sum::<usize>();
     u32::try_from(total).map_err(|_| EncodeError::TooLarge("block"))?;
     let mut out = Vec::with_capacity(total);
-    out.extend_from_slice(&[BLOCK_FORMAT, 0]);
+    out.extend_from_slice(&[format, 0]);
     out.extend_from_slice(&pk_len.to_le_bytes());
     out.extend_from_slice(&count.to_le_bytes());
     out.extend_from_slice(&[0; 4]);
@@ -702,8 +709,10 @@ pub(crate) fn build_block(pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, E
     for r in rows {
         out.extend_from_slice(&row_key_hash(RowRef(r).row_key_bytes()).to_le_bytes());
     }
-    for r in rows {
-        out.extend_from_slice(&row_checksum(r).to_le_bytes());
+    if per_row {
+        for r in rows {
+            out.extend_from_slice(&row_checksum(r).to_le_bytes());
+        }
     }
     for r in rows {
         out.extend_from_slice(r);
@@ -740,29 +749,7 @@ pub(crate) fn reseal(bytes: &mut [u8]) {
 /// as an older build wrote it: for the tests that newer builds still read it.
 #[cfg(test)]
 pub(crate) fn build_block_whole(pk: &str, rows: &[Cow<'_, [u8]>]) -> Vec<u8> {
-    let pk_len = u16::try_from(pk.len()).unwrap();
-    let dir = BLOCK_HEAD + pk.len();
-    let first_row = dir + 4 + ROW_DIR_V2 * rows.len();
-    let mut out = vec![BLOCK_FORMAT_WHOLE, 0];
-    out.extend_from_slice(&pk_len.to_le_bytes());
-    out.extend_from_slice(&(rows.len() as u32).to_le_bytes());
-    out.extend_from_slice(&[0; 4]);
-    out.extend_from_slice(pk.as_bytes());
-    let mut at = first_row;
-    for r in rows {
-        out.extend_from_slice(&(at as u32).to_le_bytes());
-        at += r.len();
-    }
-    out.extend_from_slice(&(at as u32).to_le_bytes());
-    for r in rows {
-        out.extend_from_slice(&row_key_hash(RowRef(r).row_key_bytes()).to_le_bytes());
-    }
-    for r in rows {
-        out.extend_from_slice(r);
-    }
-    let crc = block_checksum(&out);
-    out[CRC_AT..BLOCK_HEAD].copy_from_slice(&crc.to_le_bytes());
-    out
+    assemble(BLOCK_FORMAT_WHOLE, pk, rows).unwrap()
 }
 
 /// The 16-bit RowKey hash of the block layout (FNV-1a, folded): part of the file format.
