@@ -259,13 +259,7 @@ fn timestamps_continue_after_the_newest_stored_one() {
     // A Timestamp far in the future, as a clock that stepped back would see it.
     let far = DateTime::parse("9000-01-01T00:00:00Z").unwrap();
     let mut client = postgres::Client::connect(&cluster.url, postgres::NoTls).unwrap();
-    let schema = url
-        .split("schema=")
-        .nth(1)
-        .unwrap()
-        .split('&')
-        .next()
-        .unwrap();
+    let schema = schema_of(&url);
     client
         .execute(
             &format!("UPDATE {schema}.entities SET ts = $1"),
@@ -284,6 +278,14 @@ fn timestamps_continue_after_the_newest_stored_one() {
         .unwrap()
         .timestamp;
     assert!(t > far);
+}
+
+/// The schema a fixture's URL names (`…?schema=NAME&…`).
+fn schema_of(url: &str) -> &str {
+    url.split("schema=")
+        .nth(1)
+        .and_then(|rest| rest.split('&').next())
+        .expect("the URL names a schema")
 }
 
 #[test]
@@ -373,13 +375,7 @@ fn a_failed_conditional_write_leaves_no_row_locked() {
     );
     // Its transaction was rolled back then, not when the pooled connection is next used:
     // another session locks the row at once.
-    let schema = url
-        .split("schema=")
-        .nth(1)
-        .unwrap()
-        .split('&')
-        .next()
-        .unwrap();
+    let schema = schema_of(&url);
     let mut client = postgres::Client::connect(&cluster.url, postgres::NoTls).unwrap();
     let mut tx = client.transaction().unwrap();
     tx.batch_execute("SET LOCAL lock_timeout = '2s'").unwrap();
