@@ -171,6 +171,192 @@ impl ValueTest {
     }
 }
 
+/// Rows a bitmap word covers.
+pub const WORD_ROWS: usize = 64;
+
+/// The column kernels: a comparison applied to a column of typed values (what a source
+/// that stores properties as columns hands over, `crate::batch`) a bitmap word — 64 rows —
+/// at a time. Bit `j` of `out[k]` is set when value `(first_word + k) · 64 + j` satisfies
+/// the test, exactly as [`ValueTest::matches`] would answer for it; bits past the end of
+/// `values` are clear. Whether a row *has* the property is the caller's (a presence map):
+/// these answer for the stored value alone.
+///
+/// The literal and operator are resolved once per call, so the inner loop is one typed
+/// comparison per value with the operator a constant: the compiler turns it into vector
+/// compares and a mask extraction. A literal of another type than the column is decided
+/// once for the whole column (a type mismatch counts as less).
+///
+/// ```
+/// use tableq_exec::ValueTest;
+/// use tableq_model::{CmpOp, Value};
+/// let gt_2 = ValueTest::new(CmpOp::Gt, &Value::Int32(2));
+/// let mut out = [0u64; 1];
+/// gt_2.int32_words(&[1, 2, 3, 7], 0, &mut out);
+/// assert_eq!(out[0], 0b1100);
+/// gt_2.int64_words(&[3, -1], 0, &mut out); // the Int32 literal widens to Int64
+/// assert_eq!(out[0], 0b01);
+/// ```
+impl ValueTest {
+    /// Tests Int32 values (see the `impl` docs).
+    pub fn int32_words(&self, values: &[i32], first_word: usize, out: &mut [u64]) {
+        match self.literal {
+            Literal::Int32(b) => compare_words(values, b, self.mask, first_word, out),
+            _ => constant_words(values.len(), self.mask & LESS != 0, first_word, out),
+        }
+    }
+
+    /// Tests Int64 values (see the `impl` docs).
+    pub fn int64_words(&self, values: &[i64], first_word: usize, out: &mut [u64]) {
+        match self.literal {
+            Literal::Int32(b) => compare_words(values, i64::from(b), self.mask, first_word, out),
+            Literal::Int64(b) => compare_words(values, b, self.mask, first_word, out),
+            _ => constant_words(values.len(), self.mask & LESS != 0, first_word, out),
+        }
+    }
+
+    /// Tests Double values (see the `impl` docs): NaN is unordered against every literal.
+    pub fn double_words(&self, values: &[f64], first_word: usize, out: &mut [u64]) {
+        let literal = match self.literal {
+            Literal::Int32(b) => f64::from(b),
+            Literal::Int64(b) => b as f64,
+            Literal::Double(b) => b,
+            _ => return constant_words(values.len(), self.mask & LESS != 0, first_word, out),
+        };
+        compare_words(values, literal, self.mask, first_word, out);
+    }
+
+    /// Tests DateTime values given as ticks (see the `impl` docs).
+    pub fn ticks_words(&self, ticks: &[i64], first_word: usize, out: &mut [u64]) {
+        match self.literal {
+            Literal::DateTime(b) => compare_words(ticks, b, self.mask, first_word, out),
+            _ => constant_words(ticks.len(), self.mask & LESS != 0, first_word, out),
+        }
+    }
+
+    /// Tests Boolean values given as a bitmap of the `true`s over `rows` rows (see the
+    /// `impl` docs).
+    pub fn boolean_words(&self, trues: &[u64], rows: usize, first_word: usize, out: &mut [u64]) {
+        let Literal::Boolean(b) = self.literal else {
+            return constant_words(rows, self.mask & LESS != 0, first_word, out);
+        };
+        // false < true: against `true`, a false value is less; against `false`, a true
+        // value is greater.
+        let (lt, eq, gt) = (
+            self.mask & LESS != 0,
+            self.mask & EQUAL != 0,
+            self.mask & GREATER != 0,
+        );
+        for (k, word) in out.iter_mut().enumerate() {
+            let at = first_word.saturating_add(k);
+            let t = trues.get(at).copied().unwrap_or(0);
+            let (less, equal, greater) = if b { (!t, t, 0) } else { (0, !t, t) };
+            let bits = (if lt { less } else { 0 })
+                | (if eq { equal } else { 0 })
+                | (if gt { greater } else { 0 });
+            *word = bits & valid_bits(rows, at);
+        }
+    }
+}
+
+/// The bits of word `word` that lie below row `rows`.
+#[inline]
+fn valid_bits(rows: usize, word: usize) -> u64 {
+    let start = word.saturating_mul(WORD_ROWS);
+    match rows.saturating_sub(start) {
+        0 => 0,
+        n if n >= WORD_ROWS => u64::MAX,
+        n => (1u64 << n) - 1,
+    }
+}
+
+/// Every one of `rows` rows answers `hit` (a literal of another type than the column).
+fn constant_words(rows: usize, hit: bool, first_word: usize, out: &mut [u64]) {
+    for (k, word) in out.iter_mut().enumerate() {
+        *word = if hit {
+            valid_bits(rows, first_word.saturating_add(k))
+        } else {
+            0
+        };
+    }
+}
+
+/// Dispatches on the operator's outcome mask to a kernel in which it is a constant.
+fn compare_words<T: Copy + PartialOrd>(
+    values: &[T],
+    literal: T,
+    mask: u8,
+    first_word: usize,
+    out: &mut [u64],
+) {
+    const LE: u8 = LESS | EQUAL;
+    const GE: u8 = GREATER | EQUAL;
+    const NE: u8 = LESS | GREATER | UNORDERED;
+    match mask {
+        LESS => kernel::<T, LESS>(values, literal, first_word, out),
+        LE => kernel::<T, LE>(values, literal, first_word, out),
+        EQUAL => kernel::<T, EQUAL>(values, literal, first_word, out),
+        GE => kernel::<T, GE>(values, literal, first_word, out),
+        GREATER => kernel::<T, GREATER>(values, literal, first_word, out),
+        NE => kernel::<T, NE>(values, literal, first_word, out),
+        // Every operator's mask is one of the above; any other is evaluated all the same.
+        _ => {
+            for (k, word) in out.iter_mut().enumerate() {
+                *word = word_bits(window(values, first_word.saturating_add(k)), |v| {
+                    let o = outcome(v.partial_cmp(&literal));
+                    o & mask != 0
+                });
+            }
+        }
+    }
+}
+
+/// The values of word `word` (up to 64).
+#[inline]
+fn window<T>(values: &[T], word: usize) -> &[T] {
+    let start = word.saturating_mul(WORD_ROWS).min(values.len());
+    let rest = &values[start..];
+    &rest[..rest.len().min(WORD_ROWS)]
+}
+
+/// Bit `j` set when `hit(values[j])`.
+#[inline(always)]
+fn word_bits<T: Copy>(values: &[T], hit: impl Fn(T) -> bool) -> u64 {
+    if let Ok(full) = <&[T; WORD_ROWS]>::try_from(values) {
+        // A fixed length: unrolled and vectorised.
+        let mut bits = 0u64;
+        for (j, &v) in full.iter().enumerate() {
+            bits |= u64::from(hit(v)) << j;
+        }
+        return bits;
+    }
+    let mut bits = 0u64;
+    for (j, &v) in values.iter().enumerate() {
+        bits |= u64::from(hit(v)) << j;
+    }
+    bits
+}
+
+/// The kernel of one operator (`M`, its outcome mask).
+fn kernel<T: Copy + PartialOrd, const M: u8>(
+    values: &[T],
+    literal: T,
+    first_word: usize,
+    out: &mut [u64],
+) {
+    for (k, word) in out.iter_mut().enumerate() {
+        *word = word_bits(window(values, first_word.saturating_add(k)), |v| {
+            let less = v < literal;
+            let equal = v == literal;
+            let greater = v > literal;
+            (M & LESS != 0 && less)
+                | (M & EQUAL != 0 && equal)
+                | (M & GREATER != 0 && greater)
+                // Unordered (NaN): none of the three; folds away for integers.
+                | (M & UNORDERED != 0 && !(less | equal | greater))
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,6 +371,12 @@ mod tests {
         assert_eq!(outcome(None), UNORDERED);
         assert_eq!(mask_of(CmpOp::Ne), LESS | GREATER | UNORDERED);
         assert_eq!(mask_of(CmpOp::Le), LESS | EQUAL);
+    }
+
+    /// The DateTime `t` ticks after the first one.
+    fn datetime(t: i64) -> tableq_model::DateTime {
+        tableq_model::DateTime::from_ticks(tableq_model::DateTime::MIN.ticks() + t)
+            .unwrap_or(tableq_model::DateTime::MIN)
     }
 
     fn number() -> impl Strategy<Value = Value> {
@@ -209,6 +401,54 @@ mod tests {
             any::<bool>().prop_map(Value::Boolean),
             "[a-c]{0,2}".prop_map(Value::String),
         ]
+    }
+
+    proptest! {
+        /// The column kernels agree with `matches` of each value, at any word offset and
+        /// for a column of any length.
+        #[test]
+        fn column_kernels_agree(
+            lit in prop_oneof![number(), (0i64..4).prop_map(|t| Value::DateTime(datetime(t)))],
+            ints in proptest::collection::vec(prop_oneof![Just(42i32), Just(0), any::<i32>()], 0..200),
+            longs in proptest::collection::vec(prop_oneof![Just(42i64), Just(9_007_199_254_740_993), any::<i64>()], 0..200),
+            doubles in proptest::collection::vec(prop_oneof![Just(42.0f64), Just(f64::NAN), Just(-0.0), any::<f64>()], 0..200),
+            bools in proptest::collection::vec(any::<bool>(), 0..200),
+            ticks in proptest::collection::vec((0i64..4).prop_map(|t| datetime(t).ticks()), 0..200),
+            first_word in 0usize..3,
+            op in proptest::sample::select(CmpOp::ALL.to_vec()),
+        ) {
+            let t = ValueTest::new(op, &lit);
+            let words = 4;
+            let mut out = vec![0u64; words];
+            let bit = |out: &[u64], i: usize| -> Option<bool> {
+                let w = (i / 64).checked_sub(first_word)?;
+                out.get(w).map(|w| w >> (i % 64) & 1 == 1)
+            };
+            let check = |out: &[u64], n: usize, want: &dyn Fn(usize) -> bool| {
+                for w in 0..words {
+                    for j in 0..64 {
+                        let i = (first_word + w) * 64 + j;
+                        let expected = i < n && want(i);
+                        assert_eq!(bit(out, i), Some(expected), "row {i} of {n}");
+                    }
+                }
+            };
+            t.int32_words(&ints, first_word, &mut out);
+            check(&out, ints.len(), &|i| t.matches(ValueRef::Int32(ints[i])));
+            t.int64_words(&longs, first_word, &mut out);
+            check(&out, longs.len(), &|i| t.matches(ValueRef::Int64(longs[i])));
+            t.double_words(&doubles, first_word, &mut out);
+            check(&out, doubles.len(), &|i| t.matches(ValueRef::Double(doubles[i])));
+            let mut trues = vec![0u64; bools.len().div_ceil(64)];
+            for (i, &b) in bools.iter().enumerate() {
+                trues[i / 64] |= u64::from(b) << (i % 64);
+            }
+            t.boolean_words(&trues, bools.len(), first_word, &mut out);
+            check(&out, bools.len(), &|i| t.matches(ValueRef::Boolean(bools[i])));
+            t.ticks_words(&ticks, first_word, &mut out);
+            check(&out, ticks.len(), &|i| t.matches(ValueRef::DateTime(
+                tableq_model::DateTime::from_ticks(ticks[i]).unwrap_or(tableq_model::DateTime::MIN))));
+        }
     }
 
     proptest! {

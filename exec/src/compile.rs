@@ -25,8 +25,10 @@
 //! assert!(compiled.eval(&e));
 //! ```
 
-use crate::comparison::ValueTest;
-use crate::source::{EntitySource, PropertySlot, SlotLookup, SourceRow};
+use crate::batch::{Columns, keep_only};
+use crate::comparison::{ValueTest, WORD_ROWS};
+use crate::slot::{PropertySlot, SlotLookup};
+use crate::source::{EntitySource, RowFilter, SourceRow};
 use tableq_model::{SystemProperty, ValueRef};
 use tableq_planner::predicate::{Comparison, Predicate, PredicateKind};
 
@@ -163,6 +165,168 @@ impl CompiledPredicate {
     }
 }
 
+/// Compiled predicates over runs of rows stored as columns: each comparison on a slot
+/// whose run has a column form is one kernel call over the column
+/// ([`Column::test`]); the rest are tested row by row — in a conjunction only on the rows
+/// the columns left, in a disjunction only on the rows they did not take.
+impl RowFilter for CompiledPredicate {
+    #[inline]
+    fn test_row<R: SourceRow + ?Sized>(&self, row: &R) -> bool {
+        self.eval(row)
+    }
+
+    fn test_run<C, R>(&self, columns: &C, row: &dyn Fn(usize) -> R, out: &mut Vec<u64>)
+    where
+        C: Columns + ?Sized,
+        R: SourceRow,
+    {
+        let (first_word, words) = columns.words();
+        out.clear();
+        out.resize(words, 0);
+        let run = Run {
+            columns,
+            row,
+            first_word,
+        };
+        run.eval(&self.root, out);
+        keep_only(out, first_word, &columns.rows());
+    }
+}
+
+/// One run being evaluated: its columns, its rows, where its bitmap starts.
+struct Run<'r, C: ?Sized, R> {
+    columns: &'r C,
+    row: &'r dyn Fn(usize) -> R,
+    first_word: usize,
+}
+
+impl<C: Columns + ?Sized, R: SourceRow> Run<'_, C, R> {
+    /// `out` = the rows of the run where `node` holds (bits outside the run: anything).
+    fn eval(&self, node: &Node, out: &mut [u64]) {
+        match node {
+            Node::Const(b) => out.fill(if *b { u64::MAX } else { 0 }),
+            Node::Compare(t) => {
+                if !self.column_test(t, out) {
+                    out.fill(0);
+                    self.rows_where(out, false, |r| t.eval(r));
+                }
+            }
+            Node::Not(n) => {
+                self.eval(n, out);
+                for w in out.iter_mut() {
+                    *w = !*w;
+                }
+            }
+            Node::AllOf(tests) => self.all_of(tests, out),
+            Node::AnyOf(tests) => self.any_of(tests, out),
+            Node::And(nodes) => {
+                out.fill(u64::MAX);
+                let mut tmp = vec![0u64; out.len()];
+                for n in nodes {
+                    self.eval(n, &mut tmp);
+                    for (o, t) in out.iter_mut().zip(&tmp) {
+                        *o &= t;
+                    }
+                }
+            }
+            Node::Or(nodes) => {
+                out.fill(0);
+                let mut tmp = vec![0u64; out.len()];
+                for n in nodes {
+                    self.eval(n, &mut tmp);
+                    for (o, t) in out.iter_mut().zip(&tmp) {
+                        *o |= t;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Tests `t` over its column into `out`; `false` when it has none (a system property,
+    /// a name, or a slot without a column form in this run).
+    #[inline]
+    fn column_test(&self, t: &Test, out: &mut [u64]) -> bool {
+        match t.target {
+            Target::Slot(slot) => self
+                .columns
+                .column(slot)
+                .test(&t.test, self.first_word, out),
+            _ => false,
+        }
+    }
+
+    /// A conjunction: the column tests AND-ed; the others row by row, only on the rows
+    /// every column test kept.
+    fn all_of(&self, tests: &[Test], out: &mut [u64]) {
+        out.fill(u64::MAX);
+        let by_row = self.combine(tests, out, |o, b| *o &= b);
+        if !by_row.is_empty() {
+            keep_only(out, self.first_word, &self.columns.rows());
+            self.rows_where(out, true, |r| by_row.iter().all(|t| t.eval(r)));
+        }
+    }
+
+    /// A disjunction: the column tests OR-ed; the others row by row, only on the rows no
+    /// column test took.
+    fn any_of(&self, tests: &[Test], out: &mut [u64]) {
+        out.fill(0);
+        let by_row = self.combine(tests, out, |o, b| *o |= b);
+        if !by_row.is_empty() {
+            self.rows_where(out, false, |r| by_row.iter().any(|t| t.eval(r)));
+        }
+    }
+
+    /// Folds the column test of each of `tests` that has one into `out`; returns the
+    /// others.
+    fn combine<'t>(
+        &self,
+        tests: &'t [Test],
+        out: &mut [u64],
+        fold: impl Fn(&mut u64, u64),
+    ) -> Vec<&'t Test> {
+        let mut stack = [0u64; TMP_WORDS];
+        let mut heap = Vec::new();
+        let buf = match stack.get_mut(..out.len()) {
+            Some(b) => b,
+            None => {
+                heap.resize(out.len(), 0);
+                &mut heap[..]
+            }
+        };
+        let mut by_row = Vec::new();
+        for t in tests {
+            if self.column_test(t, buf) {
+                for (o, b) in out.iter_mut().zip(buf.iter()) {
+                    fold(o, *b);
+                }
+            } else {
+                by_row.push(t);
+            }
+        }
+        by_row
+    }
+
+    /// Row by row over the run: with `set`, clears the set bits whose row fails `test`;
+    /// without, sets the clear bits whose row passes it.
+    fn rows_where(&self, out: &mut [u64], set: bool, test: impl Fn(&R) -> bool) {
+        let rows = self.columns.rows();
+        for i in rows {
+            let Some(word) = out.get_mut(i / WORD_ROWS - self.first_word) else {
+                continue;
+            };
+            let bit = 1u64 << (i % WORD_ROWS);
+            if (*word & bit != 0) == set && test(&(self.row)(i)) != set {
+                *word ^= bit;
+            }
+        }
+    }
+}
+
+/// Words of the stack buffers of a run's evaluation (runs of up to
+/// [`FILTER_BATCH`](crate::FILTER_BATCH) rows, one more word when they start mid-word);
+/// longer runs use the heap.
+const TMP_WORDS: usize = crate::source::FILTER_BATCH / WORD_ROWS + 1;
+
 fn compile_node(p: &Predicate, resolve: &dyn Fn(&str) -> SlotLookup) -> Node {
     match p.kind() {
         PredicateKind::True => Node::Const(true),
@@ -237,6 +401,7 @@ fn all_tests(nodes: &[Node]) -> Option<Box<[Test]>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::batch::Column;
     use proptest::prelude::*;
     use tableq_model::{CmpOp, DateTime, Entity, EntityView, Value, compare};
 
@@ -292,6 +457,7 @@ mod tests {
 
     /// Rows that read properties by slot (the name's index in `NAMES`), with the default
     /// `test_slot`: a compiled predicate over slots agrees with `compare`.
+    #[derive(Clone)]
     struct Slotted(Entity);
 
     const NAMES: [&str; 2] = ["X", "Y"];
@@ -357,6 +523,216 @@ mod tests {
             prop_assert_eq!(compiled(&both).eval(&row), want_x && want_y);
             let either = Predicate::or([x_test, Predicate::compare("Y", op, lit.clone())]);
             prop_assert_eq!(compiled(&either).eval(&row), want_x || want_y);
+        }
+    }
+
+    /// Owned columns of `NAMES` over a vector of entities, built as a columnar source
+    /// would: a typed column when every present value has one type with a column form,
+    /// else `Column::Rows`.
+    struct Table {
+        rows: Vec<Slotted>,
+        columns: Vec<Owned>,
+    }
+
+    enum Owned {
+        Absent,
+        Int32(Vec<u64>, Vec<i32>),
+        Int64(Vec<u64>, Vec<i64>),
+        Double(Vec<u64>, Vec<f64>),
+        Boolean(Vec<u64>, Vec<u64>),
+        DateTime(Vec<u64>, Vec<i64>),
+        Rows,
+    }
+
+    impl Table {
+        fn new(entities: Vec<Entity>) -> Table {
+            let n = entities.len();
+            let words = n.div_ceil(64);
+            let columns = NAMES
+                .iter()
+                .map(|name| {
+                    let values: Vec<Option<Value>> = entities
+                        .iter()
+                        .map(|e| EntityView::custom(e, name).map(|v| v.to_owned()))
+                        .collect();
+                    let mut present = vec![0u64; words];
+                    let mut kinds = std::collections::HashSet::new();
+                    for (i, v) in values.iter().enumerate() {
+                        if let Some(v) = v {
+                            present[i / 64] |= 1 << (i % 64);
+                            kinds.insert(std::mem::discriminant(v));
+                        }
+                    }
+                    let first = values.iter().flatten().next();
+                    if kinds.len() > 1 {
+                        return Owned::Rows;
+                    }
+                    macro_rules! typed {
+                        ($variant:ident, $ty:ty, $pick:expr) => {
+                            Owned::$variant(
+                                present.clone(),
+                                values
+                                    .iter()
+                                    .map(|v| v.as_ref().map_or(<$ty>::default(), $pick))
+                                    .collect(),
+                            )
+                        };
+                    }
+                    match first {
+                        None => Owned::Absent,
+                        Some(Value::Int32(_)) => typed!(Int32, i32, |v| match v {
+                            Value::Int32(i) => *i,
+                            _ => 0,
+                        }),
+                        Some(Value::Int64(_)) => typed!(Int64, i64, |v| match v {
+                            Value::Int64(i) => *i,
+                            _ => 0,
+                        }),
+                        Some(Value::Double(_)) => typed!(Double, f64, |v| match v {
+                            Value::Double(d) => *d,
+                            _ => 0.0,
+                        }),
+                        Some(Value::DateTime(_)) => typed!(DateTime, i64, |v| match v {
+                            Value::DateTime(t) => t.ticks(),
+                            _ => 0,
+                        }),
+                        Some(Value::Boolean(_)) => {
+                            let mut trues = vec![0u64; words];
+                            for (i, v) in values.iter().enumerate() {
+                                if let Some(Value::Boolean(true)) = v {
+                                    trues[i / 64] |= 1 << (i % 64);
+                                }
+                            }
+                            Owned::Boolean(present.clone(), trues)
+                        }
+                        Some(_) => Owned::Rows,
+                    }
+                })
+                .collect();
+            Table {
+                rows: entities.into_iter().map(Slotted).collect(),
+                columns,
+            }
+        }
+    }
+
+    struct TableRun<'t>(&'t Table, std::ops::Range<usize>);
+
+    impl Columns for TableRun<'_> {
+        fn rows(&self) -> std::ops::Range<usize> {
+            self.1.clone()
+        }
+        fn column(&self, slot: PropertySlot) -> Column<'_> {
+            let rows = self.0.rows.len();
+            match self.0.columns.get(slot.0 as usize) {
+                Some(Owned::Absent) => Column::Absent,
+                Some(Owned::Int32(p, v)) => Column::Int32 {
+                    present: p,
+                    values: v,
+                },
+                Some(Owned::Int64(p, v)) => Column::Int64 {
+                    present: p,
+                    values: v,
+                },
+                Some(Owned::Double(p, v)) => Column::Double {
+                    present: p,
+                    values: v,
+                },
+                Some(Owned::DateTime(p, v)) => Column::DateTime {
+                    present: p,
+                    ticks: v,
+                },
+                Some(Owned::Boolean(p, t)) => Column::Boolean {
+                    present: p,
+                    trues: t,
+                    rows,
+                },
+                Some(Owned::Rows) | None => Column::Rows,
+            }
+        }
+    }
+
+    /// A predicate over X, Y and RowKey: nested and/or/not of comparisons.
+    fn predicate() -> impl Strategy<Value = Predicate> {
+        let leaf = (
+            proptest::sample::select(vec!["X", "Y", "RowKey", "Z"]),
+            op(),
+            value(),
+        )
+            .prop_map(|(name, op, v)| Predicate::compare(name, op, v));
+        leaf.prop_recursive(3, 12, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 1..4).prop_map(Predicate::and),
+                proptest::collection::vec(inner.clone(), 1..4).prop_map(Predicate::or),
+                inner.prop_map(Predicate::negate),
+            ]
+        })
+    }
+
+    /// Values of one type for most rows, so that columns form (a mixed set sometimes).
+    fn column_values() -> impl Strategy<Value = Vec<Option<Value>>> {
+        (value(), any::<bool>(), 1usize..200).prop_flat_map(|(kind, mixed, n)| {
+            let same = match kind {
+                Value::Int32(_) => any::<i8>().prop_map(|i| Value::Int32(i32::from(i))).boxed(),
+                Value::Int64(_) => any::<i8>().prop_map(|i| Value::Int64(i64::from(i))).boxed(),
+                Value::Double(_) => prop_oneof![Just(f64::NAN), (-3i8..3).prop_map(f64::from)]
+                    .prop_map(Value::Double)
+                    .boxed(),
+                Value::Boolean(_) => any::<bool>().prop_map(Value::Boolean).boxed(),
+                other => Just(other).boxed(),
+            };
+            let one = if mixed {
+                prop_oneof![4 => same, 1 => value()].boxed()
+            } else {
+                same
+            };
+            proptest::collection::vec(proptest::option::weighted(0.8, one), n)
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(500))]
+        /// Evaluating a run over columns answers, row for row, what `eval` answers.
+        #[test]
+        fn runs_over_columns_agree_with_rows(
+            xs in column_values(),
+            ys in column_values(),
+            p in predicate(),
+            cut in (0usize..200, 0usize..200),
+        ) {
+            let n = xs.len().min(ys.len());
+            let entities: Vec<Entity> = (0..n)
+                .map(|i| {
+                    let mut e = Entity::new("p", format!("r{i:03}"));
+                    if let Some(v) = &xs[i] {
+                        e.set("X", v.clone());
+                    }
+                    if let Some(v) = &ys[i] {
+                        e.set("Y", v.clone());
+                    }
+                    e
+                })
+                .collect();
+            let table = Table::new(entities);
+            let compiled = CompiledPredicate { root: compile_node(&p, &slot_of) };
+            let (lo, hi) = (cut.0.min(n), cut.1.min(n));
+            let (lo, hi) = (lo.min(hi), lo.max(hi));
+            let run = TableRun(&table, lo..hi);
+            let mut out = Vec::new();
+            compiled.test_run(&run, &|i| table.rows[i].clone(), &mut out);
+            let (first_word, words) = run.words();
+            prop_assert_eq!(out.len(), words);
+            for w in first_word..first_word + words {
+                for j in 0..64 {
+                    let i = w * 64 + j;
+                    let got = out[w - first_word] >> j & 1 == 1;
+                    let want = (lo..hi).contains(&i) && compiled.eval(&table.rows[i]);
+                    prop_assert_eq!(got, want, "row {} of {}..{}: {:?}", i, lo, hi, p);
+                    if (lo..hi).contains(&i) {
+                        prop_assert_eq!(want, p.eval(&table.rows[i].0));
+                    }
+                }
+            }
         }
     }
 

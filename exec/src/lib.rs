@@ -60,12 +60,14 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod batch;
 pub mod comparison;
 pub mod compile;
 pub mod executor;
 pub mod key;
 pub mod lines;
 pub mod result;
+pub mod slot;
 pub mod source;
 pub mod stream;
 pub mod vec_source;
@@ -75,5 +77,9 @@ pub use compile::CompiledPredicate;
 pub use executor::{DEFAULT_PAGE_SIZE, ExecError, Executor, PageOptions, Pages, Tuning};
 pub use key::{Chunk, Key, Scan, compare_keys};
 pub use result::{ExecStats, Page, ResultRow, RowView};
-pub use source::{EntityRef, EntitySource, OkRows, PropertySlot, SlotLookup, SourceRow};
+pub use slot::{PropertySlot, SlotLookup};
+pub use source::{
+    EntityRef, EntitySource, FILTER_BATCH, Filtered, OkRows, RowFilter, RunEnd, SourceRow,
+    filter_run,
+};
 pub use vec_source::{VecRows, VecSource};

@@ -136,32 +136,15 @@
 //! assert!(matches!(err, ExecError::Source(DiskError)));
 //! ```
 
-use crate::comparison::ValueTest;
+use crate::batch::Columns;
+use crate::comparison::{ValueTest, WORD_ROWS};
 use crate::key::{Chunk, Scan};
+pub use crate::slot::{PropertySlot, SlotLookup};
 use std::convert::Infallible;
 use std::marker::PhantomData;
 use std::ops::ControlFlow;
 use tableq_model::json::ListProperties;
 use tableq_model::{DateTime, Entity, EntityView, ValueRef};
-
-/// An identifier a source assigns to a custom property name, so that compiled predicates
-/// resolve each name once per query instead of once per entity. Its meaning is private to
-/// the source that issued it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PropertySlot(pub u32);
-
-/// What a source knows about a property name, for compiled predicates
-/// ([`EntitySource::property_slot`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SlotLookup {
-    /// Read the property through [`SourceRow::custom_by_slot`] with this slot.
-    Slot(PropertySlot),
-    /// No entity of the source has a property of this name (every comparison on it is
-    /// false without reading a row).
-    Absent,
-    /// The source has no slots: read the property by name ([`EntityView::custom`]).
-    ByName,
-}
 
 /// One entity as a source yields it: readable through [`EntityView`], its custom
 /// properties listed through [`ListProperties`] (the model's one way of listing a row's
@@ -250,6 +233,83 @@ pub trait EntitySource: Sync {
         Ok(())
     }
 
+    /// Calls `visit` with the entities of `scan` that pass `filter`, in ascending key
+    /// order, and with how many did not ([`Filtered`]): the rows [`scan_each`] yields,
+    /// filtered. A [`ControlFlow::Break`] from `visit` stops the scan *before the next
+    /// entity*, which is then handed over as [`Filtered::Next`] (not tested) if the scan
+    /// has one. Errors as in [`scan_each`].
+    ///
+    /// This is how the executor scans a chunk with a residual. The default tests each row
+    /// ([`RowFilter::test_row`]) and reports the rows that fail at least every
+    /// [`FILTER_BATCH`]. A source that stores properties as columns overrides it and hands
+    /// runs of rows to [`filter_run`], which tests a whole column at a time
+    /// ([`crate::batch`]); it must visit exactly what the default visits.
+    ///
+    /// [`scan_each`]: EntitySource::scan_each
+    ///
+    /// ```
+    /// use std::ops::ControlFlow;
+    /// use tableq_exec::{CompiledPredicate, EntitySource, Filtered, Scan, VecSource};
+    /// use tableq_model::{CmpOp, Entity, EntityView, Value};
+    /// use tableq_planner::{plan::KeyRange, predicate::Predicate};
+    /// let source = VecSource::new((0..6).map(|i| {
+    ///     let mut e = Entity::new("p", format!("r{i}"));
+    ///     e.set("N", Value::Int32(i));
+    ///     e
+    /// }));
+    /// let odd = Predicate::or([1, 3, 5].map(|n| Predicate::compare("N", CmpOp::Eq, Value::Int32(n))));
+    /// let filter = CompiledPredicate::compile(&odd, &source);
+    /// let range = KeyRange::full();
+    /// let mut seen = Vec::new();
+    /// source.scan_filtered(Scan { range: &range, from: None, until: None }, &filter, |f| {
+    ///     match f {
+    ///         Filtered::Match { row, skipped } => seen.push(format!("{skipped} then {}", row.row_key())),
+    ///         Filtered::Skipped(n) => seen.push(format!("{n} more")),
+    ///         Filtered::Next(row) => seen.push(format!("next {}", row.row_key())),
+    ///     }
+    ///     // Stop after the second match.
+    ///     if seen.len() == 2 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) }
+    /// }).unwrap();
+    /// assert_eq!(seen, ["1 then r1", "1 then r3", "next r4"]);
+    /// ```
+    fn scan_filtered<'a, P, F>(
+        &'a self,
+        scan: Scan<'a>,
+        filter: &P,
+        mut visit: F,
+    ) -> Result<(), Self::Error>
+    where
+        P: RowFilter + ?Sized,
+        F: FnMut(Filtered<Self::Row<'a>>) -> ControlFlow<()>,
+    {
+        let mut skipped = 0u64;
+        let mut stopped = false;
+        self.scan_each(scan, |row| {
+            if stopped {
+                let _ = visit(Filtered::Next(row));
+                return ControlFlow::Break(());
+            }
+            let flow = if filter.test_row(&row) {
+                visit(Filtered::Match {
+                    row,
+                    skipped: std::mem::take(&mut skipped),
+                })
+            } else {
+                skipped += 1;
+                if skipped < FILTER_BATCH as u64 {
+                    return ControlFlow::Continue(());
+                }
+                visit(Filtered::Skipped(std::mem::take(&mut skipped)))
+            };
+            stopped = flow.is_break();
+            ControlFlow::Continue(())
+        })?;
+        if !stopped && skipped > 0 {
+            let _ = visit(Filtered::Skipped(skipped));
+        }
+        Ok(())
+    }
+
     /// The entity with exactly these keys (`Ok(None)` when there is none).
     fn get<'a>(
         &'a self,
@@ -286,6 +346,129 @@ pub trait EntitySource: Sync {
     fn property_slot(&self, name: &str) -> SlotLookup {
         let _ = name;
         SlotLookup::ByName
+    }
+}
+
+/// Rows a filtered scan tests between two reports to its visitor
+/// ([`EntitySource::scan_filtered`]): the most rows that fail between two
+/// [`Filtered::Skipped`] (or [`Filtered::Match`]) visits, so a visitor that keeps a work
+/// budget or watches a shared limit hears from the scan at least this often.
+pub const FILTER_BATCH: usize = 1024;
+
+/// What a filtered scan tells its visitor ([`EntitySource::scan_filtered`]).
+#[derive(Debug)]
+pub enum Filtered<R> {
+    /// `row` passes the filter; the `skipped` rows before it (since the last report) did
+    /// not.
+    Match {
+        /// The matching row.
+        row: R,
+        /// Rows before it that did not match.
+        skipped: u64,
+    },
+    /// This many rows (since the last report) did not pass.
+    Skipped(u64),
+    /// The visitor stopped the scan: this is the entity after the last one reported (not
+    /// tested), where the scan would have gone on.
+    Next(R),
+}
+
+/// A row predicate a source can evaluate one row at a time or over a run of rows stored
+/// as columns: what [`EntitySource::scan_filtered`] filters with.
+/// [`CompiledPredicate`](crate::CompiledPredicate) implements it.
+pub trait RowFilter: Sync {
+    /// Whether `row` passes.
+    fn test_row<R: SourceRow + ?Sized>(&self, row: &R) -> bool;
+
+    /// Tests every row of a run at once: `out` becomes the run's bitmap
+    /// ([`Columns::words`] words; bit set = the row passes, bits outside the run clear).
+    /// `row(i)` is row `i` of the column space, for the comparisons without a column form;
+    /// it is called only for rows of the run. The answer for each row must be
+    /// [`test_row`](RowFilter::test_row)'s.
+    fn test_run<C, R>(&self, columns: &C, row: &dyn Fn(usize) -> R, out: &mut Vec<u64>)
+    where
+        C: Columns + ?Sized,
+        R: SourceRow;
+}
+
+/// Where [`filter_run`] left a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnd {
+    /// Every row of the run was tested and reported.
+    Done,
+    /// The visitor stopped after row `i` (column space): the scan stops before the row
+    /// after it, which the source hands over as [`Filtered::Next`].
+    StoppedAfter(usize),
+}
+
+/// Filters one run of rows stored as columns for
+/// [`EntitySource::scan_filtered`]: tests the run [`FILTER_BATCH`] rows at a time with
+/// [`RowFilter::test_run`], visits each match as [`Filtered::Match`] and reports the
+/// rest. `row(i)` is row `i` of the column space; `scratch` is reused between calls.
+/// The source then goes on with its next run, or, on [`RunEnd::StoppedAfter`], hands its
+/// next row to the visitor as [`Filtered::Next`] and stops.
+pub fn filter_run<C, R, P, F>(
+    filter: &P,
+    columns: &C,
+    row: &dyn Fn(usize) -> R,
+    scratch: &mut Vec<u64>,
+    visit: &mut F,
+) -> RunEnd
+where
+    C: Columns + ?Sized,
+    R: SourceRow,
+    P: RowFilter + ?Sized,
+    F: FnMut(Filtered<R>) -> ControlFlow<()>,
+{
+    let run = columns.rows();
+    let mut start = run.start;
+    while start < run.end {
+        let end = run.end.min(start + FILTER_BATCH);
+        let batch = Batch {
+            columns,
+            rows: start..end,
+        };
+        filter.test_run(&batch, row, scratch);
+        let first_word = start / WORD_ROWS;
+        // The next row to account for: every row before it was reported.
+        let mut next = start;
+        for (k, &word) in scratch.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let i = (first_word + k) * WORD_ROWS + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let skipped = (i - next) as u64;
+                next = i + 1;
+                if visit(Filtered::Match {
+                    row: row(i),
+                    skipped,
+                })
+                .is_break()
+                {
+                    return RunEnd::StoppedAfter(i);
+                }
+            }
+        }
+        if next < end && visit(Filtered::Skipped((end - next) as u64)).is_break() {
+            return RunEnd::StoppedAfter(end - 1);
+        }
+        start = end;
+    }
+    RunEnd::Done
+}
+
+/// Rows `rows` of a run, for one [`RowFilter::test_run`].
+struct Batch<'c, C: ?Sized> {
+    columns: &'c C,
+    rows: std::ops::Range<usize>,
+}
+
+impl<C: Columns + ?Sized> Columns for Batch<'_, C> {
+    fn rows(&self) -> std::ops::Range<usize> {
+        self.rows.clone()
+    }
+    fn column(&self, slot: PropertySlot) -> crate::batch::Column<'_> {
+        self.columns.column(slot)
     }
 }
 

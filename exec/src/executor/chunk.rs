@@ -34,7 +34,7 @@ use super::continuation::key_of;
 use super::options::Budget;
 use crate::compile::CompiledPredicate;
 use crate::key::{Key, Scan};
-use crate::source::EntitySource;
+use crate::source::{EntitySource, Filtered};
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
@@ -266,20 +266,28 @@ pub(super) fn scan_chunk<'a, S: EntitySource + ?Sized>(
         end,
     } = &mut out;
     // A chunk stops before the entity after its room's last match (or after the budget
-    // ran out): that entity is not examined, its key is where the page may resume. A
-    // source error ends the chunk (returned by `scan_each`).
+    // ran out): that entity is not examined, its key is where the page may resume
+    // (`Filtered::Next`). A source error ends the chunk (returned by `scan_filtered`).
     if !budget.enabled() && !room.shared() {
         // The hot loop: nothing to account, nobody to hear from.
-        source.scan_each(scan, |row| {
-            if rows.len() >= limit {
-                *end = ChunkEnd::Stopped(key_of(&row));
-                return ControlFlow::Break(());
-            }
-            *examined += 1;
-            if predicate.eval(&row) {
+        source.scan_filtered(scan, predicate, |f| match f {
+            Filtered::Match { row, skipped } => {
+                *examined += skipped + 1;
                 rows.push(row);
+                if rows.len() >= limit {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
             }
-            ControlFlow::Continue(())
+            Filtered::Skipped(n) => {
+                *examined += n;
+                ControlFlow::Continue(())
+            }
+            Filtered::Next(row) => {
+                *end = ChunkEnd::Stopped(key_of(&row));
+                ControlFlow::Break(())
+            }
         })?;
         return Ok(out);
     }
@@ -295,7 +303,21 @@ pub(super) fn scan_chunk<'a, S: EntitySource + ?Sized>(
     };
     let (mut since_tick, mut since_cut) = (0u64, 0u64);
     let mut quota = room.quota();
-    let scanned = source.scan_each(scan, |row| {
+    let scanned = source.scan_filtered(scan, predicate, |f| {
+        let n = match f {
+            Filtered::Next(row) => {
+                *end = ChunkEnd::Stopped(key_of(&row));
+                return ControlFlow::Break(());
+            }
+            Filtered::Skipped(n) => n,
+            Filtered::Match { row, skipped } => {
+                rows.push(row);
+                skipped + 1
+            }
+        };
+        *examined += n;
+        since_tick += n;
+        since_cut += n;
         if since_cut >= cut_every {
             since_cut = 0;
             room.publish(rows.len());
@@ -310,22 +332,15 @@ pub(super) fn scan_chunk<'a, S: EntitySource + ?Sized>(
             limit = room.get();
         }
         if rows.len() >= limit {
-            *end = ChunkEnd::Stopped(key_of(&row));
+            // The room is used up: stop before the next entity.
             return ControlFlow::Break(());
         }
         if since_tick >= tick_every {
             let stop = budget.tick(since_tick);
             since_tick = 0;
             if stop {
-                *end = ChunkEnd::Stopped(key_of(&row));
                 return ControlFlow::Break(());
             }
-        }
-        *examined += 1;
-        since_tick += 1;
-        since_cut += 1;
-        if predicate.eval(&row) {
-            rows.push(row);
         }
         ControlFlow::Continue(())
     });

@@ -55,6 +55,7 @@
 //! ```
 
 mod changes;
+mod columns;
 mod overlay;
 mod partition;
 mod read;

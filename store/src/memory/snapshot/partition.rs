@@ -14,6 +14,7 @@
 //! * `index`: RowKey hash (32 bits) → row number, [`COLLISION`] when two RowKeys share a
 //!   hash (then a binary search decides).
 
+use super::columns::ColumnSet;
 use crate::codec::{
     NO_TIMESTAMP, NameOverflow, Names, Payload, PayloadKind, Slot, timestamp_ticks,
 };
@@ -116,6 +117,8 @@ pub(crate) struct Partition {
     text: String,
     bytes: Vec<u8>,
     index: Index,
+    /// The fixed-width properties again, column by column (`columns.rs`).
+    columns: ColumnSet,
 }
 
 fn to_u32(n: usize, what: &'static str) -> Result<u32, MemoryError> {
@@ -153,6 +156,21 @@ impl Partition {
             // hashbrown: one (u32, u32) bucket and one control byte per bucket; buckets are
             // the capacity rounded up to a power of two at 7/8 load.
             + (self.index.capacity() * 8 / 7).next_power_of_two() * (size_of::<(u32, u32)>() + 1)
+            + self.columns.heap_bytes()
+    }
+
+    /// The column of property `id` (row numbers are the partition's).
+    #[inline]
+    pub(crate) fn column(&self, id: u32) -> tableq_exec::batch::Column<'_> {
+        self.columns.column(id)
+    }
+
+    /// The row number of the first header of `run`, a run of this partition's headers
+    /// (from [`heads`](Partition::heads)).
+    #[inline]
+    pub(crate) fn index_of(&self, run: &[RowHead]) -> usize {
+        let offset = (run.as_ptr() as usize).wrapping_sub(self.rows.as_ptr() as usize);
+        (offset / size_of::<RowHead>()).min(self.rows.len())
     }
 
     /// The headers of rows `lo..hi`.
@@ -586,6 +604,7 @@ impl PartitionBuilder {
             text: self.text,
             bytes: self.bytes,
             index: Index::default(),
+            columns: ColumnSet::none(),
         }
     }
 
@@ -612,6 +631,7 @@ impl PartitionBuilder {
                 text: std::mem::take(&mut self.text),
                 bytes: std::mem::take(&mut self.bytes),
                 index: Index::default(),
+                columns: ColumnSet::none(),
             };
             drop(keys);
             let mut sorted = PartitionBuilder::with_key(self.key.clone());
@@ -638,6 +658,18 @@ impl PartitionBuilder {
         self.slots.shrink_to_fit();
         self.text.shrink_to_fit();
         self.bytes.shrink_to_fit();
+        let columns = {
+            let slots = &self.slots;
+            let rows: Vec<&[Slot]> = self
+                .rows
+                .iter()
+                .map(|h| {
+                    let start = h.slot_start as usize;
+                    slots.get(start..start + h.slot_len as usize).unwrap_or(&[])
+                })
+                .collect();
+            ColumnSet::build(&rows)
+        };
         Ok(Partition {
             key: self.key,
             rows: self.rows,
@@ -645,6 +677,7 @@ impl PartitionBuilder {
             text: self.text,
             bytes: self.bytes,
             index,
+            columns,
         })
     }
 }

@@ -16,8 +16,12 @@ use crate::tree::{Cursor, TreeEntry};
 use std::cmp::Ordering;
 use std::convert::Infallible;
 use std::hash::RandomState;
-use std::ops::Bound;
-use tableq_exec::{Chunk, EntitySource, Key, OkRows, PropertySlot, Scan, SlotLookup, SourceRow};
+use std::ops::{Bound, ControlFlow, Range};
+use tableq_exec::batch::{Column, Columns};
+use tableq_exec::{
+    Chunk, EntitySource, Filtered, Key, OkRows, PropertySlot, RowFilter, RunEnd, Scan, SlotLookup,
+    SourceRow, filter_run,
+};
 use tableq_model::json::ListProperties;
 use tableq_model::order::compare_str;
 use tableq_model::{DateTime, Entity, EntityView, ValueRef};
@@ -417,6 +421,23 @@ impl<'a> Iterator for MemoryRows<'a> {
     }
 }
 
+/// A run of a partition's rows, with the partition's columns.
+struct RunColumns<'a> {
+    partition: &'a Partition,
+    rows: Range<usize>,
+}
+
+impl Columns for RunColumns<'_> {
+    fn rows(&self) -> Range<usize> {
+        self.rows.clone()
+    }
+
+    #[inline]
+    fn column(&self, slot: PropertySlot) -> Column<'_> {
+        self.partition.column(slot.0)
+    }
+}
+
 /// One entity of a [`MemorySnapshot`], borrowed from its compact layout.
 #[derive(Clone, Copy)]
 pub struct MemoryRow<'a> {
@@ -610,6 +631,53 @@ impl EntitySource for MemorySnapshot {
         row_key: &str,
     ) -> Result<Option<MemoryRow<'a>>, Infallible> {
         Ok(MemorySnapshot::get(self, partition_key, row_key))
+    }
+
+    /// Filters run by run ([`filter_run`]): a run of base rows is tested over its
+    /// partition's columns (`columns.rs`); the overlay's small blocks have none, so their
+    /// rows are tested one by one.
+    fn scan_filtered<'a, P, F>(
+        &'a self,
+        scan: Scan<'a>,
+        filter: &P,
+        mut visit: F,
+    ) -> Result<(), Infallible>
+    where
+        P: RowFilter + ?Sized,
+        F: FnMut(Filtered<MemoryRow<'a>>) -> ControlFlow<()>,
+    {
+        let names = &self.state.names;
+        let mut rows = MemorySnapshot::scan(self, scan);
+        let mut scratch = Vec::new();
+        loop {
+            let run = rows.heads.as_slice();
+            let Some(partition) = rows.current.filter(|_| !run.is_empty()) else {
+                if rows.advance() {
+                    continue;
+                }
+                return Ok(());
+            };
+            let lo = partition.index_of(run);
+            let columns = RunColumns {
+                partition,
+                rows: lo..lo + run.len(),
+            };
+            let row = |i: usize| MemoryRow {
+                names,
+                partition,
+                head: partition.head(i),
+            };
+            match filter_run(filter, &columns, &row, &mut scratch, &mut visit) {
+                RunEnd::Done => rows.heads = [].iter(),
+                RunEnd::StoppedAfter(i) => {
+                    rows.heads = partition.heads(i + 1, columns.rows.end).iter();
+                    if let Some(next) = rows.next() {
+                        let _ = visit(Filtered::Next(next));
+                    }
+                    return Ok(());
+                }
+            }
+        }
     }
 
     fn split(

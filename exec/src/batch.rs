@@ -1,0 +1,200 @@
+//! Column batches: how a source that stores properties column by column (a PAX-style
+//! layout: per run of rows, per property, typed values and a presence map) hands a run of
+//! rows to a compiled residual, which then tests each comparison over a whole column in a
+//! tight loop ([`ValueTest`]'s column kernels) instead of reading the property row by row.
+//!
+//! A source describes a run with [`Columns`]: which rows of its *column space* (row
+//! numbers its columns are indexed by, e.g. the rows of one partition) the run covers, and
+//! for each property slot a [`Column`]. A column holds the values of one type; a property
+//! stored with several types in the run, or of a type without a column form (strings,
+//! Guids, binaries), is [`Column::Rows`]: its comparisons are then tested row by row, so
+//! every source and every predicate still gets the same answer
+//! ([`EntitySource::scan_filtered`](crate::EntitySource::scan_filtered)).
+//!
+//! Results are bitmaps of [`WORD_ROWS`] rows a word, aligned to the column space: word `k`
+//! of a run's result covers rows `(first_word + k) · 64 ..`, where `first_word` is the word
+//! of the run's first row ([`Columns::words`]).
+//!
+//! ```
+//! use tableq_exec::batch::Column;
+//! use tableq_exec::ValueTest;
+//! use tableq_model::{CmpOp, Value};
+//! // Rows 0 and 2 have Age (7 and 40); row 1 has none.
+//! let ages = Column::Int32 { present: &[0b101], values: &[7, 0, 40] };
+//! let mut out = [0u64; 1];
+//! assert!(ages.test(&ValueTest::new(CmpOp::Gt, &Value::Int32(5)), 0, &mut out));
+//! assert_eq!(out[0], 0b101); // row 1's stored 0 is not a value: it is absent
+//! ```
+
+use crate::comparison::{ValueTest, WORD_ROWS};
+use crate::slot::PropertySlot;
+use std::ops::Range;
+
+/// The values of one property over a source's column space (see the module docs). Bit
+/// `i` of `present` is set when row `i` has the property; the value at `i` is then in
+/// `values` (anything when the row has none).
+#[derive(Debug, Clone, Copy)]
+pub enum Column<'a> {
+    /// No row of the run has the property.
+    Absent,
+    /// Int32 values.
+    Int32 {
+        /// Which rows have the property.
+        present: &'a [u64],
+        /// One value per row.
+        values: &'a [i32],
+    },
+    /// Int64 values.
+    Int64 {
+        /// Which rows have the property.
+        present: &'a [u64],
+        /// One value per row.
+        values: &'a [i64],
+    },
+    /// Double values.
+    Double {
+        /// Which rows have the property.
+        present: &'a [u64],
+        /// One value per row.
+        values: &'a [f64],
+    },
+    /// Boolean values, as a bitmap of the rows whose value is `true`.
+    Boolean {
+        /// Which rows have the property.
+        present: &'a [u64],
+        /// Which rows hold `true`.
+        trues: &'a [u64],
+        /// Rows of the column space the bitmaps cover.
+        rows: usize,
+    },
+    /// DateTime values, as ticks.
+    DateTime {
+        /// Which rows have the property.
+        present: &'a [u64],
+        /// One value per row, in ticks.
+        ticks: &'a [i64],
+    },
+    /// No column form (several types in the run, or a type without one): test rows one
+    /// by one.
+    Rows,
+}
+
+impl Column<'_> {
+    /// Tests the column's words `first_word .. first_word + out.len()` against `test`
+    /// (rows without the property fail it). `false` when the column is
+    /// [`Column::Rows`] (`out` untouched): the caller tests rows instead.
+    pub fn test(&self, test: &ValueTest, first_word: usize, out: &mut [u64]) -> bool {
+        let present = match *self {
+            Column::Absent => {
+                out.fill(0);
+                return true;
+            }
+            Column::Rows => return false,
+            Column::Int32 { present, values } => {
+                test.int32_words(values, first_word, out);
+                present
+            }
+            Column::Int64 { present, values } => {
+                test.int64_words(values, first_word, out);
+                present
+            }
+            Column::Double { present, values } => {
+                test.double_words(values, first_word, out);
+                present
+            }
+            Column::Boolean {
+                present,
+                trues,
+                rows,
+            } => {
+                test.boolean_words(trues, rows, first_word, out);
+                present
+            }
+            Column::DateTime { present, ticks } => {
+                test.ticks_words(ticks, first_word, out);
+                present
+            }
+        };
+        for (k, word) in out.iter_mut().enumerate() {
+            *word &= present.get(first_word + k).copied().unwrap_or(0);
+        }
+        true
+    }
+}
+
+/// A run of rows a source stores column by column (see the module docs).
+pub trait Columns {
+    /// The run's rows in the column space.
+    fn rows(&self) -> Range<usize>;
+
+    /// The column of a property slot the source issued.
+    fn column(&self, slot: PropertySlot) -> Column<'_>;
+
+    /// The bitmap words covering the run: `(first_word, words)`.
+    fn words(&self) -> (usize, usize) {
+        let rows = self.rows();
+        let first = rows.start / WORD_ROWS;
+        (first, rows.end.div_ceil(WORD_ROWS).saturating_sub(first))
+    }
+}
+
+/// Clears the bits of `out` (words from `first_word`) outside `rows`.
+pub fn keep_only(out: &mut [u64], first_word: usize, rows: &Range<usize>) {
+    for (k, word) in out.iter_mut().enumerate() {
+        let start = (first_word + k) * WORD_ROWS;
+        let lo = rows.start.saturating_sub(start).min(WORD_ROWS);
+        let hi = rows.end.saturating_sub(start).min(WORD_ROWS);
+        *word &= bits_between(lo, hi);
+    }
+}
+
+/// Bits `lo..hi` of a word.
+fn bits_between(lo: usize, hi: usize) -> u64 {
+    if lo >= hi {
+        return 0;
+    }
+    let upto = |n: usize| {
+        if n >= WORD_ROWS {
+            u64::MAX
+        } else {
+            (1u64 << n) - 1
+        }
+    };
+    upto(hi) & !upto(lo)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keep_only_clears_outside_the_run() {
+        let mut out = [u64::MAX; 3];
+        keep_only(&mut out, 1, &(70..190));
+        // Words 1, 2 and 3: rows 64–127, 128–191, 192–255.
+        assert_eq!(out[0], !((1u64 << 6) - 1));
+        assert_eq!(out[1], (1u64 << 62) - 1);
+        assert_eq!(out[2], 0);
+        let mut one = [u64::MAX];
+        keep_only(&mut one, 0, &(3..3));
+        assert_eq!(one[0], 0);
+    }
+
+    struct Run(Range<usize>);
+    impl Columns for Run {
+        fn rows(&self) -> Range<usize> {
+            self.0.clone()
+        }
+        fn column(&self, _: PropertySlot) -> Column<'_> {
+            Column::Rows
+        }
+    }
+
+    #[test]
+    fn words_cover_the_run() {
+        assert_eq!(Run(0..0).words(), (0, 0));
+        assert_eq!(Run(0..64).words(), (0, 1));
+        assert_eq!(Run(63..65).words(), (0, 2));
+        assert_eq!(Run(128..129).words(), (2, 1));
+    }
+}
