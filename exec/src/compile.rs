@@ -167,7 +167,7 @@ impl CompiledPredicate {
 
 /// Compiled predicates over runs of rows stored as columns: each comparison on a slot
 /// whose run has a column form is one kernel call over the column
-/// ([`Column::test`]); the rest are tested row by row — in a conjunction only on the rows
+/// ([`Column::test`](crate::batch::Column::test)); the rest are tested row by row — in a conjunction only on the rows
 /// the columns left, in a disjunction only on the rows they did not take.
 impl RowFilter for CompiledPredicate {
     #[inline]

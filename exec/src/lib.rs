@@ -14,6 +14,10 @@
 //!   each comparison a [`ValueTest`] (module [`comparison`]): a typed literal, the operator
 //!   an outcome mask),
 //!   agreeing with [`tableq_model::compare`].
+//! * [`batch`] — column batches: a source that stores properties as typed columns with a
+//!   presence map hands runs of rows to the compiled residual
+//!   ([`EntitySource::scan_filtered`], [`filter_run`]), which tests each comparison over a
+//!   whole column, 64 rows per bitmap word, and reads rows only for the matches.
 //! * [`Executor`] — runs a [`Plan`](tableq_planner::plan::Plan) in parallel (rayon), in key
 //!   order, page by page with continuations and an optional work budget; results as owned
 //!   [`ResultRow`]s ([`Executor::execute_page`]) or as borrowed [`RowView`]s handed to a

@@ -4,13 +4,25 @@
 //! which lets a residual test a whole column in a tight loop
 //! ([`tableq_exec::batch`]) instead of reading every row's slots. The rows keep every
 //! value as well (point gets, projections and the other types read them there): the columns
-//! are a second copy of the fixed-width values, built once when a partition is built.
+//! are a second copy of the fixed-width values, built by the first scan of a partition
+//! that asks for a column (`Partition::column`): writes, which rebuild partitions as their
+//! overlays grow, never pay for them, and a partition no scan reads never holds them.
 //!
 //! A property gets a column in a partition when every row that has it holds the same
 //! type, that type has a column form, and at least one row in [`DENSITY`] has it (a
 //! column costs memory for every row of the partition, present or not). Otherwise its
 //! comparisons are tested row by row ([`Column::Rows`]), as are those of partitions built
-//! without columns (the small blocks of the write overlay) — [`ColumnSet::none`].
+//! without columns (the small blocks of the write overlay, partitions under [`MIN_ROWS`]
+//! rows, and those of tables past [`MAX_ID`] property names) — [`ColumnSet::none`].
+//!
+//! **Why not Apache Arrow** (`arrow-rs`), the well-kept columnar crate of the field: its
+//! arrays and bitmaps have the same shape as these, but its comparison kernels implement
+//! SQL's semantics, not the Table service's — a property of another type than the literal
+//! counts as *less* than it, an Int32 literal widens to Int64 and Double columns but an
+//! Int64 literal does not narrow, NaN is unordered (`ne` holds), a missing property fails
+//! every operator — so every kernel would be ours anyway ([`tableq_exec::ValueTest`]'s
+//! word kernels, ≈ 150 lines, property-tested against `tableq_model::compare`), and the
+//! columns would bring a large dependency for five `Vec`s a partition.
 
 use crate::codec::Slot;
 use tableq_exec::batch::Column;
@@ -21,6 +33,10 @@ pub(crate) const DENSITY: usize = 8;
 
 /// Partitions smaller than this get no columns (their rows are tested one by one).
 pub(crate) const MIN_ROWS: usize = 64;
+
+/// Partitions holding a property numbered this high get no columns (a table with that
+/// many property names; the build indexes its work by property number).
+pub(crate) const MAX_ID: usize = 1 << 16;
 
 /// The columns of one partition, by property number.
 #[derive(Debug, Default)]
@@ -81,39 +97,74 @@ impl ColumnSet {
     /// property number, as every row's are).
     pub(crate) fn build(rows: &[&[Slot]]) -> ColumnSet {
         let n = rows.len();
-        if n < MIN_ROWS {
+        // Slots are sorted by number: a row's last holds its largest.
+        let max_id = rows.iter().filter_map(|r| r.last()).map(|s| s.id()).max();
+        let Some(max_id) = max_id.map(|m| m as usize) else {
+            return ColumnSet::none();
+        };
+        if n < MIN_ROWS || max_id >= MAX_ID {
             return ColumnSet::none();
         }
-        // Per property: rows holding it, and its one kind (or None when it has several).
-        let mut seen: Vec<(u32, usize, Kind)> = Vec::new();
-        for slots in rows {
+        // Pass 1, per property number: how many rows hold it, and its one kind.
+        let mut seen: Vec<(usize, Option<Kind>)> = vec![(0, None); max_id + 1];
+        for slot in rows.iter().flat_map(|r| r.iter()) {
+            let kind = kind_of(fixed(*slot));
+            let e = &mut seen[slot.id() as usize];
+            e.0 += 1;
+            e.1 = match e.1 {
+                None => Some(kind),
+                Some(k) if k == kind => Some(k),
+                Some(_) => Some(Kind::None),
+            };
+        }
+        // The properties that get a column, and where each one's column is.
+        let words = n.div_ceil(64);
+        let mut at = vec![u32::MAX; max_id + 1];
+        let mut building: Vec<(u32, Building)> = Vec::new();
+        for (id, &(count, kind)) in seen.iter().enumerate() {
+            let Some(kind) = kind.filter(|_| count * DENSITY >= n) else {
+                continue;
+            };
+            if let Some(b) = Building::new(kind, n) {
+                at[id] = building.len() as u32;
+                building.push((id as u32, b));
+            }
+        }
+        // Pass 2: every value into its column.
+        let mut present = vec![vec![0u64; words]; building.len()];
+        for (i, slots) in rows.iter().enumerate() {
             for slot in slots.iter() {
-                let kind = kind_of(fixed(*slot));
-                let id = slot.id();
-                match seen.binary_search_by_key(&id, |e| e.0) {
-                    Ok(at) => {
-                        let e = &mut seen[at];
-                        e.1 += 1;
-                        if e.2 != kind {
-                            e.2 = Kind::None;
-                        }
-                    }
-                    Err(at) => seen.insert(at, (id, 1, kind)),
+                let Some(c) = at.get(slot.id() as usize).map(|&c| c as usize) else {
+                    continue;
+                };
+                if let (Some((_, b)), Some(p)) = (building.get_mut(c), present.get_mut(c)) {
+                    b.set(i, fixed(*slot));
+                    p[i / 64] |= 1 << (i % 64);
                 }
             }
         }
-        let words = n.div_ceil(64);
-        let columns = seen
+        let mut built = building
             .into_iter()
-            .map(|(id, count, kind)| {
-                let stored = if count * DENSITY < n {
-                    Stored::Rows
-                } else {
-                    fill(rows, id, kind, words)
-                };
-                (id, stored)
-            })
-            .collect();
+            .zip(present)
+            .map(|((id, b), p)| (id, b.finish(p)));
+        let mut next = built.next();
+        let mut columns = Vec::new();
+        for (id, &(count, _)) in seen.iter().enumerate() {
+            if count == 0 {
+                continue;
+            }
+            let id = id as u32;
+            match next.take() {
+                Some((cid, stored)) if cid == id => {
+                    columns.push((id, stored));
+                    next = built.next();
+                }
+                other => {
+                    next = other;
+                    columns.push((id, Stored::Rows));
+                }
+            }
+        }
         ColumnSet {
             built: true,
             rows: n,
@@ -163,49 +214,49 @@ impl ColumnSet {
     }
 }
 
-/// The column of property `id`, of kind `kind`, over `rows`.
-fn fill(rows: &[&[Slot]], id: u32, kind: Kind, words: usize) -> Stored {
-    let mut present = vec![0u64; words];
-    // Each row's value of `id` (its slots are sorted by number).
-    let value = |slots: &[Slot]| {
-        slots
-            .binary_search_by_key(&id, |s| s.id())
-            .ok()
-            .map(|at| fixed(slots[at]))
-    };
-    for (i, slots) in rows.iter().enumerate() {
-        if value(slots).is_some() {
-            present[i / 64] |= 1 << (i % 64);
+/// A column being filled (values only; the presence map is kept beside it).
+enum Building {
+    Int32(Vec<i32>),
+    Int64(Vec<i64>),
+    Double(Vec<f64>),
+    Boolean(Vec<u64>),
+    DateTime(Vec<i64>),
+}
+
+impl Building {
+    /// An empty column of `n` rows of `kind` (`None` for a kind without a column form).
+    fn new(kind: Kind, n: usize) -> Option<Building> {
+        Some(match kind {
+            Kind::Int32 => Building::Int32(vec![0; n]),
+            Kind::Int64 => Building::Int64(vec![0; n]),
+            Kind::Double => Building::Double(vec![0.0; n]),
+            Kind::Boolean => Building::Boolean(vec![0; n.div_ceil(64)]),
+            Kind::DateTime => Building::DateTime(vec![0; n]),
+            Kind::None => return None,
+        })
+    }
+
+    /// Row `i` holds `v` (of the column's kind: every value of the property is).
+    #[inline]
+    fn set(&mut self, i: usize, v: ValueRef<'_>) {
+        match (self, v) {
+            (Building::Int32(c), ValueRef::Int32(v)) => c[i] = v,
+            (Building::Int64(c), ValueRef::Int64(v)) => c[i] = v,
+            (Building::Double(c), ValueRef::Double(v)) => c[i] = v,
+            (Building::Boolean(c), ValueRef::Boolean(v)) => c[i / 64] |= u64::from(v) << (i % 64),
+            (Building::DateTime(c), ValueRef::DateTime(v)) => c[i] = v.ticks(),
+            _ => {}
         }
     }
-    macro_rules! typed {
-        ($variant:ident, $default:expr, $pick:pat => $out:expr) => {
-            Stored::$variant(
-                present,
-                rows.iter()
-                    .map(|slots| match value(slots) {
-                        Some($pick) => $out,
-                        _ => $default,
-                    })
-                    .collect(),
-            )
-        };
-    }
-    match kind {
-        Kind::Int32 => typed!(Int32, 0, ValueRef::Int32(v) => v),
-        Kind::Int64 => typed!(Int64, 0, ValueRef::Int64(v) => v),
-        Kind::Double => typed!(Double, 0.0, ValueRef::Double(v) => v),
-        Kind::DateTime => typed!(DateTime, 0, ValueRef::DateTime(v) => v.ticks()),
-        Kind::Boolean => {
-            let mut trues = vec![0u64; words];
-            for (i, slots) in rows.iter().enumerate() {
-                if let Some(ValueRef::Boolean(true)) = value(slots) {
-                    trues[i / 64] |= 1 << (i % 64);
-                }
-            }
-            Stored::Boolean(present, trues)
+
+    fn finish(self, present: Vec<u64>) -> Stored {
+        match self {
+            Building::Int32(v) => Stored::Int32(present, v),
+            Building::Int64(v) => Stored::Int64(present, v),
+            Building::Double(v) => Stored::Double(present, v),
+            Building::Boolean(t) => Stored::Boolean(present, t),
+            Building::DateTime(v) => Stored::DateTime(present, v),
         }
-        Kind::None => Stored::Rows,
     }
 }
 

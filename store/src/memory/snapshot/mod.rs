@@ -21,6 +21,12 @@
 //!   sorted vector of partitions plus a hash map PartitionKey → position: a point lookup
 //!   is two hash probes; a scan walks partitions in key order. [`MemorySnapshot::from_entities`]
 //!   builds a base directly (bulk load).
+//! * **Columns** (see `columns.rs`): a base partition also keeps each dense,
+//!   single-typed fixed-width property (Int32, Int64, Double, Boolean, DateTime) as a
+//!   typed array with a presence map, so that a scan tests a residual a column at a time
+//!   ([`tableq_exec::batch`], [`EntitySource::scan_filtered`](tableq_exec::EntitySource::scan_filtered))
+//!   and reads rows only for its matches. A second copy of those values, built by the
+//!   first scan that needs it (never by a write).
 //! * **The overlay: recent writes** (see `overlay.rs`; deriving versions: `changes.rs`), a
 //!   two-level persistent B-tree (PartitionKey → RowKey → row or removal, `tree.rs`). The rows of one write are one
 //!   small compact block, so an overlay row is read exactly like a base row

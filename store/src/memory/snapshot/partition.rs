@@ -21,7 +21,7 @@ use crate::codec::{
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tableq_model::{DateTime, Entity, Property, ValueRef, order::compare_str};
 
 /// Why a version could not be built. Nothing was changed: versions are immutable.
@@ -117,8 +117,10 @@ pub(crate) struct Partition {
     text: String,
     bytes: Vec<u8>,
     index: Index,
-    /// The fixed-width properties again, column by column (`columns.rs`).
-    columns: ColumnSet,
+    /// The fixed-width properties again, column by column (`columns.rs`): built by the
+    /// first scan that asks for a column (so writes, which rebuild partitions, never pay
+    /// for them); set to none at once for the write overlay's blocks.
+    columns: OnceLock<ColumnSet>,
 }
 
 fn to_u32(n: usize, what: &'static str) -> Result<u32, MemoryError> {
@@ -156,13 +158,18 @@ impl Partition {
             // hashbrown: one (u32, u32) bucket and one control byte per bucket; buckets are
             // the capacity rounded up to a power of two at 7/8 load.
             + (self.index.capacity() * 8 / 7).next_power_of_two() * (size_of::<(u32, u32)>() + 1)
-            + self.columns.heap_bytes()
+            + self.columns.get().map_or(0, ColumnSet::heap_bytes)
     }
 
     /// The column of property `id` (row numbers are the partition's).
     #[inline]
     pub(crate) fn column(&self, id: u32) -> tableq_exec::batch::Column<'_> {
-        self.columns.column(id)
+        self.columns
+            .get_or_init(|| {
+                let rows: Vec<&[Slot]> = self.rows.iter().map(|h| self.slots_of(h)).collect();
+                ColumnSet::build(&rows)
+            })
+            .column(id)
     }
 
     /// The row number of the first header of `run`, a run of this partition's headers
@@ -604,7 +611,7 @@ impl PartitionBuilder {
             text: self.text,
             bytes: self.bytes,
             index: Index::default(),
-            columns: ColumnSet::none(),
+            columns: OnceLock::from(ColumnSet::none()),
         }
     }
 
@@ -631,7 +638,7 @@ impl PartitionBuilder {
                 text: std::mem::take(&mut self.text),
                 bytes: std::mem::take(&mut self.bytes),
                 index: Index::default(),
-                columns: ColumnSet::none(),
+                columns: OnceLock::from(ColumnSet::none()),
             };
             drop(keys);
             let mut sorted = PartitionBuilder::with_key(self.key.clone());
@@ -658,18 +665,6 @@ impl PartitionBuilder {
         self.slots.shrink_to_fit();
         self.text.shrink_to_fit();
         self.bytes.shrink_to_fit();
-        let columns = {
-            let slots = &self.slots;
-            let rows: Vec<&[Slot]> = self
-                .rows
-                .iter()
-                .map(|h| {
-                    let start = h.slot_start as usize;
-                    slots.get(start..start + h.slot_len as usize).unwrap_or(&[])
-                })
-                .collect();
-            ColumnSet::build(&rows)
-        };
         Ok(Partition {
             key: self.key,
             rows: self.rows,
@@ -677,7 +672,7 @@ impl PartitionBuilder {
             text: self.text,
             bytes: self.bytes,
             index,
-            columns,
+            columns: OnceLock::new(),
         })
     }
 }
