@@ -239,9 +239,12 @@ pub trait EntitySource: Sync {
     /// entity*, which is then handed over as [`Filtered::Next`] (not tested) if the scan
     /// has one. Errors as in [`scan_each`].
     ///
+    /// Rows that fail are reported ([`Filtered::Skipped`]) at least every
+    /// `report_every` rows (at most every [`FILTER_BATCH`]; a visitor that keeps a work
+    /// budget asks for its interval), so that the visitor may stop between them.
+    ///
     /// This is how the executor scans a chunk with a residual. The default tests each row
-    /// ([`RowFilter::test_row`]) and reports the rows that fail at least every
-    /// [`FILTER_BATCH`]. A source that stores properties as columns overrides it and hands
+    /// ([`RowFilter::test_row`]). A source that stores properties as columns overrides it and hands
     /// runs of rows to [`filter_run`], which tests a whole column at a time
     /// ([`crate::batch`]); it must visit exactly what the default visits.
     ///
@@ -261,7 +264,7 @@ pub trait EntitySource: Sync {
     /// let filter = CompiledPredicate::compile(&odd, &source);
     /// let range = KeyRange::full();
     /// let mut seen = Vec::new();
-    /// source.scan_filtered(Scan { range: &range, from: None, until: None }, &filter, |f| {
+    /// source.scan_filtered(Scan { range: &range, from: None, until: None }, &filter, usize::MAX, |f| {
     ///     match f {
     ///         Filtered::Match { row, skipped } => seen.push(format!("{skipped} then {}", row.row_key())),
     ///         Filtered::Skipped(n) => seen.push(format!("{n} more")),
@@ -276,12 +279,14 @@ pub trait EntitySource: Sync {
         &'a self,
         scan: Scan<'a>,
         filter: &P,
+        report_every: usize,
         mut visit: F,
     ) -> Result<(), Self::Error>
     where
         P: RowFilter + ?Sized,
         F: FnMut(Filtered<Self::Row<'a>>) -> ControlFlow<()>,
     {
+        let every = report_every.clamp(1, FILTER_BATCH) as u64;
         let mut skipped = 0u64;
         let mut stopped = false;
         self.scan_each(scan, |row| {
@@ -296,7 +301,7 @@ pub trait EntitySource: Sync {
                 })
             } else {
                 skipped += 1;
-                if skipped < FILTER_BATCH as u64 {
+                if skipped < every {
                     return ControlFlow::Continue(());
                 }
                 visit(Filtered::Skipped(std::mem::take(&mut skipped)))
@@ -349,10 +354,11 @@ pub trait EntitySource: Sync {
     }
 }
 
-/// Rows a filtered scan tests between two reports to its visitor
-/// ([`EntitySource::scan_filtered`]): the most rows that fail between two
-/// [`Filtered::Skipped`] (or [`Filtered::Match`]) visits, so a visitor that keeps a work
-/// budget or watches a shared limit hears from the scan at least this often.
+/// The most rows a filtered scan tests between two reports to its visitor
+/// ([`EntitySource::scan_filtered`], [`filter_run`]): its batches of rows tested at once,
+/// and the longest run of failing rows between two [`Filtered::Skipped`] (or
+/// [`Filtered::Match`]) visits. A visitor that keeps a work budget or watches a shared
+/// limit asks for fewer (`report_every`).
 pub const FILTER_BATCH: usize = 1024;
 
 /// What a filtered scan tells its visitor ([`EntitySource::scan_filtered`]).
@@ -402,15 +408,17 @@ pub enum RunEnd {
 }
 
 /// Filters one run of rows stored as columns for
-/// [`EntitySource::scan_filtered`]: tests the run [`FILTER_BATCH`] rows at a time with
-/// [`RowFilter::test_run`], visits each match as [`Filtered::Match`] and reports the
-/// rest. `row(i)` is row `i` of the column space; `scratch` is reused between calls.
+/// [`EntitySource::scan_filtered`]: tests the run `report_every` rows at a time (at most
+/// [`FILTER_BATCH`]) with [`RowFilter::test_run`], visits each match as
+/// [`Filtered::Match`] and reports the rest after each batch. `row(i)` is row `i` of the
+/// column space; `scratch` is reused between calls.
 /// The source then goes on with its next run, or, on [`RunEnd::StoppedAfter`], hands its
 /// next row to the visitor as [`Filtered::Next`] and stops.
 pub fn filter_run<C, R, P, F>(
     filter: &P,
     columns: &C,
     row: &dyn Fn(usize) -> R,
+    report_every: usize,
     scratch: &mut Vec<u64>,
     visit: &mut F,
 ) -> RunEnd
@@ -421,9 +429,10 @@ where
     F: FnMut(Filtered<R>) -> ControlFlow<()>,
 {
     let run = columns.rows();
+    let batch_rows = report_every.clamp(1, FILTER_BATCH);
     let mut start = run.start;
     while start < run.end {
-        let end = run.end.min(start + FILTER_BATCH);
+        let end = run.end.min(start + batch_rows);
         let batch = Batch {
             columns,
             rows: start..end,

@@ -85,7 +85,9 @@ proptest! {
         residual in arb_predicate(),
         top in proptest::option::of(1u32..400),
         page_size in proptest::option::of(1usize..200),
+        budget in proptest::option::of(1u64..3000),
         threads in 1usize..3,
+        chunk_rows in prop_oneof![Just(1usize), Just(64), Just(1024)],
     ) {
         let entity = |pk: usize, rk: usize, a: Option<Value>, c: Option<bool>, b: Option<String>| {
             let mut e = Entity::new(["a", "b"][pk], format!("{rk:03}"));
@@ -118,12 +120,25 @@ proptest! {
             entities.push(e);
         }
         let plan = Plan { ranges, residual, select: None, top };
-        let executor = Executor::new(&snapshot).with_threads(threads).unwrap();
-        let options = PageOptions { page_size, ..PageOptions::default() };
+        // Small chunks make parallel waves (the room shared between chunks); a work budget
+        // stops pages between reports of the filtered scan.
+        let tuning = Tuning { initial_chunk_rows: chunk_rows, max_chunk_rows: chunk_rows.max(8), small_wave_rows: 0 };
+        let executor = Executor::new(&snapshot).with_threads(threads).unwrap().with_tuning(tuning);
+        let options = PageOptions { page_size, max_examined: budget, ..PageOptions::default() };
         let mut got = Vec::new();
         let mut continuation: Option<Key> = None;
         loop {
             let page = executor.execute_page(&plan, continuation.as_ref(), &options).unwrap();
+            if let Some(budget) = budget {
+                // A budget is checked every `max(1, budget / (4 · threads))` examined
+                // entities (at most 1024) by each worker.
+                let interval = (budget / (4 * threads as u64)).clamp(1, 1024);
+                prop_assert!(page.stats.examined <= budget + interval * threads as u64,
+                    "examined {} with a budget of {}", page.stats.examined, budget);
+            }
+            if let (Some(next), Some(last)) = (&page.continuation, page.rows.last()) {
+                prop_assert!(last.key() < *next);
+            }
             got.extend(keys(&page.rows));
             continuation = page.continuation;
             if continuation.is_none() {

@@ -270,7 +270,7 @@ pub(super) fn scan_chunk<'a, S: EntitySource + ?Sized>(
     // (`Filtered::Next`). A source error ends the chunk (returned by `scan_filtered`).
     if !budget.enabled() && !room.shared() {
         // The hot loop: nothing to account, nobody to hear from.
-        source.scan_filtered(scan, predicate, |f| match f {
+        source.scan_filtered(scan, predicate, usize::MAX, |f| match f {
             Filtered::Match { row, skipped } => {
                 *examined += skipped + 1;
                 rows.push(row);
@@ -303,7 +303,8 @@ pub(super) fn scan_chunk<'a, S: EntitySource + ?Sized>(
     };
     let (mut since_tick, mut since_cut) = (0u64, 0u64);
     let mut quota = room.quota();
-    let scanned = source.scan_filtered(scan, predicate, |f| {
+    let report_every = usize::try_from(tick_every.min(cut_every)).unwrap_or(usize::MAX);
+    let scanned = source.scan_filtered(scan, predicate, report_every, |f| {
         let n = match f {
             Filtered::Next(row) => {
                 *end = ChunkEnd::Stopped(key_of(&row));

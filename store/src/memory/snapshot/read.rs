@@ -640,6 +640,7 @@ impl EntitySource for MemorySnapshot {
         &'a self,
         scan: Scan<'a>,
         filter: &P,
+        report_every: usize,
         mut visit: F,
     ) -> Result<(), Infallible>
     where
@@ -667,7 +668,14 @@ impl EntitySource for MemorySnapshot {
                 partition,
                 head: partition.head(i),
             };
-            match filter_run(filter, &columns, &row, &mut scratch, &mut visit) {
+            match filter_run(
+                filter,
+                &columns,
+                &row,
+                report_every,
+                &mut scratch,
+                &mut visit,
+            ) {
                 RunEnd::Done => rows.heads = [].iter(),
                 RunEnd::StoppedAfter(i) => {
                     rows.heads = partition.heads(i + 1, columns.rows.end).iter();
