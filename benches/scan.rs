@@ -206,6 +206,24 @@ fn scans(c: &mut Criterion) {
 /// The selective 3-comparison residual: Age eq 42 (1 %), Score gt 900.0 (10 %), Active (50 %).
 const RESIDUAL: &str = "Age eq 42 and Score gt 900.0 and Active";
 
+/// Benches `compiled`: the executor on `threads` threads running `plan` to the end (after
+/// checking that it finds `expected` rows).
+fn bench_executor(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    snapshot: &MemorySnapshot,
+    plan: &Plan,
+    threads: usize,
+    expected: usize,
+) {
+    let executor = Executor::new(snapshot)
+        .with_threads(threads)
+        .expect("threads");
+    assert_eq!(run_all(&executor, plan).len(), expected);
+    group.bench_function(BenchmarkId::new("compiled", threads), |b| {
+        b.iter_with_large_drop(|| run_all(&executor, plan))
+    });
+}
+
 fn full_scan_residual(c: &mut Criterion) {
     let snapshot = table_1m();
     let n = snapshot.len() as u64;
@@ -228,13 +246,7 @@ fn full_scan_residual(c: &mut Criterion) {
     let full = KeyRange::full();
     let expected = snapshot.iter().filter(|r| closure(r)).count();
     for threads in [1usize, 2] {
-        let executor = Executor::new(snapshot)
-            .with_threads(threads)
-            .expect("threads");
-        assert_eq!(run_all(&executor, &p).len(), expected);
-        group.bench_function(BenchmarkId::new("compiled", threads), |b| {
-            b.iter_with_large_drop(|| run_all(&executor, &p))
-        });
+        bench_executor(&mut group, snapshot, &p, threads, expected);
 
         let chunks = snapshot.split(
             Scan {
@@ -372,13 +384,7 @@ fn full_scan_residual_10m(c: &mut Criterion) {
         snapshot.heap_bytes() as f64 / n.max(1) as f64
     );
     for threads in [1usize, 2] {
-        let executor = Executor::new(snapshot)
-            .with_threads(threads)
-            .expect("threads");
-        assert_eq!(run_all(&executor, &p).len(), expected);
-        group.bench_function(BenchmarkId::new("compiled", threads), |b| {
-            b.iter_with_large_drop(|| run_all(&executor, &p))
-        });
+        bench_executor(&mut group, snapshot, &p, threads, expected);
         assert_eq!(hand(threads), expected);
         group.bench_function(BenchmarkId::new("hand_loop_over_vectors", threads), |b| {
             b.iter(|| black_box(hand(threads)))

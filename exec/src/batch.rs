@@ -122,6 +122,53 @@ impl Column<'_> {
     }
 }
 
+/// A column a source owns: typed values of one type with their presence map (bit `i` of
+/// `present` set when row `i` has the property) — what [`Column`] borrows. Sources that
+/// build their columns in memory keep them in this form.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OwnedColumn {
+    /// Int32 values.
+    Int32(Vec<u64>, Vec<i32>),
+    /// Int64 values.
+    Int64(Vec<u64>, Vec<i64>),
+    /// Double values.
+    Double(Vec<u64>, Vec<f64>),
+    /// Boolean values, as a bitmap of the `true`s.
+    Boolean(Vec<u64>, Vec<u64>),
+    /// DateTime values, as ticks.
+    DateTime(Vec<u64>, Vec<i64>),
+}
+
+impl OwnedColumn {
+    /// The column, borrowed, over a column space of `rows` rows.
+    #[inline]
+    pub fn as_column(&self, rows: usize) -> Column<'_> {
+        match self {
+            OwnedColumn::Int32(present, values) => Column::Int32 { present, values },
+            OwnedColumn::Int64(present, values) => Column::Int64 { present, values },
+            OwnedColumn::Double(present, values) => Column::Double { present, values },
+            OwnedColumn::Boolean(present, trues) => Column::Boolean {
+                present,
+                trues,
+                rows,
+            },
+            OwnedColumn::DateTime(present, ticks) => Column::DateTime { present, ticks },
+        }
+    }
+
+    /// Heap bytes used.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            OwnedColumn::Int32(p, v) => p.capacity() * 8 + v.capacity() * 4,
+            OwnedColumn::Int64(p, v) | OwnedColumn::DateTime(p, v) => {
+                p.capacity() * 8 + v.capacity() * 8
+            }
+            OwnedColumn::Double(p, v) => p.capacity() * 8 + v.capacity() * 8,
+            OwnedColumn::Boolean(p, t) => p.capacity() * 8 + t.capacity() * 8,
+        }
+    }
+}
+
 /// A run of rows a source stores column by column (see the module docs).
 pub trait Columns {
     /// The run's rows in the column space.

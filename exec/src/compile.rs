@@ -401,7 +401,7 @@ fn all_tests(nodes: &[Node]) -> Option<Box<[Test]>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::batch::Column;
+    use crate::batch::{Column, OwnedColumn};
     use proptest::prelude::*;
     use tableq_model::{CmpOp, DateTime, Entity, EntityView, Value, compare};
 
@@ -536,11 +536,7 @@ mod tests {
 
     enum Owned {
         Absent,
-        Int32(Vec<u64>, Vec<i32>),
-        Int64(Vec<u64>, Vec<i64>),
-        Double(Vec<u64>, Vec<f64>),
-        Boolean(Vec<u64>, Vec<u64>),
-        DateTime(Vec<u64>, Vec<i64>),
+        Column(OwnedColumn),
         Rows,
     }
 
@@ -569,13 +565,13 @@ mod tests {
                     }
                     macro_rules! typed {
                         ($variant:ident, $ty:ty, $pick:expr) => {
-                            Owned::$variant(
+                            Owned::Column(OwnedColumn::$variant(
                                 present.clone(),
                                 values
                                     .iter()
                                     .map(|v| v.as_ref().map_or(<$ty>::default(), $pick))
                                     .collect(),
-                            )
+                            ))
                         };
                     }
                     match first {
@@ -603,7 +599,7 @@ mod tests {
                                     trues[i / 64] |= 1 << (i % 64);
                                 }
                             }
-                            Owned::Boolean(present.clone(), trues)
+                            Owned::Column(OwnedColumn::Boolean(present.clone(), trues))
                         }
                         Some(_) => Owned::Rows,
                     }
@@ -626,27 +622,7 @@ mod tests {
             let rows = self.0.rows.len();
             match self.0.columns.get(slot.0 as usize) {
                 Some(Owned::Absent) => Column::Absent,
-                Some(Owned::Int32(p, v)) => Column::Int32 {
-                    present: p,
-                    values: v,
-                },
-                Some(Owned::Int64(p, v)) => Column::Int64 {
-                    present: p,
-                    values: v,
-                },
-                Some(Owned::Double(p, v)) => Column::Double {
-                    present: p,
-                    values: v,
-                },
-                Some(Owned::DateTime(p, v)) => Column::DateTime {
-                    present: p,
-                    ticks: v,
-                },
-                Some(Owned::Boolean(p, t)) => Column::Boolean {
-                    present: p,
-                    trues: t,
-                    rows,
-                },
+                Some(Owned::Column(c)) => c.as_column(rows),
                 Some(Owned::Rows) | None => Column::Rows,
             }
         }

@@ -25,7 +25,7 @@
 //! columns would bring a large dependency for five `Vec`s a partition.
 
 use crate::codec::Slot;
-use tableq_exec::batch::Column;
+use tableq_exec::batch::{Column, OwnedColumn};
 use tableq_model::ValueRef;
 
 /// A property gets a column when at least one row in `DENSITY` holds it.
@@ -50,11 +50,8 @@ pub(crate) struct ColumnSet {
 
 #[derive(Debug)]
 enum Stored {
-    Int32(Vec<u64>, Vec<i32>),
-    Int64(Vec<u64>, Vec<i64>),
-    Double(Vec<u64>, Vec<f64>),
-    Boolean(Vec<u64>, Vec<u64>),
-    DateTime(Vec<u64>, Vec<i64>),
+    /// A column.
+    Column(OwnedColumn),
     /// Held with several types, or a type without a column form, or too sparse.
     Rows,
 }
@@ -182,15 +179,7 @@ impl ColumnSet {
             return Column::Absent;
         };
         match &self.columns[at].1 {
-            Stored::Int32(present, values) => Column::Int32 { present, values },
-            Stored::Int64(present, values) => Column::Int64 { present, values },
-            Stored::Double(present, values) => Column::Double { present, values },
-            Stored::Boolean(present, trues) => Column::Boolean {
-                present,
-                trues,
-                rows: self.rows,
-            },
-            Stored::DateTime(present, ticks) => Column::DateTime { present, ticks },
+            Stored::Column(c) => c.as_column(self.rows),
             Stored::Rows => Column::Rows,
         }
     }
@@ -202,12 +191,7 @@ impl ColumnSet {
                 .columns
                 .iter()
                 .map(|(_, s)| match s {
-                    Stored::Int32(p, v) => p.capacity() * 8 + v.capacity() * 4,
-                    Stored::Int64(p, v) | Stored::DateTime(p, v) => {
-                        p.capacity() * 8 + v.capacity() * 8
-                    }
-                    Stored::Double(p, v) => p.capacity() * 8 + v.capacity() * 8,
-                    Stored::Boolean(p, t) => p.capacity() * 8 + t.capacity() * 8,
+                    Stored::Column(c) => c.heap_bytes(),
                     Stored::Rows => 0,
                 })
                 .sum::<usize>()
@@ -250,13 +234,13 @@ impl Building {
     }
 
     fn finish(self, present: Vec<u64>) -> Stored {
-        match self {
-            Building::Int32(v) => Stored::Int32(present, v),
-            Building::Int64(v) => Stored::Int64(present, v),
-            Building::Double(v) => Stored::Double(present, v),
-            Building::Boolean(t) => Stored::Boolean(present, t),
-            Building::DateTime(v) => Stored::DateTime(present, v),
-        }
+        Stored::Column(match self {
+            Building::Int32(v) => OwnedColumn::Int32(present, v),
+            Building::Int64(v) => OwnedColumn::Int64(present, v),
+            Building::Double(v) => OwnedColumn::Double(present, v),
+            Building::Boolean(t) => OwnedColumn::Boolean(present, t),
+            Building::DateTime(v) => OwnedColumn::DateTime(present, v),
+        })
     }
 }
 
