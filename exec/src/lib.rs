@@ -84,6 +84,6 @@ pub use result::{ExecStats, Page, ResultRow, RowView};
 pub use slot::{PropertySlot, SlotLookup};
 pub use source::{
     EntityRef, EntitySource, FILTER_BATCH, Filtered, OkRows, RowFilter, RunEnd, SourceRow,
-    filter_run,
+    filter_each, filter_run,
 };
 pub use vec_source::{VecRows, VecSource};

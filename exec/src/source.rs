@@ -280,39 +280,13 @@ pub trait EntitySource: Sync {
         scan: Scan<'a>,
         filter: &P,
         report_every: usize,
-        mut visit: F,
+        visit: F,
     ) -> Result<(), Self::Error>
     where
         P: RowFilter + ?Sized,
         F: FnMut(Filtered<Self::Row<'a>>) -> ControlFlow<()>,
     {
-        let every = report_every.clamp(1, FILTER_BATCH) as u64;
-        let mut skipped = 0u64;
-        let mut stopped = false;
-        self.scan_each(scan, |row| {
-            if stopped {
-                let _ = visit(Filtered::Next(row));
-                return ControlFlow::Break(());
-            }
-            let flow = if filter.test_row(&row) {
-                visit(Filtered::Match {
-                    row,
-                    skipped: std::mem::take(&mut skipped),
-                })
-            } else {
-                skipped += 1;
-                if skipped < every {
-                    return ControlFlow::Continue(());
-                }
-                visit(Filtered::Skipped(std::mem::take(&mut skipped)))
-            };
-            stopped = flow.is_break();
-            ControlFlow::Continue(())
-        })?;
-        if !stopped && skipped > 0 {
-            let _ = visit(Filtered::Skipped(skipped));
-        }
-        Ok(())
+        filter_each(self, scan, filter, report_every, visit)
     }
 
     /// The entity with exactly these keys (`Ok(None)` when there is none).
@@ -395,6 +369,50 @@ pub trait RowFilter: Sync {
     where
         C: Columns + ?Sized,
         R: SourceRow;
+}
+
+/// [`EntitySource::scan_filtered`] row by row (its default): [`EntitySource::scan_each`]
+/// with each row tested by [`RowFilter::test_row`]. For a source's own override to fall
+/// back on (the durable engine's, when its memtable holds entries in the scan).
+pub fn filter_each<'a, S, P, F>(
+    source: &'a S,
+    scan: Scan<'a>,
+    filter: &P,
+    report_every: usize,
+    mut visit: F,
+) -> Result<(), S::Error>
+where
+    S: EntitySource + ?Sized,
+    P: RowFilter + ?Sized,
+    F: FnMut(Filtered<S::Row<'a>>) -> ControlFlow<()>,
+{
+    let every = report_every.clamp(1, FILTER_BATCH) as u64;
+    let mut skipped = 0u64;
+    let mut stopped = false;
+    source.scan_each(scan, |row| {
+        if stopped {
+            let _ = visit(Filtered::Next(row));
+            return ControlFlow::Break(());
+        }
+        let flow = if filter.test_row(&row) {
+            visit(Filtered::Match {
+                row,
+                skipped: std::mem::take(&mut skipped),
+            })
+        } else {
+            skipped += 1;
+            if skipped < every {
+                return ControlFlow::Continue(());
+            }
+            visit(Filtered::Skipped(std::mem::take(&mut skipped)))
+        };
+        stopped = flow.is_break();
+        ControlFlow::Continue(())
+    })?;
+    if !stopped && skipped > 0 {
+        let _ = visit(Filtered::Skipped(skipped));
+    }
+    Ok(())
 }
 
 /// Where [`filter_run`] left a run.

@@ -13,6 +13,8 @@
 //!   from a file are checked ([`Slot::decode`]); arenas a memory partition built itself are
 //!   read without checks ([`Slot::decode_trusted`], the scan loop's fast path).
 //! * [`Names`] — a table's interned property names (`names.rs`).
+//! * [`ColumnSet`] — the fixed-width properties of a run of rows again, column by column,
+//!   and their byte encoding (`columns.rs`).
 //! * [`timestamp_ticks`] / [`timestamp_from_ticks`] — the Timestamp of a row as ticks,
 //!   [`NO_TIMESTAMP`] for none.
 //!
@@ -29,8 +31,10 @@
 //! of it in `durable/format/mod.rs`): changing them needs a new
 //! [`FORMAT_VERSION`](crate::durable::FORMAT_VERSION).
 
+mod columns;
 mod names;
 
+pub(crate) use columns::ColumnSet;
 pub(crate) use names::{MAX_NAME_ID, Names};
 
 use tableq_model::{DateTime, ValueRef};

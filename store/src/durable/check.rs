@@ -7,8 +7,9 @@
 //!
 //! Each block is checked as readers check it and more: its checksum, its header and row
 //! offsets, every row ([`BlockView::check_rows`]: RowKeys in order, values in bounds,
-//! property numbers known), and that its redb key is (table, PartitionKey, first RowKey) of
-//! its rows. Each log record is decoded; the log's generation, first record and reach
+//! property numbers known), that its columns hold what its rows hold
+//! ([`BlockView::check_columns`]), and that its redb key is (table, PartitionKey, first
+//! RowKey) of its rows. Each log record is decoded; the log's generation, first record and reach
 //! marker are compared with the data file (`log_check.rs`).
 //!
 //! ```
@@ -153,6 +154,7 @@ pub fn check_data_dir(dir: &Path) -> Result<CheckReport, OpenError> {
         let known = id.and_then(|id| names.get(&id)).copied().unwrap_or(0);
         let checked = BlockView::parse(bytes).and_then(|view| {
             view.check_rows(known)?;
+            view.check_columns()?;
             let first = view.row(0).row_key()?;
             let expected = entity_key(id.unwrap_or(0), view.partition_key(), first);
             if expected != key {

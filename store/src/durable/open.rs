@@ -103,7 +103,7 @@ pub enum OpenError {
     /// (format 1 or 2: blocks without checksums).
     #[error(
         "{} was written by an older tableq (data format {found}: blocks without checksums); \
-         this tableq reads formats 3 and {FORMAT_VERSION} only. Move the data with the older tableq \
+         this tableq reads formats 3 to {FORMAT_VERSION} only. Move the data with the older tableq \
          (query every table to JSON lines) and `tableq import` it into a new data directory",
         path.display()
     )]
@@ -398,7 +398,7 @@ pub(crate) fn open(dir: &Path, options: &DurableOptions) -> Result<Opened, OpenE
     load(db, &file)
 }
 
-/// Marks a data file of an older format this build reads (3) with [`FORMAT_VERSION`],
+/// Marks a data file of an older format this build reads (3, 4) with [`FORMAT_VERSION`],
 /// durably, before anything is written to it: blocks written from now on are of the new
 /// layout, which an older build must refuse rather than read as damage.
 fn mark_format(db: &Database, file: &Path) -> Result<(), OpenError> {

@@ -47,14 +47,18 @@ use super::format::tables::ROWS;
 use super::locate::{floor_block, search_keys};
 use super::memtable::{MemRows, MemTable};
 use super::shared::TableEntry;
-use crate::codec::{Corrupt, Names, Number, Slot};
+use crate::codec::{ColumnSet, Corrupt, Names, Number, Slot};
 use crate::error::StoreError;
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
 use std::ops::{Bound, ControlFlow};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use tableq_exec::{Chunk, EntitySource, Key, PropertySlot, Scan, SlotLookup, SourceRow, ValueTest};
+use tableq_exec::batch::{Column, Columns};
+use tableq_exec::{
+    Chunk, EntitySource, Filtered, Key, PropertySlot, RowFilter, RunEnd, Scan, SlotLookup,
+    SourceRow, ValueTest, filter_each, filter_run,
+};
 use tableq_model::json::ListProperties;
 use tableq_model::order::compare_str;
 use tableq_model::{DateTime, Entity, EntityView, ValueRef};
@@ -149,6 +153,9 @@ struct Loaded {
     guard: BlockGuard,
     pk: Box<str>,
     rows: usize,
+    /// Loaded with [`Check::Lazy`] from a block with columns: its rows are not verified
+    /// yet (each is when read), and its key is kept to name it if one fails.
+    lazy: Option<Box<[u8]>>,
 }
 
 /// How much of a block is checked when it is loaded.
@@ -162,21 +169,39 @@ enum Check {
     Header,
     /// The header alone, in constant time (splits: no row is returned from it).
     KeysOnly,
+    /// A block with columns (format 4): the directory, the row offsets and the columns,
+    /// not the rows (filtered scans, which verify each row they read); any other block as
+    /// [`Check::Offsets`].
+    Lazy,
 }
 
 impl Loaded {
     /// Checks a block as `check` says.
-    fn new(guard: BlockGuard, check: Check) -> Result<Loaded, (Corrupt, BlockGuard)> {
+    fn new(key: &[u8], guard: BlockGuard, check: Check) -> Result<Loaded, (Corrupt, BlockGuard)> {
         let bytes = guard.value();
+        let mut lazy = None;
         let view = match check {
             Check::Offsets => BlockView::parse(bytes),
             Check::Header => BlockView::parse_header(bytes),
             Check::KeysOnly => BlockView::parse_header_unverified(bytes),
+            Check::Lazy => BlockView::parse_directory(bytes).and_then(|view| {
+                if view.has_columns() {
+                    lazy = Some(key.into());
+                    Ok(view)
+                } else {
+                    BlockView::parse(bytes)
+                }
+            }),
         };
         match view {
             Ok(view) => {
                 let (pk, rows) = (view.partition_key().into(), view.len());
-                Ok(Loaded { guard, pk, rows })
+                Ok(Loaded {
+                    guard,
+                    pk,
+                    rows,
+                    lazy,
+                })
             }
             Err(e) => Err((e, guard)),
         }
@@ -362,7 +387,7 @@ impl DurableSnapshot {
         guard: BlockGuard,
         check: Check,
     ) -> Result<Loaded, StoreError> {
-        Loaded::new(guard, check).map_err(|(e, guard)| {
+        Loaded::new(key.value(), guard, check).map_err(|(e, guard)| {
             block_damage(
                 &self.dir,
                 Some(self.entry.name.as_str()),
@@ -371,6 +396,39 @@ impl DurableSnapshot {
                 e,
             )
         })
+    }
+
+    /// The report of damage `e` in the block stored under `key` ([`block_damage`]).
+    fn damage(&self, key: &[u8], bytes: &[u8], e: Corrupt) -> StoreError {
+        block_damage(&self.dir, Some(self.entry.name.as_str()), key, bytes, e)
+    }
+
+    /// Row `i` of `block`; when the block's rows are not verified yet (`lazy`: its key), the
+    /// row is verified first, and a row that fails is recorded as damage (the scan then
+    /// fails) and read as an empty row.
+    #[inline]
+    fn block_row<'a>(
+        &'a self,
+        block: BlockView<'a>,
+        i: usize,
+        lazy: Option<&[u8]>,
+    ) -> DurableRow<'a> {
+        if let Some(key) = lazy
+            && let Err(e) = block.checked_row(i)
+        {
+            self.fail(self.damage(key, block.bytes(), e));
+            return DurableRow::in_memory(block.partition_key(), &[], self);
+        }
+        let (start, end) = block.span(i);
+        DurableRow::in_block(block, start, end, self)
+    }
+
+    /// Whether a failure was recorded.
+    fn failed(&self) -> bool {
+        self.error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
     }
 
     /// The next block of a cursor, checked as `check` says; `None` at the end or after a
@@ -393,6 +451,17 @@ impl DurableSnapshot {
             }
         }
     }
+}
+
+/// Whether finding a scan's rows in a block of partition `pk` reads RowKeys
+/// ([`row_bounds`] binary-searches them): when the scan has RowKey bounds, or starts or
+/// ends inside the partition. Otherwise every row of the block is in the scan.
+fn bounds_probe(pk: &str, scan: &Scan<'_>) -> bool {
+    let rk = &scan.range.row_key;
+    !matches!(rk.lower, Bound::Unbounded)
+        || !matches!(rk.upper, Bound::Unbounded)
+        || scan.from.is_some_and(|f| f.partition_key == pk)
+        || scan.until.is_some_and(|u| u.partition_key == pk)
 }
 
 /// The rows `lo..hi` of a block inside a scan, and whether the scan's RowKey interval ends
@@ -450,6 +519,11 @@ struct BlockRows<'a> {
     skip_partition: bool,
     /// Every block of the scan was read (or a failure ended the scan).
     done: bool,
+    /// How blocks are checked when loaded ([`Check::Offsets`], or [`Check::Lazy`] for a
+    /// filtered scan).
+    check: Check,
+    /// The current block's key when its rows are not verified yet (see [`Loaded`]).
+    lazy: Option<&'a [u8]>,
 }
 
 impl<'a> BlockRows<'a> {
@@ -467,6 +541,8 @@ impl<'a> BlockRows<'a> {
             partition: None,
             skip_partition: false,
             done: false,
+            check: Check::Offsets,
+            lazy: None,
         }
     }
 
@@ -491,9 +567,22 @@ impl<'a> BlockRows<'a> {
             }
         }
         loop {
-            let Some(loaded) = self.snapshot.next_block(&mut self.cursor, Check::Offsets) else {
+            let Some(mut loaded) = self.snapshot.next_block(&mut self.cursor, self.check) else {
                 return false;
             };
+            if loaded.lazy.is_some() && bounds_probe(&loaded.pk, &self.scan) {
+                // The scan's bounds cut this block: finding them reads RowKeys, so its
+                // rows are verified first, as a plain scan's are.
+                let view = loaded.view();
+                if let Err(e) = (0..view.len()).try_for_each(|i| view.checked_row(i).map(drop)) {
+                    let key = loaded.lazy.take().unwrap_or_default();
+                    self.snapshot
+                        .fail(self.snapshot.damage(&key, loaded.guard.value(), e));
+                    self.cursor = None;
+                    return false;
+                }
+                loaded.lazy = None;
+            }
             let view = loaded.view();
             let pk = view.partition_key();
             if !self.scan.range.partition_key.contains(pk) {
@@ -526,6 +615,7 @@ impl<'a> BlockRows<'a> {
             self.row_end = hi;
             let kept = self.snapshot.blocks.get_or_init(Arena::new).keep(loaded);
             self.block = Some(kept.view());
+            self.lazy = kept.lazy.as_deref();
             return true;
         }
     }
@@ -693,6 +783,23 @@ impl<'a> DurableRows<'a> {
                 return Some(Ok(DurableRow::in_memory(mpk, bytes, snapshot)));
             }
         }
+    }
+}
+
+/// The rows of a block in a scan, with the block's columns.
+struct BlockColumns<'c> {
+    columns: &'c ColumnSet,
+    rows: std::ops::Range<usize>,
+}
+
+impl Columns for BlockColumns<'_> {
+    fn rows(&self) -> std::ops::Range<usize> {
+        self.rows.clone()
+    }
+
+    #[inline]
+    fn column(&self, slot: PropertySlot) -> Column<'_> {
+        self.columns.column(slot.0)
     }
 }
 
@@ -885,6 +992,70 @@ impl EntitySource for DurableSnapshot {
             }
         }
         // The end of the blocks: the failure that ended them (or that a row recorded).
+        self.take_error()
+    }
+
+    /// Filtered scans over the blocks' columns (format 4): each block is loaded with
+    /// [`Check::Lazy`] — its directory and columns verified, not its rows — and its rows in
+    /// the scan are handed to [`filter_run`] with its columns; a row is verified when it is
+    /// read: a match, a row tested one by one (a comparison without a column), the row
+    /// where the scan stops. Blocks whose rows the scan's bounds cut, and blocks of older
+    /// formats, are verified whole as a plain scan's. With memtable entries in the scan,
+    /// the merging iterator and the default row-by-row filter.
+    fn scan_filtered<'a, P, F>(
+        &'a self,
+        scan: Scan<'a>,
+        filter: &P,
+        report_every: usize,
+        mut visit: F,
+    ) -> Result<(), StoreError>
+    where
+        P: RowFilter + ?Sized,
+        F: FnMut(Filtered<DurableRow<'a>>) -> ControlFlow<()>,
+    {
+        let mut rows = DurableRows::new(self, scan);
+        if rows.mem.is_some() {
+            return filter_each(self, scan, filter, report_every, visit);
+        }
+        let blocks = &mut rows.blocks;
+        blocks.check = Check::Lazy;
+        let mut scratch = Vec::new();
+        while let Some(block) = blocks.current() {
+            let (first, end, lazy) = (blocks.row, blocks.row_end, blocks.lazy);
+            blocks.row = end;
+            let columns = match block.columns() {
+                Ok(c) => c,
+                Err(e) => {
+                    self.fail(self.damage(lazy.unwrap_or_default(), block.bytes(), e));
+                    break;
+                }
+            };
+            let run = BlockColumns {
+                columns: &columns,
+                rows: first..end,
+            };
+            let row = |i: usize| self.block_row(block, i, lazy);
+            if let RunEnd::StoppedAfter(i) =
+                filter_run(filter, &run, &row, report_every, &mut scratch, &mut visit)
+            {
+                // The row after the last one reported: in this block, or the next one's
+                // first.
+                let next = if i + 1 < end {
+                    Some(row(i + 1))
+                } else {
+                    blocks
+                        .current()
+                        .map(|b| self.block_row(b, blocks.row, blocks.lazy))
+                };
+                if let Some(next) = next.filter(|_| !self.failed()) {
+                    let _ = visit(Filtered::Next(next));
+                }
+                return self.take_error();
+            }
+            if self.failed() {
+                break;
+            }
+        }
         self.take_error()
     }
 

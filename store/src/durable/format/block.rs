@@ -10,14 +10,20 @@
 //! custom property in the store's row codec (`crate::codec`, shared with the memory
 //! engine's partitions).
 //!
-//! Readers never trust the bytes. **Every byte a read returns has passed a checksum.** A
-//! block of format 3 has two kinds: the *directory* checksum in the header covers the
-//! header, the PartitionKey, the row offsets, the RowKey hashes and the row checksums; a
-//! *row* checksum covers one row. So a point get verifies the directory (≈ 10 bytes a row)
+//! Readers never trust the bytes. **Every byte a read returns or decides with has passed a
+//! checksum.** A block of format 4 has three kinds: the *directory* checksum in the header
+//! covers the header, the PartitionKey, the row offsets, the RowKey hashes and the row
+//! checksums; a *row* checksum covers one row; the *columns'* checksum covers the block's
+//! columns, which follow its rows (`crate::codec::ColumnSet`: the fixed-width properties
+//! again, column by column). So a point get verifies the directory (≈ 10 bytes a row)
 //! and the one row it returns ([`BlockView::parse_header`], [`BlockView::find`]), not the
-//! whole block (up to 64 KiB, most of it cold in the CPU caches); a scan, which reads every
-//! row of the block anyway, verifies everything when it loads the block
-//! ([`BlockView::parse`]). A flipped bit anywhere — a string's byte included, which the
+//! whole block (up to 64 KiB, most of it cold in the CPU caches); a filtered scan verifies
+//! the directory and the columns ([`BlockView::parse_directory`]), tests its residual over
+//! the columns and verifies each row it then reads ([`BlockView::checked_row`]); a plain
+//! scan, a block rewrite and `tableq check` verify everything ([`BlockView::parse`];
+//! `tableq check` also that the columns hold what the rows hold,
+//! [`BlockView::check_columns`]). Blocks of format 3 (data format 4) are format 4 without
+//! the columns and are still read. A flipped bit anywhere — a string's byte included, which the
 //! structural checks below cannot see — fails the read that would return it with
 //! [`Corrupt`] instead of returning a wrong value. Blocks of format 2 (data format 3) have
 //! one checksum over the whole block and are still read: every read verifies all of it.
@@ -34,21 +40,24 @@
 //! ```text
 //! block of partition "p", rows "r1" (Age: Int32 7, name number 0) and "r2" (no
 //! properties), neither with a Timestamp:
-//! 03 00 0100 02000000 crc 70 | 25000000 3F000000 4D000000 | h(r1) h(r2) | c(r1) c(r2) | <row r1: ts, 0200, 0100, "r1", slot(0<<4|5, 7, 0)> | <row r2>
+//! 04 00 0100 02000000 crc 70 | 25000000 3F000000 4D000000 | h(r1) h(r2) | c(r1) c(r2) | <row r1: ts, 0200, 0100, "r1", slot(0<<4|5, 7, 0)> | <row r2> | crc FFFFFFFF
 //! ```
 
 use super::keys::compare_utf8;
 use crate::codec::{
-    Corrupt, MAX_NAME_ID, NameOverflow, Names, Payload, SLOT_BYTES as SLOT, Slot,
+    ColumnSet, Corrupt, MAX_NAME_ID, NameOverflow, Names, Payload, SLOT_BYTES as SLOT, Slot,
     timestamp_from_ticks, timestamp_ticks,
 };
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use tableq_model::{DateTime, Entity, Property, ValueRef};
 
-/// The layout version this build writes in every block's first byte (3: a checksum for
-/// the directory and one for each row).
-pub(crate) const BLOCK_FORMAT: u8 = 3;
+/// The layout version this build writes in every block's first byte (4: a checksum for
+/// the directory, one for each row, and the block's columns after its rows with a
+/// checksum of their own).
+pub(crate) const BLOCK_FORMAT: u8 = 4;
+/// The layout of data format 4, still read: format 4 without the columns.
+pub(crate) const BLOCK_FORMAT_ROWS: u8 = 3;
 /// The layout of data format 3, still read: one checksum over the whole block.
 pub(crate) const BLOCK_FORMAT_WHOLE: u8 = 2;
 
@@ -66,7 +75,7 @@ const CRC_AT: usize = 8;
 /// longer checks its whole block (`benches/README.md`, "The machine's limits").
 pub(crate) fn block_checksum(bytes: &[u8]) -> u32 {
     let end = match bytes.first() {
-        Some(&BLOCK_FORMAT) => directory_end(bytes).min(bytes.len()),
+        Some(&BLOCK_FORMAT | &BLOCK_FORMAT_ROWS) => directory_end(bytes).min(bytes.len()),
         _ => bytes.len(),
     };
     let mut crc = crc32fast::Hasher::new();
@@ -144,9 +153,12 @@ pub(crate) struct BlockView<'b> {
     rows: usize,
     /// Offset of the row-offset array.
     dir: usize,
-    /// Whether each row has its own checksum (format 3); format 2's one checksum covers
-    /// the whole block, so its rows need no check of their own once the header's passed.
+    /// Whether each row has its own checksum (formats 3 and 4); format 2's one checksum
+    /// covers the whole block, so its rows need no check of their own once the header's
+    /// passed.
     per_row: bool,
+    /// Whether the block's columns follow its rows (format 4).
+    columns: bool,
 }
 
 impl<'b> BlockView<'b> {
@@ -154,6 +166,20 @@ impl<'b> BlockView<'b> {
     /// header and the row offsets (not the rows' contents: see [`RowRef::check`]). What a
     /// scan needs: every row of the view may then be read with [`row`](BlockView::row).
     pub(crate) fn parse(bytes: &'b [u8]) -> Result<BlockView<'b>, Corrupt> {
+        let view = BlockView::parse_directory(bytes)?;
+        if view.per_row {
+            for i in 0..view.rows {
+                view.verify_row(i)?;
+            }
+        }
+        Ok(view)
+    }
+
+    /// [`parse`](BlockView::parse) without the rows' checksums: the directory's checksum,
+    /// the row offsets and (format 4) the columns' checksum. What a scan that tests its
+    /// residual over the columns needs: a row read from such a view must come from
+    /// [`checked_row`](BlockView::checked_row) (or a [`checked_lower_bound`](BlockView::checked_lower_bound)).
+    pub(crate) fn parse_directory(bytes: &'b [u8]) -> Result<BlockView<'b>, Corrupt> {
         let view = BlockView::parse_header(bytes)?;
         let mut prev = view.rows_start();
         for i in 0..=view.rows {
@@ -164,15 +190,27 @@ impl<'b> BlockView<'b> {
             }
             prev = at;
         }
-        if prev != bytes.len() {
+        if view.columns {
+            ColumnSet::verify(&bytes[prev..], view.rows)?;
+        } else if prev != bytes.len() {
             return Err(Corrupt("block length does not match its rows"));
         }
-        if view.per_row {
-            for i in 0..view.rows {
-                view.verify_row(i)?;
-            }
-        }
         Ok(view)
+    }
+
+    /// The block's columns (format 4, checksum verified and decoded; a block of an older
+    /// format has none: every property reads as `Column::Rows`).
+    pub(crate) fn columns(&self) -> Result<ColumnSet, Corrupt> {
+        if !self.columns {
+            return Ok(ColumnSet::none());
+        }
+        let at = self.offset(self.rows).min(self.bytes.len());
+        ColumnSet::decode(&self.bytes[at..], self.rows)
+    }
+
+    /// Whether the block stores its columns (format 4).
+    pub(crate) fn has_columns(&self) -> bool {
+        self.columns
     }
 
     /// Verifies the header's checksum and checks the header (format, PartitionKey, that the
@@ -191,9 +229,10 @@ impl<'b> BlockView<'b> {
     /// for splitting a scan into chunks, which reads keys only (each chunk's scan then
     /// verifies every block it reads).
     pub(crate) fn parse_header_unverified(bytes: &'b [u8]) -> Result<BlockView<'b>, Corrupt> {
-        let per_row = match bytes.first() {
-            Some(&BLOCK_FORMAT) => true,
-            Some(&BLOCK_FORMAT_WHOLE) => false,
+        let (per_row, columns) = match bytes.first() {
+            Some(&BLOCK_FORMAT) => (true, true),
+            Some(&BLOCK_FORMAT_ROWS) => (true, false),
+            Some(&BLOCK_FORMAT_WHOLE) => (false, false),
             _ => return Err(Corrupt("unknown block format")),
         };
         if bytes.len() < BLOCK_HEAD {
@@ -220,6 +259,7 @@ impl<'b> BlockView<'b> {
             rows,
             dir,
             per_row,
+            columns,
         })
     }
 
@@ -233,7 +273,8 @@ impl<'b> BlockView<'b> {
             pk,
             rows,
             dir: BLOCK_HEAD + pk.len(),
-            per_row: bytes.first() == Some(&BLOCK_FORMAT),
+            per_row: matches!(bytes.first(), Some(&BLOCK_FORMAT | &BLOCK_FORMAT_ROWS)),
+            columns: bytes.first() == Some(&BLOCK_FORMAT),
         }
     }
 
@@ -379,6 +420,24 @@ impl<'b> BlockView<'b> {
                 return Err(Corrupt("RowKeys out of order"));
             }
             prev = Some(rk);
+        }
+        Ok(())
+    }
+
+    /// Checks that the block's columns (format 4) hold exactly what its rows hold, as
+    /// `tableq check` does: a scan tests residuals over the columns, so columns that
+    /// disagreed with their rows (a fault that passes both checksums) would answer
+    /// queries wrongly. The rows must have passed [`check_rows`](BlockView::check_rows).
+    pub(crate) fn check_columns(&self) -> Result<(), Corrupt> {
+        if self.columns {
+            // Compared as bytes: bit for bit (a NaN equals itself there).
+            let rows: Vec<&[u8]> = (0..self.rows).map(|i| self.row(i).0).collect();
+            let mut expected = Vec::new();
+            columns_of(&rows).encode(&mut expected);
+            let at = self.offset(self.rows).min(self.bytes.len());
+            if self.bytes[at..] != expected[..] {
+                return Err(Corrupt("the block's columns do not match its rows"));
+            }
         }
         Ok(())
     }
@@ -686,13 +745,18 @@ pub(crate) fn build_block(pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, E
 
 /// A block of layout `format` (format 3: with row checksums; 2: without).
 fn assemble(format: u8, pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, EncodeError> {
-    let per_row = format == BLOCK_FORMAT;
+    let per_row = format != BLOCK_FORMAT_WHOLE;
+    let mut columns = Vec::new();
+    if format == BLOCK_FORMAT {
+        let rows: Vec<&[u8]> = rows.iter().map(|r| &r[..]).collect();
+        columns_of(&rows).encode(&mut columns);
+    }
     let pk_len = u16::try_from(pk.len()).map_err(|_| EncodeError::TooLarge("PartitionKey"))?;
     let count = u32::try_from(rows.len()).map_err(|_| EncodeError::TooLarge("block"))?;
     let dir = BLOCK_HEAD + pk.len();
     let per = if per_row { ROW_DIR_V3 } else { ROW_DIR_V2 };
     let first_row = dir + 4 + per * rows.len();
-    let total = first_row + rows.iter().map(|r| r.len()).sum::<usize>();
+    let total = first_row + rows.iter().map(|r| r.len()).sum::<usize>() + columns.len();
     u32::try_from(total).map_err(|_| EncodeError::TooLarge("block"))?;
     let mut out = Vec::with_capacity(total);
     out.extend_from_slice(&[format, 0]);
@@ -717,9 +781,27 @@ fn assemble(format: u8, pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, Enc
     for r in rows {
         out.extend_from_slice(r);
     }
+    out.extend_from_slice(&columns);
     let crc = block_checksum(&out);
     out[CRC_AT..BLOCK_HEAD].copy_from_slice(&crc.to_le_bytes());
     Ok(out)
+}
+
+/// The columns of rows (`crate::codec::ColumnSet`): none when a row's slots cannot be
+/// read (the writer checks rows before it copies them, so that is never the case for a
+/// block it writes).
+fn columns_of(rows: &[&[u8]]) -> ColumnSet {
+    let slots: Result<Vec<Vec<Slot>>, Corrupt> = rows
+        .iter()
+        .map(|r| Ok(RowRef(r).slot_iter()?.collect()))
+        .collect();
+    match slots {
+        Ok(slots) => {
+            let refs: Vec<&[Slot]> = slots.iter().map(Vec::as_slice).collect();
+            ColumnSet::build(&refs)
+        }
+        Err(_) => ColumnSet::none(),
+    }
 }
 
 /// Makes a block's checksums right again after a test changed its bytes (to reach the
@@ -741,8 +823,26 @@ pub(crate) fn reseal(bytes: &mut [u8]) {
             bytes[at..at + 4].copy_from_slice(&crc.to_le_bytes());
         }
     }
+    if let Ok(view) = BlockView::parse_header_unverified(bytes)
+        && view.columns
+    {
+        let at = view.offset(view.rows);
+        if let Some(section) = bytes.get_mut(at..)
+            && section.len() >= 4
+        {
+            let crc = crc32fast::hash(&section[4..]);
+            section[..4].copy_from_slice(&crc.to_le_bytes());
+        }
+    }
     let crc = block_checksum(bytes);
     bytes[CRC_AT..BLOCK_HEAD].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// A block in the layout of data format 4 (format 3: checksums per row, no columns), as
+/// an older build wrote it: for the tests that newer builds still read it.
+#[cfg(test)]
+pub(crate) fn build_block_rows(pk: &str, rows: &[Cow<'_, [u8]>]) -> Vec<u8> {
+    assemble(BLOCK_FORMAT_ROWS, pk, rows).unwrap()
 }
 
 /// A block in the layout of data format 3 (format 2: one checksum over the whole block),
@@ -801,16 +901,28 @@ mod tests {
             Value::String("a string whose bytes get flipped".into()),
         );
         let bytes = block_of("p", &[e, Entity::new("p", "zz")], &mut names);
+        // The columns follow the rows: point gets do not read them, scans do.
+        let columns_at = BlockView::parse(&bytes).unwrap().offset(2);
+        assert!(columns_at < bytes.len());
         // What a point get of each row reads: the header's checksum, then the row's.
         let point_gets_fail = |damaged: &[u8]| match BlockView::parse_header(damaged) {
             Err(_) => true,
             Ok(view) => ["r\u{E000}", "zz"].iter().any(|rk| view.find(rk).is_err()),
         };
+        // What a scan over the columns reads: the directory's and the columns' checksums.
+        let columns_fail = |damaged: &[u8]| match BlockView::parse_directory(damaged) {
+            Err(_) => true,
+            Ok(view) => view.columns().is_err(),
+        };
         for i in 0..bytes.len() {
             for flip in [0x01u8, 0x80, 0xFF] {
                 let mut damaged = bytes.clone();
                 damaged[i] ^= flip;
-                assert!(point_gets_fail(&damaged), "byte {i} ^ {flip:#x}");
+                if i < columns_at {
+                    assert!(point_gets_fail(&damaged), "byte {i} ^ {flip:#x}");
+                } else {
+                    assert!(columns_fail(&damaged), "byte {i} ^ {flip:#x}");
+                }
                 assert!(BlockView::parse(&damaged).is_err(), "byte {i} ^ {flip:#x}");
             }
         }
@@ -820,7 +932,9 @@ mod tests {
             damaged[start..start + 64]
                 .iter_mut()
                 .for_each(|b| *b ^= 0xFF);
-            assert!(point_gets_fail(&damaged), "bytes {start}..+64");
+            if start < columns_at {
+                assert!(point_gets_fail(&damaged), "bytes {start}..+64");
+            }
             assert!(BlockView::parse(&damaged).is_err(), "bytes {start}..+64");
         }
         // Unverified, only the header is looked at: a flipped value goes unseen there.
@@ -969,7 +1083,7 @@ mod tests {
         let mut r1 = Entity::new("p", "r1");
         r1.set("Age", Value::Int32(7));
         let bytes = block_of("p", &[r1, Entity::new("p", "r2")], &mut names);
-        let mut head = vec![3, 0, 1, 0, 2, 0, 0, 0];
+        let mut head = vec![4, 0, 1, 0, 2, 0, 0, 0];
         head.extend_from_slice(&block_checksum(&bytes).to_le_bytes());
         head.extend_from_slice(&[b'p', 0x25, 0, 0, 0, 0x3F, 0, 0, 0, 0x4D, 0, 0, 0]);
         head.extend_from_slice(&row_key_hash(b"r1").to_le_bytes());
@@ -978,7 +1092,14 @@ mod tests {
         head.extend_from_slice(&row_checksum(&bytes[0x3F..0x4D]).to_le_bytes());
         assert_eq!(&bytes[..head.len()], head.as_slice());
         assert_eq!(head.len(), 0x25);
-        assert_eq!(bytes.len(), 0x4D);
+        // The columns after the rows: two rows are too few for any (count FF FF FF FF),
+        // under their own checksum.
+        assert_eq!(bytes.len(), 0x4D + 8);
+        assert_eq!(&bytes[0x51..], [0xFF; 4].as_slice());
+        assert_eq!(
+            &bytes[0x4D..0x51],
+            crc32fast::hash(&[0xFF; 4]).to_le_bytes().as_slice()
+        );
         // The header's checksum covers the directory but not the rows (their own do), nor
         // itself.
         let mut other = bytes.clone();
@@ -1005,8 +1126,8 @@ mod tests {
         let mut r2 = Entity::new("p", "r2");
         r2.set("S", Value::String("second".into()));
         let mut bytes = block_of("p", &[r1.clone(), r2], &mut names);
-        // Damage the last byte of r2's string.
-        let last = bytes.len() - 1;
+        // Damage the last byte of r2's string (the rows end where the columns start).
+        let last = BlockView::parse(&bytes).unwrap().offset(2) - 1;
         bytes[last] ^= 0x20;
         let view = BlockView::parse_header(&bytes).unwrap();
         assert_eq!(view.find("r1"), Ok(Some(0)));
@@ -1104,8 +1225,8 @@ mod tests {
         e.set("A", Value::Int32(1));
         e.set("S", Value::String("abc".into()));
         let mut bytes = block_of("p", &[e], &mut names);
-        // The string's bytes are the last of the block: make them invalid UTF-8.
-        let at = bytes.len() - 2;
+        // The string's bytes are the last of the rows: make them invalid UTF-8.
+        let at = BlockView::parse(&bytes).unwrap().offset(1) - 2;
         bytes[at] = 0xFF;
         // The row's checksum catches it first ...
         assert_eq!(

@@ -32,7 +32,7 @@
 //! (redb key type → value type):
 //!
 //! ```text
-//! tableq_meta      &str → u64        "format"         the format version: 4 (3 is read)
+//! tableq_meta      &str → u64        "format"         the format version: 5 (3 and 4 are read)
 //!                                    "next_table"     the next table id to assign (from 1)
 //!                                    "clock"          the largest Timestamp stored, in ticks
 //!                                    "wal_lsn"        the last log record the file holds (absent: 0)
@@ -64,8 +64,8 @@
 //! little-endian:
 //!
 //! ```text
-//! block   = format:u8 (3)  0:u8  pk_len:u16  rows:u32  crc:u32  pk
-//!           offsets:(rows + 1) × u32  hashes:rows × u16  crcs:rows × u32  row*
+//! block   = format:u8 (4)  0:u8  pk_len:u16  rows:u32  crc:u32  pk
+//!           offsets:(rows + 1) × u32  hashes:rows × u16  crcs:rows × u32  row*  columns
 //! row     = timestamp:i64  rk_len:u16  slots:u16  rk  slot*  data
 //! slot    = id_tag:u32  a:u32  b:u32          id_tag = name number << 4 | tag
 //! ```
@@ -75,7 +75,14 @@
 //! * `crcs[i]`: CRC-32 (IEEE) of row `i`'s bytes — so every byte of a block is covered
 //!   by exactly one checksum, and a point get verifies the directory and its own row
 //!   only;
-//! * `offsets[i]`: where row `i` starts in the block; `offsets[rows]` is the block's length;
+//! * `offsets[i]`: where row `i` starts in the block; `offsets[rows]` is where the rows
+//!   end and `columns` starts;
+//! * `columns`: the block's fixed-width properties again, column by column, under a
+//!   CRC-32 of their own, to the end of the block — the encoding of
+//!   `crate::codec::ColumnSet` (written out there): for each property that every row
+//!   holding it holds as Int32, Int64, Double, Boolean or DateTime, and at least one row
+//!   in 8 holds, a presence bitmap and the values; blocks under 64 rows have none. A
+//!   filtered scan tests its residual over them and reads only the rows it needs;
 //! * `hashes[i]`: FNV-1a (32 bits, offset basis `811C9DC5`, prime `01000193`) of row `i`'s
 //!   RowKey bytes, folded to 16 bits (`h ^ h >> 16`);
 //! * rows sorted by RowKey (UTF-16 order), each RowKey once; `timestamp` in ticks,
@@ -83,11 +90,14 @@
 //! * slots sorted by name number (`tableq_names` of the block's table); a payload's offset
 //!   `a` counts from the row's first byte, so a row can be copied between blocks as bytes.
 //!
-//! Data format 3 wrote blocks of format 2: the same without `crcs`, with `crc` over every
-//! byte of the block but itself. This build reads them as they are (every read of one
-//! verifies the whole block) and writes format 3 whenever it rewrites a block; a data file
-//! of format 3 is marked format 4 when it is opened for writing, so that an older build
-//! refuses it rather than misreading the new blocks as damage.
+//! Data format 4 wrote blocks of format 3: the same without `columns` (`offsets[rows]` is
+//! the block's length); data format 3 wrote blocks of format 2: format 3 without `crcs`,
+//! with `crc` over every byte of the block but itself. This build reads both as they are
+//! (a block of format 2 is verified whole on every read; one of format 3 is read row by
+//! row) and writes format 4 whenever it rewrites a block; a data file of format 3 or 4 is
+//! marked format 5 when it is opened for writing, so that an older build refuses it rather
+//! than misreading the new blocks as damage (or, worse, rewriting them without columns
+//! that match).
 //!
 //! ```text
 //! tag  type      value

@@ -13,15 +13,19 @@ pub const DATA_FILE: &str = "tableq.redb";
 /// added the write-ahead log (a checkpoint records its last record number); version 3
 /// adds a checksum to every block (`block.rs`) and the log's generation (`log_check.rs`);
 /// version 4 gives each row of a block its own checksum (block format 3), so that a point
-/// get verifies what it reads and no more. Files of version 3 are read (their blocks, of
-/// format 2, are verified whole) and marked version 4 when opened for writing; files of
+/// get verifies what it reads and no more; version 5 stores each block's columns after its
+/// rows (block format 4), so that a scan tests its residual over them and verifies only
+/// the rows it reads. Files of versions 3 and 4 are read (blocks of format 2 are verified
+/// whole, blocks of format 3 have no columns: their rows are tested one by one) and marked
+/// version 5 when opened for writing, each block gaining its columns when a write rewrites
+/// it; files of
 /// versions 1 and 2 are **refused** with
 /// [`OpenError::OlderFormat`](crate::durable::OpenError::OlderFormat) rather than read
 /// without checksums or upgraded in place: reading them would serve damaged rows unseen,
 /// and an in-place upgrade would vouch for bytes nothing had checked. Any other version is
 /// refused with
 /// [`OpenError::IncompatibleFormat`](crate::durable::OpenError::IncompatibleFormat).
-pub const FORMAT_VERSION: u64 = 4;
+pub const FORMAT_VERSION: u64 = 5;
 /// The oldest format version this build opens.
 pub(crate) const OLDEST_FORMAT: u64 = 3;
 

@@ -21,7 +21,7 @@
 //!   sorted vector of partitions plus a hash map PartitionKey → position: a point lookup
 //!   is two hash probes; a scan walks partitions in key order. [`MemorySnapshot::from_entities`]
 //!   builds a base directly (bulk load).
-//! * **Columns** (see `columns.rs`): a base partition also keeps each dense,
+//! * **Columns** (see `crate::codec::ColumnSet`): a base partition also keeps each dense,
 //!   single-typed fixed-width property (Int32, Int64, Double, Boolean, DateTime) as a
 //!   typed array with a presence map, so that a scan tests a residual a column at a time
 //!   ([`tableq_exec::batch`], [`EntitySource::scan_filtered`](tableq_exec::EntitySource::scan_filtered))
@@ -61,7 +61,6 @@
 //! ```
 
 mod changes;
-mod columns;
 mod overlay;
 mod partition;
 mod read;

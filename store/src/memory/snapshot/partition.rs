@@ -14,9 +14,8 @@
 //! * `index`: RowKey hash (32 bits) → row number, [`COLLISION`] when two RowKeys share a
 //!   hash (then a binary search decides).
 
-use super::columns::ColumnSet;
 use crate::codec::{
-    NO_TIMESTAMP, NameOverflow, Names, Payload, PayloadKind, Slot, timestamp_ticks,
+    ColumnSet, NO_TIMESTAMP, NameOverflow, Names, Payload, PayloadKind, Slot, timestamp_ticks,
 };
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -117,7 +116,7 @@ pub(crate) struct Partition {
     text: String,
     bytes: Vec<u8>,
     index: Index,
-    /// The fixed-width properties again, column by column (`columns.rs`): built by the
+    /// The fixed-width properties again, column by column (`crate::codec::ColumnSet`): built by the
     /// first scan that asks for a column (so writes, which rebuild partitions, never pay
     /// for them); set to none at once for the write overlay's blocks.
     columns: OnceLock<ColumnSet>,

@@ -634,7 +634,7 @@ impl EntitySource for MemorySnapshot {
     }
 
     /// Filters run by run ([`filter_run`]): a run of base rows is tested over its
-    /// partition's columns (`columns.rs`); the overlay's small blocks have none, so their
+    /// partition's columns (`crate::codec::ColumnSet`); the overlay's small blocks have none, so their
     /// rows are tested one by one.
     fn scan_filtered<'a, P, F>(
         &'a self,

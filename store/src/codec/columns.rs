@@ -1,19 +1,18 @@
-//! The columns of a compact partition: for each property that enough of its rows hold with
-//! one fixed-width type (Int32, Int64, Double, Boolean, DateTime), the values in row order
-//! as a typed array with a presence map — the PAX-style half of the memory engine's layout,
-//! which lets a residual test a whole column in a tight loop
-//! ([`tableq_exec::batch`]) instead of reading every row's slots. The rows keep every
-//! value as well (point gets, projections and the other types read them there): the columns
-//! are a second copy of the fixed-width values, built by the first scan of a partition
-//! that asks for a column (`Partition::column`): writes, which rebuild partitions as their
-//! overlays grow, never pay for them, and a partition no scan reads never holds them.
+//! Columns of a run of rows: for each property that enough of the rows hold with one
+//! fixed-width type (Int32, Int64, Double, Boolean, DateTime), the values in row order as a
+//! typed array with a presence map — the PAX-style half of both engines' layouts, which
+//! lets a residual test a whole column in a tight loop ([`tableq_exec::batch`]) instead of
+//! reading every row's slots. The rows keep every value as well (point gets, projections
+//! and the other types read them there): the columns are a second copy of the fixed-width
+//! values. The memory engine builds them for a partition on the first scan that asks
+//! (`memory/snapshot/partition.rs`); the durable engine stores them in each block, after
+//! its rows ([`ColumnSet::encode`], `durable/format/block.rs`).
 //!
-//! A property gets a column in a partition when every row that has it holds the same
-//! type, that type has a column form, and at least one row in [`DENSITY`] has it (a
-//! column costs memory for every row of the partition, present or not). Otherwise its
-//! comparisons are tested row by row ([`Column::Rows`]), as are those of partitions built
-//! without columns (the small blocks of the write overlay, partitions under [`MIN_ROWS`]
-//! rows, and those of tables past [`MAX_ID`] property names) — [`ColumnSet::none`].
+//! A property gets a column when every row that has it holds the same type, that type has
+//! a column form, and at least one row in [`DENSITY`] has it (a column costs memory for
+//! every row, present or not). Otherwise its comparisons are tested row by row
+//! ([`Column::Rows`]), as are those of runs without columns (under [`MIN_ROWS`] rows, or
+//! with a property numbered [`MAX_ID`] or more) — [`ColumnSet::none`].
 //!
 //! **Why not Apache Arrow** (`arrow-rs`), the well-kept columnar crate of the field: its
 //! arrays and bitmaps have the same shape as these, but its comparison kernels implement
@@ -23,8 +22,19 @@
 //! every operator — so every kernel would be ours anyway ([`tableq_exec::ValueTest`]'s
 //! word kernels, ≈ 150 lines, property-tested against `tableq_model::compare`), and the
 //! columns would bring a large dependency for five `Vec`s a partition.
+//!
+//! ```text
+//! encoded = crc:u32  count:u32  column*            count = u32::MAX: no columns (none())
+//! column  = id:u32  kind:u8  present:words × u64  values
+//! values  = Int32 rows × i32 | Int64, Double (bits), DateTime (ticks) rows × u64
+//!         | Boolean words × u64 (the trues)        | nothing for kind 0 (rows)
+//! ```
+//!
+//! `crc` is the CRC-32 of everything after it; `words` = ⌈rows / 64⌉; kinds 0 rows,
+//! 1 Int32, 2 Int64, 3 Double, 4 Boolean, 5 DateTime; columns by ascending `id`.
 
-use crate::codec::Slot;
+use super::Corrupt;
+use super::Slot;
 use tableq_exec::batch::{Column, OwnedColumn};
 use tableq_model::ValueRef;
 
@@ -39,7 +49,7 @@ pub(crate) const MIN_ROWS: usize = 64;
 pub(crate) const MAX_ID: usize = 1 << 16;
 
 /// The columns of one partition, by property number.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub(crate) struct ColumnSet {
     /// Whether columns were built: without, every property reads as [`Column::Rows`].
     built: bool,
@@ -48,7 +58,7 @@ pub(crate) struct ColumnSet {
     columns: Vec<(u32, Stored)>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 enum Stored {
     /// A column.
     Column(OwnedColumn),
@@ -198,6 +208,209 @@ impl ColumnSet {
     }
 }
 
+const KIND_ROWS: u8 = 0;
+const KIND_INT32: u8 = 1;
+const KIND_INT64: u8 = 2;
+const KIND_DOUBLE: u8 = 3;
+const KIND_BOOLEAN: u8 = 4;
+const KIND_DATETIME: u8 = 5;
+/// `count` of a run without columns.
+const NO_COLUMNS: u32 = u32::MAX;
+
+impl ColumnSet {
+    /// Appends the encoded columns (see the module docs) to `out`.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&[0; 4]);
+        if !self.built {
+            out.extend_from_slice(&NO_COLUMNS.to_le_bytes());
+        } else {
+            out.extend_from_slice(&(self.columns.len() as u32).to_le_bytes());
+            for (id, stored) in &self.columns {
+                out.extend_from_slice(&id.to_le_bytes());
+                let words = |out: &mut Vec<u8>, w: &[u64]| {
+                    for x in w {
+                        out.extend_from_slice(&x.to_le_bytes());
+                    }
+                };
+                match stored {
+                    Stored::Rows => out.push(KIND_ROWS),
+                    Stored::Column(OwnedColumn::Int32(p, v)) => {
+                        out.push(KIND_INT32);
+                        words(out, p);
+                        v.iter()
+                            .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+                    }
+                    Stored::Column(OwnedColumn::Int64(p, v)) => {
+                        out.push(KIND_INT64);
+                        words(out, p);
+                        v.iter()
+                            .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+                    }
+                    Stored::Column(OwnedColumn::Double(p, v)) => {
+                        out.push(KIND_DOUBLE);
+                        words(out, p);
+                        v.iter()
+                            .for_each(|x| out.extend_from_slice(&x.to_bits().to_le_bytes()));
+                    }
+                    Stored::Column(OwnedColumn::Boolean(p, t)) => {
+                        out.push(KIND_BOOLEAN);
+                        words(out, p);
+                        words(out, t);
+                    }
+                    Stored::Column(OwnedColumn::DateTime(p, v)) => {
+                        out.push(KIND_DATETIME);
+                        words(out, p);
+                        v.iter()
+                            .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+                    }
+                }
+            }
+        }
+        let crc = crc32fast::hash(&out[start + 4..]);
+        out[start..start + 4].copy_from_slice(&crc.to_le_bytes());
+    }
+
+    /// Whether `bytes` are the encoded columns of `rows` rows: their checksum, then their
+    /// layout (ascending ids, known kinds, every length exact to the end), without
+    /// decoding them — what a reader checks before trusting them. (The checksum alone does
+    /// not cover the section's length: CRC-32 cannot see zero bytes appended after a run of
+    /// `FF` bytes, such as the `count` of a run without columns.)
+    pub(crate) fn verify(bytes: &[u8], rows: usize) -> Result<(), Corrupt> {
+        let (crc, rest) = bytes
+            .split_first_chunk::<4>()
+            .ok_or(Corrupt("columns cut short"))?;
+        if u32::from_le_bytes(*crc) != crc32fast::hash(rest) {
+            return Err(Corrupt("the block's columns fail their checksum"));
+        }
+        let mut r = Reader(rest);
+        let count = r.u32()?;
+        if count != NO_COLUMNS {
+            let words = rows.div_ceil(64);
+            let mut last = None;
+            for _ in 0..count {
+                let id = r.u32()?;
+                if last.is_some_and(|l| l >= id) {
+                    return Err(Corrupt("columns out of order"));
+                }
+                last = Some(id);
+                match r.u8()? {
+                    KIND_ROWS => {}
+                    KIND_INT32 => {
+                        r.take(words, 8)?;
+                        r.take(rows, 4)?;
+                    }
+                    KIND_INT64 | KIND_DATETIME | KIND_DOUBLE => {
+                        r.take(words, 8)?;
+                        r.take(rows, 8)?;
+                    }
+                    KIND_BOOLEAN => {
+                        r.take(words, 8)?;
+                        r.take(words, 8)?;
+                    }
+                    _ => return Err(Corrupt("unknown column kind")),
+                }
+            }
+        }
+        r.end()
+    }
+
+    /// Decodes the columns of `rows` rows from `bytes` (checksum verified first); every
+    /// length is checked, so damage is a [`Corrupt`], never a panic.
+    pub(crate) fn decode(bytes: &[u8], rows: usize) -> Result<ColumnSet, Corrupt> {
+        ColumnSet::verify(bytes, rows)?;
+        let mut r = Reader(&bytes[4..]);
+        let count = r.u32()?;
+        if count == NO_COLUMNS {
+            return r.end().map(|()| ColumnSet::none());
+        }
+        let words = rows.div_ceil(64);
+        let mut columns = Vec::with_capacity((count as usize).min(1024));
+        for _ in 0..count {
+            let id = r.u32()?;
+            if columns.last().is_some_and(|(last, _)| *last >= id) {
+                return Err(Corrupt("columns out of order"));
+            }
+            let kind = r.u8()?;
+            let stored = match kind {
+                KIND_ROWS => Stored::Rows,
+                KIND_INT32 => {
+                    let p = r.words(words)?;
+                    let v = r.take(rows, 4)?;
+                    Stored::Column(OwnedColumn::Int32(
+                        p,
+                        v.chunks_exact(4)
+                            .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                            .collect(),
+                    ))
+                }
+                KIND_INT64 | KIND_DATETIME | KIND_DOUBLE => {
+                    let p = r.words(words)?;
+                    let v: Vec<u64> = r.take(rows, 8)?.chunks_exact(8).map(le64).collect();
+                    Stored::Column(match kind {
+                        KIND_INT64 => OwnedColumn::Int64(p, v.iter().map(|&x| x as i64).collect()),
+                        KIND_DATETIME => {
+                            OwnedColumn::DateTime(p, v.iter().map(|&x| x as i64).collect())
+                        }
+                        _ => OwnedColumn::Double(p, v.iter().map(|&x| f64::from_bits(x)).collect()),
+                    })
+                }
+                KIND_BOOLEAN => {
+                    let p = r.words(words)?;
+                    let t = r.words(words)?;
+                    Stored::Column(OwnedColumn::Boolean(p, t))
+                }
+                _ => return Err(Corrupt("unknown column kind")),
+            };
+            columns.push((id, stored));
+        }
+        r.end()?;
+        Ok(ColumnSet {
+            built: true,
+            rows,
+            columns,
+        })
+    }
+}
+
+fn le64(c: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(c);
+    u64::from_le_bytes(b)
+}
+
+/// Reads encoded columns front to back, checking every length.
+struct Reader<'b>(&'b [u8]);
+
+impl<'b> Reader<'b> {
+    fn take(&mut self, n: usize, width: usize) -> Result<&'b [u8], Corrupt> {
+        let len = n.checked_mul(width).ok_or(Corrupt("columns cut short"))?;
+        if self.0.len() < len {
+            return Err(Corrupt("columns cut short"));
+        }
+        let (head, rest) = self.0.split_at(len);
+        self.0 = rest;
+        Ok(head)
+    }
+    fn u8(&mut self) -> Result<u8, Corrupt> {
+        Ok(self.take(1, 1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, Corrupt> {
+        let b = self.take(1, 4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+    fn words(&mut self, n: usize) -> Result<Vec<u64>, Corrupt> {
+        Ok(self.take(n, 8)?.chunks_exact(8).map(le64).collect())
+    }
+    fn end(&self) -> Result<(), Corrupt> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(Corrupt("bytes after the columns"))
+        }
+    }
+}
+
 /// A column being filled (values only; the presence map is kept beside it).
 enum Building {
     Int32(Vec<i32>),
@@ -311,9 +524,31 @@ mod tests {
         assert!(matches!(set.column(5), Column::Rows));
         assert!(matches!(set.column(6), Column::Absent));
         assert!(set.heap_bytes() > 100 * 4);
+        // Encoded and decoded: the same columns.
+        let mut bytes = Vec::new();
+        set.encode(&mut bytes);
+        assert_eq!(ColumnSet::decode(&bytes, 100).unwrap(), set);
+        // Every changed byte fails the checksum; every cut fails too.
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x10;
+            assert!(ColumnSet::decode(&bad, 100).is_err(), "byte {i}");
+            assert!(ColumnSet::decode(&bytes[..i], 100).is_err(), "cut at {i}");
+        }
         // Too few rows: no columns at all.
         let few = ColumnSet::build(&refs[..10]);
         assert!(matches!(few.column(0), Column::Rows));
         assert!(matches!(few.column(6), Column::Rows));
+        let mut bytes = Vec::new();
+        few.encode(&mut bytes);
+        assert_eq!(ColumnSet::decode(&bytes, 10).unwrap(), few);
+        // Bytes appended after columns: refused (a zero after `FF FF FF FF` would pass
+        // CRC-32 alone).
+        for columns in [&set, &few] {
+            let mut longer = Vec::new();
+            columns.encode(&mut longer);
+            longer.push(0);
+            assert!(ColumnSet::verify(&longer, columns.rows).is_err());
+        }
     }
 }
