@@ -256,6 +256,16 @@ impl Slot {
         }
     }
 
+    /// Whether the value is of a fixed-width type, held whole in the slot (Boolean,
+    /// DateTime, Double, Int32, Int64): the types with a column form (`columns.rs`).
+    #[inline]
+    pub(crate) fn is_fixed_width(self) -> bool {
+        matches!(
+            self.id_tag & TAG_MASK,
+            TAG_BOOLEAN | TAG_DATETIME | TAG_DOUBLE | TAG_INT32 | TAG_INT64
+        )
+    }
+
     /// The value when it is a number, which the slot holds whole (Int32, Int64, Double:
     /// every bit pattern is a valid value, so nothing is checked; [`decode`](Slot::decode)
     /// returns the same number); `None` for the other types.

@@ -529,3 +529,37 @@ fn blocks_without_columns_are_read_row_by_row() {
         tableq_exec::batch::Column::Int32 { .. }
     ));
 }
+
+/// Blocks with columns stay within the byte limit: the writer counts what each row's
+/// fixed-width properties add to the columns (a block over it would take twice the redb
+/// pages).
+#[test]
+fn blocks_with_columns_stay_within_the_byte_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = 16 * 1024;
+    let options = DurableOptions::default()
+        .with_block_limits(10_000, limit)
+        .with_memtable_bytes(usize::MAX);
+    let store = DurableBackend::open_with(dir.path(), options).unwrap();
+    store.create_table("t1x").unwrap();
+    let ops = (0..2000)
+        .map(|i| WriteOp::Insert {
+            entity: every_type(i),
+        })
+        .collect();
+    store.write_batch("t1x", ops).unwrap();
+    store.gate.with_writer(|w| w.flush()).unwrap();
+    store.close().unwrap();
+    let db = redb::Database::open(dir.path().join(crate::durable::DATA_FILE)).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+    let rows = txn.open_table(ROWS).unwrap();
+    let mut blocks = 0;
+    for item in redb::ReadableTable::iter(&rows).unwrap() {
+        let (_, v) = item.unwrap();
+        let view = BlockView::parse(v.value()).unwrap();
+        assert!(view.has_columns());
+        assert!(v.value().len() <= limit, "{} bytes", v.value().len());
+        blocks += 1;
+    }
+    assert!(blocks > 10, "{blocks} blocks");
+}

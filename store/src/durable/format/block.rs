@@ -861,14 +861,27 @@ pub(crate) fn row_key_hash(rk: &[u8]) -> u16 {
     (h ^ (h >> 16)) as u16
 }
 
-/// The size of one row's share of a block (its bytes, offset, hash and checksum).
+/// The most one fixed-width property of a row adds to its block's columns: its value (at
+/// most 8 bytes) and its presence bit, with room for each column's header and the rounding
+/// of its bitmaps to words (≤ 21 bytes a column, covered by the spare 7/8 byte a row from
+/// 24 rows on; blocks under 64 rows have no columns).
+const COLUMN_SHARE: usize = 9;
+
+/// The size of one row's share of a block (its bytes, offset, hash and checksum, and at
+/// most what its fixed-width properties add to the block's columns). Blocks are cut so
+/// that these shares fit `block_bytes`: a block that outgrew it by its columns would take
+/// the next larger redb allocation (twice the pages) and a larger read buffer each time.
 pub(crate) fn row_share(row: &[u8]) -> usize {
-    row.len() + ROW_DIR_V3
+    let fixed = RowRef(row)
+        .slot_iter()
+        .map_or(0, |slots| slots.filter(|s| s.is_fixed_width()).count());
+    row.len() + ROW_DIR_V3 + COLUMN_SHARE * fixed
 }
 
-/// The fixed bytes of a block of partition `pk` (header and end offset).
+/// The fixed bytes of a block of partition `pk` (header, end offset, and the columns'
+/// checksum and count).
 pub(crate) fn block_overhead(pk: &str) -> usize {
-    BLOCK_HEAD + pk.len() + 4
+    BLOCK_HEAD + pk.len() + 4 + 8
 }
 
 #[cfg(test)]
