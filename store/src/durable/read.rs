@@ -995,8 +995,8 @@ impl EntitySource for DurableSnapshot {
         self.take_error()
     }
 
-    /// Filtered scans over the blocks' columns (format 4): each block is loaded with
-    /// [`Check::Lazy`] — its directory and columns verified, not its rows — and its rows in
+    /// Filtered scans over the blocks' columns (format 4): each block is loaded with its
+    /// directory and columns verified, not its rows (`Check::Lazy`), and its rows in
     /// the scan are handed to [`filter_run`] with its columns; a row is verified when it is
     /// read: a match, a row tested one by one (a comparison without a column), the row
     /// where the scan stops. Blocks whose rows the scan's bounds cut, and blocks of older
