@@ -50,6 +50,17 @@ pub fn request(
 }
 
 /// The number of threads of this process (`Threads:` of /proc/self/status).
+pub fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+                .map(|n| n.trim().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 pub fn threads() -> usize {
     std::fs::read_to_string("/proc/self/status")
         .expect("/proc/self/status")
