@@ -35,8 +35,30 @@
 
 use super::Corrupt;
 use super::Slot;
-use tableq_exec::batch::{Column, OwnedColumn};
+use std::ops::Range;
+use tableq_exec::PropertySlot;
+use tableq_exec::batch::{Column, Columns, OwnedColumn};
 use tableq_model::ValueRef;
+
+/// Rows `rows` of a run, with the run's columns: what both engines hand to
+/// [`tableq_exec::filter_run`] (slots are property numbers).
+pub(crate) struct ColumnRun<'c> {
+    /// The run's columns.
+    pub(crate) set: &'c ColumnSet,
+    /// The rows of the run in the scan.
+    pub(crate) rows: Range<usize>,
+}
+
+impl Columns for ColumnRun<'_> {
+    fn rows(&self) -> Range<usize> {
+        self.rows.clone()
+    }
+
+    #[inline]
+    fn column(&self, slot: PropertySlot) -> Column<'_> {
+        self.set.column(slot.0)
+    }
+}
 
 /// A property gets a column when at least one row in `DENSITY` holds it.
 pub(crate) const DENSITY: usize = 8;

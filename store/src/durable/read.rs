@@ -47,14 +47,13 @@ use super::format::tables::ROWS;
 use super::locate::{floor_block, search_keys};
 use super::memtable::{MemRows, MemTable};
 use super::shared::TableEntry;
-use crate::codec::{ColumnSet, Corrupt, Names, Number, Slot};
+use crate::codec::{ColumnRun, Corrupt, Names, Number, Slot};
 use crate::error::StoreError;
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
 use std::ops::{Bound, ControlFlow};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use tableq_exec::batch::{Column, Columns};
 use tableq_exec::{
     Chunk, EntitySource, Filtered, Key, PropertySlot, RowFilter, RunEnd, Scan, SlotLookup,
     SourceRow, ValueTest, filter_each, filter_run,
@@ -786,23 +785,6 @@ impl<'a> DurableRows<'a> {
     }
 }
 
-/// The rows of a block in a scan, with the block's columns.
-struct BlockColumns<'c> {
-    columns: &'c ColumnSet,
-    rows: std::ops::Range<usize>,
-}
-
-impl Columns for BlockColumns<'_> {
-    fn rows(&self) -> std::ops::Range<usize> {
-        self.rows.clone()
-    }
-
-    #[inline]
-    fn column(&self, slot: PropertySlot) -> Column<'_> {
-        self.columns.column(slot.0)
-    }
-}
-
 /// One entity of a [`DurableSnapshot`], read in place from its block or from the
 /// memtable. A damaged value reads as absent (a damaged key as empty) and is recorded in
 /// the snapshot, which then fails the page ([`DurableSnapshot::take_error`]).
@@ -1030,8 +1012,8 @@ impl EntitySource for DurableSnapshot {
                     break;
                 }
             };
-            let run = BlockColumns {
-                columns: &columns,
+            let run = ColumnRun {
+                set: &columns,
                 rows: first..end,
             };
             let row = |i: usize| self.block_row(block, i, lazy);

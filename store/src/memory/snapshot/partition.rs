@@ -160,15 +160,13 @@ impl Partition {
             + self.columns.get().map_or(0, ColumnSet::heap_bytes)
     }
 
-    /// The column of property `id` (row numbers are the partition's).
+    /// The partition's columns (row numbers are the partition's), built on first use.
     #[inline]
-    pub(crate) fn column(&self, id: u32) -> tableq_exec::batch::Column<'_> {
-        self.columns
-            .get_or_init(|| {
-                let rows: Vec<&[Slot]> = self.rows.iter().map(|h| self.slots_of(h)).collect();
-                ColumnSet::build(&rows)
-            })
-            .column(id)
+    pub(crate) fn columns(&self) -> &ColumnSet {
+        self.columns.get_or_init(|| {
+            let rows: Vec<&[Slot]> = self.rows.iter().map(|h| self.slots_of(h)).collect();
+            ColumnSet::build(&rows)
+        })
     }
 
     /// The row number of the first header of `run`, a run of this partition's headers

@@ -11,13 +11,12 @@
 use super::overlay::{PartitionOverlay, RowEntry};
 use super::partition::{Partition, RowHead};
 use super::version::{MemorySnapshot, TableState};
-use crate::codec::Names;
+use crate::codec::{ColumnRun, Names};
 use crate::tree::{Cursor, TreeEntry};
 use std::cmp::Ordering;
 use std::convert::Infallible;
 use std::hash::RandomState;
-use std::ops::{Bound, ControlFlow, Range};
-use tableq_exec::batch::{Column, Columns};
+use std::ops::{Bound, ControlFlow};
 use tableq_exec::{
     Chunk, EntitySource, Filtered, Key, OkRows, PropertySlot, RowFilter, RunEnd, Scan, SlotLookup,
     SourceRow, filter_run,
@@ -421,23 +420,6 @@ impl<'a> Iterator for MemoryRows<'a> {
     }
 }
 
-/// A run of a partition's rows, with the partition's columns.
-struct RunColumns<'a> {
-    partition: &'a Partition,
-    rows: Range<usize>,
-}
-
-impl Columns for RunColumns<'_> {
-    fn rows(&self) -> Range<usize> {
-        self.rows.clone()
-    }
-
-    #[inline]
-    fn column(&self, slot: PropertySlot) -> Column<'_> {
-        self.partition.column(slot.0)
-    }
-}
-
 /// One entity of a [`MemorySnapshot`], borrowed from its compact layout.
 #[derive(Clone, Copy)]
 pub struct MemoryRow<'a> {
@@ -659,8 +641,8 @@ impl EntitySource for MemorySnapshot {
                 return Ok(());
             };
             let lo = partition.index_of(run);
-            let columns = RunColumns {
-                partition,
+            let columns = ColumnRun {
+                set: partition.columns(),
                 rows: lo..lo + run.len(),
             };
             let row = |i: usize| MemoryRow {
