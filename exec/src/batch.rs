@@ -122,6 +122,85 @@ impl Column<'_> {
     }
 }
 
+/// The smallest and the largest value a column holds over a run's present rows: a small
+/// statistic a source may keep per run ([`Columns::range`]), which lets a comparison that
+/// no value in it can satisfy fail the whole run without reading the column
+/// ([`ColumnRange::excludes`]). A Double column has a range only when it holds no NaN.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ColumnRange {
+    /// Int32 values from `.0` to `.1`.
+    Int32(i32, i32),
+    /// Int64 values from `.0` to `.1`.
+    Int64(i64, i64),
+    /// Double values from `.0` to `.1` (neither NaN).
+    Double(f64, f64),
+    /// DateTime values from `.0` to `.1` ticks.
+    DateTime(i64, i64),
+}
+
+impl ColumnRange {
+    /// Whether no value in the range satisfies `test` (rows without the property satisfy
+    /// none either): then the test fails on every row of the run.
+    ///
+    /// ```
+    /// use tableq_exec::batch::ColumnRange;
+    /// use tableq_exec::ValueTest;
+    /// use tableq_model::{CmpOp, Value};
+    /// let ages = ColumnRange::Int32(0, 99);
+    /// assert!(ages.excludes(&ValueTest::new(CmpOp::Lt, &Value::Int32(0))));
+    /// assert!(!ages.excludes(&ValueTest::new(CmpOp::Eq, &Value::Int32(42))));
+    /// ```
+    #[inline]
+    pub fn excludes(&self, test: &ValueTest) -> bool {
+        match *self {
+            ColumnRange::Int32(lo, hi) => test.excludes_int32(lo, hi),
+            ColumnRange::Int64(lo, hi) => test.excludes_int64(lo, hi),
+            ColumnRange::Double(lo, hi) => test.excludes_double(lo, hi),
+            ColumnRange::DateTime(lo, hi) => test.excludes_ticks(lo, hi),
+        }
+    }
+
+    /// The range of a column's present values (`None` for a column without values in
+    /// `present`, a Boolean column, or a Double column holding a NaN).
+    pub fn of(column: &OwnedColumn) -> Option<ColumnRange> {
+        fn span<T: Copy + PartialOrd>(present: &[u64], values: &[T]) -> Option<(T, T)> {
+            let mut range: Option<(T, T)> = None;
+            for (i, &v) in values.iter().enumerate() {
+                if present
+                    .get(i / WORD_ROWS)
+                    .is_some_and(|w| w >> (i % WORD_ROWS) & 1 == 1)
+                {
+                    range = Some(match range {
+                        None => (v, v),
+                        Some((lo, hi)) => {
+                            (if v < lo { v } else { lo }, if v > hi { v } else { hi })
+                        }
+                    });
+                }
+            }
+            range
+        }
+        match column {
+            OwnedColumn::Int32(p, v) => span(p, v).map(|(a, b)| ColumnRange::Int32(a, b)),
+            OwnedColumn::Int64(p, v) => span(p, v).map(|(a, b)| ColumnRange::Int64(a, b)),
+            OwnedColumn::DateTime(p, v) => span(p, v).map(|(a, b)| ColumnRange::DateTime(a, b)),
+            OwnedColumn::Double(p, v) => {
+                let nan = v.iter().enumerate().any(|(i, d)| {
+                    d.is_nan()
+                        && p.get(i / WORD_ROWS)
+                            .is_some_and(|w| w >> (i % WORD_ROWS) & 1 == 1)
+                });
+                if nan {
+                    None
+                } else {
+                    span(p, v).map(|(a, b)| ColumnRange::Double(a, b))
+                }
+            }
+            OwnedColumn::Boolean(..) => None,
+        }
+    }
+}
+
 /// A column a source owns: typed values of one type with their presence map (bit `i` of
 /// `present` set when row `i` has the property) — what [`Column`] borrows. Sources that
 /// build their columns in memory keep them in this form.
@@ -176,6 +255,15 @@ pub trait Columns {
 
     /// The column of a property slot the source issued.
     fn column(&self, slot: PropertySlot) -> Column<'_>;
+
+    /// The range of the values of a property slot's column over the run, when the source
+    /// keeps one: a comparison it excludes fails every row of the run without
+    /// [`column`](Columns::column) being asked (a source that decodes columns on demand
+    /// then never decodes it). `None` (the default) proves nothing. A source must not
+    /// return a range narrower than the column's present values.
+    fn range(&self, _slot: PropertySlot) -> Option<ColumnRange> {
+        None
+    }
 
     /// The bitmap words covering the run: `(first_word, words)`.
     fn words(&self) -> (usize, usize) {

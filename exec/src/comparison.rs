@@ -124,6 +124,54 @@ impl ValueTest {
         self.order_double(value) & self.mask != 0
     }
 
+    /// Whether no Int32 value in `min ..= max` satisfies the comparison (a column's range,
+    /// `crate::batch::ColumnRange`): then a run whose values lie there has no match, and
+    /// its values need not be read. `false` when some value may.
+    pub fn excludes_int32(&self, min: i32, max: i32) -> bool {
+        self.excludes(self.order_int32(min), self.order_int32(max))
+    }
+
+    /// [`excludes_int32`](ValueTest::excludes_int32) for Int64 values.
+    pub fn excludes_int64(&self, min: i64, max: i64) -> bool {
+        self.excludes(self.order_int64(min), self.order_int64(max))
+    }
+
+    /// [`excludes_int32`](ValueTest::excludes_int32) for Double values (`min` and `max`
+    /// not NaN: a range is kept only for columns without NaN).
+    pub fn excludes_double(&self, min: f64, max: f64) -> bool {
+        self.excludes(self.order_double(min), self.order_double(max))
+    }
+
+    /// [`excludes_int32`](ValueTest::excludes_int32) for DateTime values given as ticks.
+    pub fn excludes_ticks(&self, min: i64, max: i64) -> bool {
+        self.excludes(self.order_ticks(min), self.order_ticks(max))
+    }
+
+    /// Ordering a value against the literal is monotone in the value (a type mismatch is
+    /// always less), so over a range the outcomes are those between the outcomes of its
+    /// ends: the comparison fails everywhere when none of them is in the mask. An
+    /// unordered end (a NaN literal) proves nothing beyond itself.
+    #[inline]
+    fn excludes(&self, lo: u8, hi: u8) -> bool {
+        if lo == UNORDERED || hi == UNORDERED {
+            return lo == hi && self.mask & UNORDERED == 0;
+        }
+        if hi < lo {
+            return false; // not monotone: cannot happen; prove nothing
+        }
+        // The bits from `lo` up to `hi` (single bits among LESS, EQUAL, GREATER).
+        let possible = (hi << 1) - lo;
+        possible & self.mask == 0
+    }
+
+    #[inline]
+    fn order_ticks(&self, a: i64) -> u8 {
+        match self.literal {
+            Literal::DateTime(b) => bit(a.cmp(&b)),
+            _ => LESS,
+        }
+    }
+
     // The outcome bit of ordering a value (the property) against the literal. Matched on
     // the literal first: in a scan it is the same for every row, so only the value's type
     // is a real branch. Type mismatch: the property counts as less than the literal.
@@ -467,6 +515,64 @@ mod tests {
             prop_assert_eq!(t.matches_double(c), t.matches(ValueRef::Double(c)));
             for v in [ValueRef::Int32(a), ValueRef::Int64(b), ValueRef::Double(c)] {
                 prop_assert_eq!(t.matches(v), tableq_model::compare(Some(v), op, lit.as_ref()));
+            }
+        }
+    }
+
+    #[test]
+    fn ranges_exclude_what_no_value_in_them_can_match() {
+        let t = |op, v: i32| ValueTest::new(op, &Value::Int32(v));
+        assert!(t(CmpOp::Lt, 0).excludes_int32(0, 99));
+        assert!(!t(CmpOp::Le, 0).excludes_int32(0, 99));
+        assert!(!t(CmpOp::Eq, 42).excludes_int32(0, 99));
+        assert!(t(CmpOp::Eq, 100).excludes_int32(0, 99));
+        assert!(t(CmpOp::Gt, 99).excludes_int32(0, 99));
+        assert!(t(CmpOp::Ne, 7).excludes_int32(7, 7));
+        assert!(!t(CmpOp::Ne, 7).excludes_int32(7, 8));
+        // A type mismatch counts as less: `lt` holds for every value, `gt` for none.
+        let s = |op| ValueTest::new(op, &Value::String("a".into()));
+        assert!(!s(CmpOp::Lt).excludes_int32(0, 9));
+        assert!(s(CmpOp::Gt).excludes_int64(0, 9));
+        // NaN is unordered against every value: only `ne` holds.
+        let nan = |op| ValueTest::new(op, &Value::Double(f64::NAN));
+        assert!(nan(CmpOp::Eq).excludes_double(1.0, 2.0));
+        assert!(!nan(CmpOp::Ne).excludes_double(1.0, 2.0));
+        assert!(
+            ValueTest::new(CmpOp::Lt, &Value::DateTime(datetime(5)))
+                .excludes_ticks(datetime(5).ticks(), datetime(9).ticks())
+        );
+    }
+
+    proptest! {
+        /// A range that excludes a test holds no value that matches it.
+        #[test]
+        fn excluded_ranges_hold_no_match(
+            lit in prop_oneof![number(), (0i64..4).prop_map(|t| Value::DateTime(datetime(t)))],
+            ints in proptest::collection::vec(prop_oneof![Just(42i32), Just(0), -3i32..3, any::<i32>()], 1..20),
+            longs in proptest::collection::vec(prop_oneof![Just(42i64), -3i64..3, any::<i64>()], 1..20),
+            doubles in proptest::collection::vec(prop_oneof![Just(42.0f64), Just(-0.0), -3.0f64..3.0, any::<f64>().prop_filter("not NaN", |d| !d.is_nan())], 1..20),
+            ticks in proptest::collection::vec((0i64..4).prop_map(|t| datetime(t).ticks()), 1..20),
+            op in proptest::sample::select(CmpOp::ALL.to_vec()),
+        ) {
+            let t = ValueTest::new(op, &lit);
+            let (lo, hi) = (ints.iter().min().unwrap(), ints.iter().max().unwrap());
+            if t.excludes_int32(*lo, *hi) {
+                prop_assert!(ints.iter().all(|&v| !t.matches_int32(v)));
+            }
+            let (lo, hi) = (longs.iter().min().unwrap(), longs.iter().max().unwrap());
+            if t.excludes_int64(*lo, *hi) {
+                prop_assert!(longs.iter().all(|&v| !t.matches_int64(v)));
+            }
+            let lo = doubles.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = doubles.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            if t.excludes_double(lo, hi) {
+                prop_assert!(doubles.iter().all(|&v| !t.matches_double(v)));
+            }
+            let (lo, hi) = (ticks.iter().min().unwrap(), ticks.iter().max().unwrap());
+            if t.excludes_ticks(*lo, *hi) {
+                let mut out = vec![0u64; 1];
+                t.ticks_words(&ticks, 0, &mut out);
+                prop_assert_eq!(out[0], 0);
             }
         }
     }

@@ -243,14 +243,24 @@ impl<C: Columns + ?Sized, R: SourceRow> Run<'_, C, R> {
     }
 
     /// Tests `t` over its column into `out`; `false` when it has none (a system property,
-    /// a name, or a slot without a column form in this run).
+    /// a name, or a slot without a column form in this run). A test the column's range
+    /// excludes fails every row without the column being read.
     #[inline]
     fn column_test(&self, t: &Test, out: &mut [u64]) -> bool {
         match t.target {
-            Target::Slot(slot) => self
-                .columns
-                .column(slot)
-                .test(&t.test, self.first_word, out),
+            Target::Slot(slot) => {
+                if self
+                    .columns
+                    .range(slot)
+                    .is_some_and(|r| r.excludes(&t.test))
+                {
+                    out.fill(0);
+                    return true;
+                }
+                self.columns
+                    .column(slot)
+                    .test(&t.test, self.first_word, out)
+            }
             _ => false,
         }
     }
@@ -259,8 +269,8 @@ impl<C: Columns + ?Sized, R: SourceRow> Run<'_, C, R> {
     /// every column test kept.
     fn all_of(&self, tests: &[Test], out: &mut [u64]) {
         out.fill(u64::MAX);
-        let by_row = self.combine(tests, out, |o, b| *o &= b);
-        if !by_row.is_empty() {
+        let by_row = self.combine(tests, out, |o, b| *o &= b, true);
+        if !by_row.is_empty() && out.iter().any(|&w| w != 0) {
             keep_only(out, self.first_word, &self.columns.rows());
             self.rows_where(out, true, |r| by_row.iter().all(|t| t.eval(r)));
         }
@@ -270,19 +280,21 @@ impl<C: Columns + ?Sized, R: SourceRow> Run<'_, C, R> {
     /// column test took.
     fn any_of(&self, tests: &[Test], out: &mut [u64]) {
         out.fill(0);
-        let by_row = self.combine(tests, out, |o, b| *o |= b);
+        let by_row = self.combine(tests, out, |o, b| *o |= b, false);
         if !by_row.is_empty() {
             self.rows_where(out, false, |r| by_row.iter().any(|t| t.eval(r)));
         }
     }
 
     /// Folds the column test of each of `tests` that has one into `out`; returns the
-    /// others.
+    /// others. With `conjunction`, stops once `out` is empty (no row left to keep: the
+    /// remaining columns are not read).
     fn combine<'t>(
         &self,
         tests: &'t [Test],
         out: &mut [u64],
         fold: impl Fn(&mut u64, u64),
+        conjunction: bool,
     ) -> Vec<&'t Test> {
         let mut stack = [0u64; TMP_WORDS];
         let mut heap = Vec::new();
@@ -298,6 +310,9 @@ impl<C: Columns + ?Sized, R: SourceRow> Run<'_, C, R> {
             if self.column_test(t, buf) {
                 for (o, b) in out.iter_mut().zip(buf.iter()) {
                     fold(o, *b);
+                }
+                if conjunction && out.iter().all(|&w| w == 0) {
+                    return Vec::new();
                 }
             } else {
                 by_row.push(t);
@@ -624,6 +639,13 @@ mod tests {
                 Some(Owned::Absent) => Column::Absent,
                 Some(Owned::Column(c)) => c.as_column(rows),
                 Some(Owned::Rows) | None => Column::Rows,
+            }
+        }
+        // Each column's range, so that the property test covers tests skipped by ranges.
+        fn range(&self, slot: PropertySlot) -> Option<crate::batch::ColumnRange> {
+            match self.0.columns.get(slot.0 as usize) {
+                Some(Owned::Column(c)) => crate::batch::ColumnRange::of(c),
+                _ => None,
             }
         }
     }

@@ -497,6 +497,9 @@ impl<C: Columns + ?Sized> Columns for Batch<'_, C> {
     fn column(&self, slot: PropertySlot) -> crate::batch::Column<'_> {
         self.columns.column(slot)
     }
+    fn range(&self, slot: PropertySlot) -> Option<crate::batch::ColumnRange> {
+        self.columns.range(slot)
+    }
 }
 
 /// The rows of a source that cannot fail, as the `Result` items

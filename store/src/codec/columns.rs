@@ -24,20 +24,29 @@
 //! columns would bring a large dependency for five `Vec`s a partition.
 //!
 //! ```text
-//! encoded = crc:u32  count:u32  column*            count = u32::MAX: no columns (none())
-//! column  = id:u32  kind:u8  present:words × u64  values
+//! encoded = crc:u32  count:u32  entry*  data*      count = u32::MAX: no columns (none()),
+//!                                                  then nothing else
+//! entry   = id:u32  kind:u8  flags:u8  0:u16  len:u32  data_crc:u32  min:u64  max:u64
+//! data    = present:words × u64  values            one per entry, in the entries' order
 //! values  = Int32 rows × i32 | Int64, Double (bits), DateTime (ticks) rows × u64
 //!         | Boolean words × u64 (the trues)        | nothing for kind 0 (rows)
 //! ```
 //!
-//! `crc` is the CRC-32 of everything after it; `words` = ⌈rows / 64⌉; kinds 0 rows,
-//! 1 Int32, 2 Int64, 3 Double, 4 Boolean, 5 DateTime; columns by ascending `id`.
+//! `crc` is the CRC-32 of `count` and the entries (the *column directory*), `data_crc`
+//! the CRC-32 of one column's data, so a reader verifies the directory and then only the
+//! columns it reads ([`EncodedColumns`], [`LazyColumns`]); `words` = ⌈rows / 64⌉; `len`
+//! the column's data bytes (exact for its kind and the rows); kinds 0 rows, 1 Int32,
+//! 2 Int64, 3 Double, 4 Boolean, 5 DateTime; entries by ascending `id`. `flags` bit 0:
+//! `min` and `max` are the smallest and largest present value (Int32, Int64 and DateTime
+//! as i64, Double as its bits, kept only when the column holds no NaN) — the per-block
+//! statistic that lets a comparison no value in it can satisfy fail the whole block
+//! without its column being read or verified ([`tableq_exec::batch::ColumnRange`]).
 
 use super::Corrupt;
 use super::Slot;
 use std::ops::Range;
 use tableq_exec::PropertySlot;
-use tableq_exec::batch::{Column, Columns, OwnedColumn};
+use tableq_exec::batch::{Column, ColumnRange, Columns, OwnedColumn};
 use tableq_model::ValueRef;
 
 /// Rows `rows` of a run, with the run's columns: what both engines hand to
@@ -57,6 +66,11 @@ impl Columns for ColumnRun<'_> {
     #[inline]
     fn column(&self, slot: PropertySlot) -> Column<'_> {
         self.set.column(slot.0)
+    }
+
+    #[inline]
+    fn range(&self, slot: PropertySlot) -> Option<ColumnRange> {
+        self.set.range(slot.0)
     }
 }
 
@@ -82,8 +96,8 @@ pub(crate) struct ColumnSet {
 
 #[derive(Debug, PartialEq)]
 enum Stored {
-    /// A column.
-    Column(OwnedColumn),
+    /// A column, with the range of its present values when it has one.
+    Column(OwnedColumn, Option<ColumnRange>),
     /// Held with several types, or a type without a column form, or too sparse.
     Rows,
 }
@@ -211,8 +225,18 @@ impl ColumnSet {
             return Column::Absent;
         };
         match &self.columns[at].1 {
-            Stored::Column(c) => c.as_column(self.rows),
+            Stored::Column(c, _) => c.as_column(self.rows),
             Stored::Rows => Column::Rows,
+        }
+    }
+
+    /// The range of property `id`'s column, when it has one.
+    #[inline]
+    pub(crate) fn range(&self, id: u32) -> Option<ColumnRange> {
+        let at = self.columns.binary_search_by_key(&id, |e| e.0).ok()?;
+        match &self.columns[at].1 {
+            Stored::Column(_, range) => *range,
+            Stored::Rows => None,
         }
     }
 
@@ -223,7 +247,7 @@ impl ColumnSet {
                 .columns
                 .iter()
                 .map(|(_, s)| match s {
-                    Stored::Column(c) => c.heap_bytes(),
+                    Stored::Column(c, _) => c.heap_bytes(),
                     Stored::Rows => 0,
                 })
                 .sum::<usize>()
@@ -238,6 +262,43 @@ const KIND_BOOLEAN: u8 = 4;
 const KIND_DATETIME: u8 = 5;
 /// `count` of a run without columns.
 const NO_COLUMNS: u32 = u32::MAX;
+/// Bytes before the entries: `crc`, `count`.
+const HEAD: usize = 8;
+/// Bytes of one entry of the column directory.
+const ENTRY: usize = 32;
+/// An entry's `flags` bit: `min` and `max` hold the column's range.
+const HAS_RANGE: u8 = 1;
+
+fn kind_code(c: &OwnedColumn) -> u8 {
+    match c {
+        OwnedColumn::Int32(..) => KIND_INT32,
+        OwnedColumn::Int64(..) => KIND_INT64,
+        OwnedColumn::Double(..) => KIND_DOUBLE,
+        OwnedColumn::Boolean(..) => KIND_BOOLEAN,
+        OwnedColumn::DateTime(..) => KIND_DATETIME,
+    }
+}
+
+/// The bytes of a column of `kind` over `rows` rows (presence map and values).
+fn data_len(kind: u8, rows: usize) -> Option<usize> {
+    let words = rows.div_ceil(64) * 8;
+    match kind {
+        KIND_ROWS => Some(0),
+        KIND_INT32 => Some(words + rows * 4),
+        KIND_INT64 | KIND_DOUBLE | KIND_DATETIME => Some(words + rows * 8),
+        KIND_BOOLEAN => Some(words * 2),
+        _ => None,
+    }
+}
+
+/// A range as an entry stores it: `(min, max)` as 64-bit patterns.
+fn range_bits(range: &ColumnRange) -> (u64, u64) {
+    match *range {
+        ColumnRange::Int32(a, b) => (i64::from(a) as u64, i64::from(b) as u64),
+        ColumnRange::Int64(a, b) | ColumnRange::DateTime(a, b) => (a as u64, b as u64),
+        ColumnRange::Double(a, b) => (a.to_bits(), b.to_bits()),
+    }
+}
 
 impl ColumnSet {
     /// Appends the encoded columns (see the module docs) to `out`.
@@ -246,147 +307,91 @@ impl ColumnSet {
         out.extend_from_slice(&[0; 4]);
         if !self.built {
             out.extend_from_slice(&NO_COLUMNS.to_le_bytes());
-        } else {
-            out.extend_from_slice(&(self.columns.len() as u32).to_le_bytes());
-            for (id, stored) in &self.columns {
-                out.extend_from_slice(&id.to_le_bytes());
-                let words = |out: &mut Vec<u8>, w: &[u64]| {
-                    for x in w {
-                        out.extend_from_slice(&x.to_le_bytes());
-                    }
-                };
-                match stored {
-                    Stored::Rows => out.push(KIND_ROWS),
-                    Stored::Column(OwnedColumn::Int32(p, v)) => {
-                        out.push(KIND_INT32);
-                        words(out, p);
-                        v.iter()
-                            .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
-                    }
-                    Stored::Column(OwnedColumn::Int64(p, v)) => {
-                        out.push(KIND_INT64);
-                        words(out, p);
-                        v.iter()
-                            .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
-                    }
-                    Stored::Column(OwnedColumn::Double(p, v)) => {
-                        out.push(KIND_DOUBLE);
-                        words(out, p);
-                        v.iter()
-                            .for_each(|x| out.extend_from_slice(&x.to_bits().to_le_bytes()));
-                    }
-                    Stored::Column(OwnedColumn::Boolean(p, t)) => {
-                        out.push(KIND_BOOLEAN);
-                        words(out, p);
-                        words(out, t);
-                    }
-                    Stored::Column(OwnedColumn::DateTime(p, v)) => {
-                        out.push(KIND_DATETIME);
-                        words(out, p);
-                        v.iter()
-                            .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
-                    }
-                }
-            }
+            let crc = crc32fast::hash(&out[start + 4..]);
+            out[start..start + 4].copy_from_slice(&crc.to_le_bytes());
+            return;
         }
-        let crc = crc32fast::hash(&out[start + 4..]);
+        out.extend_from_slice(&(self.columns.len() as u32).to_le_bytes());
+        let entries = out.len();
+        out.resize(entries + ENTRY * self.columns.len(), 0);
+        for (k, (id, stored)) in self.columns.iter().enumerate() {
+            let data = out.len();
+            let words = |out: &mut Vec<u8>, w: &[u64]| {
+                for x in w {
+                    out.extend_from_slice(&x.to_le_bytes());
+                }
+            };
+            let (kind, range) = match stored {
+                Stored::Rows => (KIND_ROWS, None),
+                Stored::Column(c, range) => {
+                    match c {
+                        OwnedColumn::Int32(p, v) => {
+                            words(out, p);
+                            v.iter()
+                                .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+                        }
+                        OwnedColumn::Int64(p, v) | OwnedColumn::DateTime(p, v) => {
+                            words(out, p);
+                            v.iter()
+                                .for_each(|x| out.extend_from_slice(&x.to_le_bytes()));
+                        }
+                        OwnedColumn::Double(p, v) => {
+                            words(out, p);
+                            v.iter()
+                                .for_each(|x| out.extend_from_slice(&x.to_bits().to_le_bytes()));
+                        }
+                        OwnedColumn::Boolean(p, t) => {
+                            words(out, p);
+                            words(out, t);
+                        }
+                    }
+                    (kind_code(c), range.as_ref())
+                }
+            };
+            let len = (out.len() - data) as u32;
+            let crc = crc32fast::hash(&out[data..]);
+            let (flags, (min, max)) = match range {
+                Some(r) => (HAS_RANGE, range_bits(r)),
+                None => (0, (0, 0)),
+            };
+            let e = entries + k * ENTRY;
+            out[e..e + 4].copy_from_slice(&id.to_le_bytes());
+            out[e + 4] = kind;
+            out[e + 5] = flags;
+            out[e + 8..e + 12].copy_from_slice(&len.to_le_bytes());
+            out[e + 12..e + 16].copy_from_slice(&crc.to_le_bytes());
+            out[e + 16..e + 24].copy_from_slice(&min.to_le_bytes());
+            out[e + 24..e + 32].copy_from_slice(&max.to_le_bytes());
+        }
+        let dir_end = entries + ENTRY * self.columns.len();
+        let crc = crc32fast::hash(&out[start + 4..dir_end]);
         out[start..start + 4].copy_from_slice(&crc.to_le_bytes());
     }
 
-    /// Whether `bytes` are the encoded columns of `rows` rows: their checksum, then their
-    /// layout (ascending ids, known kinds, every length exact to the end), without
-    /// decoding them — what a reader checks before trusting them. (The checksum alone does
-    /// not cover the section's length: CRC-32 cannot see zero bytes appended after a run of
-    /// `FF` bytes, such as the `count` of a run without columns.)
+    /// Whether `bytes` are the encoded columns of `rows` rows, every column's checksum
+    /// included (what a whole-block check and `tableq check` verify).
     pub(crate) fn verify(bytes: &[u8], rows: usize) -> Result<(), Corrupt> {
-        let (crc, rest) = bytes
-            .split_first_chunk::<4>()
-            .ok_or(Corrupt("columns cut short"))?;
-        if u32::from_le_bytes(*crc) != crc32fast::hash(rest) {
-            return Err(Corrupt("the block's columns fail their checksum"));
-        }
-        let mut r = Reader(rest);
-        let count = r.u32()?;
-        if count != NO_COLUMNS {
-            let words = rows.div_ceil(64);
-            let mut last = None;
-            for _ in 0..count {
-                let id = r.u32()?;
-                if last.is_some_and(|l| l >= id) {
-                    return Err(Corrupt("columns out of order"));
-                }
-                last = Some(id);
-                match r.u8()? {
-                    KIND_ROWS => {}
-                    KIND_INT32 => {
-                        r.take(words, 8)?;
-                        r.take(rows, 4)?;
-                    }
-                    KIND_INT64 | KIND_DATETIME | KIND_DOUBLE => {
-                        r.take(words, 8)?;
-                        r.take(rows, 8)?;
-                    }
-                    KIND_BOOLEAN => {
-                        r.take(words, 8)?;
-                        r.take(words, 8)?;
-                    }
-                    _ => return Err(Corrupt("unknown column kind")),
-                }
-            }
-        }
-        r.end()
+        let encoded = EncodedColumns::parse(bytes, rows)?;
+        (0..encoded.count).try_for_each(|k| encoded.data(k).map(|_| ()))
     }
 
-    /// Decodes the columns of `rows` rows from `bytes` (checksum verified first); every
-    /// length is checked, so damage is a [`Corrupt`], never a panic.
+    /// Decodes all the columns of `rows` rows from `bytes` (every checksum verified);
+    /// every length is checked, so damage is a [`Corrupt`], never a panic.
+    #[cfg(test)]
     pub(crate) fn decode(bytes: &[u8], rows: usize) -> Result<ColumnSet, Corrupt> {
-        ColumnSet::verify(bytes, rows)?;
-        let mut r = Reader(&bytes[4..]);
-        let count = r.u32()?;
-        if count == NO_COLUMNS {
-            return r.end().map(|()| ColumnSet::none());
+        let encoded = EncodedColumns::parse(bytes, rows)?;
+        if !encoded.built {
+            return Ok(ColumnSet::none());
         }
-        let words = rows.div_ceil(64);
-        let mut columns = Vec::with_capacity((count as usize).min(1024));
-        for _ in 0..count {
-            let id = r.u32()?;
-            if columns.last().is_some_and(|(last, _)| *last >= id) {
-                return Err(Corrupt("columns out of order"));
-            }
-            let kind = r.u8()?;
-            let stored = match kind {
-                KIND_ROWS => Stored::Rows,
-                KIND_INT32 => {
-                    let p = r.words(words)?;
-                    let v = r.take(rows, 4)?;
-                    Stored::Column(OwnedColumn::Int32(
-                        p,
-                        v.chunks_exact(4)
-                            .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                            .collect(),
-                    ))
-                }
-                KIND_INT64 | KIND_DATETIME | KIND_DOUBLE => {
-                    let p = r.words(words)?;
-                    let v: Vec<u64> = r.take(rows, 8)?.chunks_exact(8).map(le64).collect();
-                    Stored::Column(match kind {
-                        KIND_INT64 => OwnedColumn::Int64(p, v.iter().map(|&x| x as i64).collect()),
-                        KIND_DATETIME => {
-                            OwnedColumn::DateTime(p, v.iter().map(|&x| x as i64).collect())
-                        }
-                        _ => OwnedColumn::Double(p, v.iter().map(|&x| f64::from_bits(x)).collect()),
-                    })
-                }
-                KIND_BOOLEAN => {
-                    let p = r.words(words)?;
-                    let t = r.words(words)?;
-                    Stored::Column(OwnedColumn::Boolean(p, t))
-                }
-                _ => return Err(Corrupt("unknown column kind")),
-            };
-            columns.push((id, stored));
-        }
-        r.end()?;
+        let columns = (0..encoded.count)
+            .map(|k| {
+                let stored = match encoded.decode(k)? {
+                    Some(c) => Stored::Column(c, encoded.range(k)),
+                    None => Stored::Rows,
+                };
+                Ok((encoded.entry(k).id, stored))
+            })
+            .collect::<Result<_, Corrupt>>()?;
         Ok(ColumnSet {
             built: true,
             rows,
@@ -395,42 +400,280 @@ impl ColumnSet {
     }
 }
 
+/// One entry of the column directory.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    id: u32,
+    kind: u8,
+    flags: u8,
+    crc: u32,
+    min: u64,
+    max: u64,
+}
+
+/// Encoded columns (a block's, `durable/format/block.rs`) with their directory checked
+/// and nothing else: a scan verifies and decodes only the columns its residual reads
+/// ([`LazyColumns`]), and none whose range excludes a test.
+#[derive(Debug, Clone)]
+pub(crate) struct EncodedColumns<'b> {
+    bytes: &'b [u8],
+    rows: usize,
+    built: bool,
+    count: usize,
+    /// Where each column's data starts (and, last, where the data ends).
+    starts: Vec<usize>,
+}
+
+impl<'b> EncodedColumns<'b> {
+    /// No columns for a run of `rows` rows: every property reads as [`Column::Rows`].
+    pub(crate) fn none(rows: usize) -> EncodedColumns<'static> {
+        EncodedColumns {
+            bytes: &[],
+            rows,
+            built: false,
+            count: 0,
+            starts: vec![HEAD],
+        }
+    }
+
+    /// Checks the directory of the encoded columns of `rows` rows: its checksum, then the
+    /// layout (ascending ids, known kinds, each column's length exact for its kind, the
+    /// data ending where the bytes end). (The checksum alone does not cover the section's
+    /// length: CRC-32 cannot see zero bytes appended after a run of `FF` bytes, such as
+    /// the `count` of a run without columns.)
+    pub(crate) fn parse(bytes: &'b [u8], rows: usize) -> Result<EncodedColumns<'b>, Corrupt> {
+        let cut = Corrupt("columns cut short");
+        if bytes.len() < HEAD {
+            return Err(cut);
+        }
+        let count = u32_le(bytes, 4);
+        if count == NO_COLUMNS {
+            if bytes.len() != HEAD {
+                return Err(Corrupt("bytes after the columns"));
+            }
+            if u32_le(bytes, 0) != crc32fast::hash(&bytes[4..HEAD]) {
+                return Err(Corrupt("the block's columns fail their checksum"));
+            }
+            return Ok(EncodedColumns {
+                bytes,
+                rows,
+                built: false,
+                count: 0,
+                starts: vec![HEAD],
+            });
+        }
+        let count = count as usize;
+        let dir_end = count
+            .checked_mul(ENTRY)
+            .and_then(|n| n.checked_add(HEAD))
+            .filter(|&end| end <= bytes.len())
+            .ok_or(cut.clone())?;
+        if u32_le(bytes, 0) != crc32fast::hash(&bytes[4..dir_end]) {
+            return Err(Corrupt("the block's columns fail their checksum"));
+        }
+        let mut encoded = EncodedColumns {
+            bytes,
+            rows,
+            built: true,
+            count,
+            starts: Vec::with_capacity(count + 1),
+        };
+        let mut at = dir_end;
+        let mut last = None;
+        for k in 0..count {
+            let e = encoded.entry(k);
+            if last.is_some_and(|l| l >= e.id) {
+                return Err(Corrupt("columns out of order"));
+            }
+            last = Some(e.id);
+            let len = data_len(e.kind, rows).ok_or(Corrupt("unknown column kind"))?;
+            if u32_le(bytes, HEAD + k * ENTRY + 8) as usize != len {
+                return Err(Corrupt("a column's length does not match its rows"));
+            }
+            if e.flags & !HAS_RANGE != 0
+                || (e.flags & HAS_RANGE != 0
+                    && !matches!(
+                        e.kind,
+                        KIND_INT32 | KIND_INT64 | KIND_DOUBLE | KIND_DATETIME
+                    ))
+            {
+                return Err(Corrupt("unknown column flags"));
+            }
+            encoded.starts.push(at);
+            at = at.checked_add(len).ok_or(cut.clone())?;
+        }
+        encoded.starts.push(at);
+        match at.cmp(&bytes.len()) {
+            std::cmp::Ordering::Less => Err(Corrupt("bytes after the columns")),
+            std::cmp::Ordering::Greater => Err(cut),
+            std::cmp::Ordering::Equal => Ok(encoded),
+        }
+    }
+
+    fn entry(&self, k: usize) -> Entry {
+        let e = HEAD + k * ENTRY;
+        let b = self.bytes;
+        Entry {
+            id: u32_le(b, e),
+            kind: b[e + 4],
+            flags: b[e + 5],
+            crc: u32_le(b, e + 12),
+            min: le64(&b[e + 16..e + 24]),
+            max: le64(&b[e + 24..e + 32]),
+        }
+    }
+
+    /// Where property `id` is in the directory: `Ok(k)`, or `Err(())` when no row of the
+    /// run has it.
+    fn find(&self, id: u32) -> Result<usize, ()> {
+        let (mut lo, mut hi) = (0, self.count);
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match self.entry(mid).id.cmp(&id) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(())
+    }
+
+    /// Column `k`'s range, if its entry holds one (covered by the directory's checksum).
+    fn range(&self, k: usize) -> Option<ColumnRange> {
+        let e = self.entry(k);
+        if e.flags & HAS_RANGE == 0 {
+            return None;
+        }
+        let (a, b) = (e.min, e.max);
+        match e.kind {
+            KIND_INT32 => Some(ColumnRange::Int32(
+                i32::try_from(a as i64).ok()?,
+                i32::try_from(b as i64).ok()?,
+            )),
+            KIND_INT64 => Some(ColumnRange::Int64(a as i64, b as i64)),
+            KIND_DATETIME => Some(ColumnRange::DateTime(a as i64, b as i64)),
+            KIND_DOUBLE => {
+                let (a, b) = (f64::from_bits(a), f64::from_bits(b));
+                (!a.is_nan() && !b.is_nan()).then_some(ColumnRange::Double(a, b))
+            }
+            _ => None,
+        }
+    }
+
+    /// Column `k`'s data, checksum verified.
+    fn data(&self, k: usize) -> Result<&'b [u8], Corrupt> {
+        let data = &self.bytes[self.starts[k]..self.starts[k + 1]];
+        if crc32fast::hash(data) != self.entry(k).crc {
+            return Err(Corrupt("a column fails its checksum"));
+        }
+        Ok(data)
+    }
+
+    /// Column `k`, verified and decoded (`None`: its property is tested row by row).
+    fn decode(&self, k: usize) -> Result<Option<OwnedColumn>, Corrupt> {
+        let kind = self.entry(k).kind;
+        if kind == KIND_ROWS {
+            return Ok(None);
+        }
+        let data = self.data(k)?;
+        let words = self.rows.div_ceil(64);
+        // `parse` checked the length for the kind: the presence map is there.
+        let (p, v) = data
+            .split_at_checked(words * 8)
+            .ok_or(Corrupt("columns cut short"))?;
+        let present = || p.chunks_exact(8).map(le64).collect::<Vec<u64>>();
+        let longs = || v.chunks_exact(8).map(le64);
+        Ok(Some(match kind {
+            KIND_INT32 => OwnedColumn::Int32(
+                present(),
+                v.chunks_exact(4)
+                    .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+            ),
+            KIND_INT64 => OwnedColumn::Int64(present(), longs().map(|x| x as i64).collect()),
+            KIND_DATETIME => OwnedColumn::DateTime(present(), longs().map(|x| x as i64).collect()),
+            KIND_DOUBLE => OwnedColumn::Double(present(), longs().map(f64::from_bits).collect()),
+            KIND_BOOLEAN => OwnedColumn::Boolean(present(), longs().collect()),
+            _ => return Err(Corrupt("unknown column kind")),
+        }))
+    }
+}
+
+/// Rows `rows` of a block with its encoded columns, decoding each column the first time a
+/// test asks for it (and verifying it then); a column whose range excludes a test is never
+/// decoded. A column that fails its checksum reads as [`Column::Rows`] (its comparisons
+/// are then tested on the rows, which have checksums of their own) and is reported by
+/// [`damage`](LazyColumns::damage): the scan fails after the run.
+pub(crate) struct LazyColumns<'e, 'b> {
+    encoded: &'e EncodedColumns<'b>,
+    rows: Range<usize>,
+    decoded: Vec<std::cell::OnceCell<Option<OwnedColumn>>>,
+    damage: std::cell::Cell<Option<Corrupt>>,
+}
+
+impl<'e, 'b> LazyColumns<'e, 'b> {
+    /// Rows `rows` of the run whose columns are `encoded`.
+    pub(crate) fn new(encoded: &'e EncodedColumns<'b>, rows: Range<usize>) -> Self {
+        LazyColumns {
+            encoded,
+            rows,
+            decoded: (0..encoded.count)
+                .map(|_| std::cell::OnceCell::new())
+                .collect(),
+            damage: std::cell::Cell::new(None),
+        }
+    }
+
+    /// The damage a column read met, if any.
+    pub(crate) fn damage(&self) -> Option<Corrupt> {
+        self.damage.take()
+    }
+}
+
+impl Columns for LazyColumns<'_, '_> {
+    fn rows(&self) -> Range<usize> {
+        self.rows.clone()
+    }
+
+    fn column(&self, slot: PropertySlot) -> Column<'_> {
+        if !self.encoded.built {
+            return Column::Rows;
+        }
+        let Ok(k) = self.encoded.find(slot.0) else {
+            return Column::Absent;
+        };
+        let decoded = self.decoded[k].get_or_init(|| match self.encoded.decode(k) {
+            Ok(c) => c,
+            Err(e) => {
+                self.damage.set(Some(e));
+                None
+            }
+        });
+        match decoded {
+            Some(c) => c.as_column(self.encoded.rows),
+            None => Column::Rows,
+        }
+    }
+
+    fn range(&self, slot: PropertySlot) -> Option<ColumnRange> {
+        if !self.encoded.built {
+            return None;
+        }
+        self.encoded
+            .find(slot.0)
+            .ok()
+            .and_then(|k| self.encoded.range(k))
+    }
+}
+
+fn u32_le(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
 fn le64(c: &[u8]) -> u64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(c);
     u64::from_le_bytes(b)
-}
-
-/// Reads encoded columns front to back, checking every length.
-struct Reader<'b>(&'b [u8]);
-
-impl<'b> Reader<'b> {
-    fn take(&mut self, n: usize, width: usize) -> Result<&'b [u8], Corrupt> {
-        let len = n.checked_mul(width).ok_or(Corrupt("columns cut short"))?;
-        if self.0.len() < len {
-            return Err(Corrupt("columns cut short"));
-        }
-        let (head, rest) = self.0.split_at(len);
-        self.0 = rest;
-        Ok(head)
-    }
-    fn u8(&mut self) -> Result<u8, Corrupt> {
-        Ok(self.take(1, 1)?[0])
-    }
-    fn u32(&mut self) -> Result<u32, Corrupt> {
-        let b = self.take(1, 4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn words(&mut self, n: usize) -> Result<Vec<u64>, Corrupt> {
-        Ok(self.take(n, 8)?.chunks_exact(8).map(le64).collect())
-    }
-    fn end(&self) -> Result<(), Corrupt> {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            Err(Corrupt("bytes after the columns"))
-        }
-    }
 }
 
 /// A column being filled (values only; the presence map is kept beside it).
@@ -469,13 +712,15 @@ impl Building {
     }
 
     fn finish(self, present: Vec<u64>) -> Stored {
-        Stored::Column(match self {
+        let column = match self {
             Building::Int32(v) => OwnedColumn::Int32(present, v),
             Building::Int64(v) => OwnedColumn::Int64(present, v),
             Building::Double(v) => OwnedColumn::Double(present, v),
             Building::Boolean(t) => OwnedColumn::Boolean(present, t),
             Building::DateTime(v) => OwnedColumn::DateTime(present, v),
-        })
+        };
+        let range = ColumnRange::of(&column);
+        Stored::Column(column, range)
     }
 }
 
@@ -557,6 +802,35 @@ mod tests {
             assert!(ColumnSet::decode(&bad, 100).is_err(), "byte {i}");
             assert!(ColumnSet::decode(&bytes[..i], 100).is_err(), "cut at {i}");
         }
+        // Ranges: Int32 0..=99 and the DateTime; none for Booleans.
+        assert_eq!(set.range(0), Some(ColumnRange::Int32(0, 99)));
+        assert_eq!(set.range(1), None);
+        assert_eq!(set.range(2), None);
+        assert_eq!(
+            set.range(4),
+            Some(ColumnRange::DateTime(t.ticks(), t.ticks()))
+        );
+        // Read lazily: the directory alone is checked; a column is verified when read, so
+        // damage in one column's data fails that column only.
+        let encoded = EncodedColumns::parse(&bytes, 100).unwrap();
+        let lazy = LazyColumns::new(&encoded, 0..100);
+        assert_eq!(lazy.range(PropertySlot(0)), Some(ColumnRange::Int32(0, 99)));
+        assert!(matches!(lazy.column(PropertySlot(6)), Column::Absent));
+        assert!(matches!(lazy.column(PropertySlot(2)), Column::Rows));
+        assert!(lazy.damage().is_none());
+        let last = bytes.len() - 1; // the DateTime column's last value
+        let mut bad = bytes.clone();
+        bad[last] ^= 1;
+        let encoded = EncodedColumns::parse(&bad, 100).unwrap();
+        let lazy = LazyColumns::new(&encoded, 0..100);
+        assert!(matches!(lazy.column(PropertySlot(0)), Column::Int32 { .. }));
+        assert!(lazy.damage().is_none());
+        assert!(matches!(lazy.column(PropertySlot(4)), Column::Rows));
+        assert_eq!(lazy.damage(), Some(Corrupt("a column fails its checksum")));
+        // Damage in the directory (a range's byte) fails the parse.
+        let mut bad = bytes.clone();
+        bad[HEAD + 16] ^= 1;
+        assert!(EncodedColumns::parse(&bad, 100).is_err());
         // Too few rows: no columns at all.
         let few = ColumnSet::build(&refs[..10]);
         assert!(matches!(few.column(0), Column::Rows));

@@ -34,7 +34,7 @@
 mod columns;
 mod names;
 
-pub(crate) use columns::{ColumnRun, ColumnSet};
+pub(crate) use columns::{ColumnRun, ColumnSet, EncodedColumns, LazyColumns};
 pub(crate) use names::{MAX_NAME_ID, Names};
 
 use tableq_model::{DateTime, ValueRef};

@@ -47,7 +47,7 @@ use super::format::tables::ROWS;
 use super::locate::{floor_block, search_keys};
 use super::memtable::{MemRows, MemTable};
 use super::shared::TableEntry;
-use crate::codec::{ColumnRun, Corrupt, Names, Number, Slot};
+use crate::codec::{Corrupt, LazyColumns, Names, Number, Slot};
 use crate::error::StoreError;
 use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
 use std::ops::{Bound, ControlFlow};
@@ -1005,21 +1005,23 @@ impl EntitySource for DurableSnapshot {
         while let Some(block) = blocks.current() {
             let (first, end, lazy) = (blocks.row, blocks.row_end, blocks.lazy);
             blocks.row = end;
-            let columns = match block.columns() {
+            let encoded = match block.encoded_columns() {
                 Ok(c) => c,
                 Err(e) => {
                     self.fail(self.damage(lazy.unwrap_or_default(), block.bytes(), e));
                     break;
                 }
             };
-            let run = ColumnRun {
-                set: &columns,
-                rows: first..end,
-            };
+            let run = LazyColumns::new(&encoded, first..end);
             let row = |i: usize| self.block_row(block, i, lazy);
-            if let RunEnd::StoppedAfter(i) =
-                filter_run(filter, &run, &row, report_every, &mut scratch, &mut visit)
-            {
+            let ended = filter_run(filter, &run, &row, report_every, &mut scratch, &mut visit);
+            if let Some(e) = run.damage() {
+                // A column failed its checksum: its tests went to the rows (verified on
+                // their own), but damage is never passed over in silence.
+                self.fail(self.damage(lazy.unwrap_or_default(), block.bytes(), e));
+                break;
+            }
+            if let RunEnd::StoppedAfter(i) = ended {
                 // The row after the last one reported: in this block, or the next one's
                 // first.
                 let next = if i + 1 < end {

@@ -485,26 +485,59 @@ fn filtered_scans_verify_the_columns_and_the_rows_they_read() {
     let report = crate::durable::check_data_dir(dir.path()).unwrap();
     assert_eq!(report.damaged_blocks.len(), 1, "{report:?}");
 
-    // Damage in the columns: every filtered scan through the block fails.
-    let dir = tempfile::tempdir().unwrap();
-    let (store, _) = columnar_store(dir.path(), None);
-    store.close().unwrap();
-    damage_first_block(dir.path(), |v| v.bytes().len() - 3);
-    let store = DurableBackend::open_with(dir.path(), options).unwrap();
-    let err = query_keys(&store, "A eq 5").unwrap_err();
-    assert!(err.contains("columns"), "{err}");
-    // A point get does not read the columns.
-    assert!(
-        store
-            .snapshot("t1x")
-            .unwrap()
-            .get("a", "r005")
-            .unwrap()
-            .is_some()
-    );
-    store.close().unwrap();
-    let report = crate::durable::check_data_dir(dir.path()).unwrap();
-    assert_eq!(report.damaged_blocks.len(), 1, "{report:?}");
+    // Damage in one column's data (the last column, C's): a filtered scan that reads C
+    // fails; one that reads A only is right. The columns' directory: every one fails.
+    for (damage, fails, passes) in [
+        (
+            (|v: &BlockView<'_>| v.bytes().len() - 3) as fn(&BlockView<'_>) -> usize,
+            &["C eq true", "A eq 5 or C eq true"][..],
+            &["A eq 5"][..],
+        ),
+        // A's values (after the 8-byte head and 3 entries of 32 bytes, 16 bytes of
+        // presence): `A lt 0` is excluded by A's range (0 to 9) and never reads them.
+        (
+            |v: &BlockView<'_>| v.span(v.len() - 1).1 as usize + 8 + 3 * 32 + 20,
+            &["A eq 5", "A ne 5 and C eq true"][..],
+            &["A lt 0", "C eq true"][..],
+        ),
+        // A range in the directory.
+        (
+            |v: &BlockView<'_>| v.span(v.len() - 1).1 as usize + 8 + 16,
+            &["A eq 5", "C eq true", "A lt 0"][..],
+            &[][..],
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, entities) = columnar_store(dir.path(), None);
+        store.close().unwrap();
+        damage_first_block(dir.path(), damage);
+        let store = DurableBackend::open_with(dir.path(), options.clone()).unwrap();
+        for filter in fails {
+            let err = query_keys(&store, filter).unwrap_err();
+            assert!(err.contains("column"), "{filter}: {err}");
+        }
+        for filter in passes {
+            let p = tableq_parser::parse_filter(filter, &Default::default()).unwrap();
+            let want: Vec<String> = entities
+                .iter()
+                .filter(|e| tableq_planner::plan(&p, None, None).matches(*e))
+                .map(|e| e.row_key().to_owned())
+                .collect();
+            assert_eq!(query_keys(&store, filter).unwrap(), want, "{filter}");
+        }
+        // A point get does not read the columns.
+        assert!(
+            store
+                .snapshot("t1x")
+                .unwrap()
+                .get("a", "r005")
+                .unwrap()
+                .is_some()
+        );
+        store.close().unwrap();
+        let report = crate::durable::check_data_dir(dir.path()).unwrap();
+        assert_eq!(report.damaged_blocks.len(), 1, "{report:?}");
+    }
 }
 
 /// Blocks of format 3 (data format 4: no columns) are still read, row by row.

@@ -11,15 +11,18 @@
 //! engine's partitions).
 //!
 //! Readers never trust the bytes. **Every byte a read returns or decides with has passed a
-//! checksum.** A block of format 4 has three kinds: the *directory* checksum in the header
+//! checksum.** A block of format 4 has four kinds: the *directory* checksum in the header
 //! covers the header, the PartitionKey, the row offsets, the RowKey hashes and the row
-//! checksums; a *row* checksum covers one row; the *columns'* checksum covers the block's
-//! columns, which follow its rows (`crate::codec::ColumnSet`: the fixed-width properties
-//! again, column by column). So a point get verifies the directory (≈ 10 bytes a row)
+//! checksums; a *row* checksum covers one row; the *column directory's* checksum covers
+//! the list of the block's columns (which follow its rows, `crate::codec::ColumnSet`: the
+//! fixed-width properties again, column by column) with each one's range; a *column*
+//! checksum covers one column. So a point get verifies the directory (≈ 10 bytes a row)
 //! and the one row it returns ([`BlockView::parse_header`], [`BlockView::find`]), not the
 //! whole block (up to 64 KiB, most of it cold in the CPU caches); a filtered scan verifies
-//! the directory and the columns ([`BlockView::parse_directory`]), tests its residual over
-//! the columns and verifies each row it then reads ([`BlockView::checked_row`]); a plain
+//! the directory and the column directory ([`BlockView::parse_directory`]), then each
+//! column its residual reads (`crate::codec::LazyColumns`; none whose range excludes the
+//! comparison), tests its residual over them and verifies each row it then reads
+//! ([`BlockView::checked_row`]); a plain
 //! scan, a block rewrite and `tableq check` verify everything ([`BlockView::parse`];
 //! `tableq check` also that the columns hold what the rows hold,
 //! [`BlockView::check_columns`]). Blocks of format 3 (data format 4) are format 4 without
@@ -45,8 +48,8 @@
 
 use super::keys::compare_utf8;
 use crate::codec::{
-    ColumnSet, Corrupt, MAX_NAME_ID, NameOverflow, Names, Payload, SLOT_BYTES as SLOT, Slot,
-    timestamp_from_ticks, timestamp_ticks,
+    ColumnSet, Corrupt, EncodedColumns, MAX_NAME_ID, NameOverflow, Names, Payload,
+    SLOT_BYTES as SLOT, Slot, timestamp_from_ticks, timestamp_ticks,
 };
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -172,11 +175,16 @@ impl<'b> BlockView<'b> {
                 view.verify_row(i)?;
             }
         }
+        if view.columns {
+            ColumnSet::verify(view.columns_bytes(), view.rows)?;
+        }
         Ok(view)
     }
 
-    /// [`parse`](BlockView::parse) without the rows' checksums: the directory's checksum,
-    /// the row offsets and (format 4) the columns' checksum. What a scan that tests its
+    /// [`parse`](BlockView::parse) without the rows' and the columns' checksums: the
+    /// directory's checksum, the row offsets and (format 4) the column directory (its
+    /// checksum and layout; each column is verified when read,
+    /// [`encoded_columns`](BlockView::encoded_columns)). What a scan that tests its
     /// residual over the columns needs: a row read from such a view must come from
     /// [`checked_row`](BlockView::checked_row) (or a [`checked_lower_bound`](BlockView::checked_lower_bound)).
     pub(crate) fn parse_directory(bytes: &'b [u8]) -> Result<BlockView<'b>, Corrupt> {
@@ -191,21 +199,37 @@ impl<'b> BlockView<'b> {
             prev = at;
         }
         if view.columns {
-            ColumnSet::verify(&bytes[prev..], view.rows)?;
+            EncodedColumns::parse(&bytes[prev..], view.rows)?;
         } else if prev != bytes.len() {
             return Err(Corrupt("block length does not match its rows"));
         }
         Ok(view)
     }
 
-    /// The block's columns (format 4, checksum verified and decoded; a block of an older
-    /// format has none: every property reads as `Column::Rows`).
+    /// The block's columns (format 4, every checksum verified and every column decoded;
+    /// a block of an older format has none: every property reads as `Column::Rows`).
+    #[cfg(test)]
     pub(crate) fn columns(&self) -> Result<ColumnSet, Corrupt> {
         if !self.columns {
             return Ok(ColumnSet::none());
         }
+        ColumnSet::decode(self.columns_bytes(), self.rows)
+    }
+
+    /// The block's encoded columns with their directory checked (format 4; a block of an
+    /// older format has none: every property reads as `Column::Rows`). Each column is
+    /// verified when it is decoded (`LazyColumns`).
+    pub(crate) fn encoded_columns(&self) -> Result<EncodedColumns<'b>, Corrupt> {
+        if !self.columns {
+            return Ok(EncodedColumns::none(self.rows));
+        }
+        EncodedColumns::parse(self.columns_bytes(), self.rows)
+    }
+
+    /// The bytes after the rows (format 4: the columns).
+    fn columns_bytes(&self) -> &'b [u8] {
         let at = self.offset(self.rows).min(self.bytes.len());
-        ColumnSet::decode(&self.bytes[at..], self.rows)
+        &self.bytes[at..]
     }
 
     /// Whether the block stores its columns (format 4).
@@ -922,7 +946,8 @@ mod tests {
             Err(_) => true,
             Ok(view) => ["r\u{E000}", "zz"].iter().any(|rk| view.find(rk).is_err()),
         };
-        // What a scan over the columns reads: the directory's and the columns' checksums.
+        // What a scan over every column reads: the directory's checksum, the column
+        // directory's and each column's.
         let columns_fail = |damaged: &[u8]| match BlockView::parse_directory(damaged) {
             Err(_) => true,
             Ok(view) => view.columns().is_err(),
