@@ -301,13 +301,15 @@ fn range_bits(range: &ColumnRange) -> (u64, u64) {
 }
 
 impl ColumnSet {
-    /// Appends the encoded columns (see the module docs) to `out`.
-    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+    /// Appends the encoded columns (see the module docs) to `out`; the directory's
+    /// checksum covers `bound` first (bytes stored elsewhere that the directory vouches
+    /// for: a block's header and PartitionKey, `durable/format/block.rs`).
+    pub(crate) fn encode(&self, out: &mut Vec<u8>, bound: &[&[u8]]) {
         let start = out.len();
         out.extend_from_slice(&[0; 4]);
         if !self.built {
             out.extend_from_slice(&NO_COLUMNS.to_le_bytes());
-            let crc = crc32fast::hash(&out[start + 4..]);
+            let crc = directory_crc(bound, &out[start + 4..]);
             out[start..start + 4].copy_from_slice(&crc.to_le_bytes());
             return;
         }
@@ -364,22 +366,22 @@ impl ColumnSet {
             out[e + 24..e + 32].copy_from_slice(&max.to_le_bytes());
         }
         let dir_end = entries + ENTRY * self.columns.len();
-        let crc = crc32fast::hash(&out[start + 4..dir_end]);
+        let crc = directory_crc(bound, &out[start + 4..dir_end]);
         out[start..start + 4].copy_from_slice(&crc.to_le_bytes());
     }
 
     /// Whether `bytes` are the encoded columns of `rows` rows, every column's checksum
     /// included (what a whole-block check and `tableq check` verify).
-    pub(crate) fn verify(bytes: &[u8], rows: usize) -> Result<(), Corrupt> {
-        let encoded = EncodedColumns::parse(bytes, rows)?;
+    pub(crate) fn verify(bytes: &[u8], rows: usize, bound: &[&[u8]]) -> Result<(), Corrupt> {
+        let encoded = EncodedColumns::parse(bytes, rows, bound)?;
         (0..encoded.count).try_for_each(|k| encoded.data(k).map(|_| ()))
     }
 
     /// Decodes all the columns of `rows` rows from `bytes` (every checksum verified);
     /// every length is checked, so damage is a [`Corrupt`], never a panic.
     #[cfg(test)]
-    pub(crate) fn decode(bytes: &[u8], rows: usize) -> Result<ColumnSet, Corrupt> {
-        let encoded = EncodedColumns::parse(bytes, rows)?;
+    pub(crate) fn decode(bytes: &[u8], rows: usize, bound: &[&[u8]]) -> Result<ColumnSet, Corrupt> {
+        let encoded = EncodedColumns::parse(bytes, rows, bound)?;
         if !encoded.built {
             return Ok(ColumnSet::none());
         }
@@ -441,7 +443,11 @@ impl<'b> EncodedColumns<'b> {
     /// data ending where the bytes end). (The checksum alone does not cover the section's
     /// length: CRC-32 cannot see zero bytes appended after a run of `FF` bytes, such as
     /// the `count` of a run without columns.)
-    pub(crate) fn parse(bytes: &'b [u8], rows: usize) -> Result<EncodedColumns<'b>, Corrupt> {
+    pub(crate) fn parse(
+        bytes: &'b [u8],
+        rows: usize,
+        bound: &[&[u8]],
+    ) -> Result<EncodedColumns<'b>, Corrupt> {
         let cut = Corrupt("columns cut short");
         if bytes.len() < HEAD {
             return Err(cut);
@@ -451,7 +457,7 @@ impl<'b> EncodedColumns<'b> {
             if bytes.len() != HEAD {
                 return Err(Corrupt("bytes after the columns"));
             }
-            if u32_le(bytes, 0) != crc32fast::hash(&bytes[4..HEAD]) {
+            if u32_le(bytes, 0) != directory_crc(bound, &bytes[4..HEAD]) {
                 return Err(Corrupt("the block's columns fail their checksum"));
             }
             return Ok(EncodedColumns {
@@ -468,7 +474,7 @@ impl<'b> EncodedColumns<'b> {
             .and_then(|n| n.checked_add(HEAD))
             .filter(|&end| end <= bytes.len())
             .ok_or(cut.clone())?;
-        if u32_le(bytes, 0) != crc32fast::hash(&bytes[4..dir_end]) {
+        if u32_le(bytes, 0) != directory_crc(bound, &bytes[4..dir_end]) {
             return Err(Corrupt("the block's columns fail their checksum"));
         }
         let mut encoded = EncodedColumns {
@@ -666,6 +672,47 @@ impl Columns for LazyColumns<'_, '_> {
     }
 }
 
+/// Makes encoded columns' checksums right again after a test changed their bytes (to
+/// reach the checks behind them): each column's (as far as the stored lengths go), then
+/// the directory's over `bound`.
+#[cfg(test)]
+pub(crate) fn reseal(section: &mut [u8], bound: &[&[u8]]) {
+    if section.len() < HEAD {
+        return;
+    }
+    let count = u32_le(section, 4);
+    let dir_end = if count == NO_COLUMNS {
+        HEAD
+    } else {
+        let end = HEAD.saturating_add((count as usize).saturating_mul(ENTRY));
+        if end > section.len() {
+            return;
+        }
+        let mut at = end;
+        for k in 0..count as usize {
+            let e = HEAD + k * ENTRY;
+            let len = u32_le(section, e + 8) as usize;
+            let Some(data) = section.get(at..at.saturating_add(len)) else {
+                break;
+            };
+            let crc = crc32fast::hash(data);
+            section[e + 12..e + 16].copy_from_slice(&crc.to_le_bytes());
+            at += len;
+        }
+        end
+    };
+    let crc = directory_crc(bound, &section[4..dir_end]);
+    section[..4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// The directory's checksum: CRC-32 of `bound`, then of `count` and the entries.
+fn directory_crc(bound: &[&[u8]], directory: &[u8]) -> u32 {
+    let mut crc = crc32fast::Hasher::new();
+    bound.iter().for_each(|b| crc.update(b));
+    crc.update(directory);
+    crc.finalize()
+}
+
 fn u32_le(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
@@ -793,14 +840,20 @@ mod tests {
         assert!(set.heap_bytes() > 100 * 4);
         // Encoded and decoded: the same columns.
         let mut bytes = Vec::new();
-        set.encode(&mut bytes);
-        assert_eq!(ColumnSet::decode(&bytes, 100).unwrap(), set);
+        set.encode(&mut bytes, &[b"bound"]);
+        assert_eq!(ColumnSet::decode(&bytes, 100, &[b"bound"]).unwrap(), set);
         // Every changed byte fails the checksum; every cut fails too.
         for i in 0..bytes.len() {
             let mut bad = bytes.clone();
             bad[i] ^= 0x10;
-            assert!(ColumnSet::decode(&bad, 100).is_err(), "byte {i}");
-            assert!(ColumnSet::decode(&bytes[..i], 100).is_err(), "cut at {i}");
+            assert!(
+                ColumnSet::decode(&bad, 100, &[b"bound"]).is_err(),
+                "byte {i}"
+            );
+            assert!(
+                ColumnSet::decode(&bytes[..i], 100, &[b"bound"]).is_err(),
+                "cut at {i}"
+            );
         }
         // Ranges: Int32 0..=99 and the DateTime; none for Booleans.
         assert_eq!(set.range(0), Some(ColumnRange::Int32(0, 99)));
@@ -812,7 +865,7 @@ mod tests {
         );
         // Read lazily: the directory alone is checked; a column is verified when read, so
         // damage in one column's data fails that column only.
-        let encoded = EncodedColumns::parse(&bytes, 100).unwrap();
+        let encoded = EncodedColumns::parse(&bytes, 100, &[b"bound"]).unwrap();
         let lazy = LazyColumns::new(&encoded, 0..100);
         assert_eq!(lazy.range(PropertySlot(0)), Some(ColumnRange::Int32(0, 99)));
         assert!(matches!(lazy.column(PropertySlot(6)), Column::Absent));
@@ -821,30 +874,32 @@ mod tests {
         let last = bytes.len() - 1; // the DateTime column's last value
         let mut bad = bytes.clone();
         bad[last] ^= 1;
-        let encoded = EncodedColumns::parse(&bad, 100).unwrap();
+        let encoded = EncodedColumns::parse(&bad, 100, &[b"bound"]).unwrap();
         let lazy = LazyColumns::new(&encoded, 0..100);
         assert!(matches!(lazy.column(PropertySlot(0)), Column::Int32 { .. }));
         assert!(lazy.damage().is_none());
         assert!(matches!(lazy.column(PropertySlot(4)), Column::Rows));
         assert_eq!(lazy.damage(), Some(Corrupt("a column fails its checksum")));
+        // The directory vouches for its bound bytes: others fail it.
+        assert!(EncodedColumns::parse(&bytes, 100, &[b"bounD"]).is_err());
         // Damage in the directory (a range's byte) fails the parse.
         let mut bad = bytes.clone();
         bad[HEAD + 16] ^= 1;
-        assert!(EncodedColumns::parse(&bad, 100).is_err());
+        assert!(EncodedColumns::parse(&bad, 100, &[b"bound"]).is_err());
         // Too few rows: no columns at all.
         let few = ColumnSet::build(&refs[..10]);
         assert!(matches!(few.column(0), Column::Rows));
         assert!(matches!(few.column(6), Column::Rows));
         let mut bytes = Vec::new();
-        few.encode(&mut bytes);
-        assert_eq!(ColumnSet::decode(&bytes, 10).unwrap(), few);
+        few.encode(&mut bytes, &[b"bound"]);
+        assert_eq!(ColumnSet::decode(&bytes, 10, &[b"bound"]).unwrap(), few);
         // Bytes appended after columns: refused (a zero after `FF FF FF FF` would pass
         // CRC-32 alone).
         for columns in [&set, &few] {
             let mut longer = Vec::new();
-            columns.encode(&mut longer);
+            columns.encode(&mut longer, &[b"bound"]);
             longer.push(0);
-            assert!(ColumnSet::verify(&longer, columns.rows).is_err());
+            assert!(ColumnSet::verify(&longer, columns.rows, &[b"bound"]).is_err());
         }
     }
 }

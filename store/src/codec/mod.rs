@@ -34,6 +34,8 @@
 mod columns;
 mod names;
 
+#[cfg(test)]
+pub(crate) use columns::reseal as reseal_columns;
 pub(crate) use columns::{ColumnRun, ColumnSet, EncodedColumns, LazyColumns};
 pub(crate) use names::{MAX_NAME_ID, Names};
 

@@ -152,9 +152,30 @@ struct Loaded {
     guard: BlockGuard,
     pk: Box<str>,
     rows: usize,
-    /// Loaded with [`Check::Lazy`] from a block with columns: its rows are not verified
-    /// yet (each is when read), and its key is kept to name it if one fails.
-    lazy: Option<Box<[u8]>>,
+    /// Loaded with [`Check::Lazy`] from a block with columns: its directory and rows are
+    /// not verified yet (each when first needed).
+    lazy: Option<Lazy>,
+}
+
+/// What a block loaded with [`Check::Lazy`] has yet to verify.
+struct Lazy {
+    /// The block's key, to name it if something fails.
+    key: Box<[u8]>,
+    /// The block directory's check ([`BlockView::verify_directory`]), run before the
+    /// block's first row is read.
+    directory: OnceLock<Result<(), Corrupt>>,
+}
+
+impl Lazy {
+    /// Row `i` of `block` (the block this was loaded with), its directory and its own
+    /// checksum verified.
+    #[inline]
+    fn checked_row<'b>(&self, block: &BlockView<'b>, i: usize) -> Result<RowRef<'b>, Corrupt> {
+        self.directory
+            .get_or_init(|| block.verify_directory())
+            .clone()?;
+        block.checked_row(i)
+    }
 }
 
 /// How much of a block is checked when it is loaded.
@@ -183,14 +204,17 @@ impl Loaded {
             Check::Offsets => BlockView::parse(bytes),
             Check::Header => BlockView::parse_header(bytes),
             Check::KeysOnly => BlockView::parse_header_unverified(bytes),
-            Check::Lazy => BlockView::parse_directory(bytes).and_then(|view| {
-                if view.has_columns() {
-                    lazy = Some(key.into());
+            Check::Lazy => match BlockView::parse_columns_first(bytes) {
+                Ok(Some(view)) => {
+                    lazy = Some(Lazy {
+                        key: key.into(),
+                        directory: OnceLock::new(),
+                    });
                     Ok(view)
-                } else {
-                    BlockView::parse(bytes)
                 }
-            }),
+                Ok(None) => BlockView::parse(bytes),
+                Err(e) => Err(e),
+            },
         };
         match view {
             Ok(view) => {
@@ -410,12 +434,12 @@ impl DurableSnapshot {
         &'a self,
         block: BlockView<'a>,
         i: usize,
-        lazy: Option<&[u8]>,
+        lazy: Option<&Lazy>,
     ) -> DurableRow<'a> {
-        if let Some(key) = lazy
-            && let Err(e) = block.checked_row(i)
+        if let Some(lazy) = lazy
+            && let Err(e) = lazy.checked_row(&block, i)
         {
-            self.fail(self.damage(key, block.bytes(), e));
+            self.fail(self.damage(&lazy.key, block.bytes(), e));
             return DurableRow::in_memory(block.partition_key(), &[], self);
         }
         let (start, end) = block.span(i);
@@ -522,7 +546,7 @@ struct BlockRows<'a> {
     /// filtered scan).
     check: Check,
     /// The current block's key when its rows are not verified yet (see [`Loaded`]).
-    lazy: Option<&'a [u8]>,
+    lazy: Option<&'a Lazy>,
 }
 
 impl<'a> BlockRows<'a> {
@@ -569,14 +593,17 @@ impl<'a> BlockRows<'a> {
             let Some(mut loaded) = self.snapshot.next_block(&mut self.cursor, self.check) else {
                 return false;
             };
-            if loaded.lazy.is_some() && bounds_probe(&loaded.pk, &self.scan) {
+            if let Some(lazy) = loaded.lazy.as_ref()
+                && bounds_probe(&loaded.pk, &self.scan)
+            {
                 // The scan's bounds cut this block: finding them reads RowKeys, so its
-                // rows are verified first, as a plain scan's are.
+                // directory and rows are verified first, as a plain scan's are.
                 let view = loaded.view();
-                if let Err(e) = (0..view.len()).try_for_each(|i| view.checked_row(i).map(drop)) {
-                    let key = loaded.lazy.take().unwrap_or_default();
+                let checked =
+                    (0..view.len()).try_for_each(|i| lazy.checked_row(&view, i).map(drop));
+                if let Err(e) = checked {
                     self.snapshot
-                        .fail(self.snapshot.damage(&key, loaded.guard.value(), e));
+                        .fail(self.snapshot.damage(&lazy.key, loaded.guard.value(), e));
                     self.cursor = None;
                     return false;
                 }
@@ -614,7 +641,7 @@ impl<'a> BlockRows<'a> {
             self.row_end = hi;
             let kept = self.snapshot.blocks.get_or_init(Arena::new).keep(loaded);
             self.block = Some(kept.view());
-            self.lazy = kept.lazy.as_deref();
+            self.lazy = kept.lazy.as_ref();
             return true;
         }
     }
@@ -1008,7 +1035,7 @@ impl EntitySource for DurableSnapshot {
             let encoded = match block.encoded_columns() {
                 Ok(c) => c,
                 Err(e) => {
-                    self.fail(self.damage(lazy.unwrap_or_default(), block.bytes(), e));
+                    self.fail(self.damage(lazy.map_or(&[][..], |l| &l.key), block.bytes(), e));
                     break;
                 }
             };
@@ -1018,7 +1045,7 @@ impl EntitySource for DurableSnapshot {
             if let Some(e) = run.damage() {
                 // A column failed its checksum: its tests went to the rows (verified on
                 // their own), but damage is never passed over in silence.
-                self.fail(self.damage(lazy.unwrap_or_default(), block.bytes(), e));
+                self.fail(self.damage(lazy.map_or(&[][..], |l| &l.key), block.bytes(), e));
                 break;
             }
             if let RunEnd::StoppedAfter(i) = ended {

@@ -487,11 +487,12 @@ fn filtered_scans_verify_the_columns_and_the_rows_they_read() {
 
     // Damage in one column's data (the last column, C's): a filtered scan that reads C
     // fails; one that reads A only is right. The columns' directory: every one fails.
-    for (damage, fails, passes) in [
+    for (damage, fails, passes, get_reads_it) in [
         (
             (|v: &BlockView<'_>| v.bytes().len() - 3) as fn(&BlockView<'_>) -> usize,
             &["C eq true", "A eq 5 or C eq true"][..],
             &["A eq 5"][..],
+            true,
         ),
         // A's values (after the 8-byte head and 3 entries of 32 bytes, 16 bytes of
         // presence): `A lt 0` is excluded by A's range (0 to 9) and never reads them.
@@ -499,12 +500,30 @@ fn filtered_scans_verify_the_columns_and_the_rows_they_read() {
             |v: &BlockView<'_>| v.span(v.len() - 1).1 as usize + 8 + 3 * 32 + 20,
             &["A eq 5", "A ne 5 and C eq true"][..],
             &["A lt 0", "C eq true"][..],
+            true,
         ),
         // A range in the directory.
         (
             |v: &BlockView<'_>| v.span(v.len() - 1).1 as usize + 8 + 16,
             &["A eq 5", "C eq true", "A lt 0"][..],
             &[][..],
+            true,
+        ),
+        // A RowKey hash in the block directory (which the column directory does not
+        // vouch for): verified before the block's first row is read, so a scan that
+        // reads none of its rows is right, and one that reads any fails.
+        (
+            |v: &BlockView<'_>| 12 + v.partition_key().len() + 4 * (v.len() + 1) + 2,
+            &["A eq 5", "S eq 's1'"][..],
+            &["A lt 0", "A eq 3 and A eq 4"][..],
+            false,
+        ),
+        // The PartitionKey, which the column directory vouches for: every scan fails.
+        (
+            |_: &BlockView<'_>| 12,
+            &["A lt 0", "A eq 3 and A eq 4", "A eq 5"][..],
+            &[][..],
+            false,
         ),
     ] {
         let dir = tempfile::tempdir().unwrap();
@@ -514,7 +533,7 @@ fn filtered_scans_verify_the_columns_and_the_rows_they_read() {
         let store = DurableBackend::open_with(dir.path(), options.clone()).unwrap();
         for filter in fails {
             let err = query_keys(&store, filter).unwrap_err();
-            assert!(err.contains("column"), "{filter}: {err}");
+            assert!(err.contains("checksum"), "{filter}: {err}");
         }
         for filter in passes {
             let p = tableq_parser::parse_filter(filter, &Default::default()).unwrap();
@@ -525,15 +544,13 @@ fn filtered_scans_verify_the_columns_and_the_rows_they_read() {
                 .collect();
             assert_eq!(query_keys(&store, filter).unwrap(), want, "{filter}");
         }
-        // A point get does not read the columns.
-        assert!(
-            store
-                .snapshot("t1x")
-                .unwrap()
-                .get("a", "r005")
-                .unwrap()
-                .is_some()
-        );
+        // A point get reads the block directory and its row, not the columns.
+        let got = store
+            .snapshot("t1x")
+            .unwrap()
+            .get("a", "r005")
+            .map(|r| r.is_some());
+        assert_eq!(got.is_ok(), get_reads_it, "{got:?}");
         store.close().unwrap();
         let report = crate::durable::check_data_dir(dir.path()).unwrap();
         assert_eq!(report.damaged_blocks.len(), 1, "{report:?}");

@@ -14,15 +14,18 @@
 //! checksum.** A block of format 4 has four kinds: the *directory* checksum in the header
 //! covers the header, the PartitionKey, the row offsets, the RowKey hashes and the row
 //! checksums; a *row* checksum covers one row; the *column directory's* checksum covers
-//! the list of the block's columns (which follow its rows, `crate::codec::ColumnSet`: the
-//! fixed-width properties again, column by column) with each one's range; a *column*
-//! checksum covers one column. So a point get verifies the directory (≈ 10 bytes a row)
+//! the header's first 8 bytes (format, row count), the PartitionKey and the list of the
+//! block's columns (which follow its rows, `crate::codec::ColumnSet`: the fixed-width
+//! properties again, column by column) with each one's range; a *column* checksum covers
+//! one column. So a point get verifies the directory (≈ 10 bytes a row)
 //! and the one row it returns ([`BlockView::parse_header`], [`BlockView::find`]), not the
 //! whole block (up to 64 KiB, most of it cold in the CPU caches); a filtered scan verifies
-//! the directory and the column directory ([`BlockView::parse_directory`]), then each
-//! column its residual reads (`crate::codec::LazyColumns`; none whose range excludes the
-//! comparison), tests its residual over them and verifies each row it then reads
-//! ([`BlockView::checked_row`]); a plain
+//! the column directory alone when it loads a block ([`BlockView::parse_columns_first`]),
+//! then each column its residual reads (`crate::codec::LazyColumns`; none whose range
+//! excludes the comparison), tests its residual over them, and only when it reads a row
+//! of the block verifies the block directory ([`BlockView::verify_directory`], once) and
+//! that row ([`BlockView::checked_row`]) — a block none of whose rows match costs its
+//! column directory and the columns named; a plain
 //! scan, a block rewrite and `tableq check` verify everything ([`BlockView::parse`];
 //! `tableq check` also that the columns hold what the rows hold,
 //! [`BlockView::check_columns`]). Blocks of format 3 (data format 4) are format 4 without
@@ -176,7 +179,7 @@ impl<'b> BlockView<'b> {
             }
         }
         if view.columns {
-            ColumnSet::verify(view.columns_bytes(), view.rows)?;
+            ColumnSet::verify(view.columns_bytes(), view.rows, &view.bound())?;
         }
         Ok(view)
     }
@@ -189,21 +192,65 @@ impl<'b> BlockView<'b> {
     /// [`checked_row`](BlockView::checked_row) (or a [`checked_lower_bound`](BlockView::checked_lower_bound)).
     pub(crate) fn parse_directory(bytes: &'b [u8]) -> Result<BlockView<'b>, Corrupt> {
         let view = BlockView::parse_header(bytes)?;
-        let mut prev = view.rows_start();
-        for i in 0..=view.rows {
-            let at = view.offset(i);
+        view.check_offsets()?;
+        if view.columns {
+            view.encoded_columns()?;
+        } else if view.offset(view.rows) != bytes.len() {
+            return Err(Corrupt("block length does not match its rows"));
+        }
+        Ok(view)
+    }
+
+    /// The rows' offsets in order, within the block.
+    fn check_offsets(&self) -> Result<(), Corrupt> {
+        let mut prev = self.rows_start();
+        for i in 0..=self.rows {
+            let at = self.offset(i);
             let min = if i == 0 { prev } else { prev + ROW_HEAD };
-            if at < min || at > bytes.len() {
+            if at < min || at > self.bytes.len() {
                 return Err(Corrupt("row offsets out of order"));
             }
             prev = at;
         }
-        if view.columns {
-            EncodedColumns::parse(&bytes[prev..], view.rows)?;
-        } else if prev != bytes.len() {
-            return Err(Corrupt("block length does not match its rows"));
+        Ok(())
+    }
+
+    /// For a block with columns (format 4): the header and the column directory, which
+    /// vouches for the header's first bytes (format, row count) and the PartitionKey —
+    /// everything a filtered scan decides with before it reads a row — without the block
+    /// directory's checksum (over ≈ 10 bytes a row: offsets, hashes, row checksums), which
+    /// [`verify_directory`](BlockView::verify_directory) checks before the first row of
+    /// the block is read. `None` for a block without columns (verify it as
+    /// [`parse_directory`](BlockView::parse_directory) does). Where the columns start is
+    /// read from the unverified row offsets: a wrong place fails the column directory's
+    /// checksum.
+    pub(crate) fn parse_columns_first(bytes: &'b [u8]) -> Result<Option<BlockView<'b>>, Corrupt> {
+        let view = BlockView::parse_header_unverified(bytes)?;
+        if !view.columns {
+            return Ok(None);
         }
-        Ok(view)
+        view.encoded_columns()?;
+        Ok(Some(view))
+    }
+
+    /// The block directory's checksum and the row offsets: what
+    /// [`parse_columns_first`](BlockView::parse_columns_first) left out.
+    pub(crate) fn verify_directory(&self) -> Result<(), Corrupt> {
+        if u32_at(self.bytes, CRC_AT) != block_checksum(self.bytes) {
+            return Err(Corrupt("the block fails its checksum"));
+        }
+        self.check_offsets()
+    }
+
+    /// The bytes the column directory vouches for: the header's first 8 bytes (format,
+    /// PartitionKey length, row count) and the PartitionKey.
+    fn bound(&self) -> [&'b [u8]; 2] {
+        [
+            self.bytes.get(..CRC_AT).unwrap_or_default(),
+            self.bytes
+                .get(BLOCK_HEAD..BLOCK_HEAD + self.pk.len())
+                .unwrap_or_default(),
+        ]
     }
 
     /// The block's columns (format 4, every checksum verified and every column decoded;
@@ -213,7 +260,13 @@ impl<'b> BlockView<'b> {
         if !self.columns {
             return Ok(ColumnSet::none());
         }
-        ColumnSet::decode(self.columns_bytes(), self.rows)
+        ColumnSet::decode(self.columns_bytes(), self.rows, &self.bound())
+    }
+
+    /// Whether the block stores its columns (format 4).
+    #[cfg(test)]
+    pub(crate) fn has_columns(&self) -> bool {
+        self.columns
     }
 
     /// The block's encoded columns with their directory checked (format 4; a block of an
@@ -223,18 +276,13 @@ impl<'b> BlockView<'b> {
         if !self.columns {
             return Ok(EncodedColumns::none(self.rows));
         }
-        EncodedColumns::parse(self.columns_bytes(), self.rows)
+        EncodedColumns::parse(self.columns_bytes(), self.rows, &self.bound())
     }
 
     /// The bytes after the rows (format 4: the columns).
     fn columns_bytes(&self) -> &'b [u8] {
         let at = self.offset(self.rows).min(self.bytes.len());
         &self.bytes[at..]
-    }
-
-    /// Whether the block stores its columns (format 4).
-    pub(crate) fn has_columns(&self) -> bool {
-        self.columns
     }
 
     /// Verifies the header's checksum and checks the header (format, PartitionKey, that the
@@ -457,7 +505,7 @@ impl<'b> BlockView<'b> {
             // Compared as bytes: bit for bit (a NaN equals itself there).
             let rows: Vec<&[u8]> = (0..self.rows).map(|i| self.row(i).0).collect();
             let mut expected = Vec::new();
-            columns_of(&rows).encode(&mut expected);
+            columns_of(&rows).encode(&mut expected, &self.bound());
             let at = self.offset(self.rows).min(self.bytes.len());
             if self.bytes[at..] != expected[..] {
                 return Err(Corrupt("the block's columns do not match its rows"));
@@ -770,22 +818,23 @@ pub(crate) fn build_block(pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, E
 /// A block of layout `format` (format 3: with row checksums; 2: without).
 fn assemble(format: u8, pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, EncodeError> {
     let per_row = format != BLOCK_FORMAT_WHOLE;
+    let pk_len = u16::try_from(pk.len()).map_err(|_| EncodeError::TooLarge("PartitionKey"))?;
+    let count = u32::try_from(rows.len()).map_err(|_| EncodeError::TooLarge("block"))?;
+    let mut head = [format, 0, 0, 0, 0, 0, 0, 0];
+    head[2..4].copy_from_slice(&pk_len.to_le_bytes());
+    head[4..8].copy_from_slice(&count.to_le_bytes());
     let mut columns = Vec::new();
     if format == BLOCK_FORMAT {
         let rows: Vec<&[u8]> = rows.iter().map(|r| &r[..]).collect();
-        columns_of(&rows).encode(&mut columns);
+        columns_of(&rows).encode(&mut columns, &[&head, pk.as_bytes()]);
     }
-    let pk_len = u16::try_from(pk.len()).map_err(|_| EncodeError::TooLarge("PartitionKey"))?;
-    let count = u32::try_from(rows.len()).map_err(|_| EncodeError::TooLarge("block"))?;
     let dir = BLOCK_HEAD + pk.len();
     let per = if per_row { ROW_DIR_V3 } else { ROW_DIR_V2 };
     let first_row = dir + 4 + per * rows.len();
     let total = first_row + rows.iter().map(|r| r.len()).sum::<usize>() + columns.len();
     u32::try_from(total).map_err(|_| EncodeError::TooLarge("block"))?;
     let mut out = Vec::with_capacity(total);
-    out.extend_from_slice(&[format, 0]);
-    out.extend_from_slice(&pk_len.to_le_bytes());
-    out.extend_from_slice(&count.to_le_bytes());
+    out.extend_from_slice(&head);
     out.extend_from_slice(&[0; 4]);
     out.extend_from_slice(pk.as_bytes());
     let mut at = first_row;
@@ -851,11 +900,9 @@ pub(crate) fn reseal(bytes: &mut [u8]) {
         && view.columns
     {
         let at = view.offset(view.rows);
-        if let Some(section) = bytes.get_mut(at..)
-            && section.len() >= 4
-        {
-            let crc = crc32fast::hash(&section[4..]);
-            section[..4].copy_from_slice(&crc.to_le_bytes());
+        let bound = view.bound().map(<[u8]>::to_vec);
+        if let Some(section) = bytes.get_mut(at..) {
+            crate::codec::reseal_columns(section, &[&bound[0], &bound[1]]);
         }
     }
     let crc = block_checksum(bytes);
@@ -1131,13 +1178,13 @@ mod tests {
         assert_eq!(&bytes[..head.len()], head.as_slice());
         assert_eq!(head.len(), 0x25);
         // The columns after the rows: two rows are too few for any (count FF FF FF FF),
-        // under their own checksum.
+        // under their own checksum, which covers the header's first 8 bytes and the
+        // PartitionKey first.
         assert_eq!(bytes.len(), 0x4D + 8);
         assert_eq!(&bytes[0x51..], [0xFF; 4].as_slice());
-        assert_eq!(
-            &bytes[0x4D..0x51],
-            crc32fast::hash(&[0xFF; 4]).to_le_bytes().as_slice()
-        );
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&[4, 0, 1, 0, 2, 0, 0, 0, b'p', 0xFF, 0xFF, 0xFF, 0xFF]);
+        assert_eq!(&bytes[0x4D..0x51], crc.finalize().to_le_bytes().as_slice());
         // The header's checksum covers the directory but not the rows (their own do), nor
         // itself.
         let mut other = bytes.clone();

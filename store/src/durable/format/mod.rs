@@ -79,14 +79,16 @@
 //!   end and `columns` starts;
 //! * `columns`: the block's fixed-width properties again, column by column, to the end of
 //!   the block — the encoding of `crate::codec::ColumnSet` (written out there): a column
-//!   directory under a CRC-32 of its own (per column: the property's number, its type,
-//!   its length, the CRC-32 of its data and the smallest and largest value it holds),
+//!   directory under a CRC-32 of its own, which covers the block's first 8 bytes and `pk`
+//!   before it (so the directory vouches for the format, the row count and the
+//!   PartitionKey; per column: the property's number, its type, its length, the CRC-32 of
+//!   its data and the smallest and largest value it holds),
 //!   then each column's data: for each property that every row holding it holds as Int32,
 //!   Int64, Double, Boolean or DateTime, and at least one row in 8 holds, a presence
 //!   bitmap and the values; blocks under 64 rows have none. A filtered scan verifies the
-//!   directory, skips a comparison that a column's range excludes without reading the
-//!   column, verifies and tests over the columns its residual reads, and reads only the
-//!   rows it needs;
+//!   column directory, skips a comparison that a column's range excludes without reading
+//!   the column, verifies and tests over the columns its residual reads, and verifies the
+//!   block's `crc` and the rows it reads only when it reads one;
 //! * `hashes[i]`: FNV-1a (32 bits, offset basis `811C9DC5`, prime `01000193`) of row `i`'s
 //!   RowKey bytes, folded to 16 bits (`h ^ h >> 16`);
 //! * rows sorted by RowKey (UTF-16 order), each RowKey once; `timestamp` in ticks,
