@@ -176,6 +176,14 @@ impl Lazy {
             .clone()?;
         block.checked_row(i)
     }
+
+    /// [`BlockView::lower_bound`] over `block` (the block this was loaded with),
+    /// verifying each row it compares.
+    fn lower_bound(&self, block: &BlockView<'_>, rk: &[u8], after: bool) -> Result<usize, Corrupt> {
+        block.lower_bound_by(rk, after, |i| {
+            self.checked_row(block, i).map(|row| row.row_key_bytes())
+        })
+    }
 }
 
 /// How much of a block is checked when it is loaded.
@@ -490,25 +498,42 @@ fn bounds_probe(pk: &str, scan: &Scan<'_>) -> bool {
 /// The rows `lo..hi` of a block inside a scan, and whether the scan's RowKey interval ends
 /// inside the block (so later blocks of the partition hold nothing for it).
 fn row_bounds(view: &BlockView<'_>, scan: &Scan<'_>) -> (usize, usize, bool) {
+    let found = row_bounds_by(view, scan, &|rk, after| {
+        Ok::<_, std::convert::Infallible>(view.lower_bound(rk, after))
+    });
+    match found {
+        Ok(bounds) => bounds,
+        Err(never) => match never {},
+    }
+}
+
+/// [`row_bounds`] with `lower_bound(rk, after)` finding the first row whose RowKey is
+/// `>= rk` (`> rk` when `after`): a block whose rows are not verified yet verifies those
+/// its binary search reads ([`Lazy::lower_bound`]).
+fn row_bounds_by<E>(
+    view: &BlockView<'_>,
+    scan: &Scan<'_>,
+    lower_bound: &dyn Fn(&[u8], bool) -> Result<usize, E>,
+) -> Result<(usize, usize, bool), E> {
     let n = view.len();
     let pk = view.partition_key();
     let rk = &scan.range.row_key;
     let mut lo = match &rk.lower {
         Bound::Unbounded => 0,
-        Bound::Included(k) => view.lower_bound(k.as_bytes(), false),
-        Bound::Excluded(k) => view.lower_bound(k.as_bytes(), true),
+        Bound::Included(k) => lower_bound(k.as_bytes(), false)?,
+        Bound::Excluded(k) => lower_bound(k.as_bytes(), true)?,
     };
     let mut hi = match &rk.upper {
         Bound::Unbounded => n,
-        Bound::Included(k) => view.lower_bound(k.as_bytes(), true),
-        Bound::Excluded(k) => view.lower_bound(k.as_bytes(), false),
+        Bound::Included(k) => lower_bound(k.as_bytes(), true)?,
+        Bound::Excluded(k) => lower_bound(k.as_bytes(), false)?,
     };
     let past_upper = hi < n;
     if let Some(f) = scan.from {
         match compare_str(pk, &f.partition_key) {
             std::cmp::Ordering::Less => lo = n,
             std::cmp::Ordering::Equal => {
-                lo = lo.max(view.lower_bound(f.row_key.as_bytes(), false));
+                lo = lo.max(lower_bound(f.row_key.as_bytes(), false)?);
             }
             std::cmp::Ordering::Greater => {}
         }
@@ -517,12 +542,12 @@ fn row_bounds(view: &BlockView<'_>, scan: &Scan<'_>) -> (usize, usize, bool) {
         match compare_str(pk, &u.partition_key) {
             std::cmp::Ordering::Greater => hi = 0,
             std::cmp::Ordering::Equal => {
-                hi = hi.min(view.lower_bound(u.row_key.as_bytes(), false));
+                hi = hi.min(lower_bound(u.row_key.as_bytes(), false)?);
             }
             std::cmp::Ordering::Less => {}
         }
     }
-    (lo, hi.max(lo), past_upper)
+    Ok((lo, hi.max(lo), past_upper))
 }
 
 /// The blocks side of a scan: the rows of the blocks in the scan, in key order.
@@ -590,25 +615,9 @@ impl<'a> BlockRows<'a> {
             }
         }
         loop {
-            let Some(mut loaded) = self.snapshot.next_block(&mut self.cursor, self.check) else {
+            let Some(loaded) = self.snapshot.next_block(&mut self.cursor, self.check) else {
                 return false;
             };
-            if let Some(lazy) = loaded.lazy.as_ref()
-                && bounds_probe(&loaded.pk, &self.scan)
-            {
-                // The scan's bounds cut this block: finding them reads RowKeys, so its
-                // directory and rows are verified first, as a plain scan's are.
-                let view = loaded.view();
-                let checked =
-                    (0..view.len()).try_for_each(|i| lazy.checked_row(&view, i).map(drop));
-                if let Err(e) = checked {
-                    self.snapshot
-                        .fail(self.snapshot.damage(&lazy.key, loaded.guard.value(), e));
-                    self.cursor = None;
-                    return false;
-                }
-                loaded.lazy = None;
-            }
             let view = loaded.view();
             let pk = view.partition_key();
             if !self.scan.range.partition_key.contains(pk) {
@@ -618,7 +627,26 @@ impl<'a> BlockRows<'a> {
             if entering {
                 self.partition = Some(pk.into());
             }
-            let (lo, hi, past_upper) = row_bounds(&view, &self.scan);
+            let bounds = match &loaded.lazy {
+                // The scan's bounds may cut this block: finding them reads RowKeys, each
+                // verified (with the block directory) as the binary search reads it.
+                Some(lazy) if bounds_probe(pk, &self.scan) => {
+                    row_bounds_by(&view, &self.scan, &|rk, after| {
+                        lazy.lower_bound(&view, rk, after)
+                    })
+                    .map_err(|e| (e, &lazy.key))
+                }
+                _ => Ok(row_bounds(&view, &self.scan)),
+            };
+            let (lo, hi, past_upper) = match bounds {
+                Ok(bounds) => bounds,
+                Err((e, key)) => {
+                    self.snapshot
+                        .fail(self.snapshot.damage(key, loaded.guard.value(), e));
+                    self.cursor = None;
+                    return false;
+                }
+            };
             if lo >= hi {
                 if past_upper {
                     self.skip_partition = true;

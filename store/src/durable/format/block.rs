@@ -189,7 +189,7 @@ impl<'b> BlockView<'b> {
     /// checksum and layout; each column is verified when read,
     /// [`encoded_columns`](BlockView::encoded_columns)). What a scan that tests its
     /// residual over the columns needs: a row read from such a view must come from
-    /// [`checked_row`](BlockView::checked_row) (or a [`checked_lower_bound`](BlockView::checked_lower_bound)).
+    /// [`checked_row`](BlockView::checked_row) (or a search that verifies each row it reads, [`lower_bound_by`](BlockView::lower_bound_by)).
     pub(crate) fn parse_directory(bytes: &'b [u8]) -> Result<BlockView<'b>, Corrupt> {
         let view = BlockView::parse_header(bytes)?;
         view.check_offsets()?;
@@ -441,10 +441,27 @@ impl<'b> BlockView<'b> {
     /// The first row whose RowKey is `>= rk` (or `> rk` when `after`). Compares RowKeys as
     /// stored: for views from [`parse`](BlockView::parse), whose rows are all verified.
     pub(crate) fn lower_bound(&self, rk: &[u8], after: bool) -> usize {
+        let found = self.lower_bound_by(rk, after, |i| {
+            Ok::<_, std::convert::Infallible>(self.row_key_bytes(i))
+        });
+        match found {
+            Ok(i) => i,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`lower_bound`](BlockView::lower_bound) reading row `i`'s RowKey with
+    /// `row_key(i)` (which may verify the row first, and fail).
+    pub(crate) fn lower_bound_by<'k, E>(
+        &self,
+        rk: &[u8],
+        after: bool,
+        row_key: impl Fn(usize) -> Result<&'k [u8], E>,
+    ) -> Result<usize, E> {
         let (mut lo, mut hi) = (0, self.rows);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let below = match compare_utf8(self.row_key_bytes(mid), rk) {
+            let below = match compare_utf8(row_key(mid)?, rk) {
                 Ordering::Less => true,
                 Ordering::Equal => after,
                 Ordering::Greater => false,
@@ -455,7 +472,7 @@ impl<'b> BlockView<'b> {
                 hi = mid;
             }
         }
-        lo
+        Ok(lo)
     }
 
     /// The row with exactly this RowKey, verified: only the rows whose RowKey hash matches
