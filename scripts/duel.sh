@@ -192,8 +192,11 @@ EOF
 
 : > "$WORK/results.txt"
 : > "$WORK/load.txt"
+: > "$WORK/rss.txt"
 echo "duel: $RUNS runs, $ENTITIES entities in $PARTITIONS partitions, ${SECONDS_PER_FIGURE}s per figure, tableq ${TABLEQ_ARGS:-(durable default)} vs Azurite $AZURITE_VERSION (in memory)" >&2
 for run in $(seq 1 "$RUNS"); do
+    # A reused work directory (DUEL_WORK) keeps its generated entities, never a run's data.
+    rm -rf "$WORK/tableq-$run"
     TQ_PORT=$(free_port)
     # shellcheck disable=SC2086
     "$TABLEQ_BIN" serve --port "$TQ_PORT" $( [[ "$TABLEQ_ARGS" == *--in-memory* || "$TABLEQ_ARGS" == *--store* ]] || echo --data "$WORK/tableq-$run" ) $TABLEQ_ARGS \

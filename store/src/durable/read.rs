@@ -498,7 +498,7 @@ fn bounds_probe(pk: &str, scan: &Scan<'_>) -> bool {
 /// The rows `lo..hi` of a block inside a scan, and whether the scan's RowKey interval ends
 /// inside the block (so later blocks of the partition hold nothing for it).
 fn row_bounds(view: &BlockView<'_>, scan: &Scan<'_>) -> (usize, usize, bool) {
-    let found = row_bounds_by(view, scan, &|rk, after| {
+    let found = row_bounds_by(view, scan, |rk, after| {
         Ok::<_, std::convert::Infallible>(view.lower_bound(rk, after))
     });
     match found {
@@ -513,7 +513,7 @@ fn row_bounds(view: &BlockView<'_>, scan: &Scan<'_>) -> (usize, usize, bool) {
 fn row_bounds_by<E>(
     view: &BlockView<'_>,
     scan: &Scan<'_>,
-    lower_bound: &dyn Fn(&[u8], bool) -> Result<usize, E>,
+    lower_bound: impl Fn(&[u8], bool) -> Result<usize, E>,
 ) -> Result<(usize, usize, bool), E> {
     let n = view.len();
     let pk = view.partition_key();
@@ -631,7 +631,7 @@ impl<'a> BlockRows<'a> {
                 // The scan's bounds may cut this block: finding them reads RowKeys, each
                 // verified (with the block directory) as the binary search reads it.
                 Some(lazy) if bounds_probe(pk, &self.scan) => {
-                    row_bounds_by(&view, &self.scan, &|rk, after| {
+                    row_bounds_by(&view, &self.scan, |rk, after| {
                         lazy.lower_bound(&view, rk, after)
                     })
                     .map_err(|e| (e, &lazy.key))

@@ -477,7 +477,12 @@ fn filtered_scans_verify_the_columns_and_the_rows_they_read() {
     assert_eq!(query_keys(&store, "A eq 5").unwrap(), intact_a5);
     // `A eq 1` returns it, `S eq 's1'` tests every row one by one, no filter reads all:
     // each fails, naming the damage.
-    for filter in ["A eq 1", "S eq 's1'", "A ge 0", "RowKey lt 'r002' and A eq 0"] {
+    for filter in [
+        "A eq 1",
+        "S eq 's1'",
+        "A ge 0",
+        "RowKey lt 'r002' and A eq 0",
+    ] {
         let err = query_keys(&store, filter).unwrap_err();
         assert!(err.contains("a row fails its checksum"), "{filter}: {err}");
     }
