@@ -322,9 +322,10 @@ impl Waves<'_> {
         // if it lends any (when the pool is busy with other pages, the calling thread scans
         // the wave alone instead of waiting for a helper that would find nothing left),
         // each keeping no more than the room the chunks before it leave (module `chunk`).
-        // Once the calling thread has no chunk left to claim, it merges the chunks already
-        // scanned (handing their rows to the sink) while the helpers finish theirs. Who
-        // scans a chunk never changes the page.
+        // Before each chunk it claims, and once it has none left to claim, the calling
+        // thread merges the chunks already scanned in key order (handing their rows to the
+        // sink, which may render them: work the helpers cannot share), so the helpers go on
+        // scanning while it does. Who scans a chunk never changes the page.
         let next = AtomicUsize::new(0);
         let counts: Vec<AtomicUsize> = jobs.iter().map(|_| AtomicUsize::new(0)).collect();
         let finished = Finished::new(jobs.len());
@@ -336,36 +337,48 @@ impl Waves<'_> {
         };
         let slots: Vec<Mutex<Option<ChunkResult<'a, S>>>> =
             jobs.iter().map(|_| Mutex::new(None)).collect();
-        let work = || {
-            loop {
-                let i = next.fetch_add(1, AtomicOrdering::Relaxed);
-                let Some(job) = jobs.get(i) else { break };
-                let _finished = finished.guard(i);
-                let room = Room::Shared {
-                    counts: &counts,
-                    finished: &finished,
-                    index: i,
-                    limit,
-                    quota,
-                };
-                let out = scan_chunk(source, self.ranges, job, predicate, &room, budget);
-                *lock(&slots[i]) = Some(out);
-            }
+        // Claims the next chunk and scans it; false when none is left.
+        let claim = || {
+            let i = next.fetch_add(1, AtomicOrdering::Relaxed);
+            let Some(job) = jobs.get(i) else {
+                return false;
+            };
+            let _finished = finished.guard(i);
+            let room = Room::Shared {
+                counts: &counts,
+                finished: &finished,
+                index: i,
+                limit,
+                quota,
+            };
+            let out = scan_chunk(source, self.ranges, job, predicate, &room, budget);
+            *lock(&slots[i]) = Some(out);
+            true
         };
+        let helper = || while claim() {};
         let mut merge = Merge::<S>::new(jobs, limit);
+        let mut caller = |merge: &mut Merge<'_, S>| {
+            loop {
+                merge.scanned(&slots, sink, false);
+                if !claim() {
+                    break;
+                }
+            }
+            merge.scanned(&slots, sink, false);
+        };
         let lent = self
             .threads
             .helpers
             .reserve((threads - 1).min(jobs.len() - 1), threads - 1);
         match (&lent, &self.threads.pool) {
-            (None, _) => work(),
+            (None, _) => caller(&mut merge),
             (Some(lent), Some(pool)) => pool.in_place_scope(|s| {
-                share(s, lent.count(), &work);
-                merge.scanned(&slots, sink, false);
+                spawn_helpers(s, lent.count(), &helper);
+                caller(&mut merge);
             }),
             (Some(lent), None) => rayon::in_place_scope(|s| {
-                share(s, lent.count(), &work);
-                merge.scanned(&slots, sink, false);
+                spawn_helpers(s, lent.count(), &helper);
+                caller(&mut merge);
             }),
         }
         drop(lent);
@@ -379,10 +392,13 @@ impl Waves<'_> {
     }
 }
 
-/// Runs `work` on the calling thread and on `helpers` tasks of the scope's pool.
-fn share<'scope, F: Fn() + Sync>(scope: &rayon::Scope<'scope>, helpers: usize, work: &'scope F) {
+/// Runs `work` on `helpers` tasks of the scope's pool.
+fn spawn_helpers<'scope, F: Fn() + Sync>(
+    scope: &rayon::Scope<'scope>,
+    helpers: usize,
+    work: &'scope F,
+) {
     for _ in 0..helpers {
         scope.spawn(move |_| work());
     }
-    work();
 }
