@@ -44,6 +44,7 @@
 
 use super::Corrupt;
 use super::Slot;
+use std::borrow::Cow;
 use std::ops::Range;
 use tableq_exec::PropertySlot;
 use tableq_exec::batch::{Column, ColumnRange, Columns, OwnedColumn};
@@ -422,7 +423,19 @@ pub(crate) struct EncodedColumns<'b> {
     rows: usize,
     built: bool,
     count: usize,
-    /// Where each column's data starts (and, last, where the data ends).
+    /// Where each column's data starts (and, last, where the data ends): parsed here, or
+    /// kept from an earlier parse of the same bytes ([`ColumnDirectory`]).
+    starts: Cow<'b, [usize]>,
+}
+
+/// What [`EncodedColumns::parse`] found in a columns section, kept to read the same bytes
+/// again without parsing them again ([`EncodedColumns::with_directory`]): a scan loads a
+/// block with its column directory checked, then reads the columns.
+#[derive(Debug, Clone)]
+pub(crate) struct ColumnDirectory {
+    rows: usize,
+    built: bool,
+    count: usize,
     starts: Vec<usize>,
 }
 
@@ -434,7 +447,33 @@ impl<'b> EncodedColumns<'b> {
             rows,
             built: false,
             count: 0,
-            starts: vec![HEAD],
+            starts: Cow::Owned(vec![HEAD]),
+        }
+    }
+
+    /// What the parse found, to read the same bytes again
+    /// ([`with_directory`](Self::with_directory)).
+    pub(crate) fn into_directory(self) -> ColumnDirectory {
+        ColumnDirectory {
+            rows: self.rows,
+            built: self.built,
+            count: self.count,
+            starts: self.starts.into_owned(),
+        }
+    }
+
+    /// The columns `bytes` whose directory an earlier [`parse`](Self::parse) of the same
+    /// bytes returned (nothing is checked again: the caller holds the bytes it parsed).
+    pub(crate) fn with_directory(
+        bytes: &'b [u8],
+        directory: &'b ColumnDirectory,
+    ) -> EncodedColumns<'b> {
+        EncodedColumns {
+            bytes,
+            rows: directory.rows,
+            built: directory.built,
+            count: directory.count,
+            starts: Cow::Borrowed(&directory.starts),
         }
     }
 
@@ -465,7 +504,7 @@ impl<'b> EncodedColumns<'b> {
                 rows,
                 built: false,
                 count: 0,
-                starts: vec![HEAD],
+                starts: Cow::Owned(vec![HEAD]),
             });
         }
         let count = count as usize;
@@ -477,12 +516,13 @@ impl<'b> EncodedColumns<'b> {
         if u32_le(bytes, 0) != directory_crc(bound, &bytes[4..dir_end]) {
             return Err(Corrupt("the block's columns fail their checksum"));
         }
+        let mut starts = Vec::with_capacity(count + 1);
         let mut encoded = EncodedColumns {
             bytes,
             rows,
             built: true,
             count,
-            starts: Vec::with_capacity(count + 1),
+            starts: Cow::Borrowed(&[]),
         };
         let mut at = dir_end;
         let mut last = None;
@@ -505,10 +545,11 @@ impl<'b> EncodedColumns<'b> {
             {
                 return Err(Corrupt("unknown column flags"));
             }
-            encoded.starts.push(at);
+            starts.push(at);
             at = at.checked_add(len).ok_or(cut.clone())?;
         }
-        encoded.starts.push(at);
+        starts.push(at);
+        encoded.starts = Cow::Owned(starts);
         match at.cmp(&bytes.len()) {
             std::cmp::Ordering::Less => Err(Corrupt("bytes after the columns")),
             std::cmp::Ordering::Greater => Err(cut),
@@ -535,7 +576,7 @@ impl<'b> EncodedColumns<'b> {
         let (mut lo, mut hi) = (0, self.count);
         while lo < hi {
             let mid = (lo + hi) / 2;
-            match self.entry(mid).id.cmp(&id) {
+            match u32_le(self.bytes, HEAD + mid * ENTRY).cmp(&id) {
                 std::cmp::Ordering::Less => lo = mid + 1,
                 std::cmp::Ordering::Greater => hi = mid,
                 std::cmp::Ordering::Equal => return Ok(mid),

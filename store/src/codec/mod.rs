@@ -36,7 +36,7 @@ mod names;
 
 #[cfg(test)]
 pub(crate) use columns::reseal as reseal_columns;
-pub(crate) use columns::{ColumnRun, ColumnSet, EncodedColumns, LazyColumns};
+pub(crate) use columns::{ColumnDirectory, ColumnRun, ColumnSet, EncodedColumns, LazyColumns};
 pub(crate) use names::{MAX_NAME_ID, Names};
 
 use tableq_model::{DateTime, ValueRef};

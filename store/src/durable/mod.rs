@@ -108,6 +108,7 @@
 //! assert_eq!(store.get("Orders", "p", "r").unwrap().unwrap().timestamp(), Some(w.timestamp));
 //! ```
 
+mod block_map;
 mod check;
 mod damage;
 mod edit;
@@ -143,7 +144,7 @@ use log_check::{LogFound, LogProblem};
 use shared::{Limits, Shared};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 use tableq_exec::{ExecError, Executor, Key, PageOptions, RowView};
@@ -335,6 +336,7 @@ impl DurableBackend {
             dir: dir.clone(),
             data_dir: Arc::from(dir.as_path()),
             options: options.clone(),
+            blocks_version: AtomicU64::new(0),
         });
         let checkpoints = CheckpointLimits {
             log_bytes: options.checkpoint_log_bytes,
@@ -428,8 +430,8 @@ impl DurableBackend {
     /// holds every block it has read.
     pub fn snapshot(&self, table: &str) -> Result<DurableSnapshot, StoreError> {
         self.check_open()?;
-        let (entry, txn, mem) = self.shared.begin_read(table)?;
-        DurableSnapshot::new(&entry, &self.shared.data_dir, &txn, mem)
+        let start = self.shared.begin_read(table)?;
+        DurableSnapshot::new(&start, &self.shared.data_dir)
     }
 
     /// Hands a request to the writer (`gate.rs`: committed on this thread when the writer
@@ -677,8 +679,8 @@ impl Backend for DurableBackend {
 
     fn table_acl(&self, table: &str) -> Result<Vec<SignedIdentifier>, StoreError> {
         self.check_open()?;
-        let (entry, txn, _) = self.shared.begin_read(table)?;
-        settings::acl(&txn, entry.id)
+        let start = self.shared.begin_read(table)?;
+        settings::acl(&start.txn, start.entry.id)
     }
 
     fn set_table_acl(&self, table: &str, policies: &[SignedIdentifier]) -> Result<(), StoreError> {

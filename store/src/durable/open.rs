@@ -20,7 +20,6 @@ use super::format::tables::{
     DATA_FILE, FORMAT_VERSION, META, META_CLOCK, META_FORMAT, META_NEXT_TABLE, META_WAL_GENERATION,
     META_WAL_LSN, NAMES, OLDEST_FORMAT, ROWS, TABLES, decode_table,
 };
-use super::memtable::MemTable;
 use super::options::DurableOptions;
 use super::shared::{Catalog, TableEntry};
 use crate::codec::Names;
@@ -28,7 +27,7 @@ use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, StorageErro
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use tableq_model::DateTime;
 
 /// The directory `tableq serve` uses when no `--data DIR` is given.
@@ -605,12 +604,7 @@ fn load(db: Database, file: &Path) -> Result<Opened, OpenError> {
         let table_names = names.entry(id).or_default().clone();
         catalog.insert(
             key.value().to_owned(),
-            Arc::new(TableEntry {
-                id,
-                name,
-                names: RwLock::new(Arc::new(table_names)),
-                mem: RwLock::new(MemTable::default()),
-            }),
+            Arc::new(TableEntry::new(id, name, table_names)),
         );
     }
     drop((meta, tables, names_table, txn));

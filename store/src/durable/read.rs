@@ -40,16 +40,17 @@
 //! assert!(snapshot.get("p", "r042").unwrap().is_some());
 //! ```
 
+use super::block_map::{BlockMap, MapEntry};
 use super::damage::block_damage;
 use super::format::block::{BlockView, RowRef};
 use super::format::keys::{entity_key, partition_end, partition_prefix, table_end, table_prefix};
 use super::format::tables::ROWS;
 use super::locate::{floor_block, search_keys};
 use super::memtable::{MemRows, MemTable};
-use super::shared::TableEntry;
-use crate::codec::{Corrupt, LazyColumns, Names, Number, Slot};
+use super::shared::{ReadStart, TableEntry};
+use crate::codec::{ColumnDirectory, Corrupt, LazyColumns, Names, Number, Slot};
 use crate::error::StoreError;
-use redb::{AccessGuard, ReadOnlyTable, ReadTransaction};
+use redb::{AccessGuard, ReadOnlyTable};
 use std::ops::{Bound, ControlFlow};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -79,6 +80,8 @@ pub struct DurableSnapshot {
     /// The table's memtable as of this snapshot: what was written since the flush that
     /// `rows` reflects.
     mem: MemTable,
+    /// The blocks version of `rows` (`block_map.rs`).
+    blocks_version: u64,
     /// The first storage failure a scan met (reported by `take_error`).
     error: Mutex<Option<StoreError>>,
     /// Every block a scan or get of this snapshot read: rows borrow from here (created on
@@ -164,6 +167,8 @@ struct Lazy {
     /// The block directory's check ([`BlockView::verify_directory`]), run before the
     /// block's first row is read.
     directory: OnceLock<Result<(), Corrupt>>,
+    /// The column directory, checked when the block was loaded.
+    columns: ColumnDirectory,
 }
 
 impl Lazy {
@@ -213,10 +218,11 @@ impl Loaded {
             Check::Header => BlockView::parse_header(bytes),
             Check::KeysOnly => BlockView::parse_header_unverified(bytes),
             Check::Lazy => match BlockView::parse_columns_first(bytes) {
-                Ok(Some(view)) => {
+                Ok(Some((view, columns))) => {
                     lazy = Some(Lazy {
                         key: key.into(),
                         directory: OnceLock::new(),
+                        columns,
                     });
                     Ok(view)
                 }
@@ -249,13 +255,9 @@ impl DurableSnapshot {
     /// A snapshot of `entry` in `txn` with the memtable version `mem` taken with it (both
     /// taken before the call, so that the property names read here cover every row of the
     /// snapshot).
-    pub(crate) fn new(
-        entry: &Arc<TableEntry>,
-        dir: &Arc<Path>,
-        txn: &ReadTransaction,
-        mem: MemTable,
-    ) -> Result<DurableSnapshot, StoreError> {
-        let rows = txn.open_table(ROWS).map_err(StoreError::storage)?;
+    pub(crate) fn new(start: &ReadStart, dir: &Arc<Path>) -> Result<DurableSnapshot, StoreError> {
+        let entry = &start.entry;
+        let rows = start.txn.open_table(ROWS).map_err(StoreError::storage)?;
         let names = entry
             .names
             .read()
@@ -267,10 +269,40 @@ impl DurableSnapshot {
             entry: entry.clone(),
             dir: dir.clone(),
             names,
-            mem,
+            mem: start.mem.clone(),
+            blocks_version: start.blocks_version,
             error: Mutex::new(None),
             blocks: OnceLock::new(),
         })
+    }
+
+    /// The table's block map of this snapshot's version (`block_map.rs`): the one kept, or
+    /// one built now for a scan over more than one partition; `None` for a scan of one
+    /// partition without a map, or when building one failed (the split's walk through redb
+    /// then meets and reports the failure).
+    fn block_map(&self, scan: &Scan<'_>) -> Option<Arc<BlockMap>> {
+        let kept = || {
+            self.entry
+                .block_map
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        if let Some(map) = kept().as_ref().filter(|m| m.version == self.blocks_version) {
+            return Some(map.clone());
+        }
+        if scan.range.partition_key.as_point().is_some() {
+            return None;
+        }
+        let map = Arc::new(BlockMap::build(
+            &self.rows,
+            self.table,
+            self.blocks_version,
+        )?);
+        let mut slot = kept();
+        if slot.as_ref().is_none_or(|m| m.version < map.version) {
+            *slot = Some(map.clone());
+        }
+        Some(map)
     }
 
     /// The first storage failure any scan, get or split of this snapshot met, if any
@@ -481,6 +513,89 @@ impl DurableSnapshot {
                 None
             }
         }
+    }
+}
+
+/// Cuts a scan into chunks of about `chunk_rows` rows at block boundaries, block by block
+/// in key order (`EntitySource::split`).
+struct Chunker<'s> {
+    scan: &'s Scan<'s>,
+    chunk_rows: usize,
+    max_chunks: usize,
+    chunks: Vec<Chunk>,
+    current: Chunk,
+    in_current: usize,
+}
+
+impl<'s> Chunker<'s> {
+    fn new(scan: &'s Scan<'s>, chunk_rows: usize, max_chunks: usize) -> Chunker<'s> {
+        Chunker {
+            scan,
+            chunk_rows: chunk_rows.max(1),
+            max_chunks: max_chunks.max(1),
+            chunks: Vec::new(),
+            current: Chunk {
+                from: scan.from.cloned(),
+                until: None,
+                rows: Some(0),
+            },
+            in_current: 0,
+        }
+    }
+
+    /// Whether the chunks asked for are cut.
+    fn done(&self) -> bool {
+        self.chunks.len() >= self.max_chunks
+    }
+
+    /// The next block: of partition `pk`, rows `lo..hi` inside the scan; `row_key` gives
+    /// row `lo`'s RowKey, asked for when a chunk is cut before it.
+    fn block(
+        &mut self,
+        pk: &str,
+        lo: usize,
+        hi: usize,
+        row_key: impl FnOnce() -> Result<String, Corrupt>,
+    ) -> Result<(), StoreError> {
+        if lo >= hi {
+            return Ok(());
+        }
+        if self.in_current >= self.chunk_rows {
+            // Cut before this block's first row inside the scan.
+            let boundary = Key::new(pk, row_key().map_err(StoreError::storage)?);
+            self.current.rows = Some(self.in_current);
+            self.current.until = Some(boundary.clone());
+            self.chunks.push(std::mem::replace(
+                &mut self.current,
+                Chunk {
+                    from: Some(boundary),
+                    until: None,
+                    rows: Some(0),
+                },
+            ));
+            self.in_current = 0;
+            if self.done() {
+                return Ok(());
+            }
+        }
+        self.in_current += hi - lo;
+        Ok(())
+    }
+
+    /// The chunks, the last one holding `in_memory` more rows (the memtable's).
+    fn finish(mut self, in_memory: usize) -> Vec<Chunk> {
+        if self.done() {
+            return self.chunks;
+        }
+        if self.in_current > 0 || (self.chunks.is_empty() && in_memory > 0) {
+            self.current.rows = Some(self.in_current + in_memory);
+            self.current.until = self.scan.until.cloned();
+            self.chunks.push(self.current);
+        } else if let Some(last) = self.chunks.last_mut() {
+            last.until = self.scan.until.cloned();
+            last.rows = last.rows.map(|r| r + in_memory);
+        }
+        self.chunks
     }
 }
 
@@ -1060,7 +1175,11 @@ impl EntitySource for DurableSnapshot {
         while let Some(block) = blocks.current() {
             let (first, end, lazy) = (blocks.row, blocks.row_end, blocks.lazy);
             blocks.row = end;
-            let encoded = match block.encoded_columns() {
+            let encoded = match lazy {
+                Some(lazy) => Ok(block.encoded_columns_with(&lazy.columns)),
+                None => block.encoded_columns(),
+            };
+            let encoded = match encoded {
                 Ok(c) => c,
                 Err(e) => {
                     self.fail(self.damage(lazy.map_or(&[][..], |l| &l.key), block.bytes(), e));
@@ -1122,66 +1241,8 @@ impl EntitySource for DurableSnapshot {
         chunk_rows: usize,
         max_chunks: usize,
     ) -> Result<Vec<Chunk>, StoreError> {
-        let chunk_rows = chunk_rows.max(1);
-        let (start, end) = self.bounds(&scan);
-        let mut cursor = self.cursor(&start, &end);
-        let mut chunks: Vec<Chunk> = Vec::new();
-        let mut current = Chunk {
-            from: scan.from.cloned(),
-            until: None,
-            rows: Some(0),
-        };
-        let mut in_current = 0usize;
-        while let Some(loaded) = self.next_block(&mut cursor, Check::KeysOnly) {
-            let view = loaded.view();
-            if !scan.range.partition_key.contains(view.partition_key()) {
-                continue;
-            }
-            let (lo, hi, _) = row_bounds(&view, &scan);
-            if lo >= hi {
-                continue;
-            }
-            if in_current >= chunk_rows {
-                // Cut before this block's first row inside the scan.
-                let Ok(rk) = std::str::from_utf8(view.row_key_bytes(lo)) else {
-                    return Err(StoreError::storage(Corrupt("RowKey is not UTF-8")));
-                };
-                let boundary = Key::new(view.partition_key(), rk);
-                current.rows = Some(in_current);
-                current.until = Some(boundary.clone());
-                chunks.push(std::mem::replace(
-                    &mut current,
-                    Chunk {
-                        from: Some(boundary),
-                        until: None,
-                        rows: Some(0),
-                    },
-                ));
-                in_current = 0;
-                if chunks.len() >= max_chunks.max(1) {
-                    return Ok(chunks);
-                }
-            }
-            in_current += hi - lo;
-        }
-        // The memtable's entries of the scan (counted as rows: an estimate) belong to the
-        // chunks around them; a scan of memtable rows alone is one chunk.
-        let in_memory = if self.mem.is_empty() {
-            0
-        } else {
-            self.mem.scan(scan).count()
-        };
-        if in_current > 0 || (chunks.is_empty() && in_memory > 0) {
-            current.rows = Some(in_current + in_memory);
-            current.until = scan.until.cloned();
-            chunks.push(current);
-        } else if let Some(last) = chunks.last_mut() {
-            last.until = scan.until.cloned();
-            last.rows = last.rows.map(|r| r + in_memory);
-        }
-        // A block that failed to load ends the walk; report it rather than short chunks.
-        self.take_error()?;
-        Ok(chunks)
+        let map = self.block_map(&scan);
+        self.split_with(map.as_deref(), scan, chunk_rows, max_chunks)
     }
 
     fn property_slot(&self, name: &str) -> SlotLookup {
@@ -1189,6 +1250,91 @@ impl EntitySource for DurableSnapshot {
             Some(id) => SlotLookup::Slot(PropertySlot(id)),
             None => SlotLookup::Absent,
         }
+    }
+}
+
+impl DurableSnapshot {
+    /// `EntitySource::split` through the table's block map (`map`, of this snapshot's
+    /// version), else walking the blocks in redb.
+    fn split_with(
+        &self,
+        map: Option<&BlockMap>,
+        scan: Scan<'_>,
+        chunk_rows: usize,
+        max_chunks: usize,
+    ) -> Result<Vec<Chunk>, StoreError> {
+        let (start, end) = self.bounds(&scan);
+        let mut chunker = Chunker::new(&scan, chunk_rows, max_chunks);
+        match map {
+            Some(map) => {
+                for block in map.from(&start) {
+                    if *block.key >= *end || chunker.done() {
+                        break;
+                    }
+                    self.split_mapped(block, &scan, &mut chunker)?;
+                }
+            }
+            None => {
+                let mut cursor = self.cursor(&start, &end);
+                while !chunker.done()
+                    && let Some(loaded) = self.next_block(&mut cursor, Check::KeysOnly)
+                {
+                    let view = loaded.view();
+                    if !scan.range.partition_key.contains(view.partition_key()) {
+                        continue;
+                    }
+                    let (lo, hi, _) = row_bounds(&view, &scan);
+                    chunker.block(view.partition_key(), lo, hi, || {
+                        std::str::from_utf8(view.row_key_bytes(lo))
+                            .map(str::to_owned)
+                            .map_err(|_| Corrupt("RowKey is not UTF-8"))
+                    })?;
+                }
+            }
+        }
+        // The memtable's entries of the scan (counted as rows: an estimate) belong to the
+        // chunks around them; a scan of memtable rows alone is one chunk.
+        let in_memory = if self.mem.is_empty() || chunker.done() {
+            0
+        } else {
+            self.mem.scan(scan).count()
+        };
+        // A block that failed to load ends the walk; report it rather than short chunks.
+        self.take_error()?;
+        Ok(chunker.finish(in_memory))
+    }
+
+    /// Hands `block` of the table's block map to `chunker`: its rows, or — when the scan
+    /// starts or ends inside its partition or has RowKey bounds ([`bounds_probe`]) — those
+    /// inside the scan, found in the block itself (read from redb).
+    fn split_mapped(
+        &self,
+        block: &MapEntry,
+        scan: &Scan<'_>,
+        chunker: &mut Chunker<'_>,
+    ) -> Result<(), StoreError> {
+        let pk = &*block.partition_key;
+        if !scan.range.partition_key.contains(pk) {
+            return Ok(());
+        }
+        if !bounds_probe(pk, scan) {
+            return chunker.block(pk, 0, block.rows as usize, || block.first_row_key());
+        }
+        let guard = match self.rows.get(&*block.key) {
+            Ok(Some(guard)) => guard,
+            // Not in this snapshot: the map is of its version, so never; skip the block.
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(StoreError::storage(e)),
+        };
+        let loaded = Loaded::new(&block.key, guard, Check::KeysOnly)
+            .map_err(|(e, guard)| self.damage(&block.key, guard.value(), e))?;
+        let view = loaded.view();
+        let (lo, hi, _) = row_bounds(&view, scan);
+        chunker.block(pk, lo, hi, || {
+            std::str::from_utf8(view.row_key_bytes(lo))
+                .map(str::to_owned)
+                .map_err(|_| Corrupt("RowKey is not UTF-8"))
+        })
     }
 }
 

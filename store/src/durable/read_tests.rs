@@ -623,3 +623,111 @@ fn blocks_with_columns_stay_within_the_byte_limit() {
     }
     assert!(blocks > 10, "{blocks} blocks");
 }
+
+// ---------------------------------------------------------------------------------------
+// `split` through the block map against the walk through redb.
+
+/// Chunk boundaries and row counts, comparable.
+fn chunk_shapes(chunks: &[Chunk]) -> Vec<(Option<Key>, Option<Key>, Option<usize>)> {
+    chunks
+        .iter()
+        .map(|c| (c.from.clone(), c.until.clone(), c.rows))
+        .collect()
+}
+
+#[test]
+fn splits_through_the_block_map_cut_where_the_walk_through_redb_cuts() {
+    for flushed in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path(), flushed);
+        // Memtable entries over the blocks, counted into the chunks around them.
+        store
+            .write_batch(
+                "t1x",
+                vec![WriteOp::Insert {
+                    entity: entity("b", "r05", 105),
+                }],
+            )
+            .unwrap();
+        let snapshot = store.snapshot("t1x").unwrap();
+        let map = BlockMap::build(&snapshot.rows, snapshot.table, snapshot.blocks_version).unwrap();
+        assert_eq!(map.len(), if flushed { 9 } else { 0 });
+        let mut scans = scans();
+        scans.push((
+            KeyRange::new(
+                KeyInterval::new(Bound::Excluded("a".into()), Bound::Unbounded),
+                KeyInterval::new(Bound::Unbounded, Bound::Included("r11".into())),
+            ),
+            None,
+            Some(Key::new("c", "r09")),
+        ));
+        for (range, from, until) in scans {
+            let scan = Scan {
+                range: &range,
+                from: from.as_ref(),
+                until: until.as_ref(),
+            };
+            for (chunk_rows, most) in [(1, 100), (3, 100), (4, 2), (5, 3), (100, 100)] {
+                let walked = snapshot.split_with(None, scan, chunk_rows, most).unwrap();
+                let mapped = snapshot
+                    .split_with(Some(&map), scan, chunk_rows, most)
+                    .unwrap();
+                assert_eq!(
+                    chunk_shapes(&mapped),
+                    chunk_shapes(&walked),
+                    "{range:?} from {from:?} until {until:?}, {chunk_rows} rows, {most} chunks"
+                );
+                assert!(!walked.is_empty() || !flushed);
+            }
+        }
+        store.close().unwrap();
+    }
+}
+
+#[test]
+fn the_block_map_follows_each_flush_and_one_partition_builds_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), true);
+    let kept = |store: &DurableBackend| {
+        let snapshot = store.snapshot("t1x").unwrap();
+        snapshot
+            .entry
+            .block_map
+            .lock()
+            .unwrap()
+            .as_ref()
+            .map(|m| (m.version, m.len(), m.version == snapshot.blocks_version))
+    };
+    let split = |store: &DurableBackend, range: &KeyRange| {
+        let snapshot = store.snapshot("t1x").unwrap();
+        let scan = Scan {
+            range,
+            from: None,
+            until: None,
+        };
+        let chunks = snapshot.split(scan, 4, 100).unwrap();
+        chunks.iter().map(|c| c.rows.unwrap_or(0)).sum::<usize>()
+    };
+    // A scan of one partition walks redb and keeps no map.
+    assert_eq!(split(&store, &KeyRange::partition("b")), 10);
+    assert_eq!(kept(&store), None);
+    // A scan of the table builds one of the snapshot's version and keeps it.
+    assert_eq!(split(&store, &KeyRange::full()), 30);
+    let (version, blocks, current) = kept(&store).unwrap();
+    assert_eq!((blocks, current), (9, true));
+    // Written and flushed: the kept map is of an older version; the next split builds one
+    // listing the new blocks, and counts the new rows.
+    let ops = (0..8)
+        .map(|i| WriteOp::Insert {
+            entity: entity("d", &format!("r{i:02}"), i),
+        })
+        .collect();
+    store.write_batch("t1x", ops).unwrap();
+    store.gate.with_writer(|w| w.flush()).unwrap();
+    assert_eq!(kept(&store).map(|k| k.2), Some(false));
+    assert_eq!(split(&store, &KeyRange::full()), 38);
+    let (newer, blocks, current) = kept(&store).unwrap();
+    assert!(newer > version);
+    assert_eq!((blocks, current), (11, true));
+    store.close().unwrap();
+}

@@ -7,6 +7,7 @@
 //! their memtable under the catalog's read lock; the writer commits a catalog change or a
 //! flush and publishes it under the write lock (`writer/txn.rs`).
 
+use super::block_map::BlockMap;
 use super::memtable::MemTable;
 use super::options::DurableOptions;
 use crate::clock::Clock;
@@ -15,6 +16,7 @@ use crate::error::StoreError;
 use redb::{Database, ReadableDatabase};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use tableq_model::validate;
 
@@ -35,6 +37,32 @@ pub(crate) struct TableEntry {
     pub(crate) names: RwLock<Arc<Names>>,
     /// The table's memtable as last published (`memtable.rs`): what readers merge with redb.
     pub(crate) mem: RwLock<MemTable>,
+    /// The table's blocks as of some blocks version (`block_map.rs`), once a split built it.
+    pub(crate) block_map: Mutex<Option<Arc<BlockMap>>>,
+}
+
+impl TableEntry {
+    /// Table `id` called `name` with property names `names`, an empty memtable and no
+    /// block map yet.
+    pub(crate) fn new(id: u64, name: String, names: Names) -> TableEntry {
+        TableEntry {
+            id,
+            name,
+            names: RwLock::new(Arc::new(names)),
+            mem: RwLock::new(MemTable::default()),
+            block_map: Mutex::new(None),
+        }
+    }
+}
+
+/// What a reader begins with ([`Shared::begin_read`]): the table, its redb snapshot, its
+/// memtable and the blocks version, consistent with each other.
+pub(crate) struct ReadStart {
+    pub(crate) entry: Arc<TableEntry>,
+    pub(crate) txn: redb::ReadTransaction,
+    pub(crate) mem: MemTable,
+    /// [`Shared::blocks_version`] as of `txn`.
+    pub(crate) blocks_version: u64,
 }
 
 /// Table key (lowercase name) → table, as of the last commit that changed the catalog.
@@ -57,16 +85,17 @@ pub(crate) struct Shared {
     /// The data directory again, shared with snapshots (for reports of damaged blocks).
     pub(crate) data_dir: Arc<Path>,
     pub(crate) options: DurableOptions,
+    /// Counts the changes that may change blocks (flushes, catalog changes, reopening the
+    /// data file), each counted under the catalog's write lock: a reader's version (read
+    /// under the read lock) names the blocks its snapshot sees (`block_map.rs`).
+    pub(crate) blocks_version: AtomicU64,
 }
 
 impl Shared {
-    /// The table `name`, its memtable and a read snapshot, consistent with each other and
-    /// with the catalog (flushes publish the commit and the emptied memtables under the
-    /// catalog's write lock).
-    pub(crate) fn begin_read(
-        &self,
-        name: &str,
-    ) -> Result<(Arc<TableEntry>, redb::ReadTransaction, MemTable), StoreError> {
+    /// The table `name`, its memtable, a read snapshot and the blocks version, consistent
+    /// with each other and with the catalog (flushes publish the commit and the emptied
+    /// memtables under the catalog's write lock).
+    pub(crate) fn begin_read(&self, name: &str) -> Result<ReadStart, StoreError> {
         let catalog = self.catalog.read().unwrap_or_else(PoisonError::into_inner);
         let entry = catalog
             .get(&validate::table_key(name))
@@ -78,7 +107,19 @@ impl Shared {
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
         let txn = self.read_txn()?;
-        Ok((entry, txn, mem))
+        let blocks_version = self.blocks_version.load(Ordering::Acquire);
+        Ok(ReadStart {
+            entry,
+            txn,
+            mem,
+            blocks_version,
+        })
+    }
+
+    /// Counts a change that may change blocks (under the catalog's write lock, or with the
+    /// database's write lock held while the data file is reopened).
+    pub(crate) fn blocks_changed(&self) {
+        self.blocks_version.fetch_add(1, Ordering::AcqRel);
     }
 
     /// A read transaction of the data file as of its last commit.

@@ -51,7 +51,7 @@
 
 use super::keys::compare_utf8;
 use crate::codec::{
-    ColumnSet, Corrupt, EncodedColumns, MAX_NAME_ID, NameOverflow, Names, Payload,
+    ColumnDirectory, ColumnSet, Corrupt, EncodedColumns, MAX_NAME_ID, NameOverflow, Names, Payload,
     SLOT_BYTES as SLOT, Slot, timestamp_from_ticks, timestamp_ticks,
 };
 use std::borrow::Cow;
@@ -224,22 +224,29 @@ impl<'b> BlockView<'b> {
     /// [`parse_directory`](BlockView::parse_directory) does). Where the columns start is
     /// read from the unverified row offsets: a wrong place fails the column directory's
     /// checksum.
-    pub(crate) fn parse_columns_first(bytes: &'b [u8]) -> Result<Option<BlockView<'b>>, Corrupt> {
+    /// With the view comes what the column directory's parse found, to read the columns
+    /// without parsing it again ([`encoded_columns_with`](BlockView::encoded_columns_with)).
+    pub(crate) fn parse_columns_first(
+        bytes: &'b [u8],
+    ) -> Result<Option<(BlockView<'b>, ColumnDirectory)>, Corrupt> {
         let view = BlockView::parse_header_unverified(bytes)?;
         if !view.columns {
             return Ok(None);
         }
-        view.encoded_columns()?;
-        Ok(Some(view))
+        let directory = view.encoded_columns()?.into_directory();
+        Ok(Some((view, directory)))
     }
 
-    /// The block directory's checksum and the row offsets: what
-    /// [`parse_columns_first`](BlockView::parse_columns_first) left out.
+    /// The block directory's checksum: what
+    /// [`parse_columns_first`](BlockView::parse_columns_first) left out. The row offsets it
+    /// vouches for are not walked here: [`checked_row`](BlockView::checked_row) checks the
+    /// two of each row it returns (a walk over every row's offset cost more than the
+    /// checksum, for blocks of which a selective scan reads a row or two).
     pub(crate) fn verify_directory(&self) -> Result<(), Corrupt> {
         if u32_at(self.bytes, CRC_AT) != block_checksum(self.bytes) {
             return Err(Corrupt("the block fails its checksum"));
         }
-        self.check_offsets()
+        Ok(())
     }
 
     /// The bytes the column directory vouches for: the header's first 8 bytes (format,
@@ -277,6 +284,15 @@ impl<'b> BlockView<'b> {
             return Ok(EncodedColumns::none(self.rows));
         }
         EncodedColumns::parse(self.columns_bytes(), self.rows, &self.bound())
+    }
+
+    /// The block's encoded columns, read with the directory that
+    /// [`parse_columns_first`](BlockView::parse_columns_first) returned for the same bytes.
+    pub(crate) fn encoded_columns_with(
+        &self,
+        directory: &'b ColumnDirectory,
+    ) -> EncodedColumns<'b> {
+        EncodedColumns::with_directory(self.columns_bytes(), directory)
     }
 
     /// The bytes after the rows (format 4: the columns).
@@ -422,9 +438,14 @@ impl<'b> BlockView<'b> {
     /// Checks row `i` of a format-3 block against its checksum.
     fn verify_row(&self, i: usize) -> Result<(), Corrupt> {
         let (start, end) = self.span(i);
+        let (start, end) = (start as usize, end as usize);
+        // What `check_offsets` checks of every row, for this one.
+        if i >= self.rows || start < self.rows_start() || end < start + ROW_HEAD {
+            return Err(Corrupt("row offsets out of order"));
+        }
         let row = self
             .bytes
-            .get(start as usize..end as usize)
+            .get(start..end)
             .ok_or(Corrupt("row offsets past the end"))?;
         if row_checksum(row) != u32_at(self.bytes, self.checksums_start() + 4 * i) {
             return Err(Corrupt("a row fails its checksum"));
@@ -1362,6 +1383,17 @@ mod tests {
                     let _ = (view.row(i).row_key(), view.row(i).value(1), view.find("a"));
                 }
             }
+            // The lazy path of a filtered scan: the directory's checksum, then each row
+            // checked as it is read.
+            if let Ok(Some((view, _))) = BlockView::parse_columns_first(&bytes)
+                && view.verify_directory().is_ok()
+            {
+                for i in 0..view.len() {
+                    if let Ok(row) = view.checked_row(i) {
+                        let _ = (row.row_key(), row.timestamp(), row.value(0), row.value(3));
+                    }
+                }
+            }
             if let Ok(view) = BlockView::parse(&bytes) {
                 let names = Names::default();
                 let _ = view.check_rows(8);
@@ -1392,6 +1424,37 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_row_read_lazily_checks_its_own_offsets() {
+        let mut names = Names::default();
+        let rows: Vec<Entity> = (0..3).map(|i| Entity::new("p", format!("r{i}"))).collect();
+        let mut bytes = block_of("p", &rows, &mut names);
+        let view = BlockView::parse(&bytes).unwrap();
+        let (dir, rows_start) = (view.dir, view.rows_start());
+        // Row 1 made to start inside the directory, every checksum made right again: only
+        // the offsets tell.
+        let at = dir + 4;
+        bytes[at..at + 4].copy_from_slice(&((rows_start - 4) as u32).to_le_bytes());
+        reseal(&mut bytes);
+        assert_eq!(
+            BlockView::parse(&bytes).unwrap_err(),
+            Corrupt("row offsets out of order")
+        );
+        let (view, _) = BlockView::parse_columns_first(&bytes).unwrap().unwrap();
+        view.verify_directory().unwrap();
+        assert_eq!(
+            view.checked_row(1).unwrap_err(),
+            Corrupt("row offsets out of order")
+        );
+        // Row 0 now ends before it could hold its head.
+        assert_eq!(
+            view.checked_row(0).unwrap_err(),
+            Corrupt("row offsets out of order")
+        );
+        assert!(view.checked_row(2).is_ok());
+        assert!(view.checked_row(3).is_err());
     }
 
     #[test]

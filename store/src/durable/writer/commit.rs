@@ -458,6 +458,7 @@ impl Writer {
             }
             let opened = open::open(&self.shared.dir, &options).map_err(storage)?;
             *db = Some(opened.db);
+            self.shared.blocks_changed();
             (opened.catalog, opened.names, opened.wal_lsn)
         };
         let (catalog, names, wal_lsn) = opened;

@@ -38,7 +38,7 @@ use crate::resolve::{Change, StateReader};
 use redb::{Durability, ReadableTable, Table, WriteTransaction};
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, PoisonError};
 use tableq_model::{DateTime, Entity};
 
 pub(crate) fn storage(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> StoreError {
@@ -219,6 +219,7 @@ impl Writer {
                 .write()
                 .unwrap_or_else(PoisonError::into_inner);
             txn.commit().map_err(storage)?;
+            self.shared.blocks_changed();
             if state.flushes {
                 for entry in catalog.values() {
                     *entry.mem.write().unwrap_or_else(PoisonError::into_inner) =
@@ -229,15 +230,7 @@ impl Writer {
                 match change {
                     CatalogChange::Created { key, id, name } => {
                         let names = self.names.get(&id).cloned().unwrap_or_default();
-                        catalog.insert(
-                            key,
-                            Arc::new(TableEntry {
-                                id,
-                                name,
-                                names: RwLock::new(Arc::new(names)),
-                                mem: RwLock::new(MemTable::default()),
-                            }),
-                        );
+                        catalog.insert(key, Arc::new(TableEntry::new(id, name, names)));
                     }
                     CatalogChange::Deleted { key } => {
                         catalog.remove(&key);
