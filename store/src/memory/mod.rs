@@ -176,7 +176,14 @@ impl Backend for MemoryBackend {
         visit: &mut dyn FnMut(RowView<'_>),
     ) -> Result<QueryPage, StoreError> {
         let t = self.table_entry(table)?;
-        let snapshot = t.rows.snapshot();
+        // A page of exact keys reads a few rows; any other scans (and may fold the
+        // overlay first: `table.rs`).
+        let points = plan.ranges.ranges().iter().all(|r| r.as_point().is_some());
+        let snapshot = if points {
+            t.rows.snapshot()
+        } else {
+            t.rows.scan_snapshot()
+        };
         let (continuation, stats) = Executor::new(&snapshot)
             .execute_page_with(plan, continuation, options, visit)
             .map_err(StoreError::storage)?;

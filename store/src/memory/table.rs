@@ -11,6 +11,16 @@
 //!   ([`MemorySnapshot::with_changes`], `O(log n)` per changed row amortised) and swapped in
 //!   atomically. Readers never see part of a write, and never block a writer beyond that
 //!   pointer swap; writers never wait for readers.
+//! * **Scans** take [`MemoryTable::scan_snapshot`]: a scan of a version with a write
+//!   overlay merges the overlay's rows with the base row by row and tests them one by one
+//!   (the overlay has no columns), several times slower than over the compact base — after
+//!   a load through `$batch` (the overlay holds up to a quarter of the table) a full scan
+//!   of 100 000 entities took 1.9 ms instead of 0.2 ms. So scans keep a debt: each adds
+//!   the overlay rows of the version it reads, and once the debt reaches a sixteenth of
+//!   the table (at least [`FOLD_MIN_ROWS`]) the scan folds the overlay into the base
+//!   ([`MemorySnapshot::compacted`]) and makes that the current version — when no writer
+//!   holds the table (it never waits for one: the debt stays, and a later scan folds).
+//!   Scans thus pay for a fold no more than about what merging the overlay cost them.
 //!
 //! ```
 //! use tableq_model::Entity;
@@ -27,13 +37,20 @@
 
 use super::{MemoryError, MemorySnapshot};
 use crate::resolve::Change;
-use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, TryLockError};
+
+/// The scan debt (overlay rows scanned since the last fold) below which a scan never folds
+/// the overlay, however small the table (see the module docs).
+pub const FOLD_MIN_ROWS: usize = 1024;
 
 /// A writable in-memory table (see the module docs).
 #[derive(Debug, Default)]
 pub struct MemoryTable {
     current: RwLock<MemorySnapshot>,
     writer: Mutex<()>,
+    /// Overlay rows that scans merged since the overlay was last folded by a scan.
+    scan_debt: AtomicUsize,
 }
 
 /// Exclusive write access to a [`MemoryTable`]: holds its writer lock until committed or
@@ -57,6 +74,7 @@ impl MemoryTable {
         MemoryTable {
             current: RwLock::new(snapshot),
             writer: Mutex::new(()),
+            scan_debt: AtomicUsize::new(0),
         }
     }
 
@@ -66,6 +84,39 @@ impl MemoryTable {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// The current version for a scan: with its overlay folded into the base first when
+    /// scans have merged enough overlay rows to pay for it and no writer holds the table
+    /// (see the module docs). The rows are those of [`snapshot`](MemoryTable::snapshot)
+    /// either way; a fold that fails leaves the version as it was.
+    pub fn scan_snapshot(&self) -> MemorySnapshot {
+        let current = self.snapshot();
+        let overlay = current.overlay_rows();
+        if overlay == 0 {
+            return current;
+        }
+        let debt = self.scan_debt.fetch_add(overlay, Ordering::Relaxed) + overlay;
+        if debt < FOLD_MIN_ROWS.max(current.len() / 16) {
+            return current;
+        }
+        let _lock = match self.writer.try_lock() {
+            Ok(lock) => lock,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return current,
+        };
+        // Under the writer lock the current version cannot change: fold the latest one.
+        let latest = self.snapshot();
+        let Ok(folded) = latest.compacted() else {
+            return current;
+        };
+        self.scan_debt.store(0, Ordering::Relaxed);
+        let previous = std::mem::replace(
+            &mut *self.current.write().unwrap_or_else(PoisonError::into_inner),
+            folded.clone(),
+        );
+        drop(previous);
+        folded
     }
 
     /// Waits for exclusive write access.
@@ -124,6 +175,72 @@ mod tests {
         let mut e = tableq_model::Entity::new(pk, rk);
         e.set("V", Value::Int32(v));
         Change::Put(e)
+    }
+
+    fn keys(snapshot: &MemorySnapshot) -> Vec<(String, String)> {
+        let range = tableq_planner::plan::KeyRange::full();
+        snapshot
+            .scan(tableq_exec::Scan {
+                range: &range,
+                from: None,
+                until: None,
+            })
+            .map(|r| (r.partition_key().to_owned(), r.row_key().to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn scans_fold_the_overlay_once_they_have_merged_enough_of_it() {
+        let table = MemoryTable::new();
+        // Batches of 100 over 10 partitions: the overlay keeps up to a quarter of the table.
+        for b in 0..40 {
+            table
+                .apply((0..100).map(|i| put(&format!("p{}", i % 10), &format!("r{b:03}{i:03}"), i)))
+                .unwrap();
+        }
+        let before = table.snapshot();
+        let overlay = before.overlay_rows();
+        assert!(overlay > 0 && overlay < FOLD_MIN_ROWS, "overlay {overlay}");
+        // Plain snapshots never fold.
+        assert_eq!(table.snapshot().overlay_rows(), overlay);
+        // Scans add their overlay rows to the debt until it reaches the threshold, then
+        // the one that reaches it folds.
+        let mut scans = 0;
+        let folded = loop {
+            let s = table.scan_snapshot();
+            scans += 1;
+            if s.overlay_rows() == 0 {
+                break s;
+            }
+            assert!(scans < 100);
+        };
+        assert_eq!(scans, FOLD_MIN_ROWS.div_ceil(overlay));
+        assert_eq!(keys(&folded), keys(&before));
+        assert_eq!(folded.len(), 4000);
+        // The folded version is current; the snapshot taken before is unchanged.
+        assert_eq!(table.snapshot().overlay_rows(), 0);
+        assert_eq!(before.overlay_rows(), overlay);
+        // Nothing to fold: the same version.
+        assert_eq!(table.scan_snapshot().overlay_rows(), 0);
+    }
+
+    #[test]
+    fn a_scan_never_waits_for_a_writer_to_fold() {
+        let table = MemoryTable::new();
+        for b in 0..40 {
+            table
+                .apply((0..100).map(|i| put(&format!("p{}", i % 10), &format!("r{b:03}{i:03}"), i)))
+                .unwrap();
+        }
+        let overlay = table.snapshot().overlay_rows();
+        let writer = table.writer();
+        for _ in 0..FOLD_MIN_ROWS.div_ceil(overlay) + 2 {
+            assert_eq!(table.scan_snapshot().overlay_rows(), overlay);
+        }
+        writer.commit([put("p0", "zz", 1)]).unwrap();
+        // The debt stayed: the next scan folds.
+        let s = table.scan_snapshot();
+        assert_eq!((s.overlay_rows(), s.len()), (0, 4001));
     }
 
     #[test]
