@@ -163,17 +163,65 @@ enum Stop {
     Failed(String),
 }
 
-/// Lines decoded together: read in order, decoded in parallel (rayon), then handed to the
-/// loader in order. The reading thread did half of a `--data` import's CPU work, mostly
-/// decoding (`perf`, 1 M entities, 2026-11-27): one thread bounded the load rate.
+/// Lines decoded together: read in order (on a reading thread of their own, a batch ahead),
+/// decoded in parallel (rayon), then handed to the loader in order. The reading thread did
+/// half of a `--data` import's CPU work, mostly decoding (`perf`, 1 M entities, 2026-11-27):
+/// one thread bounded the load rate; then reading the next batch waited for the last one's
+/// decoding and hand-over, 10 % of the work on one core while the other idled.
 const DECODE_BATCH: usize = 1024;
+
+/// Batches read ahead of the one being decoded.
+const READ_AHEAD: usize = 2;
 
 /// One line read: its number and its text, or the length of a line too long to hold.
 type Read = (u64, Result<String, u64>);
 
+/// A batch of lines from the reading thread: the lines, the input's bytes read so far, and
+/// how reading ended after them (`None`: it goes on).
+struct ReadBatch {
+    lines: Vec<Read>,
+    bytes_read: u64,
+    end: Option<Result<(), Unreadable>>,
+}
+
+/// Reads `reader`'s lines in batches of [`DECODE_BATCH`] and sends them, until the input
+/// ends, cannot be read, or the receiver is gone (the load stopped).
+fn read_batches(reader: Box<dyn std::io::Read + Send>, to: std::sync::mpsc::SyncSender<ReadBatch>) {
+    let mut lines = JsonLines::new(reader);
+    loop {
+        let mut batch = Vec::with_capacity(DECODE_BATCH);
+        let mut end = None;
+        while batch.len() < DECODE_BATCH {
+            let mut text = String::new();
+            match lines.next_line(&mut text) {
+                Ok(Some(Line::Text(line))) => batch.push((line, Ok(text))),
+                Ok(Some(Line::TooLong(line, bytes))) => batch.push((line, Err(bytes))),
+                Ok(None) => {
+                    end = Some(Ok(()));
+                    break;
+                }
+                Err(e) => {
+                    // The lines before it are still loaded.
+                    end = Some(Err(e));
+                    break;
+                }
+            }
+        }
+        let last = end.is_some();
+        let sent = to.send(ReadBatch {
+            lines: batch,
+            bytes_read: lines.bytes_read(),
+            end,
+        });
+        if last || sent.is_err() {
+            return;
+        }
+    }
+}
+
 /// Reads, judges and hands every line to `loader`.
 fn load(
-    reader: impl std::io::Read,
+    reader: Box<dyn std::io::Read + Send>,
     mut loader: Box<dyn Loader>,
     outcome: &Outcome,
     bar: &mut Bar,
@@ -181,28 +229,27 @@ fn load(
 ) -> Result<(), Stop> {
     use rayon::prelude::*;
     let options = DecodeOptions::SERVICE;
-    let mut lines = JsonLines::new(reader);
     let mut stop = None;
-    let mut batch: Vec<Read> = Vec::with_capacity(DECODE_BATCH);
-    let mut at_end = false;
-    while stop.is_none() && !at_end {
-        batch.clear();
-        while batch.len() < DECODE_BATCH {
-            let mut text = String::new();
-            match lines.next_line(&mut text) {
-                Ok(Some(Line::Text(line))) => batch.push((line, Ok(text))),
-                Ok(Some(Line::TooLong(line, bytes))) => batch.push((line, Err(bytes))),
-                Ok(None) => {
-                    at_end = true;
-                    break;
-                }
-                Err(Unreadable(why)) => {
-                    // The lines before it are still loaded.
-                    stop = Some(Stop::Unreadable(why));
-                    break;
-                }
-            }
-        }
+    let (to, batches) = std::sync::mpsc::sync_channel(READ_AHEAD);
+    // Not joined: when the load stops early, dropping `batches` ends the thread at its next
+    // batch, and a thread blocked reading a terminal does not hold the process.
+    let reading = std::thread::Builder::new()
+        .name("tableq-import-read".into())
+        .spawn(move || read_batches(reader, to));
+    if let Err(e) = reading {
+        stop = Some(Stop::Failed(format!(
+            "cannot start the reading thread: {e}"
+        )));
+    }
+    while stop.is_none() {
+        let Ok(ReadBatch {
+            lines: mut batch,
+            bytes_read,
+            end,
+        }) = batches.recv()
+        else {
+            break;
+        };
         let decoded: Vec<Result<_, ModelError>> = batch
             .par_iter()
             .map(|(_, text)| match text {
@@ -234,8 +281,16 @@ fn load(
                 break;
             }
         }
-        bar.update(lines.bytes_read(), outcome);
+        bar.update(bytes_read, outcome);
+        match end {
+            None => {}
+            Some(Ok(())) => break,
+            Some(Err(Unreadable(why))) => {
+                stop.get_or_insert(Stop::Unreadable(why));
+            }
+        }
     }
+    drop(batches);
     let finished = loader.finish();
     match (stop, finished, outcome.failure()) {
         (Some(stop), _, _) => Err(stop),
