@@ -189,15 +189,21 @@ mod tests {
             .collect()
     }
 
+    /// 4 000 rows written in batches of 100 over 10 partitions, as a `$batch` load writes
+    /// them: the overlay keeps part of them.
+    fn loaded_in_batches() -> MemoryTable {
+        let table = MemoryTable::new();
+        for b in 0..40 {
+            let batch =
+                (0..100).map(|i| put(&format!("p{}", i % 10), &format!("r{b:03}{i:03}"), i));
+            table.apply(batch).unwrap();
+        }
+        table
+    }
+
     #[test]
     fn scans_fold_the_overlay_once_they_have_merged_enough_of_it() {
-        let table = MemoryTable::new();
-        // Batches of 100 over 10 partitions: the overlay keeps up to a quarter of the table.
-        for b in 0..40 {
-            table
-                .apply((0..100).map(|i| put(&format!("p{}", i % 10), &format!("r{b:03}{i:03}"), i)))
-                .unwrap();
-        }
+        let table = loaded_in_batches();
         let before = table.snapshot();
         let overlay = before.overlay_rows();
         assert!(overlay > 0 && overlay < FOLD_MIN_ROWS, "overlay {overlay}");
@@ -226,12 +232,7 @@ mod tests {
 
     #[test]
     fn a_scan_never_waits_for_a_writer_to_fold() {
-        let table = MemoryTable::new();
-        for b in 0..40 {
-            table
-                .apply((0..100).map(|i| put(&format!("p{}", i % 10), &format!("r{b:03}{i:03}"), i)))
-                .unwrap();
-        }
+        let table = loaded_in_batches();
         let overlay = table.snapshot().overlay_rows();
         let writer = table.writer();
         for _ in 0..FOLD_MIN_ROWS.div_ceil(overlay) + 2 {
