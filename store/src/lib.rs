@@ -59,5 +59,5 @@ pub use memory::{
     OverlayLimits,
 };
 pub use op::{IfMatch, WriteOp, Written};
-pub use resolve::{Change, Resolved, StateReader, resolve};
+pub use resolve::{Change, CheckedOps, Resolved, StateReader, check_ops, resolve, resolve_checked};
 pub use service::{CorsMethod, CorsRule, ServiceProperties};

@@ -102,12 +102,31 @@ pub struct Resolved {
     pub timestamp: DateTime,
 }
 
-/// Decides a write (see the module docs). `ops` empty → no changes.
+/// Decides a write (see the module docs). `ops` empty → no changes. The same as
+/// [`check_ops`] then [`resolve_checked`].
 pub fn resolve(
     ops: Vec<WriteOp>,
     state: &mut dyn StateReader,
     clock: &Clock,
 ) -> Result<Resolved, BatchError> {
+    resolve_checked(check_ops(ops)?, state, clock)
+}
+
+/// Operations that passed the checks needing no stored state (steps 1 and 2 of the module
+/// docs), from [`check_ops`]: a backend may run them before it takes its exclusive write
+/// access, and [`resolve_checked`] does the rest under it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CheckedOps(Vec<WriteOp>);
+
+impl CheckedOps {
+    /// The operations.
+    pub fn ops(&self) -> &[WriteOp] {
+        &self.0
+    }
+}
+
+/// Steps 1 and 2 of the module docs: every entity valid, no entity twice.
+pub fn check_ops(ops: Vec<WriteOp>) -> Result<CheckedOps, BatchError> {
     for (i, op) in ops.iter().enumerate() {
         check(op).map_err(|e| BatchError::at(i, e))?;
     }
@@ -125,6 +144,16 @@ pub fn resolve(
         }
     }
     drop(seen);
+    Ok(CheckedOps(ops))
+}
+
+/// Steps 3 and 4 of the module docs, for operations [`check_ops`] passed.
+pub fn resolve_checked(
+    ops: CheckedOps,
+    state: &mut dyn StateReader,
+    clock: &Clock,
+) -> Result<Resolved, BatchError> {
+    let CheckedOps(ops) = ops;
     let mut floor: Option<DateTime> = None;
     let mut changes = Vec::with_capacity(ops.len());
     for (i, op) in ops.into_iter().enumerate() {

@@ -137,6 +137,7 @@ use crate::backend::{Backend, PendingWrite, QueryPage, ScanExplain, TableInfo, W
 use crate::clock::Clock;
 use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
+use crate::resolve::check_ops;
 use crate::service::ServiceProperties;
 use format::log::{self as log_format, HEADER_LEN};
 use gate::Gate;
@@ -634,6 +635,8 @@ impl Backend for DurableBackend {
     }
 
     fn write_batch(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<Written>, BatchError> {
+        // Checked here, on the caller's thread, not by the writer (see `Request::Write`).
+        let ops = check_ops(ops);
         self.call(|reply| Request::Write {
             table: table.to_owned(),
             ops,
@@ -645,6 +648,7 @@ impl Backend for DurableBackend {
     /// free (`interval`: one `write(2)`, no `fsync`, no other thread), else answered by
     /// whoever holds the writer; under `always` by the background thread after its `fsync`.
     fn submit_batch(&self, table: &str, ops: Vec<WriteOp>) -> PendingWrite {
+        let ops = check_ops(ops);
         let answer = self.submit(|reply| Request::Write {
             table: table.to_owned(),
             ops,

@@ -954,3 +954,47 @@ fn replay_of_many_tables_created_and_written_restores_each() {
         assert_eq!(e.len(), 2, "{table}: {e:?}");
     }
 }
+
+/// A write's operations are checked on the caller's thread (`check_ops`), but a missing
+/// table is still reported before their faults, and their faults before any state is read.
+#[test]
+fn write_faults_are_reported_after_a_missing_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = DurableBackend::open(dir.path()).unwrap();
+    store.create_table("there").unwrap();
+    let mut invalid = Entity::new("p", "r");
+    invalid.set("Bad Name", Value::Int32(1));
+    let twice = || {
+        vec![
+            WriteOp::Insert {
+                entity: Entity::new("p", "r"),
+            },
+            WriteOp::Insert {
+                entity: Entity::new("p", "r"),
+            },
+        ]
+    };
+    let insert = |e: &Entity| vec![WriteOp::Insert { entity: e.clone() }];
+    for ops in [insert(&invalid), twice()] {
+        let err = store.write_batch("nothere", ops).unwrap_err();
+        assert!(matches!(err.error, StoreError::TableNotFound(_)), "{err:?}");
+    }
+    let err = store.write_batch("there", insert(&invalid)).unwrap_err();
+    assert_eq!(
+        (err.index, err.error.code()),
+        (Some(0), tableq_model::ErrorCode::PropertyNameInvalid)
+    );
+    let err = store.write_batch("there", twice()).unwrap_err();
+    assert!(
+        matches!(err.error, StoreError::DuplicateRow { .. }) && err.index == Some(1),
+        "{err:?}"
+    );
+    // The same through the non-blocking path.
+    let err = store.submit_batch("there", twice()).wait().unwrap_err();
+    assert!(
+        matches!(err.error, StoreError::DuplicateRow { .. }),
+        "{err:?}"
+    );
+    assert!(store.get("there", "p", "r").unwrap().is_none());
+    store.close().unwrap();
+}

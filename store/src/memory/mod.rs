@@ -46,7 +46,7 @@ use crate::backend::{Backend, QueryPage, TableInfo};
 use crate::clock::Clock;
 use crate::error::{BatchError, StoreError};
 use crate::op::{WriteOp, Written};
-use crate::resolve::{StateReader, resolve};
+use crate::resolve::{StateReader, check_ops, resolve_checked};
 use crate::service::ServiceProperties;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -195,8 +195,10 @@ impl Backend for MemoryBackend {
 
     fn write_batch(&self, table: &str, ops: Vec<WriteOp>) -> Result<Vec<Written>, BatchError> {
         let t = self.table_entry(table)?;
+        // What needs no stored state is checked before the table's writer lock is taken.
+        let ops = check_ops(ops)?;
         let writer = t.rows.writer();
-        let resolved = resolve(ops, &mut SnapshotReader(writer.current()), &self.clock)?;
+        let resolved = resolve_checked(ops, &mut SnapshotReader(writer.current()), &self.clock)?;
         writer
             .commit(resolved.changes)
             .map_err(StoreError::storage)?;

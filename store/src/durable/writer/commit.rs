@@ -18,8 +18,8 @@ use crate::durable::open;
 use crate::durable::settings;
 use crate::durable::shared::Refusal;
 use crate::error::{BatchError, StoreError};
-use crate::op::{WriteOp, Written};
-use crate::resolve::resolve;
+use crate::op::Written;
+use crate::resolve::{CheckedOps, resolve_checked};
 use redb::{Durability, ReadableTable};
 use std::io;
 use std::sync::PoisonError;
@@ -36,10 +36,13 @@ pub(crate) type Reply<T> = oneshot::Sender<T>;
 
 /// A change for the writer, with the channel its answer goes to.
 pub(crate) enum Request {
-    /// `Backend::write_batch`.
+    /// `Backend::write_batch`: its operations as the caller's thread checked them
+    /// ([`check_ops`](crate::check_ops): validation and duplicates need no stored state,
+    /// so they are not the writer's work), or why they failed — reported after the table's
+    /// existence, as `resolve` reports it.
     Write {
         table: String,
-        ops: Vec<WriteOp>,
+        ops: Result<CheckedOps, BatchError>,
         reply: Reply<Result<Vec<Written>, BatchError>>,
     },
     /// `Backend::create_table` (the name is already validated).
@@ -219,7 +222,8 @@ impl Writer {
             let Request::Write { table, ops, .. } = request else {
                 continue;
             };
-            match self.write(table, std::mem::take(ops), &mut state, &mut records) {
+            let ops = std::mem::replace(ops, Ok(CheckedOps::default()));
+            match self.write(table, ops, &mut state, &mut records) {
                 Ok(answer) => answers.push(answer),
                 Err(e) => {
                     failure = Some(e);
@@ -526,13 +530,17 @@ impl Writer {
     fn write(
         &mut self,
         table: &str,
-        ops: Vec<WriteOp>,
+        ops: Result<CheckedOps, BatchError>,
         state: &mut GroupState,
         records: &mut Vec<Vec<u8>>,
     ) -> Result<Result<Vec<Written>, BatchError>, StoreError> {
         let key = validate::table_key(table);
         let Some(&(id, _)) = self.tables.get(&key) else {
             return Ok(Err(StoreError::TableNotFound(table.to_owned()).into()));
+        };
+        let ops = match ops {
+            Ok(ops) => ops,
+            Err(e) => return Ok(Err(e)),
         };
         self.stored_rows()?;
         let resolved = {
@@ -546,7 +554,7 @@ impl Writer {
                 table: id,
                 names: self.names.get(&id).unwrap_or(&empty),
             };
-            match resolve(ops, &mut reader, &self.shared.clock) {
+            match resolve_checked(ops, &mut reader, &self.shared.clock) {
                 Ok(r) => r,
                 Err(e) if matches!(e.error, StoreError::Storage(_)) => return Err(e.error),
                 Err(e) => return Ok(Err(e)),
