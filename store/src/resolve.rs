@@ -4,7 +4,10 @@
 //! A backend calls it while it holds exclusive write access to the table (a writer lock, a
 //! storage write transaction, SQL row locks), applies the returned changes atomically, and
 //! only then acknowledges. `resolve` itself never writes, so a failing operation leaves
-//! nothing behind.
+//! nothing behind. Steps 1 and 2 below need no stored state: a backend may run them first
+//! with [`check_ops`], outside its exclusive access (the durable engine does, on the
+//! caller's thread, so that its one writer thread does less), and the rest with
+//! [`resolve_checked`] under it.
 //!
 //! What it decides, in this order:
 //! 1. every entity is valid (`tableq_model::validate::entity`; keys of deletes are checked as
