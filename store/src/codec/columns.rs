@@ -375,7 +375,7 @@ impl ColumnSet {
     /// included (what a whole-block check and `tableq check` verify).
     pub(crate) fn verify(bytes: &[u8], rows: usize, bound: &[&[u8]]) -> Result<(), Corrupt> {
         let encoded = EncodedColumns::parse(bytes, rows, bound)?;
-        (0..encoded.count).try_for_each(|k| encoded.data(k).map(|_| ()))
+        (0..encoded.dir.count).try_for_each(|k| encoded.data(k).map(|_| ()))
     }
 
     /// Decodes all the columns of `rows` rows from `bytes` (every checksum verified);
@@ -383,10 +383,10 @@ impl ColumnSet {
     #[cfg(test)]
     pub(crate) fn decode(bytes: &[u8], rows: usize, bound: &[&[u8]]) -> Result<ColumnSet, Corrupt> {
         let encoded = EncodedColumns::parse(bytes, rows, bound)?;
-        if !encoded.built {
+        if !encoded.dir.built {
             return Ok(ColumnSet::none());
         }
-        let columns = (0..encoded.count)
+        let columns = (0..encoded.dir.count)
             .map(|k| {
                 let stored = match encoded.decode(k)? {
                     Some(c) => Stored::Column(c, encoded.range(k)),
@@ -420,12 +420,8 @@ struct Entry {
 #[derive(Debug, Clone)]
 pub(crate) struct EncodedColumns<'b> {
     bytes: &'b [u8],
-    rows: usize,
-    built: bool,
-    count: usize,
-    /// Where each column's data starts (and, last, where the data ends): parsed here, or
-    /// kept from an earlier parse of the same bytes ([`ColumnDirectory`]).
-    starts: Cow<'b, [usize]>,
+    /// What the parse found: parsed here, or kept from an earlier parse of the same bytes.
+    dir: Cow<'b, ColumnDirectory>,
 }
 
 /// What [`EncodedColumns::parse`] found in a columns section, kept to read the same bytes
@@ -436,6 +432,7 @@ pub(crate) struct ColumnDirectory {
     rows: usize,
     built: bool,
     count: usize,
+    /// Where each column's data starts (and, last, where the data ends).
     starts: Vec<usize>,
 }
 
@@ -444,22 +441,19 @@ impl<'b> EncodedColumns<'b> {
     pub(crate) fn none(rows: usize) -> EncodedColumns<'static> {
         EncodedColumns {
             bytes: &[],
-            rows,
-            built: false,
-            count: 0,
-            starts: Cow::Owned(vec![HEAD]),
+            dir: Cow::Owned(ColumnDirectory {
+                rows,
+                built: false,
+                count: 0,
+                starts: vec![HEAD],
+            }),
         }
     }
 
     /// What the parse found, to read the same bytes again
     /// ([`with_directory`](Self::with_directory)).
     pub(crate) fn into_directory(self) -> ColumnDirectory {
-        ColumnDirectory {
-            rows: self.rows,
-            built: self.built,
-            count: self.count,
-            starts: self.starts.into_owned(),
-        }
+        self.dir.into_owned()
     }
 
     /// The columns `bytes` whose directory an earlier [`parse`](Self::parse) of the same
@@ -470,10 +464,7 @@ impl<'b> EncodedColumns<'b> {
     ) -> EncodedColumns<'b> {
         EncodedColumns {
             bytes,
-            rows: directory.rows,
-            built: directory.built,
-            count: directory.count,
-            starts: Cow::Borrowed(&directory.starts),
+            dir: Cow::Borrowed(directory),
         }
     }
 
@@ -499,13 +490,7 @@ impl<'b> EncodedColumns<'b> {
             if u32_le(bytes, 0) != directory_crc(bound, &bytes[4..HEAD]) {
                 return Err(Corrupt("the block's columns fail their checksum"));
             }
-            return Ok(EncodedColumns {
-                bytes,
-                rows,
-                built: false,
-                count: 0,
-                starts: Cow::Owned(vec![HEAD]),
-            });
+            return Ok(EncodedColumns::none(rows).with_bytes(bytes));
         }
         let count = count as usize;
         let dir_end = count
@@ -517,17 +502,10 @@ impl<'b> EncodedColumns<'b> {
             return Err(Corrupt("the block's columns fail their checksum"));
         }
         let mut starts = Vec::with_capacity(count + 1);
-        let mut encoded = EncodedColumns {
-            bytes,
-            rows,
-            built: true,
-            count,
-            starts: Cow::Borrowed(&[]),
-        };
         let mut at = dir_end;
         let mut last = None;
         for k in 0..count {
-            let e = encoded.entry(k);
+            let e = entry_at(bytes, k);
             if last.is_some_and(|l| l >= e.id) {
                 return Err(Corrupt("columns out of order"));
             }
@@ -549,31 +527,51 @@ impl<'b> EncodedColumns<'b> {
             at = at.checked_add(len).ok_or(cut.clone())?;
         }
         starts.push(at);
-        encoded.starts = Cow::Owned(starts);
         match at.cmp(&bytes.len()) {
             std::cmp::Ordering::Less => Err(Corrupt("bytes after the columns")),
             std::cmp::Ordering::Greater => Err(cut),
-            std::cmp::Ordering::Equal => Ok(encoded),
+            std::cmp::Ordering::Equal => Ok(EncodedColumns {
+                bytes,
+                dir: Cow::Owned(ColumnDirectory {
+                    rows,
+                    built: true,
+                    count,
+                    starts,
+                }),
+            }),
         }
+    }
+
+    /// The same directory over `bytes` (the section it was found in).
+    fn with_bytes(mut self, bytes: &'b [u8]) -> EncodedColumns<'b> {
+        self.bytes = bytes;
+        self
     }
 
     fn entry(&self, k: usize) -> Entry {
-        let e = HEAD + k * ENTRY;
-        let b = self.bytes;
-        Entry {
-            id: u32_le(b, e),
-            kind: b[e + 4],
-            flags: b[e + 5],
-            crc: u32_le(b, e + 12),
-            min: le64(&b[e + 16..e + 24]),
-            max: le64(&b[e + 24..e + 32]),
-        }
+        entry_at(self.bytes, k)
     }
+}
 
+/// Entry `k` of the column directory at the start of `b` (its length checked by the
+/// caller).
+fn entry_at(b: &[u8], k: usize) -> Entry {
+    let e = HEAD + k * ENTRY;
+    Entry {
+        id: u32_le(b, e),
+        kind: b[e + 4],
+        flags: b[e + 5],
+        crc: u32_le(b, e + 12),
+        min: le64(&b[e + 16..e + 24]),
+        max: le64(&b[e + 24..e + 32]),
+    }
+}
+
+impl<'b> EncodedColumns<'b> {
     /// Where property `id` is in the directory: `Ok(k)`, or `Err(())` when no row of the
     /// run has it.
     fn find(&self, id: u32) -> Result<usize, ()> {
-        let (mut lo, mut hi) = (0, self.count);
+        let (mut lo, mut hi) = (0, self.dir.count);
         while lo < hi {
             let mid = (lo + hi) / 2;
             match u32_le(self.bytes, HEAD + mid * ENTRY).cmp(&id) {
@@ -609,7 +607,7 @@ impl<'b> EncodedColumns<'b> {
 
     /// Column `k`'s data, checksum verified.
     fn data(&self, k: usize) -> Result<&'b [u8], Corrupt> {
-        let data = &self.bytes[self.starts[k]..self.starts[k + 1]];
+        let data = &self.bytes[self.dir.starts[k]..self.dir.starts[k + 1]];
         if crc32fast::hash(data) != self.entry(k).crc {
             return Err(Corrupt("a column fails its checksum"));
         }
@@ -623,7 +621,7 @@ impl<'b> EncodedColumns<'b> {
             return Ok(None);
         }
         let data = self.data(k)?;
-        let words = self.rows.div_ceil(64);
+        let words = self.dir.rows.div_ceil(64);
         // `parse` checked the length for the kind: the presence map is there.
         let (p, v) = data
             .split_at_checked(words * 8)
@@ -664,7 +662,7 @@ impl<'e, 'b> LazyColumns<'e, 'b> {
         LazyColumns {
             encoded,
             rows,
-            decoded: (0..encoded.count)
+            decoded: (0..encoded.dir.count)
                 .map(|_| std::cell::OnceCell::new())
                 .collect(),
             damage: std::cell::Cell::new(None),
@@ -683,7 +681,7 @@ impl Columns for LazyColumns<'_, '_> {
     }
 
     fn column(&self, slot: PropertySlot) -> Column<'_> {
-        if !self.encoded.built {
+        if !self.encoded.dir.built {
             return Column::Rows;
         }
         let Ok(k) = self.encoded.find(slot.0) else {
@@ -697,13 +695,13 @@ impl Columns for LazyColumns<'_, '_> {
             }
         });
         match decoded {
-            Some(c) => c.as_column(self.encoded.rows),
+            Some(c) => c.as_column(self.encoded.dir.rows),
             None => Column::Rows,
         }
     }
 
     fn range(&self, slot: PropertySlot) -> Option<ColumnRange> {
-        if !self.encoded.built {
+        if !self.encoded.dir.built {
             return None;
         }
         self.encoded

@@ -582,6 +582,16 @@ impl<'s> Chunker<'s> {
         Ok(())
     }
 
+    /// The next block, read: the rows of `view` inside the scan ([`row_bounds`]).
+    fn view(&mut self, view: &BlockView<'_>) -> Result<(), StoreError> {
+        let (lo, hi, _) = row_bounds(view, self.scan);
+        self.block(view.partition_key(), lo, hi, || {
+            std::str::from_utf8(view.row_key_bytes(lo))
+                .map(str::to_owned)
+                .map_err(|_| Corrupt("RowKey is not UTF-8"))
+        })
+    }
+
     /// The chunks, the last one holding `in_memory` more rows (the memtable's).
     fn finish(mut self, in_memory: usize) -> Vec<Chunk> {
         if self.done() {
@@ -1280,15 +1290,9 @@ impl DurableSnapshot {
                     && let Some(loaded) = self.next_block(&mut cursor, Check::KeysOnly)
                 {
                     let view = loaded.view();
-                    if !scan.range.partition_key.contains(view.partition_key()) {
-                        continue;
+                    if scan.range.partition_key.contains(view.partition_key()) {
+                        chunker.view(&view)?;
                     }
-                    let (lo, hi, _) = row_bounds(&view, &scan);
-                    chunker.block(view.partition_key(), lo, hi, || {
-                        std::str::from_utf8(view.row_key_bytes(lo))
-                            .map(str::to_owned)
-                            .map_err(|_| Corrupt("RowKey is not UTF-8"))
-                    })?;
                 }
             }
         }
@@ -1328,13 +1332,7 @@ impl DurableSnapshot {
         };
         let loaded = Loaded::new(&block.key, guard, Check::KeysOnly)
             .map_err(|(e, guard)| self.damage(&block.key, guard.value(), e))?;
-        let view = loaded.view();
-        let (lo, hi, _) = row_bounds(&view, scan);
-        chunker.block(pk, lo, hi, || {
-            std::str::from_utf8(view.row_key_bytes(lo))
-                .map(str::to_owned)
-                .map_err(|_| Corrupt("RowKey is not UTF-8"))
-        })
+        chunker.view(&loaded.view())
     }
 }
 

@@ -111,12 +111,19 @@ impl MemoryTable {
             return current;
         };
         self.scan_debt.store(0, Ordering::Relaxed);
+        self.publish(folded.clone());
+        folded
+    }
+
+    /// Makes `next` the current version (its writer lock held by the caller).
+    fn publish(&self, next: MemorySnapshot) {
         let previous = std::mem::replace(
             &mut *self.current.write().unwrap_or_else(PoisonError::into_inner),
-            folded.clone(),
+            next,
         );
+        // The old version is released here, outside the lock (if no reader holds it, its
+        // unshared parts are freed now).
         drop(previous);
-        folded
     }
 
     /// Waits for exclusive write access.
@@ -151,17 +158,7 @@ impl MemoryWriter<'_> {
         changes: impl IntoIterator<Item = Change>,
     ) -> Result<MemorySnapshot, MemoryError> {
         let next = self.current.with_changes(changes)?;
-        let previous = std::mem::replace(
-            &mut *self
-                .table
-                .current
-                .write()
-                .unwrap_or_else(PoisonError::into_inner),
-            next.clone(),
-        );
-        // The old version is released here, outside the lock (if no reader holds it, its
-        // unshared parts are freed now).
-        drop(previous);
+        self.table.publish(next.clone());
         Ok(next)
     }
 }
