@@ -13,10 +13,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 use tableq::exec::lines::line_too_long;
 use tableq::model::json::{DecodeOptions, decode_entity};
-use tableq::model::{ModelError, validate};
+use tableq::model::{Entity, ModelError, validate};
 
 /// Arguments of `tableq import`.
 #[derive(clap::Args, Debug)]
@@ -163,30 +164,38 @@ enum Stop {
     Failed(String),
 }
 
-/// Lines decoded together: read in order (on a reading thread of their own, a batch ahead),
-/// decoded in parallel (rayon), then handed to the loader in order. The reading thread did
-/// half of a `--data` import's CPU work, mostly decoding (`perf`, 1 M entities, 2026-11-27):
-/// one thread bounded the load rate; then reading the next batch waited for the last one's
-/// decoding and hand-over, 10 % of the work on one core while the other idled.
+/// Lines decoded together. A run is a pipeline of three stages, each on its own thread
+/// and a batch or two ahead of the next: the *reading* thread reads a batch of lines in
+/// order; the *decoding* thread judges its lines in parallel (rayon); the calling thread
+/// hands the decoded entities to the loader in line order, while the next batch is decoded.
+/// Measured on the 2-core machine (`perf`, 1 M entities, `--data`): reading and decoding
+/// on one thread bounded the load rate (2026-11-27); with decoding on the calling thread,
+/// each batch's hand-over to the loader waited for its decoding and the next decoding for
+/// the hand-over, and the process used 1.3 of its 2 cores (2026-11-29).
 const DECODE_BATCH: usize = 1024;
 
-/// Batches read ahead of the one being decoded.
+/// Batches read ahead of the one being decoded, and decoded ahead of the one handed over
+/// (more did not help: 16 decoded batches ahead changed nothing measurable at 1 M).
 const READ_AHEAD: usize = 2;
 
 /// One line read: its number and its text, or the length of a line too long to hold.
 type Read = (u64, Result<String, u64>);
 
-/// A batch of lines from the reading thread: the lines, the input's bytes read so far, and
-/// how reading ended after them (`None`: it goes on).
-struct ReadBatch {
-    lines: Vec<Read>,
+/// A batch of lines between two stages, `L` a line as that stage passes it on: the lines,
+/// the input's bytes read so far, and how reading ended after them (`None`: it goes on).
+struct Batch<L> {
+    lines: Vec<L>,
     bytes_read: u64,
     end: Option<Result<(), Unreadable>>,
 }
 
+/// One line decoded: its number, its text (empty for a line too long to hold) and the
+/// entity, or why the service would refuse it.
+type Decoded = (u64, String, Result<Entity, ModelError>);
+
 /// Reads `reader`'s lines in batches of [`DECODE_BATCH`] and sends them, until the input
 /// ends, cannot be read, or the receiver is gone (the load stopped).
-fn read_batches(reader: Box<dyn std::io::Read + Send>, to: std::sync::mpsc::SyncSender<ReadBatch>) {
+fn read_batches(reader: Box<dyn std::io::Read + Send>, to: SyncSender<Batch<Read>>) {
     let mut lines = JsonLines::new(reader);
     loop {
         let mut batch = Vec::with_capacity(DECODE_BATCH);
@@ -208,7 +217,7 @@ fn read_batches(reader: Box<dyn std::io::Read + Send>, to: std::sync::mpsc::Sync
             }
         }
         let last = end.is_some();
-        let sent = to.send(ReadBatch {
+        let sent = to.send(Batch {
             lines: batch,
             bytes_read: lines.bytes_read(),
             end,
@@ -219,6 +228,46 @@ fn read_batches(reader: Box<dyn std::io::Read + Send>, to: std::sync::mpsc::Sync
     }
 }
 
+/// Decodes each batch from `from` in parallel, by the service's rules for an insert, and
+/// sends it on in line order, until the batches end or the receiver is gone.
+fn decode_batches(from: Receiver<Batch<Read>>, to: SyncSender<Batch<Decoded>>) {
+    use rayon::prelude::*;
+    let options = DecodeOptions::SERVICE;
+    for batch in from {
+        let last = batch.end.is_some();
+        let lines = batch
+            .lines
+            .into_par_iter()
+            .map(|(line, text)| match text {
+                Ok(text) => {
+                    let entity = decode_entity(&text, &options);
+                    (line, text, entity)
+                }
+                Err(bytes) => (line, String::new(), Err(line_too_long(bytes))),
+            })
+            .collect();
+        let sent = to.send(Batch {
+            lines,
+            bytes_read: batch.bytes_read,
+            end: batch.end,
+        });
+        if last || sent.is_err() {
+            return;
+        }
+    }
+}
+
+/// Starts a stage of the pipeline on a thread of its own. Not joined: when the load stops
+/// early, dropping the stage's receiver ends the thread at its next batch, and a thread
+/// blocked reading a terminal does not hold the process.
+fn stage(name: &str, run: impl FnOnce() + Send + 'static) -> Result<(), Stop> {
+    std::thread::Builder::new()
+        .name(format!("tableq-import-{name}"))
+        .spawn(run)
+        .map(|_| ())
+        .map_err(|e| Stop::Failed(format!("cannot start the {name} thread: {e}")))
+}
+
 /// Reads, judges and hands every line to `loader`.
 fn load(
     reader: Box<dyn std::io::Read + Send>,
@@ -227,45 +276,24 @@ fn load(
     bar: &mut Bar,
     interrupted: &AtomicBool,
 ) -> Result<(), Stop> {
-    use rayon::prelude::*;
-    let options = DecodeOptions::SERVICE;
-    let mut stop = None;
-    let (to, batches) = std::sync::mpsc::sync_channel(READ_AHEAD);
-    // Not joined: when the load stops early, dropping `batches` ends the thread at its next
-    // batch, and a thread blocked reading a terminal does not hold the process.
-    let reading = std::thread::Builder::new()
-        .name("tableq-import-read".into())
-        .spawn(move || read_batches(reader, to));
-    if let Err(e) = reading {
-        stop = Some(Stop::Failed(format!(
-            "cannot start the reading thread: {e}"
-        )));
-    }
+    let (to_decode, read) = sync_channel(READ_AHEAD);
+    let (to_load, batches) = sync_channel(READ_AHEAD);
+    let mut stop = stage("read", move || read_batches(reader, to_decode))
+        .and_then(|()| stage("decode", move || decode_batches(read, to_load)))
+        .err();
     while stop.is_none() {
-        let Ok(ReadBatch {
-            lines: mut batch,
+        let Ok(Batch {
+            lines,
             bytes_read,
             end,
         }) = batches.recv()
         else {
             break;
         };
-        let decoded: Vec<Result<_, ModelError>> = batch
-            .par_iter()
-            .map(|(_, text)| match text {
-                Ok(text) => decode_entity(text, &options),
-                Err(bytes) => Err(line_too_long(*bytes)),
-            })
-            .collect();
-        for ((line, text), entity) in batch.drain(..).zip(decoded) {
+        for (line, text, entity) in lines {
             match entity {
                 Ok(entity) => {
-                    let item = Item {
-                        line,
-                        entity,
-                        text: text.unwrap_or_default(),
-                    };
-                    if let Err(why) = loader.push(item) {
+                    if let Err(why) = loader.push(Item { line, entity, text }) {
                         stop = Some(Stop::Failed(why));
                         break;
                     }
