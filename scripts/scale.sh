@@ -148,7 +148,7 @@ measure() { # N NAME
     local import_rate import_rss json_bytes data_bytes
     import_rate=$(python3 -c "print(f'{$n / ($t1 - $t0):.0f}')")
     import_rss=$(( $(tail -1 "$WORK/$name-import.time") / 1024 ))
-    json_bytes=$(stat -c %s "$json")
+    json_bytes=$(stat -L -c %s "$json")
     data_bytes=$(du -sb "$dir" | cut -f1)
     start_server "$dir" "$name"
     local start_ms=$START_MS

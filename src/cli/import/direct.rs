@@ -33,9 +33,13 @@ const LIMITS: GroupLimits = GroupLimits {
     pending: MAX_PENDING,
 };
 /// Writer threads: each has one batch in the store's queue at a time, so this many batches
-/// can share one group commit (one fsync). Measured on the 2-core machine at 1 M entities:
-/// 4 threads gave 14 400 entities/s, the fsync dominating.
-const WORKERS: usize = 16;
+/// can share one group commit. The store opened here logs with its default `fsync` policy
+/// (in the background), so a commit does not wait for the disk and a few threads keep the
+/// writer busy. Measured on the 2-core machine at 1 M entities, the binaries alternating
+/// (2026-11-29): 4 threads loaded 160–218 k entities/s where 16 loaded 151–196 k (faster
+/// in each of five pairs; 2 threads as 4, 8 and 48 no better than 16). When every commit
+/// waited for an `fsync`, 4 threads gave 14 400 entities/s and 16 shared the waits.
+const WORKERS: usize = 4;
 
 /// One batch of one partition: each operation with its line number and its line's text
 /// (kept so that the operations can be moved into the store: see [`write_batch`]).
