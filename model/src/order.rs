@@ -19,12 +19,12 @@ use std::cmp::Ordering;
 
 /// Compares two strings by UTF-16 code units (ordinal, case-sensitive).
 ///
-/// Fast path: the common byte prefix is skipped with a byte comparison; only the first
-/// differing character is decoded.
+/// Fast path: the common byte prefix is skipped eight bytes at a time
+/// ([`common_prefix`]); only the first differing character is decoded.
 #[inline]
 pub fn compare_str(a: &str, b: &str) -> Ordering {
     let (ab, bb) = (a.as_bytes(), b.as_bytes());
-    let common = ab.iter().zip(bb).take_while(|(x, y)| x == y).count();
+    let common = common_prefix(ab, bb);
     if common == ab.len() || common == bb.len() {
         return ab.len().cmp(&bb.len());
     }
@@ -36,6 +36,30 @@ pub fn compare_str(a: &str, b: &str) -> Ordering {
     let ca = a[start..].chars().next().map_or(0, u32::from);
     let cb = b[start..].chars().next().map_or(0, u32::from);
     utf16_key(ca).cmp(&utf16_key(cb))
+}
+
+/// The length of the longest common prefix of `a` and `b`: eight bytes compared at a time
+/// (the first differing byte of a word is its lowest set byte of the XOR, the words read
+/// little-endian), then byte by byte. Keys share long prefixes (`r00000041`, `r00000042`),
+/// and a byte loop was 4 % of an import's CPU (`perf`, 10 M entities, 2026-11-29).
+#[inline]
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let mut i = 0;
+    while let (Some(x), Some(y)) = (
+        a.get(i..).and_then(<[u8]>::first_chunk::<8>),
+        b.get(i..).and_then(<[u8]>::first_chunk::<8>),
+    ) {
+        let diff = u64::from_le_bytes(*x) ^ u64::from_le_bytes(*y);
+        if diff != 0 {
+            return i + (diff.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i + a[i.min(a.len())..]
+        .iter()
+        .zip(&b[i.min(b.len())..])
+        .take_while(|(x, y)| x == y)
+        .count()
 }
 
 /// Maps a code point to a key whose order is the order of its UTF-16 encoding.
@@ -103,6 +127,16 @@ mod tests {
         fn matches_utf16_with_shared_prefix(p in "\\PC{0,4}", a in "[\\u{E000}-\\u{FFFF}\\u{10000}-\\u{10FFFF}a]{0,3}", b in "[\\u{E000}-\\u{FFFF}\\u{10000}-\\u{10FFFF}a]{0,3}") {
             let (a, b) = (format!("{p}{a}"), format!("{p}{b}"));
             prop_assert_eq!(compare_str(&a, &b), utf16_cmp(&a, &b));
+        }
+
+        /// Prefixes past one and two 8-byte words, so that the mismatch falls in a word, at
+        /// a word's edge and in the bytes after the last whole word.
+        #[test]
+        fn matches_utf16_with_long_shared_prefix(p in "[a-z0-9\\u{E9}\\u{1F600}]{0,20}", a in "\\PC{0,3}", b in "\\PC{0,3}") {
+            let (a, b) = (format!("{p}{a}"), format!("{p}{b}"));
+            prop_assert_eq!(compare_str(&a, &b), utf16_cmp(&a, &b));
+            let bytes = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+            prop_assert_eq!(common_prefix(a.as_bytes(), b.as_bytes()), bytes);
         }
     }
 }
