@@ -548,12 +548,12 @@ impl Writer {
                 return Err(storage("the writer's read snapshot is missing"));
             };
             let empty = Names::default();
-            let mut reader = MemReader {
-                mem: self.mem.get(&id),
+            let mut reader = MemReader::new(
+                self.mem.get(&id),
                 rows,
-                table: id,
-                names: self.names.get(&id).unwrap_or(&empty),
-            };
+                id,
+                self.names.get(&id).unwrap_or(&empty),
+            );
             match resolve_checked(ops, &mut reader, &self.shared.clock) {
                 Ok(r) => r,
                 Err(e) if matches!(e.error, StoreError::Storage(_)) => return Err(e.error),
