@@ -233,6 +233,71 @@ fn usage_errors() {
         "{}",
         stderr(&out)
     );
+
+    // The page cache: a size, only with --data.
+    let out = import(&["--table", "x", "--data", &data, "--cache-size", "0"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("zero"), "{}", stderr(&out));
+    let out = import(
+        &[
+            "--table",
+            "x",
+            "--data",
+            &data,
+            "--cache-size",
+            "12 parsecs",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("unknown size unit"),
+        "{}",
+        stderr(&out)
+    );
+    let out = import(
+        &[
+            "--table",
+            "people",
+            "--endpoint",
+            "http://127.0.0.1:9/a",
+            "--cache-size",
+            "1GiB",
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("serve --cache-size"),
+        "{}",
+        stderr(&out)
+    );
+    // And the signing key only with --endpoint.
+    let out = import(
+        &["--table", "people", "--data", &data, "--account", "a:b"],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--account signs"), "{}", stderr(&out));
+}
+
+#[test]
+fn data_mode_takes_a_cache_size() {
+    let tmp = TempDir::new("cache");
+    let data = dir_arg(&tmp.0);
+    let out = import(
+        &["--table", "rows", "--data", &data, "--cache-size", "8MiB"],
+        &lines(3, 40, 5),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("120 loaded, 0 rejected"),
+        "{}",
+        stderr(&out)
+    );
+    let store = DurableBackend::open(&data).unwrap();
+    assert!(store.get("rows", "p1", "r0039").unwrap().is_some());
+    store.close().unwrap();
 }
 
 /// A server over a fresh in-memory store, on a free port, in a runtime of its own.

@@ -1,8 +1,10 @@
-//! Options shared by every subcommand that parses a filter (`eval`, `explain`, `debug …`):
-//! the parser's comparison limit and the planner's range limit, with one precedence
+//! Options shared by subcommands: [`Limits`], for every subcommand that parses a filter
+//! (`eval`, `explain`, `debug …`): the parser's comparison limit and the planner's range
+//! limit, with one precedence
 //! everywhere — `--max-comparisons N` wins over `--no-limits`, which lifts the service's
 //! 15-comparison limit (the nesting limit of 100 and the 32 KiB length limit always apply).
-//! Zero and other nonsense values are rejected by clap with a message.
+//! Zero and other nonsense values are rejected by clap with a message. And [`parse_size`],
+//! the value parser of every size option (`serve --cache-size`, `import --cache-size`, …).
 
 use tableq::parser::FilterOptions;
 use tableq::planner::{DEFAULT_MAX_RANGES, Planner};
@@ -64,5 +66,48 @@ impl Color {
             Color::Never => anstream::ColorChoice::Never,
         };
         choice.write_global();
+    }
+}
+
+/// A size such as `128MiB`, `64K`, `1G` or `1048576` (bytes; binary multiples; not zero).
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (want e.g. 128MiB, 64K or 1048576)"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        other => return Err(format!("unknown size unit {other:?} (use K, M or G)")),
+    };
+    let bytes = n
+        .checked_mul(1u64 << shift)
+        .and_then(|b| usize::try_from(b).ok())
+        .ok_or_else(|| format!("{text:?} is too large"))?;
+    if bytes == 0 {
+        return Err("a size of zero would refuse every request body".into());
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("128MiB"), Ok(128 << 20));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("0").is_err());
+        assert!(parse_size("12 parsecs").is_err());
+        assert!(parse_size("MiB").is_err());
     }
 }

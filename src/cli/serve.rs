@@ -57,6 +57,7 @@
 //! directory is unusable or locked by another server); 1 when
 //! serving or closing the store failed.
 
+use super::args::parse_size;
 use clap::Args as ClapArgs;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -204,33 +205,6 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err("a duration of zero would close everything at once".into());
     }
     Ok(d)
-}
-
-/// A size such as `128MiB`, `64K`, `1G` or `1048576` (bytes; binary multiples; not zero).
-fn parse_size(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (digits, unit) = text.split_at(split);
-    let n: u64 = digits
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size (want e.g. 128MiB, 64K or 1048576)"))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        other => return Err(format!("unknown size unit {other:?} (use K, M or G)")),
-    };
-    let bytes = n
-        .checked_mul(1u64 << shift)
-        .and_then(|b| usize::try_from(b).ok())
-        .ok_or_else(|| format!("{text:?} is too large"))?;
-    if bytes == 0 {
-        return Err("a size of zero would refuse every request body".into());
-    }
-    Ok(bytes)
 }
 
 /// `NAME:BASE64KEY` → an account (name and key checked).
@@ -642,14 +616,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_and_durations_parse() {
-        assert_eq!(parse_size("128MiB"), Ok(128 << 20));
-        assert_eq!(parse_size("64K"), Ok(64 << 10));
-        assert_eq!(parse_size("1g"), Ok(1 << 30));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("12 parsecs").is_err());
-        assert!(parse_size("MiB").is_err());
+    fn durations_parse() {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("2min"), Ok(Duration::from_secs(120)));
         assert!(parse_duration("0s").is_err());

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 use tableq_client::load::{GroupLimits, MAX_PENDING, PartitionGroups, worker_for};
-use tableq_store::{Backend, DurableBackend, OpenError, StoreError, WriteOp};
+use tableq_store::{Backend, DurableBackend, DurableOptions, OpenError, StoreError, WriteOp};
 
 /// The most operations in one batch (the service's batch limit).
 pub const BATCH_OPS: usize = tableq_client::batch::MAX_OPERATIONS;
@@ -56,14 +56,21 @@ pub struct StoreLoader {
 }
 
 impl StoreLoader {
-    /// Opens the store in `dir` and the table (creating it: the flag says so).
+    /// Opens the store in `dir` with a page cache of `cache_bytes` (default: the store's),
+    /// and the table (creating it: the flag says so).
     pub fn open(
         dir: &Path,
+        cache_bytes: Option<usize>,
         table: &str,
         mode: Mode,
         outcome: &Arc<Outcome>,
     ) -> Result<(StoreLoader, bool), String> {
-        let backend = DurableBackend::open(dir).map_err(|e| match e {
+        let options = DurableOptions::default();
+        let options = match cache_bytes {
+            Some(bytes) => options.with_cache_bytes(bytes),
+            None => options,
+        };
+        let backend = DurableBackend::open_with(dir, options).map_err(|e| match e {
             OpenError::Locked { .. } => format!(
                 "--data: {e}; stop that server first, or import through it with --endpoint URL"
             ),
