@@ -206,79 +206,40 @@ fn a_data_directory_held_by_a_server_is_refused() {
     held.close().unwrap();
 }
 
+/// Runs `import` with `args` and no input: a usage error (exit 2) whose message says `says`.
+fn assert_usage_error(args: &[&str], says: &str) {
+    let out = import(args, "");
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+}
+
 #[test]
 fn usage_errors() {
-    let out = import(&["--table", "people"], "");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--data"), "{}", stderr(&out));
-
+    assert_usage_error(&["--table", "people"], "--data");
     let tmp = TempDir::new("usage");
     let data = dir_arg(&tmp.0);
-    let out = import(&["--table", "x", "--data", &data], "");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("OutOfRangeInput"), "{}", stderr(&out));
-
-    let out = import(
-        &[
-            "--table",
-            "people",
-            "--endpoint",
-            "https://example.invalid/a",
-        ],
-        "",
+    assert_usage_error(&["--table", "x", "--data", &data], "OutOfRangeInput");
+    let endpoint = ["--table", "people", "--endpoint"];
+    assert_usage_error(
+        &[&endpoint[..], &["https://example.invalid/a"]].concat(),
+        "expected http://",
     );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("expected http://"),
-        "{}",
-        stderr(&out)
+    // The page cache: a size, only with --data; the signing key only with --endpoint.
+    let with_data = ["--table", "people", "--data", &data];
+    let cache = "--cache-size";
+    assert_usage_error(&[&with_data[..], &[cache, "0"]].concat(), "zero");
+    assert_usage_error(
+        &[&with_data[..], &[cache, "12 parsecs"]].concat(),
+        "unknown size unit",
     );
-
-    // The page cache: a size, only with --data.
-    let out = import(&["--table", "x", "--data", &data, "--cache-size", "0"], "");
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("zero"), "{}", stderr(&out));
-    let out = import(
-        &[
-            "--table",
-            "x",
-            "--data",
-            &data,
-            "--cache-size",
-            "12 parsecs",
-        ],
-        "",
+    assert_usage_error(
+        &[&endpoint[..], &["http://127.0.0.1:9/a", cache, "1GiB"]].concat(),
+        "serve --cache-size",
     );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("unknown size unit"),
-        "{}",
-        stderr(&out)
+    assert_usage_error(
+        &[&with_data[..], &["--account", "a:b"]].concat(),
+        "--account signs",
     );
-    let out = import(
-        &[
-            "--table",
-            "people",
-            "--endpoint",
-            "http://127.0.0.1:9/a",
-            "--cache-size",
-            "1GiB",
-        ],
-        "",
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("serve --cache-size"),
-        "{}",
-        stderr(&out)
-    );
-    // And the signing key only with --endpoint.
-    let out = import(
-        &["--table", "people", "--data", &data, "--account", "a:b"],
-        "",
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--account signs"), "{}", stderr(&out));
 }
 
 #[test]
