@@ -237,27 +237,59 @@ fn usage_errors() {
         "serve --cache-size",
     );
     assert_usage_error(
+        &[
+            &endpoint[..],
+            &["http://127.0.0.1:9/a", "--memtable-size", "1GiB"],
+        ]
+        .concat(),
+        "serve --cache-size",
+    );
+    assert_usage_error(
+        &[&with_data[..], &["--memtable-size", "lots"]].concat(),
+        "is not a size",
+    );
+    assert_usage_error(
         &[&with_data[..], &["--account", "a:b"]].concat(),
         "--account signs",
     );
 }
 
+/// The store's memory: a page cache, and a memtable of 4 KiB, so that the load flushes
+/// many times, with RowKeys in descending order that land in blocks written before.
 #[test]
-fn data_mode_takes_a_cache_size() {
+fn data_mode_takes_the_store_memory() {
     let tmp = TempDir::new("cache");
     let data = dir_arg(&tmp.0);
+    let mut input: Vec<String> = lines(3, 200, 5).lines().map(str::to_owned).collect();
+    input.reverse();
     let out = import(
-        &["--table", "rows", "--data", &data, "--cache-size", "8MiB"],
-        &lines(3, 40, 5),
+        &[
+            "--table",
+            "rows",
+            "--data",
+            &data,
+            "--cache-size",
+            "8MiB",
+            "--memtable-size",
+            "4K",
+        ],
+        &(input.join("\n") + "\n"),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("120 loaded, 0 rejected"),
+        stderr(&out).contains("600 loaded, 0 rejected"),
         "{}",
         stderr(&out)
     );
     let store = DurableBackend::open(&data).unwrap();
-    assert!(store.get("rows", "p1", "r0039").unwrap().is_some());
+    for (pk, rk) in [("p0", "r0000"), ("p1", "r0199"), ("p2", "r0100")] {
+        let entity = store.get("rows", pk, rk).unwrap();
+        assert_eq!(
+            entity.and_then(|e| e.get("X").map(|v| v.to_owned())),
+            Some(Value::Int32(5)),
+            "{pk}/{rk}"
+        );
+    }
     store.close().unwrap();
 }
 
