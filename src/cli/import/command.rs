@@ -52,7 +52,7 @@ pub struct Args {
     /// Memory for the rows written since the last flush, with --data: flushed into the
     /// data file when they hold this much. More makes an input in random key order load
     /// faster (each flush rewrites the blocks its rows fall into) and holds more memory.
-    /// [default: 64MiB]
+    /// [default: 16MiB]
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub memtable_size: Option<usize>,
     /// Concurrent requests with --endpoint.

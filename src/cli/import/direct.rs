@@ -65,13 +65,14 @@ pub struct StoreMemory {
     pub memtable_bytes: Option<usize>,
 }
 
-/// The memtable of a load: four times the store's default. Measured on 1 M entities
-/// (2026-11-29), with flushes by size only (below): in key order the size changed nothing
-/// (176–187 k entities/s from 16 MiB to 256 MiB); in random key order, where every flush
-/// rewrites blocks all over the table, 41 k entities/s at 16 MiB with the store's flush
-/// every second, 65 k at 64 MiB, 67 k at 128 MiB, 88 k at 256 MiB (peak RSS 420 MiB),
-/// 94 k with everything in memory until the end.
-pub const MEMTABLE_BYTES: usize = 64 << 20;
+/// The memtable of a load by default: the store's (16 MiB). Measured on 1 M entities
+/// (2026-11-29), with flushes by size only (below): in random key order, where every flush
+/// rewrites blocks all over the table, 43 k entities/s at 16 MiB, 65 k at 64 MiB, 67 k at
+/// 128 MiB, 88 k at 256 MiB (peak RSS 420 MiB), 94 k with everything in memory until the
+/// end — hence `--memtable-size`; in key order 16 to 256 MiB changed nothing at 1 M, but
+/// at 10 M a 64 MiB default loaded 176–177 k against 186–188 k entities/s (two runs each,
+/// 60 MiB more RSS), so the default stays the store's.
+pub const MEMTABLE_BYTES: usize = 16 << 20;
 
 /// The store's options for a load. The directory is this process's alone (`open` refuses
 /// one a server holds), so nothing reads it while the load runs: the memtable is flushed
