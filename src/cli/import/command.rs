@@ -86,11 +86,12 @@ pub fn run(args: Args) -> ExitCode {
     }
     // What belongs to the other destination (clap's `requires` is not enforced beside the
     // destination group, so it is checked here).
-    let misplaced = match (&args.data, &args.endpoint) {
-        (Some(_), _) if args.account.is_some() => {
+    let store_memory = args.cache_size.is_some() || args.memtable_size.is_some();
+    let misplaced = match args.data {
+        Some(_) if args.account.is_some() => {
             Some("--account signs the requests of --endpoint URL; --data DIR sends none")
         }
-        (None, _) if args.cache_size.is_some() || args.memtable_size.is_some() => Some(
+        None if store_memory => Some(
             "--cache-size and --memtable-size are the memory of the store --data DIR opens; \
              with --endpoint the server has its own (serve --cache-size)",
         ),

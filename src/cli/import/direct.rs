@@ -56,23 +56,14 @@ pub struct StoreLoader {
 }
 
 /// The store's memory for a load, from `import --cache-size` and `--memtable-size`
-/// (`None`: the default).
-#[derive(Debug, Clone, Copy, Default)]
+/// (`None`: the store's default).
+#[derive(Debug, Clone, Copy)]
 pub struct StoreMemory {
-    /// The page cache (default: the store's, 64 MiB).
+    /// The page cache (the store's default: 64 MiB).
     pub cache_bytes: Option<usize>,
-    /// The memtable (default [`MEMTABLE_BYTES`]).
+    /// The memtable (the store's default: 16 MiB).
     pub memtable_bytes: Option<usize>,
 }
-
-/// The memtable of a load by default: the store's (16 MiB). Measured on 1 M entities
-/// (2026-11-29), with flushes by size only (below): in random key order, where every flush
-/// rewrites blocks all over the table, 43 k entities/s at 16 MiB, 65 k at 64 MiB, 67 k at
-/// 128 MiB, 88 k at 256 MiB (peak RSS 420 MiB), 94 k with everything in memory until the
-/// end — hence `--memtable-size`; in key order 16 to 256 MiB changed nothing at 1 M, but
-/// at 10 M a 64 MiB default loaded 176–177 k against 186–188 k entities/s (two runs each,
-/// 60 MiB more RSS), so the default stays the store's.
-pub const MEMTABLE_BYTES: usize = 16 << 20;
 
 /// The store's options for a load. The directory is this process's alone (`open` refuses
 /// one a server holds), so nothing reads it while the load runs: the memtable is flushed
@@ -81,9 +72,17 @@ pub const MEMTABLE_BYTES: usize = 16 << 20;
 /// blocks). The log may hold four memtables before a checkpoint folds them (a checkpoint
 /// folds the memtable too); what the log holds is replayed if the load is killed, and the
 /// close at the end checkpoints it.
+///
+/// The memtable's default stays the store's. Measured on 1 M entities (2026-11-29), with
+/// flushes by size only: in random key order, where every flush rewrites blocks all over
+/// the table, 43 k entities/s at 16 MiB, 65 k at 64 MiB, 67 k at 128 MiB, 88 k at 256 MiB
+/// (peak RSS 420 MiB), 94 k with everything in memory until the end — hence
+/// `--memtable-size`; in key order 16 to 256 MiB changed nothing at 1 M, but at 10 M a
+/// 64 MiB default loaded 176–177 k against 186–188 k entities/s (two runs each, 60 MiB more
+/// RSS).
 fn store_options(memory: StoreMemory) -> DurableOptions {
     let defaults = DurableOptions::default();
-    let memtable = memory.memtable_bytes.unwrap_or(MEMTABLE_BYTES);
+    let memtable = memory.memtable_bytes.unwrap_or(defaults.memtable_bytes);
     let log = defaults.checkpoint_log_bytes.max(
         u64::try_from(memtable)
             .unwrap_or(u64::MAX)
