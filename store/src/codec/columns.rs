@@ -380,7 +380,6 @@ impl ColumnSet {
 
     /// Decodes all the columns of `rows` rows from `bytes` (every checksum verified);
     /// every length is checked, so damage is a [`Corrupt`], never a panic.
-    #[cfg(test)]
     pub(crate) fn decode(bytes: &[u8], rows: usize, bound: &[&[u8]]) -> Result<ColumnSet, Corrupt> {
         let encoded = EncodedColumns::parse(bytes, rows, bound)?;
         if !encoded.dir.built {

@@ -16,9 +16,12 @@
 //! of one partition never build one (a walk of a large table to split one partition would
 //! cost more than it saves).
 //!
-//! The map only says where chunks may be cut and how many rows they hold: each chunk's
-//! scan reads its blocks through its own snapshot and verifies them, so no map — even one
-//! of the wrong version — could change a query's rows, only how evenly its chunks are cut.
+//! For splits, the map only says where chunks may be cut and how many rows they hold: each
+//! chunk's scan reads its blocks through its own snapshot and verifies them, so no map —
+//! even one of the wrong version — could change a query's rows, only how evenly its chunks
+//! are cut. The map also keeps the verified copies of its blocks that filtered scans made
+//! (`verified.rs`): those a scan does use in place of the stored block, which is why a
+//! snapshot only ever uses a map of its own version.
 //!
 //! ```text
 //! blocks of table 1:  [p|a… 250 rows] [p|k… 180] [q|a… 250]
@@ -27,8 +30,21 @@
 
 use super::format::block::BlockView;
 use super::format::keys::{decode_block_key, table_end, table_prefix};
+use super::verified::{CopyBudget, VerifiedBlock};
 use crate::codec::Corrupt;
 use redb::ReadOnlyTable;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// A block's verified copy: made by the second filtered scan that reads the block in this
+/// version (a table scanned once between two flushes never pays for a copy), `None` when
+/// it did not fit in the budget or the block failed a check.
+#[derive(Debug, Default)]
+struct CopySlot {
+    /// A filtered scan read the block.
+    seen: AtomicBool,
+    copy: OnceLock<Option<Arc<VerifiedBlock>>>,
+}
 
 /// The blocks of one table in one version of the data file, in key order.
 #[derive(Debug)]
@@ -36,6 +52,10 @@ pub(crate) struct BlockMap {
     /// The data file's blocks version this map lists (`Shared::blocks_version`).
     pub(crate) version: u64,
     entries: Vec<MapEntry>,
+    /// Per entry, its verified copy (`verified.rs`).
+    copies: Box<[CopySlot]>,
+    /// What the copies are charged to.
+    budget: Arc<CopyBudget>,
 }
 
 /// One block of a [`BlockMap`].
@@ -67,6 +87,7 @@ impl BlockMap {
         rows: &ReadOnlyTable<&'static [u8], &'static [u8]>,
         table: u64,
         version: u64,
+        budget: &Arc<CopyBudget>,
     ) -> Option<BlockMap> {
         let start = table_prefix(table);
         let end = table_end(table);
@@ -81,8 +102,51 @@ impl BlockMap {
                 rows,
             });
         }
+        Some(BlockMap::new(version, entries, budget))
+    }
+
+    /// A map of `entries` (in key order), without copies yet.
+    fn new(version: u64, mut entries: Vec<MapEntry>, budget: &Arc<CopyBudget>) -> BlockMap {
         entries.shrink_to_fit();
-        Some(BlockMap { version, entries })
+        BlockMap {
+            version,
+            copies: entries.iter().map(|_| CopySlot::default()).collect(),
+            entries,
+            budget: budget.clone(),
+        }
+    }
+
+    /// The verified copy of the block stored under `key` (its bytes: `bytes`), made now by
+    /// the second filtered scan that reads the block (see [`CopySlot`]); `None` the first
+    /// time, when the key is not a block of the map, when the copy does not fit in the
+    /// budget, or when the block fails a check (the caller then reads the block the usual
+    /// way, which reports the damage).
+    pub(crate) fn copy_of(&self, key: &[u8], bytes: &[u8]) -> Option<&Arc<VerifiedBlock>> {
+        let at = self.entries.binary_search_by(|e| (*e.key).cmp(key)).ok()?;
+        let slot = &self.copies[at];
+        if let Some(copy) = slot.copy.get() {
+            return copy.as_ref();
+        }
+        if !slot.seen.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        slot.copy
+            .get_or_init(|| {
+                VerifiedBlock::copy(bytes, &self.budget)
+                    .ok()
+                    .flatten()
+                    .map(Arc::new)
+            })
+            .as_ref()
+    }
+
+    /// How many blocks have a verified copy.
+    #[cfg(test)]
+    pub(crate) fn copies(&self) -> usize {
+        self.copies
+            .iter()
+            .filter(|c| c.copy.get().is_some_and(Option::is_some))
+            .count()
     }
 
     /// The blocks whose keys are `>= start`, in key order.
@@ -104,17 +168,15 @@ mod tests {
     use crate::durable::format::keys::{entity_key, partition_prefix};
 
     fn map(keys: &[(&str, &str, u32)]) -> BlockMap {
-        BlockMap {
-            version: 1,
-            entries: keys
-                .iter()
-                .map(|(pk, rk, rows)| MapEntry {
-                    key: entity_key(7, pk, rk).into(),
-                    partition_key: (*pk).into(),
-                    rows: *rows,
-                })
-                .collect(),
-        }
+        let entries = keys
+            .iter()
+            .map(|(pk, rk, rows)| MapEntry {
+                key: entity_key(7, pk, rk).into(),
+                partition_key: (*pk).into(),
+                rows: *rows,
+            })
+            .collect();
+        BlockMap::new(1, entries, &Arc::new(CopyBudget::new(0)))
     }
 
     #[test]

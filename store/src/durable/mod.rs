@@ -122,6 +122,7 @@ mod options;
 mod read;
 mod settings;
 mod shared;
+mod verified;
 mod wal;
 mod writer;
 
@@ -151,6 +152,7 @@ use std::time::Duration;
 use tableq_exec::{ExecError, Executor, Key, PageOptions, RowView};
 use tableq_model::{Entity, validate};
 use tableq_planner::plan::Plan;
+use verified::CopyBudget;
 use wal::{LogFile, Syncer, WalShared};
 use writer::{CheckpointLimits, Reply, Request};
 
@@ -338,6 +340,7 @@ impl DurableBackend {
             data_dir: Arc::from(dir.as_path()),
             options: options.clone(),
             blocks_version: AtomicU64::new(0),
+            copies: Arc::new(CopyBudget::new(options.cache_bytes)),
         });
         let checkpoints = CheckpointLimits {
             log_bytes: options.checkpoint_log_bytes,
@@ -432,7 +435,7 @@ impl DurableBackend {
     pub fn snapshot(&self, table: &str) -> Result<DurableSnapshot, StoreError> {
         self.check_open()?;
         let start = self.shared.begin_read(table)?;
-        DurableSnapshot::new(&start, &self.shared.data_dir)
+        DurableSnapshot::new(&start, &self.shared.data_dir, &self.shared.copies)
     }
 
     /// Hands a request to the writer (`gate.rs`: committed on this thread when the writer

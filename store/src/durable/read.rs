@@ -19,6 +19,11 @@
 //! guard: no copy). RowKey ranges that span many partitions skip, per partition, straight
 //! to the first block that can hold the range and past the rest of the partition.
 //!
+//! **Filtered scans** read a block's columns, not its rows (`Check::Lazy`), and — from
+//! the second filtered read of a block between two flushes on — the block's verified copy
+//! kept with the table's block map (`verified.rs`): columns decoded, every row checked, so
+//! the scan tests its residual and reads matches with no checksum, parse or decoding left.
+//!
 //! Storage failures and damaged blocks end the scan and are recorded in the snapshot;
 //! [`DurableBackend::query`](crate::Backend::query) reports them
 //! ([`DurableSnapshot::take_error`]) instead of returning a short page.
@@ -48,7 +53,8 @@ use super::format::tables::ROWS;
 use super::locate::{floor_block, search_keys};
 use super::memtable::{MemRows, MemTable};
 use super::shared::{ReadStart, TableEntry};
-use crate::codec::{ColumnDirectory, Corrupt, LazyColumns, Names, Number, Slot};
+use super::verified::{CopyBudget, VerifiedBlock};
+use crate::codec::{ColumnDirectory, ColumnRun, Corrupt, LazyColumns, Names, Number, Slot};
 use crate::error::StoreError;
 use redb::{AccessGuard, ReadOnlyTable};
 use std::ops::{Bound, ControlFlow};
@@ -82,6 +88,8 @@ pub struct DurableSnapshot {
     mem: MemTable,
     /// The blocks version of `rows` (`block_map.rs`).
     blocks_version: u64,
+    /// What the block map's verified copies are charged to (`verified.rs`).
+    copies: Arc<CopyBudget>,
     /// The first storage failure a scan met (reported by `take_error`).
     error: Mutex<Option<StoreError>>,
     /// Every block a scan or get of this snapshot read: rows borrow from here (created on
@@ -150,14 +158,33 @@ impl std::fmt::Debug for DurableSnapshot {
     }
 }
 
-/// A block loaded for reading: redb's guard on its bytes and its checked header.
+/// A block loaded for reading: its bytes and its checked header.
 struct Loaded {
-    guard: BlockGuard,
+    guard: Bytes,
     pk: Box<str>,
     rows: usize,
     /// Loaded with [`Check::Lazy`] from a block with columns: its directory and rows are
     /// not verified yet (each when first needed).
     lazy: Option<Lazy>,
+}
+
+/// Where a [`Loaded`] block's bytes are.
+enum Bytes {
+    /// In redb's page cache, as of the snapshot's transaction.
+    Stored(BlockGuard),
+    /// A verified copy of the block (`verified.rs`): every checksum passed, its columns
+    /// decoded.
+    Verified(Arc<VerifiedBlock>),
+}
+
+impl Bytes {
+    #[inline]
+    fn value(&self) -> &[u8] {
+        match self {
+            Bytes::Stored(guard) => guard.value(),
+            Bytes::Verified(copy) => copy.bytes(),
+        }
+    }
 }
 
 /// What a block loaded with [`Check::Lazy`] has yet to verify.
@@ -234,13 +261,32 @@ impl Loaded {
             Ok(view) => {
                 let (pk, rows) = (view.partition_key().into(), view.len());
                 Ok(Loaded {
-                    guard,
+                    guard: Bytes::Stored(guard),
                     pk,
                     rows,
                     lazy,
                 })
             }
             Err(e) => Err((e, guard)),
+        }
+    }
+
+    /// The block of a verified copy: nothing left to check.
+    fn verified(copy: &Arc<VerifiedBlock>) -> Loaded {
+        let view = copy.view();
+        Loaded {
+            pk: view.partition_key().into(),
+            rows: view.len(),
+            lazy: None,
+            guard: Bytes::Verified(copy.clone()),
+        }
+    }
+
+    /// The verified copy the block was read from, if it was.
+    fn copy(&self) -> Option<&VerifiedBlock> {
+        match &self.guard {
+            Bytes::Verified(copy) => Some(copy),
+            Bytes::Stored(_) => None,
         }
     }
 
@@ -255,7 +301,11 @@ impl DurableSnapshot {
     /// A snapshot of `entry` in `txn` with the memtable version `mem` taken with it (both
     /// taken before the call, so that the property names read here cover every row of the
     /// snapshot).
-    pub(crate) fn new(start: &ReadStart, dir: &Arc<Path>) -> Result<DurableSnapshot, StoreError> {
+    pub(crate) fn new(
+        start: &ReadStart,
+        dir: &Arc<Path>,
+        copies: &Arc<CopyBudget>,
+    ) -> Result<DurableSnapshot, StoreError> {
         let entry = &start.entry;
         let rows = start.txn.open_table(ROWS).map_err(StoreError::storage)?;
         let names = entry
@@ -271,6 +321,7 @@ impl DurableSnapshot {
             names,
             mem: start.mem.clone(),
             blocks_version: start.blocks_version,
+            copies: copies.clone(),
             error: Mutex::new(None),
             blocks: OnceLock::new(),
         })
@@ -287,8 +338,8 @@ impl DurableSnapshot {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
         };
-        if let Some(map) = kept().as_ref().filter(|m| m.version == self.blocks_version) {
-            return Some(map.clone());
+        if let Some(map) = self.kept_map() {
+            return Some(map);
         }
         if scan.range.partition_key.as_point().is_some() {
             return None;
@@ -297,12 +348,24 @@ impl DurableSnapshot {
             &self.rows,
             self.table,
             self.blocks_version,
+            &self.copies,
         )?);
         let mut slot = kept();
         if slot.as_ref().is_none_or(|m| m.version < map.version) {
             *slot = Some(map.clone());
         }
         Some(map)
+    }
+
+    /// The table's block map if one of this snapshot's version is kept (none is built).
+    fn kept_map(&self) -> Option<Arc<BlockMap>> {
+        self.entry
+            .block_map
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .filter(|m| m.version == self.blocks_version)
+            .cloned()
     }
 
     /// The first storage failure any scan, get or split of this snapshot met, if any
@@ -494,14 +557,25 @@ impl DurableSnapshot {
             .is_some()
     }
 
-    /// The next block of a cursor, checked as `check` says; `None` at the end or after a
-    /// failure (recorded).
-    fn next_block(&self, cursor: &mut Option<Cursor>, check: Check) -> Option<Loaded> {
+    /// The next block of a cursor, checked as `check` says — or its verified copy in
+    /// `copies` (a block map of this snapshot's version), made now if no scan tried yet;
+    /// `None` at the end or after a failure (recorded).
+    fn next_block(
+        &self,
+        cursor: &mut Option<Cursor>,
+        check: Check,
+        copies: Option<&BlockMap>,
+    ) -> Option<Loaded> {
         let item = cursor.as_mut()?.next();
         let loaded = match item {
             None => Err(None),
             Some(Err(e)) => Err(Some(StoreError::storage(e))),
-            Some(Ok((key, guard))) => self.load(&key, guard, check).map_err(Some),
+            Some(Ok((key, guard))) => {
+                match copies.and_then(|map| map.copy_of(key.value(), guard.value())) {
+                    Some(copy) => Ok(Loaded::verified(copy)),
+                    None => self.load(&key, guard, check).map_err(Some),
+                }
+            }
         };
         match loaded {
             Ok(l) => Some(l),
@@ -697,6 +771,10 @@ struct BlockRows<'a> {
     check: Check,
     /// The current block's key when its rows are not verified yet (see [`Loaded`]).
     lazy: Option<&'a Lazy>,
+    /// The block map whose verified copies blocks are read from, if any (filtered scans).
+    copies: Option<Arc<BlockMap>>,
+    /// The current block's verified copy, when it was read from one.
+    copy: Option<&'a VerifiedBlock>,
 }
 
 impl<'a> BlockRows<'a> {
@@ -716,6 +794,8 @@ impl<'a> BlockRows<'a> {
             done: false,
             check: Check::Offsets,
             lazy: None,
+            copies: None,
+            copy: None,
         }
     }
 
@@ -740,7 +820,11 @@ impl<'a> BlockRows<'a> {
             }
         }
         loop {
-            let Some(loaded) = self.snapshot.next_block(&mut self.cursor, self.check) else {
+            let copies = self.copies.as_deref();
+            let Some(loaded) = self
+                .snapshot
+                .next_block(&mut self.cursor, self.check, copies)
+            else {
                 return false;
             };
             let view = loaded.view();
@@ -795,6 +879,7 @@ impl<'a> BlockRows<'a> {
             let kept = self.snapshot.blocks.get_or_init(Arena::new).keep(loaded);
             self.block = Some(kept.view());
             self.lazy = kept.lazy.as_ref();
+            self.copy = kept.copy();
             return true;
         }
     }
@@ -1181,30 +1266,43 @@ impl EntitySource for DurableSnapshot {
         }
         let blocks = &mut rows.blocks;
         blocks.check = Check::Lazy;
+        blocks.copies = self.kept_map();
         let mut scratch = Vec::new();
         while let Some(block) = blocks.current() {
             let (first, end, lazy) = (blocks.row, blocks.row_end, blocks.lazy);
             blocks.row = end;
-            let encoded = match lazy {
-                Some(lazy) => Ok(block.encoded_columns_with(&lazy.columns)),
-                None => block.encoded_columns(),
-            };
-            let encoded = match encoded {
-                Ok(c) => c,
-                Err(e) => {
-                    self.fail(self.damage(lazy.map_or(&[][..], |l| &l.key), block.bytes(), e));
+            let row = |i: usize| self.block_row(block, i, lazy);
+            let ended = if let Some(copy) = blocks.copy {
+                // A verified copy: its columns decoded, its rows checked.
+                let run = ColumnRun {
+                    set: copy.columns(),
+                    rows: first..end,
+                };
+                filter_run(filter, &run, &row, report_every, &mut scratch, &mut visit)
+            } else {
+                let encoded = match lazy {
+                    Some(lazy) => Ok(block.encoded_columns_with(&lazy.columns)),
+                    None => block.encoded_columns(),
+                };
+                let encoded = match encoded {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let key = lazy.map_or(&[][..], |l| &l.key);
+                        self.fail(self.damage(key, block.bytes(), e));
+                        break;
+                    }
+                };
+                let run = LazyColumns::new(&encoded, first..end);
+                let ended = filter_run(filter, &run, &row, report_every, &mut scratch, &mut visit);
+                if let Some(e) = run.damage() {
+                    // A column failed its checksum: its tests went to the rows (verified on
+                    // their own), but damage is never passed over in silence.
+                    let key = lazy.map_or(&[][..], |l| &l.key);
+                    self.fail(self.damage(key, block.bytes(), e));
                     break;
                 }
+                ended
             };
-            let run = LazyColumns::new(&encoded, first..end);
-            let row = |i: usize| self.block_row(block, i, lazy);
-            let ended = filter_run(filter, &run, &row, report_every, &mut scratch, &mut visit);
-            if let Some(e) = run.damage() {
-                // A column failed its checksum: its tests went to the rows (verified on
-                // their own), but damage is never passed over in silence.
-                self.fail(self.damage(lazy.map_or(&[][..], |l| &l.key), block.bytes(), e));
-                break;
-            }
             if let RunEnd::StoppedAfter(i) = ended {
                 // The row after the last one reported: in this block, or the next one's
                 // first.
@@ -1287,7 +1385,7 @@ impl DurableSnapshot {
             None => {
                 let mut cursor = self.cursor(&start, &end);
                 while !chunker.done()
-                    && let Some(loaded) = self.next_block(&mut cursor, Check::KeysOnly)
+                    && let Some(loaded) = self.next_block(&mut cursor, Check::KeysOnly, None)
                 {
                     let view = loaded.view();
                     if scan.range.partition_key.contains(view.partition_key()) {

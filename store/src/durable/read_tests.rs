@@ -350,7 +350,17 @@ fn columnar_store(
     dir: &std::path::Path,
     int64_row: Option<usize>,
 ) -> (DurableBackend, Vec<Entity>) {
+    columnar_store_with(dir, int64_row, DurableOptions::default().cache_bytes)
+}
+
+/// [`columnar_store`] with `cache_bytes` of cache (and as much for verified copies).
+fn columnar_store_with(
+    dir: &std::path::Path,
+    int64_row: Option<usize>,
+    cache_bytes: usize,
+) -> (DurableBackend, Vec<Entity>) {
     let options = DurableOptions::default()
+        .with_cache_bytes(cache_bytes)
         .with_block_limits(128, 1 << 20)
         .with_memtable_bytes(usize::MAX);
     let store = DurableBackend::open_with(dir, options).unwrap();
@@ -409,21 +419,114 @@ proptest! {
             _ => format!("PartitionKey eq 'b' and A {op} {a}L"),
         };
         let plan = filter_plan(&filter);
-        let snapshot = store.snapshot("t1x").unwrap();
         let options = tableq_exec::PageOptions { page_size, ..Default::default() };
-        let (got, _) = tableq_exec::Executor::new(&snapshot)
-            .with_threads(threads)
-            .unwrap()
-            .execute_all(&plan, &options)
-            .unwrap();
-        snapshot.take_error().unwrap();
         let reference = tableq_exec::VecSource::new(entities);
         let (want, _) = tableq_exec::Executor::new(&reference).execute_all(&plan, &options).unwrap();
         let keys = |rows: &[tableq_exec::ResultRow]| rows.iter().map(|r| r.key()).collect::<Vec<_>>();
-        prop_assert_eq!(keys(&got), keys(&want), "{}", filter);
-        drop(snapshot);
+        // The block map kept, three times: from the stored blocks, then (from the second
+        // read of a block on) from their verified copies.
+        keep_a_block_map(&store);
+        for _ in 0..3 {
+            let snapshot = store.snapshot("t1x").unwrap();
+            let (got, _) = tableq_exec::Executor::new(&snapshot)
+                .with_threads(threads)
+                .unwrap()
+                .execute_all(&plan, &options)
+                .unwrap();
+            snapshot.take_error().unwrap();
+            prop_assert_eq!(keys(&got), keys(&want), "{}", filter);
+        }
         store.close().unwrap();
     }
+}
+
+/// Builds and keeps the table's block map (a split of the whole table does).
+fn keep_a_block_map(store: &DurableBackend) {
+    let snapshot = store.snapshot("t1x").unwrap();
+    let range = KeyRange::full();
+    let scan = Scan {
+        range: &range,
+        from: None,
+        until: None,
+    };
+    snapshot.split(scan, 64, 100).unwrap();
+    assert!(snapshot.kept_map().is_some());
+}
+
+/// The kept block map's verified copies, and what the engine's copies take.
+fn copies(store: &DurableBackend) -> (Option<usize>, usize) {
+    let snapshot = store.snapshot("t1x").unwrap();
+    let kept = snapshot.kept_map().map(|m| m.copies());
+    (kept, store.shared.copies.used())
+}
+
+/// The second filtered scan that reads a block copies it, verified, and the scans after it
+/// read the copy; a flush lets the copies go, and the next scans see the new rows.
+#[test]
+fn filtered_scans_read_verified_copies_from_their_second_read_of_a_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = columnar_store(dir.path(), None);
+    keep_a_block_map(&store);
+    // 300 entities in two partitions, blocks of at most 128 rows: 4 blocks.
+    assert_eq!(copies(&store), (Some(0), 0));
+    let first = query_keys(&store, "A eq 5").unwrap();
+    assert_eq!(first.len(), 30);
+    assert_eq!(
+        copies(&store),
+        (Some(0), 0),
+        "a block read once is not copied"
+    );
+    assert_eq!(query_keys(&store, "A eq 5 or C").unwrap().len(), 120);
+    let (kept, used) = copies(&store);
+    assert_eq!(kept, Some(4));
+    assert!(
+        used > 300 * 8,
+        "{used} bytes for four blocks' rows and columns"
+    );
+    // From the copies: the same answers, and the columns still rule blocks out by range.
+    assert_eq!(query_keys(&store, "A eq 5").unwrap(), first);
+    assert_eq!(query_keys(&store, "A gt 9").unwrap(), Vec::<String>::new());
+    assert_eq!(query_keys(&store, "S eq 's3' and A lt 2").unwrap().len(), 9);
+    // A write and a flush: the map of the old version and its copies are let go.
+    let mut e = Entity::new("c", "r000");
+    e.set("A", Value::Int32(5));
+    store
+        .write_batch("t1x", vec![WriteOp::Insert { entity: e }])
+        .unwrap();
+    store.gate.with_writer(|w| w.flush()).unwrap();
+    assert_eq!(copies(&store), (None, 0));
+    keep_a_block_map(&store);
+    for _ in 0..3 {
+        let keys = query_keys(&store, "A eq 5").unwrap();
+        assert_eq!(keys.len(), 31);
+        assert_eq!(keys.last().map(String::as_str), Some("r000"));
+    }
+    assert_eq!(copies(&store).0, Some(5));
+    store.close().unwrap();
+}
+
+/// Copies beyond the engine's budget are not made: those blocks are read from redb as
+/// before, and every answer stays the same.
+#[test]
+fn copies_beyond_the_budget_are_not_made_and_change_no_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    // Room for about one block's copy (128 rows of ≈ 40 bytes and their columns).
+    let budget = 12 << 10;
+    let (store, entities) = columnar_store_with(dir.path(), None, budget);
+    keep_a_block_map(&store);
+    let want: Vec<String> = entities
+        .iter()
+        .filter(|e| matches!(e.get("A"), Some(tableq_model::ValueRef::Int32(5))))
+        .map(|e| e.row_key().to_owned())
+        .collect();
+    for _ in 0..4 {
+        assert_eq!(query_keys(&store, "A eq 5").unwrap(), want);
+        let (kept, used) = copies(&store);
+        assert!(kept.is_some_and(|k| k < 4), "{kept:?}");
+        assert!(used <= budget, "{used} > {budget}");
+    }
+    assert!(copies(&store).0.is_some_and(|k| k >= 1));
+    store.close().unwrap();
 }
 
 /// Changes one byte of the first block (at `at(view)`) through redb, keeping the file
@@ -650,7 +753,13 @@ fn splits_through_the_block_map_cut_where_the_walk_through_redb_cuts() {
             )
             .unwrap();
         let snapshot = store.snapshot("t1x").unwrap();
-        let map = BlockMap::build(&snapshot.rows, snapshot.table, snapshot.blocks_version).unwrap();
+        let map = BlockMap::build(
+            &snapshot.rows,
+            snapshot.table,
+            snapshot.blocks_version,
+            &snapshot.copies,
+        )
+        .unwrap();
         assert_eq!(map.len(), if flushed { 9 } else { 0 });
         let mut scans = scans();
         scans.push((
@@ -715,8 +824,8 @@ fn the_block_map_follows_each_flush_and_one_partition_builds_none() {
     assert_eq!(split(&store, &KeyRange::full()), 30);
     let (version, blocks, current) = kept(&store).unwrap();
     assert_eq!((blocks, current), (9, true));
-    // Written and flushed: the kept map is of an older version; the next split builds one
-    // listing the new blocks, and counts the new rows.
+    // Written and flushed: the kept map, of an older version now, is let go; the next
+    // split builds one listing the new blocks, and counts the new rows.
     let ops = (0..8)
         .map(|i| WriteOp::Insert {
             entity: entity("d", &format!("r{i:02}"), i),
@@ -724,7 +833,7 @@ fn the_block_map_follows_each_flush_and_one_partition_builds_none() {
         .collect();
     store.write_batch("t1x", ops).unwrap();
     store.gate.with_writer(|w| w.flush()).unwrap();
-    assert_eq!(kept(&store).map(|k| k.2), Some(false));
+    assert_eq!(kept(&store), None);
     assert_eq!(split(&store, &KeyRange::full()), 38);
     let (newer, blocks, current) = kept(&store).unwrap();
     assert!(newer > version);

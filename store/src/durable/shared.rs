@@ -10,6 +10,7 @@
 use super::block_map::BlockMap;
 use super::memtable::MemTable;
 use super::options::DurableOptions;
+use super::verified::CopyBudget;
 use crate::clock::Clock;
 use crate::codec::Names;
 use crate::error::StoreError;
@@ -89,6 +90,8 @@ pub(crate) struct Shared {
     /// data file), each counted under the catalog's write lock: a reader's version (read
     /// under the read lock) names the blocks its snapshot sees (`block_map.rs`).
     pub(crate) blocks_version: AtomicU64,
+    /// What the verified copies of blocks may take (`verified.rs`).
+    pub(crate) copies: Arc<CopyBudget>,
 }
 
 impl Shared {

@@ -26,7 +26,8 @@
 //! of the block verifies the block directory ([`BlockView::verify_directory`], once) and
 //! that row ([`BlockView::checked_row`]) — a block none of whose rows match costs its
 //! column directory and the columns named; a plain
-//! scan, a block rewrite and `tableq check` verify everything ([`BlockView::parse`];
+//! scan, a block rewrite, a block's verified copy (`verified.rs`) and `tableq check` verify
+//! everything ([`BlockView::parse`];
 //! `tableq check` also that the columns hold what the rows hold,
 //! [`BlockView::check_columns`]). Blocks of format 3 (data format 4) are format 4 without
 //! the columns and are still read. A flipped bit anywhere — a string's byte included, which the
@@ -262,7 +263,6 @@ impl<'b> BlockView<'b> {
 
     /// The block's columns (format 4, every checksum verified and every column decoded;
     /// a block of an older format has none: every property reads as `Column::Rows`).
-    #[cfg(test)]
     pub(crate) fn columns(&self) -> Result<ColumnSet, Corrupt> {
         if !self.columns {
             return Ok(ColumnSet::none());

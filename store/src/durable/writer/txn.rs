@@ -392,6 +392,14 @@ impl Writer {
                 .unwrap_or_else(PoisonError::into_inner);
             txn.commit().map_err(storage)?;
             self.shared.blocks_changed();
+            // Every kept block map is of an older version now, never used again: let its
+            // verified copies go once the snapshots still reading it end (`verified.rs`).
+            for entry in catalog.values() {
+                *entry
+                    .block_map
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = None;
+            }
             if state.flushes {
                 for entry in catalog.values() {
                     *entry.mem.write().unwrap_or_else(PoisonError::into_inner) =
