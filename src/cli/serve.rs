@@ -108,8 +108,8 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["in_memory", "store"])]
     accept_log_loss: bool,
     /// Memory for the durable store's page cache (per account): pages read from the data
-    /// file are kept up to this size, and as much again for verified copies of the blocks
-    /// that queries read repeatedly. More makes repeated reads of a large table cheaper;
+    /// file are kept up to this size, and half as much again for verified copies of the
+    /// blocks that queries read repeatedly. More makes repeated reads of a large table cheaper;
     /// the operating system's file cache serves the rest.
     #[arg(
         long,

@@ -340,7 +340,7 @@ impl DurableBackend {
             data_dir: Arc::from(dir.as_path()),
             options: options.clone(),
             blocks_version: AtomicU64::new(0),
-            copies: Arc::new(CopyBudget::new(options.cache_bytes)),
+            copies: Arc::new(CopyBudget::new(options.cache_bytes / 2)),
         });
         let checkpoints = CheckpointLimits {
             log_bytes: options.checkpoint_log_bytes,

@@ -23,9 +23,9 @@ pub struct DurableOptions {
     /// Bytes of redb's page cache (default 64 MiB; filled as pages are read, and up to half
     /// of it holds a commit's dirty pages). Pages beyond it are read again from the data
     /// file, which the operating system's file cache usually holds: a larger cache saves
-    /// those reads, not disk I/O (`tableq serve --cache-size`). As much again, at most, holds
-    /// the verified copies of blocks that filtered scans read more than once between two
-    /// flushes (`verified.rs`): the engine's memory for blocks is at most twice this.
+    /// those reads, not disk I/O (`tableq serve --cache-size`). Half as much again, at most,
+    /// holds the verified copies of blocks that filtered scans read more than once between
+    /// two flushes (`verified.rs`): the engine's memory for blocks is at most 1.5× this.
     pub cache_bytes: usize,
     /// Most rows per block (default 256). Not part of the file format: blocks written with
     /// other limits are read as they are. Larger blocks scan faster (redb's per-entry cost

@@ -353,7 +353,7 @@ fn columnar_store(
     columnar_store_with(dir, int64_row, DurableOptions::default().cache_bytes)
 }
 
-/// [`columnar_store`] with `cache_bytes` of cache (and as much for verified copies).
+/// [`columnar_store`] with `cache_bytes` of cache (and half as much for verified copies).
 fn columnar_store_with(
     dir: &std::path::Path,
     int64_row: Option<usize>,
@@ -512,7 +512,7 @@ fn copies_beyond_the_budget_are_not_made_and_change_no_answer() {
     let dir = tempfile::tempdir().unwrap();
     // Room for about one block's copy (128 rows of ≈ 40 bytes and their columns).
     let budget = 12 << 10;
-    let (store, entities) = columnar_store_with(dir.path(), None, budget);
+    let (store, entities) = columnar_store_with(dir.path(), None, 2 * budget);
     keep_a_block_map(&store);
     let want: Vec<String> = entities
         .iter()

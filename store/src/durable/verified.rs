@@ -23,9 +23,11 @@
 //!
 //! **Memory.** Copies are charged to one budget per engine ([`CopyBudget`]): the block's
 //! bytes and its decoded columns. A block that does not fit in what is left is not copied
-//! and is scanned as before. The budget is [`DurableOptions::cache_bytes`] (`--cache-size`,
-//! 64 MiB by default): the memory a table's hot blocks take twice at most (redb's page
-//! cache and the copies), which holds a table of ~180 000 small entities.
+//! and is scanned as before. The budget is half of [`DurableOptions::cache_bytes`]
+//! (`--cache-size`, 64 MiB by default): 32 MiB hold the blocks of a table of ~120 000 small
+//! entities (the duel's 100 000 take 26 MB), and keep the server within its memory target
+//! at 10 M entities (`benches/README.md`: a whole `--cache-size` of copies took it to
+//! 287 MiB of the 300 allowed).
 //!
 //! [`DurableOptions::cache_bytes`]: super::DurableOptions::cache_bytes
 
