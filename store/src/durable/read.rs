@@ -160,7 +160,7 @@ impl std::fmt::Debug for DurableSnapshot {
 
 /// A block loaded for reading: its bytes and its checked header.
 struct Loaded {
-    guard: Bytes,
+    bytes: Bytes,
     pk: Box<str>,
     rows: usize,
     /// Loaded with [`Check::Lazy`] from a block with columns: its directory and rows are
@@ -261,7 +261,7 @@ impl Loaded {
             Ok(view) => {
                 let (pk, rows) = (view.partition_key().into(), view.len());
                 Ok(Loaded {
-                    guard: Bytes::Stored(guard),
+                    bytes: Bytes::Stored(guard),
                     pk,
                     rows,
                     lazy,
@@ -278,13 +278,13 @@ impl Loaded {
             pk: view.partition_key().into(),
             rows: view.len(),
             lazy: None,
-            guard: Bytes::Verified(copy.clone()),
+            bytes: Bytes::Verified(copy.clone()),
         }
     }
 
     /// The verified copy the block was read from, if it was.
     fn copy(&self) -> Option<&VerifiedBlock> {
-        match &self.guard {
+        match &self.bytes {
             Bytes::Verified(copy) => Some(copy),
             Bytes::Stored(_) => None,
         }
@@ -293,7 +293,7 @@ impl Loaded {
     /// The block's view (its header was checked by `new`).
     #[inline]
     fn view(&self) -> BlockView<'_> {
-        BlockView::from_checked(self.guard.value(), &self.pk, self.rows)
+        BlockView::from_checked(self.bytes.value(), &self.pk, self.rows)
     }
 }
 
@@ -402,7 +402,7 @@ impl DurableSnapshot {
                 &self.dir,
                 Some(self.entry.name.as_str()),
                 key.value(),
-                loaded.guard.value(),
+                loaded.bytes.value(),
                 e,
             )),
         }
@@ -851,7 +851,7 @@ impl<'a> BlockRows<'a> {
                 Ok(bounds) => bounds,
                 Err((e, key)) => {
                     self.snapshot
-                        .fail(self.snapshot.damage(key, loaded.guard.value(), e));
+                        .fail(self.snapshot.damage(key, loaded.bytes.value(), e));
                     self.cursor = None;
                     return false;
                 }
