@@ -395,7 +395,7 @@ impl DurableSnapshot {
         let Some((key, guard)) = found else {
             return Ok(None);
         };
-        let loaded = self.load(&key, guard, Check::Header)?;
+        let loaded = self.load(key.value(), guard, Check::Header)?;
         match loaded.view().find(rk) {
             Ok(found) => Ok(found.map(|i| (loaded, i))),
             Err(e) => Err(block_damage(
@@ -507,17 +507,12 @@ impl DurableSnapshot {
 
     /// Loads the block stored under `key`, checked as `check` says; damage is reported
     /// ([`block_damage`]: a typed error and a log line naming the block's key range).
-    fn load(
-        &self,
-        key: &AccessGuard<'_, &'static [u8]>,
-        guard: BlockGuard,
-        check: Check,
-    ) -> Result<Loaded, StoreError> {
-        Loaded::new(key.value(), guard, check).map_err(|(e, guard)| {
+    fn load(&self, key: &[u8], guard: BlockGuard, check: Check) -> Result<Loaded, StoreError> {
+        Loaded::new(key, guard, check).map_err(|(e, guard)| {
             block_damage(
                 &self.dir,
                 Some(self.entry.name.as_str()),
-                key.value(),
+                key,
                 guard.value(),
                 e,
             )
@@ -557,33 +552,66 @@ impl DurableSnapshot {
             .is_some()
     }
 
-    /// The next block of a cursor, checked as `check` says — or its verified copy in
-    /// `copies` (a block map of this snapshot's version), made now if no scan tried yet;
-    /// `None` at the end or after a failure (recorded).
-    fn next_block(
-        &self,
-        cursor: &mut Option<Cursor>,
-        check: Check,
-        copies: Option<&BlockMap>,
-    ) -> Option<Loaded> {
+    /// The next block of a cursor, checked as `check` says; `None` at the end or after a
+    /// failure (recorded).
+    fn next_block(&self, cursor: &mut Option<Cursor>, check: Check) -> Option<Loaded> {
         let item = cursor.as_mut()?.next();
         let loaded = match item {
             None => Err(None),
             Some(Err(e)) => Err(Some(StoreError::storage(e))),
-            Some(Ok((key, guard))) => {
-                match copies.and_then(|map| map.copy_of(key.value(), guard.value())) {
-                    Some(copy) => Ok(Loaded::verified(copy)),
-                    None => self.load(&key, guard, check).map_err(Some),
-                }
-            }
+            Some(Ok((key, guard))) => self.load(key.value(), guard, check).map_err(Some),
         };
+        self.ended_on_failure(loaded, || *cursor = None)
+    }
+
+    /// Block `*at` of `map` (a block map of this snapshot's version) if its key is below
+    /// `end`, moving past it: its verified copy when one was made (nothing read from
+    /// redb), else the stored block — of which the second filtered read makes the copy —
+    /// checked as `check` says. `None` at the end or after a failure (recorded).
+    fn next_mapped(
+        &self,
+        map: &BlockMap,
+        at: &mut usize,
+        end: &[u8],
+        check: Check,
+    ) -> Option<Loaded> {
+        let i = *at;
+        let entry = map.entry(i).filter(|e| *e.key < *end)?;
+        *at += 1;
+        if let Some(copy) = map.copy_made(i) {
+            return Some(Loaded::verified(copy));
+        }
+        let loaded = match self.rows.get(&*entry.key) {
+            Ok(Some(guard)) => match map.copy_of(i, guard.value()) {
+                Some(copy) => Ok(Loaded::verified(copy)),
+                None => self.load(&entry.key, guard, check).map_err(Some),
+            },
+            // The map lists the blocks of this snapshot's version: a block missing from it
+            // is damage to the file, not a block to pass over.
+            Ok(None) => Err(Some(self.damage(
+                &entry.key,
+                &[],
+                Corrupt("a block of the table's map is missing from the data file"),
+            ))),
+            Err(e) => Err(Some(StoreError::storage(e))),
+        };
+        self.ended_on_failure(loaded, || *at = usize::MAX)
+    }
+
+    /// The block loaded, or `None` after recording the failure (if any) and running
+    /// `stop`, which ends the walk.
+    fn ended_on_failure(
+        &self,
+        loaded: Result<Loaded, Option<StoreError>>,
+        stop: impl FnOnce(),
+    ) -> Option<Loaded> {
         match loaded {
             Ok(l) => Some(l),
             Err(e) => {
                 if let Some(e) = e {
                     self.fail(e);
                 }
-                *cursor = None;
+                stop();
                 None
             }
         }
@@ -753,7 +781,8 @@ fn row_bounds_by<E>(
 struct BlockRows<'a> {
     snapshot: &'a DurableSnapshot,
     scan: Scan<'a>,
-    cursor: Option<Cursor>,
+    /// How the blocks are walked.
+    walk: Walk,
     /// Exclusive upper block key.
     end: Vec<u8>,
     /// The current block (kept in the snapshot's arena for `'a`).
@@ -771,20 +800,42 @@ struct BlockRows<'a> {
     check: Check,
     /// The current block's key when its rows are not verified yet (see [`Loaded`]).
     lazy: Option<&'a Lazy>,
-    /// The block map whose verified copies blocks are read from, if any (filtered scans).
-    copies: Option<Arc<BlockMap>>,
     /// The current block's verified copy, when it was read from one.
     copy: Option<&'a VerifiedBlock>,
 }
 
+/// How a scan walks its blocks. (One per scan, inline in its [`BlockRows`] as the cursor
+/// always was: boxing the cursor would add an allocation per scan to save nothing.)
+#[allow(clippy::large_enum_variant)]
+enum Walk {
+    /// redb's cursor (`None`: at the end).
+    Cursor(Option<Cursor>),
+    /// The table's block map of the snapshot's version, from block `at` (filtered scans):
+    /// blocks with a verified copy are read from it without touching redb, the others by
+    /// key.
+    Map { map: Arc<BlockMap>, at: usize },
+}
+
 impl<'a> BlockRows<'a> {
-    fn new(snapshot: &'a DurableSnapshot, scan: Scan<'a>) -> BlockRows<'a> {
+    /// The blocks of `scan`, walked through `map` (a block map of the snapshot's version)
+    /// when there is one, else through redb.
+    fn new(
+        snapshot: &'a DurableSnapshot,
+        scan: Scan<'a>,
+        map: Option<Arc<BlockMap>>,
+    ) -> BlockRows<'a> {
         let (start, end) = snapshot.bounds(&scan);
-        let cursor = snapshot.cursor(&start, &end);
+        let walk = match map {
+            Some(map) => Walk::Map {
+                at: map.position(&start),
+                map,
+            },
+            None => Walk::Cursor(snapshot.cursor(&start, &end)),
+        };
         BlockRows {
             snapshot,
             scan,
-            cursor,
+            walk,
             end,
             block: None,
             row: 0,
@@ -794,15 +845,37 @@ impl<'a> BlockRows<'a> {
             done: false,
             check: Check::Offsets,
             lazy: None,
-            copies: None,
             copy: None,
         }
     }
 
-    /// Restarts the cursor at `key` (at the block holding it, if in `partition`).
+    /// Restarts the walk at `key` (at the block holding it, if in `partition`).
     fn seek(&mut self, key: Vec<u8>, partition: Option<&[u8]>) {
-        let start = self.snapshot.floor(key, partition);
-        self.cursor = self.snapshot.cursor(&start, &self.end);
+        match &mut self.walk {
+            Walk::Map { map, at } => {
+                *at = match partition {
+                    Some(partition) => map.floor(&key, partition),
+                    None => map.position(&key),
+                };
+            }
+            Walk::Cursor(cursor) => {
+                let start = self.snapshot.floor(key, partition);
+                *cursor = self.snapshot.cursor(&start, &self.end);
+            }
+        }
+    }
+
+    /// Ends the walk: no block is read any more.
+    fn stop(&mut self) {
+        self.walk = Walk::Cursor(None);
+    }
+
+    /// The next block of the walk; `None` at the end or after a failure (recorded).
+    fn next_block(&mut self) -> Option<Loaded> {
+        match &mut self.walk {
+            Walk::Cursor(cursor) => self.snapshot.next_block(cursor, self.check),
+            Walk::Map { map, at } => self.snapshot.next_mapped(map, at, &self.end, self.check),
+        }
     }
 
     /// Moves to the next block with rows in the scan; `false` at the end.
@@ -813,18 +886,14 @@ impl<'a> BlockRows<'a> {
             self.skip_partition = false;
             if let Some(pk) = self.partition.take() {
                 if self.scan.range.partition_key.as_point().is_some() {
-                    self.cursor = None;
+                    self.stop();
                     return false;
                 }
                 self.seek(partition_end(table, &pk), None);
             }
         }
         loop {
-            let copies = self.copies.as_deref();
-            let Some(loaded) = self
-                .snapshot
-                .next_block(&mut self.cursor, self.check, copies)
-            else {
+            let Some(loaded) = self.next_block() else {
                 return false;
             };
             let view = loaded.view();
@@ -852,7 +921,7 @@ impl<'a> BlockRows<'a> {
                 Err((e, key)) => {
                     self.snapshot
                         .fail(self.snapshot.damage(key, loaded.bytes.value(), e));
-                    self.cursor = None;
+                    self.stop();
                     return false;
                 }
             };
@@ -934,13 +1003,18 @@ impl std::fmt::Debug for DurableRows<'_> {
 }
 
 impl<'a> DurableRows<'a> {
-    fn new(snapshot: &'a DurableSnapshot, scan: Scan<'a>) -> DurableRows<'a> {
+    /// The rows of `scan`, its blocks walked through `map` if given ([`BlockRows::new`]).
+    fn new(
+        snapshot: &'a DurableSnapshot,
+        scan: Scan<'a>,
+        map: Option<Arc<BlockMap>>,
+    ) -> DurableRows<'a> {
         let mut mem = (!snapshot.mem.is_empty()).then(|| snapshot.mem.scan(scan).peekable());
         if mem.as_mut().is_some_and(|m| m.peek().is_none()) {
             mem = None;
         }
         DurableRows {
-            blocks: BlockRows::new(snapshot, scan),
+            blocks: BlockRows::new(snapshot, scan, map),
             mem,
             run_end: 0,
             blocks_ended: false,
@@ -1208,7 +1282,7 @@ impl EntitySource for DurableSnapshot {
     type Rows<'a> = DurableRows<'a>;
 
     fn scan<'a>(&'a self, scan: Scan<'a>) -> DurableRows<'a> {
-        DurableRows::new(self, scan)
+        DurableRows::new(self, scan, None)
     }
 
     /// The rows of [`scan`](EntitySource::scan), handed over block by block: without
@@ -1218,7 +1292,7 @@ impl EntitySource for DurableSnapshot {
     where
         F: FnMut(DurableRow<'a>) -> ControlFlow<()>,
     {
-        let mut rows = DurableRows::new(self, scan);
+        let mut rows = DurableRows::new(self, scan, None);
         if rows.mem.is_some() {
             for row in rows {
                 if visit(row?).is_break() {
@@ -1260,13 +1334,13 @@ impl EntitySource for DurableSnapshot {
         P: RowFilter + ?Sized,
         F: FnMut(Filtered<DurableRow<'a>>) -> ControlFlow<()>,
     {
-        let mut rows = DurableRows::new(self, scan);
+        // The kept block map, if any: blocks with verified copies are read from them.
+        let mut rows = DurableRows::new(self, scan, self.kept_map());
         if rows.mem.is_some() {
             return filter_each(self, scan, filter, report_every, visit);
         }
         let blocks = &mut rows.blocks;
         blocks.check = Check::Lazy;
-        blocks.copies = self.kept_map();
         let mut scratch = Vec::new();
         while let Some(block) = blocks.current() {
             let (first, end, lazy) = (blocks.row, blocks.row_end, blocks.lazy);
@@ -1385,7 +1459,7 @@ impl DurableSnapshot {
             None => {
                 let mut cursor = self.cursor(&start, &end);
                 while !chunker.done()
-                    && let Some(loaded) = self.next_block(&mut cursor, Check::KeysOnly, None)
+                    && let Some(loaded) = self.next_block(&mut cursor, Check::KeysOnly)
                 {
                     let view = loaded.view();
                     if scan.range.partition_key.contains(view.partition_key()) {
