@@ -30,6 +30,11 @@ pub(crate) const MAX_NAME_ID: u32 = (1 << 28) - 1;
 pub(crate) struct Names {
     ids: HashMap<Box<str>, u32, NameHasher>,
     names: Vec<Box<str>>,
+    /// Names `0..ordered` ascend in byte order and hold no character at or above U+E000,
+    /// so they also ascend in UTF-16 ordinal order (the order of the service's replies,
+    /// `tableq_model::order::compare_str`): a row whose numbers ascend and stay below this
+    /// lists its properties in that order as they are stored ([`Names::ordered`]).
+    ordered: usize,
 }
 
 impl Names {
@@ -51,14 +56,28 @@ impl Names {
         self.names.len()
     }
 
+    /// The numbers below which names ascend in both byte and UTF-16 ordinal order (most
+    /// tables: their names were first used in the order of the first entity's properties,
+    /// which the SDKs and `tableq gen` list by name).
+    #[inline]
+    pub(crate) fn ordered(&self) -> usize {
+        self.ordered
+    }
+
     /// Adds a name that is not yet known and returns its number; `None` once the numbers
     /// are exhausted.
     pub(crate) fn push(&mut self, name: &str) -> Option<u32> {
         let id = u32::try_from(self.names.len())
             .ok()
             .filter(|&id| id <= MAX_NAME_ID)?;
+        let in_order = self.ordered == self.names.len()
+            && self.names.last().is_none_or(|last| **last < *name)
+            && name.bytes().all(|b| b < 0xEE);
         self.names.push(name.into());
         self.ids.insert(name.into(), id);
+        if in_order {
+            self.ordered += 1;
+        }
         Some(id)
     }
 
@@ -81,6 +100,7 @@ impl Names {
         for name in self.names.drain(len.min(self.names.len())..) {
             self.ids.remove(&name);
         }
+        self.ordered = self.ordered.min(self.names.len());
     }
 }
 
@@ -109,5 +129,29 @@ mod tests {
         names.truncate(1);
         assert_eq!((names.id("A"), names.len(), names.name(1)), (None, 1, ""));
         assert_eq!(names.push("C"), Some(1));
+    }
+
+    #[test]
+    fn ordered_counts_the_names_that_ascend_in_both_orders() {
+        let mut names = Names::default();
+        assert_eq!(names.ordered(), 0);
+        for n in ["Age", "Name", "Score"] {
+            names.push(n);
+        }
+        assert_eq!(names.ordered(), 3);
+        // Out of order: the prefix stops growing, even for a later name in order.
+        names.push("City");
+        names.push("Zip");
+        assert_eq!(names.ordered(), 3);
+        names.truncate(3);
+        assert_eq!(names.ordered(), 3);
+        names.truncate(2);
+        assert_eq!(names.ordered(), 2);
+        // U+E000 and above sort after the surrogates in UTF-16: never in the prefix.
+        let mut private = Names::default();
+        private.push("A");
+        private.push("B\u{E000}");
+        private.push("C");
+        assert_eq!(private.ordered(), 1);
     }
 }

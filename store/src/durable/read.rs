@@ -1274,6 +1274,12 @@ impl ListProperties for DurableRow<'_> {
         let done = self.row().for_each_by_name(&self.snapshot.names, f);
         self.or_fail(done, ());
     }
+
+    fn for_each_custom_sorted(&self, f: &mut dyn FnMut(&str, ValueRef<'_>)) -> bool {
+        let done = self.row().for_each_in_reply_order(&self.snapshot.names, f);
+        // A damaged row: the scan fails (recorded), whatever was written.
+        self.or_fail(done, true)
+    }
 }
 
 impl EntitySource for DurableSnapshot {

@@ -856,3 +856,96 @@ fn the_block_map_follows_each_flush_and_one_partition_builds_none() {
     assert_eq!((blocks, current), (11, true));
     store.close().unwrap();
 }
+
+/// The writers print a stored row's properties as stored when its names were numbered in
+/// the replies' order (`Names::ordered`), and sort them otherwise: either way, exactly
+/// what they print for the row as an owned entity — from blocks and from the memtable.
+#[test]
+fn rows_print_their_properties_in_reply_order_with_or_without_sorting() {
+    use tableq_model::json::{EntityWriter, EnvelopeRef, ListProperties, MetadataLevel};
+    let dir = tempfile::tempdir().unwrap();
+    let options = DurableOptions::default().with_memtable_bytes(usize::MAX);
+    let store = DurableBackend::open_with(dir.path(), options).unwrap();
+    // Names first used in order; out of order; in byte order but across U+E000, where
+    // UTF-16 order parts from it ("B\u{10000}" precedes "B\u{FF5A}", a fullwidth z, in
+    // UTF-16; names hold letters, digits and `_`).
+    // With each, how many of its first names are in order (`Names::ordered`).
+    let tables: [(&str, &[&str], usize); 3] = [
+        ("inorder", &["A", "Big", "C", "D"], 4),
+        ("outoforder", &["C", "A", "D", "Big"], 1),
+        ("private", &["A", "B\u{FF5A}", "B\u{10000}", "C"], 1),
+    ];
+    for (table, names, _) in tables {
+        store.create_table(table).unwrap();
+        let entity = |i: usize, subset: &[&str]| {
+            let mut e = Entity::new("p", format!("r{i:02}"));
+            for (k, n) in subset.iter().enumerate() {
+                let v = match k % 3 {
+                    0 => Value::Int32(i as i32),
+                    1 => Value::Int64(i as i64 * 7),
+                    _ => Value::String(format!("s{i}")),
+                };
+                e.set(*n, v);
+            }
+            e
+        };
+        // Entity i < 4 brings name i (numbered in the listed order: an entity numbers its
+        // new names in its own order, by name); later ones use subsets. Both halves of the
+        // table: flushed blocks, then the memtable.
+        let ops = |from: usize| {
+            (from..from + 4)
+                .map(|i| {
+                    let subset: Vec<&str> = if i < 4 {
+                        names[..=i].to_vec()
+                    } else {
+                        names
+                            .iter()
+                            .copied()
+                            .skip(i % 2)
+                            .step_by(1 + i % 3)
+                            .collect()
+                    };
+                    WriteOp::Insert {
+                        entity: entity(i, &subset),
+                    }
+                })
+                .collect()
+        };
+        store.write_batch(table, ops(0)).unwrap();
+        store.gate.with_writer(|w| w.flush()).unwrap();
+        store.write_batch(table, ops(4)).unwrap();
+    }
+    let writer = EntityWriter::new(MetadataLevel::MinimalMetadata);
+    for (table, names, ordered) in tables {
+        let snapshot = store.snapshot(table).unwrap();
+        let range = KeyRange::full();
+        let scan = Scan {
+            range: &range,
+            from: None,
+            until: None,
+        };
+        let mut rows = 0;
+        for row in snapshot.scan(scan) {
+            let row = row.unwrap();
+            let (mut stored, mut owned) = (Vec::new(), Vec::new());
+            writer.write(&mut stored, &row, EnvelopeRef::default());
+            writer.write(&mut owned, &row.to_entity(), EnvelopeRef::default());
+            assert_eq!(
+                String::from_utf8(stored).unwrap(),
+                String::from_utf8(owned).unwrap(),
+                "{table}"
+            );
+            // Printed as stored exactly when every name of the row is in the ordered ones.
+            let fast = row
+                .to_entity()
+                .properties()
+                .iter()
+                .all(|p| names[..ordered].contains(&p.name.as_str()));
+            assert_eq!(row.for_each_custom_sorted(&mut |_, _| ()), fast, "{table}");
+            rows += 1;
+        }
+        assert_eq!(rows, 8, "{table}");
+        snapshot.take_error().unwrap();
+    }
+    store.close().unwrap();
+}

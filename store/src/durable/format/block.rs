@@ -773,10 +773,49 @@ impl<'b> RowRef<'b> {
         Ok(())
     }
 
+    /// Calls `f` with every property in UTF-16 ordinal order of names (the order of the
+    /// service's replies) and returns `true` when the row lists them so as stored: its
+    /// numbers ascend and stay below [`Names::ordered`]. Else `false`, calling nothing.
+    /// On a damaged row, as [`RowRef::for_each_by_name`].
+    pub(crate) fn for_each_in_reply_order(
+        &self,
+        names: &Names,
+        f: &mut dyn FnMut(&str, ValueRef<'_>),
+    ) -> Result<bool, Corrupt> {
+        if !self.numbered_in_order(names.ordered()) {
+            return Ok(false);
+        }
+        for slot in self.slot_iter()? {
+            f(names.name(slot.id()), self.decode(slot)?);
+        }
+        Ok(true)
+    }
+
+    /// Whether the slots' numbers strictly increase and stay below `ordered` (names that
+    /// ascend in byte and UTF-16 order): integer comparisons only.
+    #[inline]
+    fn numbered_in_order(&self, ordered: usize) -> bool {
+        let Ok(slots) = self.slots() else {
+            return false;
+        };
+        let mut next = 0usize;
+        for bytes in slots.chunks_exact(SLOT) {
+            let id = Slot::id_of_le_bytes(bytes) as usize;
+            if id < next || id >= ordered {
+                return false;
+            }
+            next = id + 1;
+        }
+        true
+    }
+
     /// Whether the slots' numbers strictly increase, are all among `names` and name the
     /// properties in strictly increasing name order: then slot order is name order and
     /// nothing needs checking or sorting beyond decoding the values.
     fn numbered_by_name(&self, names: &Names) -> bool {
+        if self.numbered_in_order(names.ordered()) {
+            return true;
+        }
         let Ok(slots) = self.slots() else {
             return false;
         };
