@@ -92,9 +92,13 @@ pub struct DurableSnapshot {
     copies: Arc<CopyBudget>,
     /// The first storage failure a scan met (reported by `take_error`).
     error: Mutex<Option<StoreError>>,
-    /// Every block a scan or get of this snapshot read: rows borrow from here (created on
-    /// first use: `Backend::get` needs none).
+    /// Every block a scan or get of this snapshot read from redb: rows borrow from here
+    /// (created on first use: `Backend::get` needs none).
     blocks: OnceLock<Arena>,
+    /// The table's block map of this snapshot's version as the first filtered scan found it
+    /// kept (`None`: none was): the map those scans walk, and rows of its verified copies
+    /// borrow from it.
+    scan_map: OnceLock<Option<Arc<BlockMap>>>,
     /// The table in its read transaction. **Declared last, so dropped last**: it keeps the
     /// read transaction registered with redb, and every page guard in `blocks` must be
     /// released before it is; otherwise a commit between the two drops frees pages that a
@@ -158,9 +162,10 @@ impl std::fmt::Debug for DurableSnapshot {
     }
 }
 
-/// A block loaded for reading: its bytes and its checked header.
+/// A block loaded for reading: its bytes in redb's page cache (as of the snapshot's
+/// transaction) and its checked header.
 struct Loaded {
-    bytes: Bytes,
+    bytes: BlockGuard,
     pk: Box<str>,
     rows: usize,
     /// Loaded with [`Check::Lazy`] from a block with columns: its directory and rows are
@@ -168,21 +173,39 @@ struct Loaded {
     lazy: Option<Lazy>,
 }
 
-/// Where a [`Loaded`] block's bytes are.
-enum Bytes {
-    /// In redb's page cache, as of the snapshot's transaction.
-    Stored(BlockGuard),
-    /// A verified copy of the block (`verified.rs`): every checksum passed, its columns
-    /// decoded.
-    Verified(Arc<VerifiedBlock>),
+/// The next block of a scan: loaded from redb (kept in the snapshot's arena once its rows
+/// are wanted), or a verified copy (`verified.rs`: every checksum passed, its columns
+/// decoded) borrowed from the snapshot's block map. (Transient, one block at a time: a
+/// loaded block moves into the arena as it is, so boxing it would only add an allocation.)
+#[allow(clippy::large_enum_variant)]
+enum Next<'a> {
+    Stored(Loaded),
+    Copy(&'a VerifiedBlock),
 }
 
-impl Bytes {
+impl Next<'_> {
+    /// The block's view.
     #[inline]
-    fn value(&self) -> &[u8] {
+    fn view(&self) -> BlockView<'_> {
         match self {
-            Bytes::Stored(guard) => guard.value(),
-            Bytes::Verified(copy) => copy.bytes(),
+            Next::Stored(loaded) => loaded.view(),
+            Next::Copy(copy) => copy.view(),
+        }
+    }
+
+    /// What the block has yet to verify (nothing for a copy).
+    fn lazy(&self) -> Option<&Lazy> {
+        match self {
+            Next::Stored(loaded) => loaded.lazy.as_ref(),
+            Next::Copy(_) => None,
+        }
+    }
+
+    /// The block's bytes (for a report naming it).
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Next::Stored(loaded) => loaded.bytes.value(),
+            Next::Copy(copy) => copy.bytes(),
         }
     }
 }
@@ -261,32 +284,13 @@ impl Loaded {
             Ok(view) => {
                 let (pk, rows) = (view.partition_key().into(), view.len());
                 Ok(Loaded {
-                    bytes: Bytes::Stored(guard),
+                    bytes: guard,
                     pk,
                     rows,
                     lazy,
                 })
             }
             Err(e) => Err((e, guard)),
-        }
-    }
-
-    /// The block of a verified copy: nothing left to check.
-    fn verified(copy: &Arc<VerifiedBlock>) -> Loaded {
-        let view = copy.view();
-        Loaded {
-            pk: view.partition_key().into(),
-            rows: view.len(),
-            lazy: None,
-            bytes: Bytes::Verified(copy.clone()),
-        }
-    }
-
-    /// The verified copy the block was read from, if it was.
-    fn copy(&self) -> Option<&VerifiedBlock> {
-        match &self.bytes {
-            Bytes::Verified(copy) => Some(copy),
-            Bytes::Stored(_) => None,
         }
     }
 
@@ -324,6 +328,7 @@ impl DurableSnapshot {
             copies: copies.clone(),
             error: Mutex::new(None),
             blocks: OnceLock::new(),
+            scan_map: OnceLock::new(),
         })
     }
 
@@ -355,6 +360,13 @@ impl DurableSnapshot {
             *slot = Some(map.clone());
         }
         Some(map)
+    }
+
+    /// The map filtered scans walk: the table's block map of this snapshot's version if one
+    /// was kept when the snapshot's first filtered scan asked (a page's waves split the
+    /// scan first, which builds it).
+    fn scan_map(&self) -> Option<&BlockMap> {
+        self.scan_map.get_or_init(|| self.kept_map()).as_deref()
     }
 
     /// The table's block map if one of this snapshot's version is kept (none is built).
@@ -568,23 +580,26 @@ impl DurableSnapshot {
     /// `end`, moving past it: its verified copy when one was made (nothing read from
     /// redb), else the stored block — of which the second filtered read makes the copy —
     /// checked as `check` says. `None` at the end or after a failure (recorded).
-    fn next_mapped(
+    fn next_mapped<'m>(
         &self,
-        map: &BlockMap,
+        map: &'m BlockMap,
         at: &mut usize,
         end: &[u8],
         check: Check,
-    ) -> Option<Loaded> {
+    ) -> Option<Next<'m>> {
         let i = *at;
         let entry = map.entry(i).filter(|e| *e.key < *end)?;
         *at += 1;
         if let Some(copy) = map.copy_made(i) {
-            return Some(Loaded::verified(copy));
+            return Some(Next::Copy(copy));
         }
         let loaded = match self.rows.get(&*entry.key) {
             Ok(Some(guard)) => match map.copy_of(i, guard.value()) {
-                Some(copy) => Ok(Loaded::verified(copy)),
-                None => self.load(&entry.key, guard, check).map_err(Some),
+                Some(copy) => Ok(Next::Copy(copy)),
+                None => self
+                    .load(&entry.key, guard, check)
+                    .map(Next::Stored)
+                    .map_err(Some),
             },
             // The map lists the blocks of this snapshot's version: a block missing from it
             // is damage to the file, not a block to pass over.
@@ -600,11 +615,11 @@ impl DurableSnapshot {
 
     /// The block loaded, or `None` after recording the failure (if any) and running
     /// `stop`, which ends the walk.
-    fn ended_on_failure(
+    fn ended_on_failure<T>(
         &self,
-        loaded: Result<Loaded, Option<StoreError>>,
+        loaded: Result<T, Option<StoreError>>,
         stop: impl FnOnce(),
-    ) -> Option<Loaded> {
+    ) -> Option<T> {
         match loaded {
             Ok(l) => Some(l),
             Err(e) => {
@@ -782,7 +797,7 @@ struct BlockRows<'a> {
     snapshot: &'a DurableSnapshot,
     scan: Scan<'a>,
     /// How the blocks are walked.
-    walk: Walk,
+    walk: Walk<'a>,
     /// Exclusive upper block key.
     end: Vec<u8>,
     /// The current block (kept in the snapshot's arena for `'a`).
@@ -807,13 +822,13 @@ struct BlockRows<'a> {
 /// How a scan walks its blocks. (One per scan, inline in its [`BlockRows`] as the cursor
 /// always was: boxing the cursor would add an allocation per scan to save nothing.)
 #[allow(clippy::large_enum_variant)]
-enum Walk {
+enum Walk<'a> {
     /// redb's cursor (`None`: at the end).
     Cursor(Option<Cursor>),
     /// The table's block map of the snapshot's version, from block `at` (filtered scans):
     /// blocks with a verified copy are read from it without touching redb, the others by
     /// key.
-    Map { map: Arc<BlockMap>, at: usize },
+    Map { map: &'a BlockMap, at: usize },
 }
 
 impl<'a> BlockRows<'a> {
@@ -822,7 +837,7 @@ impl<'a> BlockRows<'a> {
     fn new(
         snapshot: &'a DurableSnapshot,
         scan: Scan<'a>,
-        map: Option<Arc<BlockMap>>,
+        map: Option<&'a BlockMap>,
     ) -> BlockRows<'a> {
         let (start, end) = snapshot.bounds(&scan);
         let walk = match map {
@@ -871,9 +886,12 @@ impl<'a> BlockRows<'a> {
     }
 
     /// The next block of the walk; `None` at the end or after a failure (recorded).
-    fn next_block(&mut self) -> Option<Loaded> {
+    fn next_block(&mut self) -> Option<Next<'a>> {
         match &mut self.walk {
-            Walk::Cursor(cursor) => self.snapshot.next_block(cursor, self.check),
+            Walk::Cursor(cursor) => self
+                .snapshot
+                .next_block(cursor, self.check)
+                .map(Next::Stored),
             Walk::Map { map, at } => self.snapshot.next_mapped(map, at, &self.end, self.check),
         }
     }
@@ -905,7 +923,7 @@ impl<'a> BlockRows<'a> {
             if entering {
                 self.partition = Some(pk.into());
             }
-            let bounds = match &loaded.lazy {
+            let bounds = match loaded.lazy() {
                 // The scan's bounds may cut this block: finding them reads RowKeys, each
                 // verified (with the block directory) as the binary search reads it.
                 Some(lazy) if bounds_probe(pk, &self.scan) => {
@@ -920,7 +938,7 @@ impl<'a> BlockRows<'a> {
                 Ok(bounds) => bounds,
                 Err((e, key)) => {
                     self.snapshot
-                        .fail(self.snapshot.damage(key, loaded.bytes.value(), e));
+                        .fail(self.snapshot.damage(key, loaded.bytes(), e));
                     self.stop();
                     return false;
                 }
@@ -945,10 +963,20 @@ impl<'a> BlockRows<'a> {
             self.skip_partition = past_upper;
             self.row = lo;
             self.row_end = hi;
-            let kept = self.snapshot.blocks.get_or_init(Arena::new).keep(loaded);
-            self.block = Some(kept.view());
-            self.lazy = kept.lazy.as_ref();
-            self.copy = kept.copy();
+            match loaded {
+                Next::Stored(loaded) => {
+                    let kept = self.snapshot.blocks.get_or_init(Arena::new).keep(loaded);
+                    self.block = Some(kept.view());
+                    self.lazy = kept.lazy.as_ref();
+                    self.copy = None;
+                }
+                // The copy lives as long as the snapshot's map: nothing to keep.
+                Next::Copy(copy) => {
+                    self.block = Some(copy.view());
+                    self.lazy = None;
+                    self.copy = Some(copy);
+                }
+            }
             return true;
         }
     }
@@ -1007,7 +1035,7 @@ impl<'a> DurableRows<'a> {
     fn new(
         snapshot: &'a DurableSnapshot,
         scan: Scan<'a>,
-        map: Option<Arc<BlockMap>>,
+        map: Option<&'a BlockMap>,
     ) -> DurableRows<'a> {
         let mut mem = (!snapshot.mem.is_empty()).then(|| snapshot.mem.scan(scan).peekable());
         if mem.as_mut().is_some_and(|m| m.peek().is_none()) {
@@ -1341,7 +1369,7 @@ impl EntitySource for DurableSnapshot {
         F: FnMut(Filtered<DurableRow<'a>>) -> ControlFlow<()>,
     {
         // The kept block map, if any: blocks with verified copies are read from them.
-        let mut rows = DurableRows::new(self, scan, self.kept_map());
+        let mut rows = DurableRows::new(self, scan, self.scan_map());
         if rows.mem.is_some() {
             return filter_each(self, scan, filter, report_every, visit);
         }
