@@ -370,10 +370,19 @@ fn window<T>(values: &[T], word: usize) -> &[T] {
 #[inline(always)]
 fn word_bits<T: Copy>(values: &[T], hit: impl Fn(T) -> bool) -> u64 {
     if let Ok(full) = <&[T; WORD_ROWS]>::try_from(values) {
-        // A fixed length: unrolled and vectorised.
+        // A fixed length: the tests into one byte each (a vectorised compare and pack),
+        // then each 8 bytes of 0 or 1 into 8 bits by one multiplication, which gathers
+        // byte k's low bit into bit 56 + k. About twice as fast as shifting each test's
+        // bit into place (measured on Int32 columns; Doubles gain less).
+        let mut hits = [0u8; WORD_ROWS];
+        for (h, &v) in hits.iter_mut().zip(full) {
+            *h = u8::from(hit(v));
+        }
+        let (eights, _) = hits.as_chunks::<8>();
         let mut bits = 0u64;
-        for (j, &v) in full.iter().enumerate() {
-            bits |= u64::from(hit(v)) << j;
+        for (k, eight) in eights.iter().enumerate() {
+            let packed = u64::from_le_bytes(*eight).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+            bits |= packed << (8 * k);
         }
         return bits;
     }
