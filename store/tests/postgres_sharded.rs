@@ -134,6 +134,7 @@ fn the_scripts_layout_opens_and_works() {
         "{}",
         b.describe()
     );
+    assert_eq!(b.routed_shards(), 3, "point gets go straight to the shards");
     b.create_table("ScriptLayout").unwrap();
     let ops = (0..30)
         .map(|i| WriteOp::Insert {
@@ -301,4 +302,66 @@ fn paging_over_three_shards_is_exact_and_complete() {
             assert_eq!(got, expected, "{filter} top {top}");
         }
     }
+}
+
+/// Point gets go straight to the shard that holds the PartitionKey (the engine hashes it
+/// as PostgreSQL does): every stored entity, whatever its key's length or characters, is
+/// answered by its shard. A miss goes through the coordinator, which tells a missing
+/// entity from a missing table, also after the table was deleted and created again.
+#[test]
+fn point_gets_go_straight_to_the_shard() {
+    let Some(cluster) = pg::sharded("point_gets_go_straight_to_the_shard") else {
+        return;
+    };
+    let (b, _) = pg::open_sharded(cluster);
+    assert_eq!(b.routed_shards(), 3);
+    b.create_table("routed").unwrap();
+    // Keys of every length of a hash round's tail and beyond, and non-ASCII ones.
+    let keys: Vec<String> = (0..40)
+        .map(|n| "k".repeat(n))
+        .chain(["p000", "ключ", "鍵", "\u{10000}x", "a'b", "\u{E000}z"].map(String::from))
+        .collect();
+    let ops = keys
+        .iter()
+        .enumerate()
+        .map(|(i, pk)| {
+            let mut e = Entity::new(pk.as_str(), "r");
+            e.set("N", Value::Int32(i as i32));
+            WriteOp::Insert { entity: e }
+        })
+        .collect::<Vec<_>>();
+    for op in ops {
+        b.write("routed", op).unwrap();
+    }
+    // The first get learns the table's id through the coordinator.
+    assert!(b.get("routed", "absent", "r").unwrap().is_none());
+    let before = b.routed_gets();
+    for (i, pk) in keys.iter().enumerate() {
+        let e = b.get("routed", pk, "r").unwrap().expect(pk);
+        assert_eq!(
+            e.get("N").map(|v| v.to_owned()),
+            Some(Value::Int32(i as i32)),
+            "{pk:?}"
+        );
+    }
+    assert_eq!(b.routed_gets() - before, keys.len() as u64);
+    // Misses: through the coordinator, with its answers.
+    assert!(b.get("routed", "k", "other").unwrap().is_none());
+    b.delete_table("routed").unwrap();
+    assert!(matches!(
+        b.get("routed", "p000", "r"),
+        Err(tableq_store::StoreError::TableNotFound(_))
+    ));
+    b.create_table("routed").unwrap();
+    assert!(b.get("routed", "p000", "r").unwrap().is_none());
+    b.write(
+        "routed",
+        WriteOp::Insert {
+            entity: Entity::new("p000", "r"),
+        },
+    )
+    .unwrap();
+    let e = b.get("routed", "p000", "r").unwrap().unwrap();
+    assert!(e.get("N").is_none());
+    assert_eq!(b.routed_gets() - before, keys.len() as u64 + 1);
 }

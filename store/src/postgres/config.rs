@@ -141,6 +141,19 @@ impl PostgresConfig {
         .with_schema(schema)
     }
 
+    /// The settings for one shard behind this coordinator (`route.rs`): its own client
+    /// settings, this configuration's pool size, timeouts and behaviour.
+    pub(crate) fn for_shard(&self, mut client: tokio_postgres::Config) -> PostgresConfig {
+        if let Some(t) = self.client.get_connect_timeout() {
+            client.connect_timeout(*t);
+        }
+        PostgresConfig {
+            target: describe(&client),
+            client,
+            ..self.clone()
+        }
+    }
+
     /// Sets the most connections the engine opens (at least 1).
     pub fn with_pool_size(mut self, size: usize) -> Result<PostgresConfig, PostgresError> {
         if size == 0 || size > 1000 {

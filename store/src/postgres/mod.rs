@@ -80,6 +80,7 @@ mod error;
 mod pool;
 pub mod pushdown;
 mod resilience;
+mod route;
 pub mod schema;
 pub(crate) mod source;
 mod sql;
@@ -98,6 +99,7 @@ use crate::op::{WriteOp, Written};
 use crate::service::ServiceProperties;
 use encode::{JsonbText, decode_entity, encode_str};
 use pool::Pool;
+use route::Routes;
 use source::PageSource;
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -201,6 +203,10 @@ pub struct PostgresBackend {
     /// Table key → id, as last seen: a hint for point gets, which check it in the same
     /// statement (a stale id finds no table row and is looked up again).
     ids: RwLock<HashMap<String, i64>>,
+    /// On a coordinator, the shards point gets go straight to (`route.rs`).
+    routes: Option<Routes>,
+    /// Point gets answered by a shard directly.
+    routed_gets: AtomicU64,
 }
 
 impl std::fmt::Debug for PostgresBackend {
@@ -249,6 +255,26 @@ impl PostgresBackend {
                 clock.observe(t);
             }
         }
+        let routes = match layout {
+            Layout::Single => None,
+            Layout::Partitioned { .. } => match Routes::discover(&mut conn, &config) {
+                Ok(routes) => {
+                    tracing::info!(
+                        target = config.target(),
+                        shards = routes.len(),
+                        "point gets go straight to the shard holding the PartitionKey"
+                    );
+                    Some(routes)
+                }
+                Err(reason) => {
+                    tracing::warn!(
+                        target = config.target(),
+                        "point gets go through the coordinator: {reason}"
+                    );
+                    None
+                }
+            },
+        };
         pool.adopt(conn);
         Ok(PostgresBackend {
             config,
@@ -261,6 +287,8 @@ impl PostgresBackend {
             read_retries: AtomicU64::new(0),
             write_retries: AtomicU64::new(0),
             ids: RwLock::new(HashMap::new()),
+            routes,
+            routed_gets: AtomicU64::new(0),
         })
     }
 
@@ -272,6 +300,38 @@ impl PostgresBackend {
     /// The configuration.
     pub fn config(&self) -> &PostgresConfig {
         &self.config
+    }
+
+    /// How many shards point gets go straight to (0: through the coordinator or one
+    /// server; see `route.rs`).
+    pub fn routed_shards(&self) -> usize {
+        self.routes.as_ref().map_or(0, Routes::len)
+    }
+
+    /// Point gets a shard answered directly since opening.
+    pub fn routed_gets(&self) -> u64 {
+        self.routed_gets.load(Ordering::Relaxed)
+    }
+
+    /// A point get straight from the shard holding `epk` (encoded keys), when routes are
+    /// known, the table's id is, and the shard has the row; `None` sends the get through
+    /// the coordinator, which tells a missing entity from a missing table (`route.rs`).
+    fn routed_get(&self, key: &str, epk: &str, erk: &str) -> Option<Entity> {
+        let routes = self.routes.as_ref()?;
+        let id = *self
+            .ids
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)?;
+        let shard = routes.shard(epk);
+        let mut conn = shard.pool.get().ok()?;
+        let get = conn.prepared(&shard.get).ok()?;
+        let row = conn.client.query_opt(&get, &[&id, &epk, &erk]).ok()??;
+        let ts: i64 = row.try_get(0).ok()?;
+        let props: JsonbText<'_> = row.try_get(1).ok()?;
+        let entity = decode_entity(epk, erk, ts, props.0).ok()?;
+        self.routed_gets.fetch_add(1, Ordering::Relaxed);
+        Some(entity)
     }
 
     /// Rows received from PostgreSQL by queries since opening (what pushdown saves shows
@@ -479,6 +539,10 @@ impl Backend for PostgresBackend {
     fn get(&self, table: &str, pk: &str, rk: &str) -> Result<Option<Entity>, StoreError> {
         let key = validate::table_key(table);
         let (epk, erk) = (encode_str(pk), encode_str(rk));
+        self.check_open()?;
+        if let Some(entity) = self.routed_get(&key, &epk, &erk) {
+            return Ok(Some(entity));
+        }
         self.read(&|| true, |conn| {
             // The id hint makes the entity lookup a primary-key probe (on the one shard that
             // holds `pk`) in the same statement that checks the table.
@@ -689,6 +753,9 @@ impl Backend for PostgresBackend {
     fn close(&self) -> Result<(), StoreError> {
         self.closed.store(true, Ordering::Release);
         self.pool.close_idle();
+        if let Some(routes) = &self.routes {
+            routes.close_idle();
+        }
         Ok(())
     }
 }
