@@ -28,8 +28,10 @@
 //! at a time as the merge needs them.
 //!
 //! A point get is one prepared statement (table check and entity in one round trip), run
-//! outside any transaction; on a coordinator the statement keeps one generic plan, which
-//! PostgreSQL prunes to the one shard that holds the PartitionKey when it starts it.
+//! outside any transaction. On a coordinator it goes straight to the shard that holds the
+//! PartitionKey when the layout allows (`route.rs`: one round trip instead of
+//! postgres_fdw's ≈ 5; a miss still asks the coordinator); else the coordinator's statement
+//! keeps one generic plan, which PostgreSQL prunes to that shard when it starts it.
 //!
 //! # Writes (`write.rs`)
 //!
