@@ -321,11 +321,7 @@ fn scan_each_meets_a_damaged_block_as_the_iterator_does() {
     let store = DurableBackend::open_with(dir.path(), options).unwrap();
     let snapshot = store.snapshot("t1x").unwrap();
     let range = KeyRange::full();
-    let scan = Scan {
-        range: &range,
-        from: None,
-        until: None,
-    };
+    let scan = whole(&range);
     let want = by_iterator(&snapshot, scan, usize::MAX);
     assert!(want.1.contains("row offsets"), "{want:?}");
     assert_eq!(by_visitor(&snapshot, scan, usize::MAX), want);
@@ -445,15 +441,20 @@ proptest! {
     }
 }
 
+/// A scan of all of `range`: no continuation, no end.
+fn whole(range: &KeyRange) -> Scan<'_> {
+    Scan {
+        range,
+        from: None,
+        until: None,
+    }
+}
+
 /// Builds and keeps the table's block map (a split of the whole table does).
 fn keep_a_block_map(store: &DurableBackend) {
     let snapshot = store.snapshot("t1x").unwrap();
     let range = KeyRange::full();
-    let scan = Scan {
-        range: &range,
-        from: None,
-        until: None,
-    };
+    let scan = whole(&range);
     snapshot.split(scan, 64, 100).unwrap();
     assert!(snapshot.kept_map().is_some());
 }
@@ -825,11 +826,7 @@ fn the_block_map_follows_each_flush_and_one_partition_builds_none() {
     };
     let split = |store: &DurableBackend, range: &KeyRange| {
         let snapshot = store.snapshot("t1x").unwrap();
-        let scan = Scan {
-            range,
-            from: None,
-            until: None,
-        };
+        let scan = whole(range);
         let chunks = snapshot.split(scan, 4, 100).unwrap();
         chunks.iter().map(|c| c.rows.unwrap_or(0)).sum::<usize>()
     };
@@ -919,11 +916,7 @@ fn rows_print_their_properties_in_reply_order_with_or_without_sorting() {
     for (table, names, ordered) in tables {
         let snapshot = store.snapshot(table).unwrap();
         let range = KeyRange::full();
-        let scan = Scan {
-            range: &range,
-            from: None,
-            until: None,
-        };
+        let scan = whole(&range);
         let mut rows = 0;
         for row in snapshot.scan(scan) {
             let row = row.unwrap();
