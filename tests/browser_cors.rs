@@ -3,7 +3,7 @@
 //! `fetch()`, and Chromium lets it see the answers exactly when the account's CORS rules
 //! allow its origin. The page gets an account SAS built by the support module.
 
-mod browser_support;
+use crate::browser_support;
 
 #[test]
 fn a_browser_page_reaches_tableq_only_through_its_cors_rules() {

@@ -5,10 +5,10 @@
 //! edit an entity, provoke an ETag conflict — with no script error or CSP violation; and
 //! the page a read-only SAS token gets offers no New entity and no Import.
 //!
-//! `TABLEQ_EXPLORER_SCREENSHOTS=DIR cargo test --test browser_explorer` also saves the
+//! `TABLEQ_EXPLORER_SCREENSHOTS=DIR cargo test --test clients browser_explorer::` also saves the
 //! screenshots of the main pages (the images in `docs/`).
 
-mod browser_support;
+use crate::browser_support;
 
 #[test]
 fn the_explorer_works_in_a_browser() {

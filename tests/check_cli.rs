@@ -3,7 +3,7 @@
 //! held by a server) or for a usage error. The damaged-block case through a real server's
 //! data file is in `tests/data_trust.rs`.
 
-mod robust_support;
+use crate::robust_support;
 
 use robust_support::TempDir;
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! the connection string it prints for every account used by `tableq-client`. (The
 //! client's own tests, against the server library in-process, live in `client/tests/`.)
 
-mod serve_support;
+use crate::serve_support;
 
 use serve_support::Serve;
 use tableq_client::TableServiceClient;

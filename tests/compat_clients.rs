@@ -18,9 +18,8 @@
 //! `FAILED`, the Rust crate runner's `FAILED`) and the script's summary; the full output is
 //! printed above it.
 
-#[path = "../store/tests/pg/cluster.rs"]
-mod pg_cluster;
-mod suite_runner;
+use crate::pg_cluster;
+use crate::suite_runner;
 
 /// The lines that name failing tests or say what failed, each once: pytest's `FAILED` and
 /// `ERROR <nodeid>` summary lines (not its captured `ERROR    logger` records), node's `✖`

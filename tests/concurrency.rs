@@ -6,7 +6,7 @@
 //! The servers run in-process on a free port, on the durable engine (group commit) and on
 //! the in-memory one; clients are plain threads over raw HTTP (`tests/robust_support`).
 
-mod robust_support;
+use crate::robust_support;
 
 use robust_support::{
     BatchOp, Client, InProcess, MINIMAL, Request, Rng, TempDir, batch_parts, batch_request,

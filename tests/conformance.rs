@@ -6,8 +6,7 @@
 //! Each test runs every case and reports *all* failures at once, each with the case's file,
 //! line, name and the spec sentence it checks.
 
-#[path = "conformance/corpus.rs"]
-mod corpus;
+use crate::corpus;
 
 use corpus::{Case, Expect, Limit};
 use std::collections::BTreeMap;

@@ -17,13 +17,9 @@
 //! the one in the payload; they are counted and reported, and their number is pinned so
 //! that no other case can be skipped silently.
 
-#[allow(dead_code)]
-#[path = "conformance/corpus.rs"]
-mod corpus;
-#[path = "../server/tests/server_support/pg.rs"]
-mod pg;
-#[path = "../server/tests/server_support/mod.rs"]
-mod server_support;
+use crate::corpus;
+use crate::pg;
+use crate::server_support;
 
 use corpus::{Case, Expect, Limit};
 use serde_json::Value;

@@ -25,7 +25,7 @@
 //! The kill moments come from a seeded generator; the seed is printed (`TABLEQ_CRASH_SEED`
 //! replays a run). Servers are stopped by pid.
 
-mod robust_support;
+use crate::robust_support;
 
 use robust_support::{
     BatchOp, Client, Outcome, Reply, Request, Rng, ServeProcess, TempDir, batch_parts,

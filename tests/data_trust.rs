@@ -13,7 +13,7 @@
 //!
 //! Servers are started on free ports and stopped by pid.
 
-mod robust_support;
+use crate::robust_support;
 
 use robust_support::{Client, Request, ServeProcess, TempDir, entity_target};
 use std::process::{Command, Stdio};

@@ -370,7 +370,7 @@ fn the_server_names_no_storage_engine() {
     assert_eq!(hits, [3]);
 }
 
-mod module_graph;
+use crate::module_graph;
 
 /// The source roots of every crate of the workspace: `(crate directory, its roots)`.
 fn crate_roots() -> Vec<(std::path::PathBuf, Vec<std::path::PathBuf>)> {

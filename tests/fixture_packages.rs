@@ -12,7 +12,7 @@
 //! kept in `~/.cache/tableq-fixture-tests`, the npm packages in npm's cache, so later runs
 //! install offline.
 
-mod suite_runner;
+use crate::suite_runner;
 
 /// pytest's `FAILED`/`ERROR` lines, node's `✖` lines, and the scripts' own lines.
 fn failure_lines(output: &str) -> Vec<&str> {

@@ -19,7 +19,7 @@
 //! `tests/robust_support/regressions/` and a seeded random driver over the request-path
 //! fuzz target's input format (`fuzz/fuzz_targets/request.rs`).
 
-mod robust_support;
+use crate::robust_support;
 
 use robust_support::{
     Client, InProcess, MINIMAL, Outcome, Reply, Request, Rng, TempDir, batch_parts, dev_signer,

@@ -12,8 +12,7 @@
 //! `postgres` under root) because it freezes or restarts it; timeouts are set short in the
 //! URL so that the tests take seconds. Without PostgreSQL's binaries each prints `SKIPPED`.
 
-#[path = "../store/tests/pg/cluster.rs"]
-mod cluster;
+use crate::pg::cluster;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

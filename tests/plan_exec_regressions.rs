@@ -6,8 +6,7 @@
 //! To add one: copy the fuzz artifact (raw bytes) to
 //! `tests/plan_exec/regressions/<short-name>` and describe it in the README there.
 
-#[path = "plan_exec/harness.rs"]
-mod harness;
+use crate::plan_exec_harness as harness;
 
 use std::fs;
 use std::path::Path;

@@ -20,9 +20,8 @@
 //! `/usr/lib/postgresql/15/bin` exists (`pg_cluster::skipped`). The in-memory engine is
 //! covered by the Rust HTTP tests and the store suite.
 
-#[path = "../store/tests/pg/cluster.rs"]
-mod pg_cluster;
-mod suite_runner;
+use crate::pg_cluster;
+use crate::suite_runner;
 
 /// The lines of the runner's output that name failing tests or say what failed: pytest's
 /// `FAILED`/`ERROR` summary lines, node's `✖` lines, and the runner's own `sdk-tests:` lines.

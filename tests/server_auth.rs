@@ -4,8 +4,7 @@
 //! be authenticated; what a valid SAS does not allow has its own codes) and an
 //! `odata.error` body, and nothing is written (the tests look at the store afterwards).
 
-#[path = "../server/tests/server_support/mod.rs"]
-mod server_support;
+use crate::server_support;
 
 use serde_json::json;
 use server_support::{MINIMAL, Reply, TestServer, entity_path};

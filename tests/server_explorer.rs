@@ -4,8 +4,7 @@
 //! queries it uses — the plan or the parser's diagnostic (`plan`), the executor's statistics
 //! of a page (`analyze`) — behind the same authorization as the query itself.
 
-#[path = "../server/tests/server_support/mod.rs"]
-mod server_support;
+use crate::server_support;
 
 use serde_json::{Value, json};
 use server_support::{NOMETA, TestServer, query_path};

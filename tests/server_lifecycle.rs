@@ -3,10 +3,8 @@
 //! prints its endpoint and connection string, logs one line per request, and exits 0 on
 //! SIGTERM.
 
-#[path = "../server/tests/server_support/pg.rs"]
-mod pg;
-#[path = "../server/tests/server_support/mod.rs"]
-mod server_support;
+use crate::pg;
+use crate::server_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};

@@ -16,8 +16,7 @@
 //! * an over-limit body is answered 413 with its JSON error after the rest was read, and
 //!   the connection serves the next request.
 
-#[path = "../server/tests/server_support/mod.rs"]
-mod server_support;
+use crate::server_support;
 
 use server_support::{TestServer, sign_raw};
 use std::io::{BufRead, BufReader, Read, Write};

@@ -3,8 +3,7 @@
 //! write), `GET /metrics` (Prometheus' OpenMetrics text), the reserved account names, and
 //! the request log in `text` and `json` form (`tableq serve --log-format`).
 
-#[path = "../server/tests/server_support/mod.rs"]
-mod server_support;
+use crate::server_support;
 
 use serde_json::Value;
 use server_support::TestServer;

@@ -3,8 +3,7 @@
 //! local issuer. Every refusal is checked for its status, error code and `WWW-Authenticate`
 //! hint; the token endpoint, discovery and JWKS as the SDKs use them; SharedKey over HTTPS.
 
-#[path = "../server/tests/server_support/mod.rs"]
-mod server_support;
+use crate::server_support;
 
 use base64::Engine;
 use serde_json::Value;

@@ -11,13 +11,9 @@
 //! and PostgreSQL (`--store postgres://…`, where PostgreSQL is installed; else `SKIPPED`).
 //! Every engine runs the suite's one list of cases (`backend_suite!`, `durable_suite!`).
 
-#[path = "../store/tests/suite/mod.rs"]
-#[macro_use]
-mod suite;
-mod http_backend;
-#[path = "../server/tests/server_support/pg.rs"]
-mod pg;
-mod serve_support;
+use crate::http_backend;
+use crate::pg;
+use crate::suite;
 
 use http_backend::HttpBackend;
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! checked, tables and entities stored), one store per server, stopped on drop with its
 //! port released.
 
-mod testing_support;
+use crate::testing_support;
 
 use std::net::TcpListener;
 use tableq::testing::TestServer;

@@ -3,7 +3,7 @@
 //! endpoint and reads there, table ACLs, and stored access policies resolved on every
 //! request — with the exact status, error code and headers.
 
-mod server_support;
+use crate::server_support;
 
 use serde_json::json;
 use server_support::{MINIMAL, Reply, TestServer};

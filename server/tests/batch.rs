@@ -8,7 +8,7 @@
 //! The reply is read by a small parser written here from RFC 2046, independent of the
 //! server's.
 
-mod server_support;
+use crate::server_support;
 
 use serde_json::{Value, json};
 use server_support::{ACCOUNT, Reply, TestServer, encode, entity_path};

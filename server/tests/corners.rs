@@ -3,7 +3,7 @@
 //! options, future `x-ms-version`s, Query Tables with `$select`/`$top`/paging, and an
 //! unknown account that is not told which accounts exist.
 
-mod server_support;
+use crate::server_support;
 
 use serde_json::json;
 use server_support::{FULL, MINIMAL, Reply, TestServer, entity_path, sign_raw};

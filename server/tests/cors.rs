@@ -4,7 +4,7 @@
 //! `-Allow-Credentials` and `Vary: Origin`, errors included; requests without `Origin` get
 //! none of them.
 
-mod server_support;
+use crate::server_support;
 
 use server_support::{MINIMAL, Reply, TestServer};
 

@@ -2,7 +2,7 @@
 //! replace, the three merge forms, both upserts, delete, `If-Match`, payload rules,
 //! validation errors with their codes, Edm round trips, encoded keys, body limits.
 
-mod server_support;
+use crate::server_support;
 
 use serde_json::{Value, json};
 use server_support::{FULL, NOMETA, Reply, TestServer, encode, entity_path};

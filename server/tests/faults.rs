@@ -5,7 +5,7 @@
 //! administrative endpoints (`restype=tableq`: fault rules, an account's reset), the
 //! `timeout` parameter, and the counters in `/metrics`.
 
-mod server_support;
+use crate::server_support;
 
 use serde_json::{Value, json};
 use server_support::{ACCOUNT, MINIMAL, Reply, TestServer, dev_signer, entity_path, sign};

@@ -12,11 +12,8 @@
 //! on every store engine (`server_support/stores.rs`: in memory, durable, PostgreSQL where it
 //! is installed).
 
-#[path = "server_support/pg.rs"]
-mod pg;
-mod server_support;
-#[path = "server_support/stores.rs"]
-mod stores;
+use crate::server_support;
+use crate::stores;
 
 use server_support::sign_raw;
 use stores::{RawReply, StoreServer, in_memory, on_every_store, request};

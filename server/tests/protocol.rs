@@ -2,7 +2,7 @@
 //! (`Accept`, `$format`), method dispatch (405), accounts (403), malformed paths, `$batch`,
 //! and snapshots of whole responses where the exact shape is the product.
 
-mod server_support;
+use crate::server_support;
 
 use server_support::{FULL, MINIMAL, NOMETA, Reply, TestServer, encode, query_path};
 use tableq_model::ErrorCode;

@@ -1,7 +1,7 @@
 //! Entity queries over real HTTP: `$filter`/`$select`/`$top`, continuation headers over
 //! several pages with writes between and during them, the work budget, query errors.
 
-mod server_support;
+use crate::server_support;
 
 use serde_json::{Value, json};
 use server_support::{NOMETA, SendSigned, TestServer, query_path};

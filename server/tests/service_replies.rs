@@ -7,11 +7,8 @@
 //!
 //! Behaviours that touch storage run on every store engine (`server_support/stores.rs`).
 
-#[path = "server_support/pg.rs"]
-mod pg;
-mod server_support;
-#[path = "server_support/stores.rs"]
-mod stores;
+use crate::server_support;
+use crate::stores;
 
 use server_support::sign_raw;
 use stores::{RawReply, StoreServer, in_memory, on_every_store, request};

@@ -1,7 +1,7 @@
 //! Table operations over real HTTP: create, delete, read, query with `$filter`/`$top` and
 //! `NextTableName`, name rules and their exact messages.
 
-mod server_support;
+use crate::server_support;
 
 use server_support::{FULL, MINIMAL, NOMETA, TestServer};
 

@@ -2,7 +2,7 @@
 //! engine has: reopening, block splits and merges seen through the contract, open errors
 //! (locked, unusable directory, foreign or damaged files).
 
-mod suite;
+use crate::suite;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

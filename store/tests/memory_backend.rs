@@ -1,6 +1,6 @@
 //! The backend suite on the in-memory engine.
 
-mod suite;
+use crate::suite;
 
 use std::sync::Arc;
 use tableq_store::MemoryBackend;

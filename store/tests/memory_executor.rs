@@ -5,8 +5,7 @@
 //! version never see part of a concurrent write. The generators and the naive evaluation
 //! are the executor's own (`exec/tests/support/plans.rs`, included by path).
 
-#[path = "../../exec/tests/support/plans.rs"]
-mod plans;
+use crate::plans;
 
 use plans::{arb_entity, arb_predicate, arb_ranges, keys, naive};
 use proptest::prelude::*;

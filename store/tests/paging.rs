@@ -6,8 +6,7 @@
 //! in blocks, and rows still in the memtable), through the executor on 2 threads as the
 //! server runs it.
 
-#[path = "../../exec/tests/support/paging.rs"]
-mod paging;
+use crate::paging_support as paging;
 
 use std::time::{Duration, Instant};
 use tableq_exec::Executor;

@@ -2,8 +2,8 @@
 //! same database) on the PostgreSQL engine with one server, plus the engine's own tests:
 //! pushdown, transfer, errors. See `pg/mod.rs` for how the server is started and stopped.
 
-mod pg;
-mod suite;
+use crate::pg;
+use crate::suite;
 
 use std::sync::Arc;
 use tableq_exec::PageOptions;

@@ -5,8 +5,7 @@
 //! every comparison pushed down) as on the in-memory engine. See `pg/mod.rs` for how the
 //! server is started and stopped.
 
-mod pg;
-mod suite;
+use crate::pg;
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};

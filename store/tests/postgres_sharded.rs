@@ -4,8 +4,8 @@
 //! touches one shard and that the script's own layout opens. See `pg/mod.rs` for how the
 //! servers are started and stopped.
 
-mod pg;
-mod suite;
+use crate::pg;
+use crate::suite;
 
 use std::sync::Arc;
 use tableq_model::{Entity, Value};

@@ -3,7 +3,7 @@
 //! anyone should use (every query copies the table); it exists to check the suite itself,
 //! so that a failing case in a real engine points at the engine, not at the test.
 
-mod suite;
+use crate::suite;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

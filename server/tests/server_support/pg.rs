@@ -6,7 +6,7 @@
 //! (`store/tests/pg/cluster.rs`), so both suites find and skip PostgreSQL the same way.
 
 #[path = "../../../store/tests/pg/cluster.rs"]
-mod cluster;
+pub(crate) mod cluster;
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
