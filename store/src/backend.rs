@@ -138,6 +138,25 @@ pub trait Backend: Send + Sync {
         row_key: &str,
     ) -> Result<Option<Entity>, StoreError>;
 
+    /// [`get`](Backend::get) for an async caller, without blocking its thread: the engine
+    /// waits for its network on the caller's tokio runtime (so the future must be polled
+    /// inside one). It resolves to `None` when the engine did not answer this way (the
+    /// default; an engine that does may still decline a get, e.g. when its connections for
+    /// it are all in use): the caller then calls `get`, on a blocking thread unless
+    /// [`point_reads_are_local`](Backend::point_reads_are_local).
+    ///
+    /// Engines whose point reads wait on a network (PostgreSQL) implement it: handing a get
+    /// to a blocking thread costs two thread wake-ups, more than the get itself.
+    fn get_nonblocking<'a>(
+        &'a self,
+        table: &'a str,
+        partition_key: &'a str,
+        row_key: &'a str,
+    ) -> NonBlockingGet<'a> {
+        let _ = (table, partition_key, row_key);
+        Box::pin(std::future::ready(None))
+    }
+
     /// Runs one page of `plan` from `continuation` (inclusive; `None` = from the start),
     /// handing each result in key order to `visit` (borrowed, projected to the plan's
     /// `$select`), and returns where the next page starts.
@@ -258,6 +277,11 @@ type BatchOutcome = Result<Vec<Written>, BatchError>;
 /// ```
 #[must_use = "a write's outcome says whether it was stored"]
 pub struct PendingWrite(Pending);
+
+/// The outcome of [`Backend::get_nonblocking`]: `None` when the engine left the get to
+/// [`Backend::get`], else what `get` would have answered.
+pub type NonBlockingGet<'a> =
+    Pin<Box<dyn Future<Output = Option<Result<Option<Entity>, StoreError>>> + Send + 'a>>;
 
 enum Pending {
     /// Complete (`None` once taken by `poll`).

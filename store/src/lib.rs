@@ -47,7 +47,9 @@ mod tree;
 
 pub use self::postgres::{PostgresBackend, PostgresConfig, PostgresError};
 pub use acl::{AccessPolicy, SignedIdentifier};
-pub use backend::{Backend, PendingWrite, QueryPage, ScanExplain, TableInfo, WriteLogStats};
+pub use backend::{
+    Backend, NonBlockingGet, PendingWrite, QueryPage, ScanExplain, TableInfo, WriteLogStats,
+};
 pub use clock::Clock;
 pub use durable::{
     CheckReport, DurableBackend, DurableOptions, DurableSnapshot, FsyncPolicy, LogFinding,

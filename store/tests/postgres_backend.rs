@@ -388,3 +388,57 @@ fn a_failed_conditional_write_leaves_no_row_locked() {
     );
     tx.rollback().unwrap();
 }
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Point gets without a blocking thread (`Backend::get_nonblocking`, what the HTTP server
+/// calls): `get`'s answers on connections driven by the caller's runtime, and the get left
+/// to `get` when they cannot settle it (the table's id not known yet, or stale).
+#[test]
+fn nonblocking_gets_answer_as_get_does_and_leave_the_rest_to_it() {
+    let Some(cluster) = pg::single("nonblocking_gets_answer_as_get_does") else {
+        return;
+    };
+    let (b, url) = pg::open_single(cluster);
+    b.create_table("nonblocking").unwrap();
+    let e = entity("p", "r", &[("N", Value::Int32(7))]);
+    b.write("nonblocking", WriteOp::Insert { entity: e })
+        .unwrap();
+    let nb = |rt: &tokio::runtime::Runtime, pk: &str, rk: &str| {
+        rt.block_on(b.get_nonblocking("nonblocking", pk, rk))
+    };
+    let rt = runtime();
+    // The table's id is not known yet: left to `get`, which learns it.
+    assert!(nb(&rt, "p", "r").is_none());
+    let got = b.get("nonblocking", "p", "r").unwrap();
+    assert!(got.is_some());
+    assert_eq!(nb(&rt, "p", "r").unwrap().unwrap(), got);
+    assert_eq!(nb(&rt, "p", "absent").unwrap().unwrap(), None);
+    assert_eq!(b.nonblocking_gets(), 2);
+    // The connection's driver ended with its runtime: it is not lent again, and a get on
+    // another runtime opens one of its own.
+    drop(rt);
+    let rt = runtime();
+    assert_eq!(nb(&rt, "p", "r").unwrap().unwrap(), got);
+    assert_eq!(b.nonblocking_gets(), 3);
+    // The table deleted by another process: the remembered id finds no table, and `get`
+    // tells what happened.
+    PostgresBackend::open(&url)
+        .unwrap()
+        .delete_table("nonblocking")
+        .unwrap();
+    assert!(nb(&rt, "p", "r").is_none());
+    assert!(matches!(
+        b.get("nonblocking", "p", "r"),
+        Err(StoreError::TableNotFound(_))
+    ));
+    assert!(nb(&rt, "p", "r").is_none());
+    // A closed engine answers as `get` does.
+    b.close().unwrap();
+    assert!(matches!(nb(&rt, "p", "r"), Some(Err(StoreError::Closed))));
+}

@@ -17,8 +17,9 @@
 //! `If-Match` is `*` or an ETag of this server (anything else → 400 `InvalidInput`); a
 //! delete needs one (decided: its absence is 400 `InvalidInput`).
 //!
-//! Point gets on a local engine run inline on the event loop (see [`short_read`]); queries,
-//! their pages and continuation are [`crate::ops::query`]'s.
+//! Point gets on a local engine run inline on the event loop, on PostgreSQL on the event
+//! loop's own connections (see [`point_get`]); queries, their pages and continuation are
+//! [`crate::ops::query`]'s.
 //!
 //! ```text
 //! POST  /acct/t  {"PartitionKey":"p","RowKey":"r","Age":3}   → 201 + entity, ETag: W/"datetime'…'"
@@ -37,8 +38,8 @@ use tableq_store::{IfMatch, WriteOp, Written};
 
 use crate::ops::tables::check_name;
 use crate::protocol::context::{
-    Ctx, INLINE_DECODE_BYTES, blocking, empty_response, json_response, read_body, set_header,
-    short_read,
+    Ctx, INLINE_DECODE_BYTES, blocking, empty_response, json_response, point_get, read_body,
+    set_header,
 };
 use crate::protocol::encode::{Links, entity_body};
 use crate::protocol::error::ApiError;
@@ -394,24 +395,17 @@ pub(crate) async fn get(
     )
     .map_err(|e| ApiError::invalid_query(&e))?
     .projection();
-    let backend = state.backend.clone();
-    let name = table.clone();
-    let entity = short_read(&*state.backend, move || {
-        match backend
-            .get(&name, &partition_key, &row_key)
-            .map_err(ApiError::store)?
-        {
-            Some(e) => Ok(e),
-            None => Err(ApiError::new(
+    let entity = point_get(&state.backend, &table, &partition_key, &row_key)
+        .await?
+        .ok_or_else(|| {
+            ApiError::new(
                 ErrorCode::ResourceNotFound,
                 format!(
                     "no entity with PartitionKey {partition_key:?} and RowKey {row_key:?} in \
-                     table `{name}`"
+                     table `{table}`"
                 ),
-            )),
-        }
-    })
-    .await?;
+            )
+        })?;
     let body = entity_body(&ctx.links, &table, &entity, select.as_deref(), ctx.level);
     let mut response = json_response(StatusCode::OK, ctx.level, body);
     if let Some(t) = entity.timestamp() {

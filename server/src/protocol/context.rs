@@ -19,8 +19,9 @@
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use tableq_model::ErrorCode;
+use std::sync::Arc;
 use tableq_model::json::MetadataLevel;
+use tableq_model::{Entity, ErrorCode};
 use tableq_store::Backend;
 
 use crate::protocol::encode::Links;
@@ -82,6 +83,38 @@ where
     } else {
         blocking(work).await
     }
+}
+
+/// A point get: inline on the event loop when the engine answers point reads locally (see
+/// [`short_read`]); else without a blocking thread when the engine can
+/// ([`Backend::get_nonblocking`]: PostgreSQL, whose get is one network round trip), and on
+/// the blocking pool when it declines.
+pub(crate) async fn point_get(
+    backend: &Arc<dyn Backend>,
+    table: &str,
+    partition_key: &str,
+    row_key: &str,
+) -> Result<Option<Entity>, ApiError> {
+    if backend.point_reads_are_local() {
+        return backend
+            .get(table, partition_key, row_key)
+            .map_err(ApiError::store);
+    }
+    if let Some(answer) = backend.get_nonblocking(table, partition_key, row_key).await {
+        return answer.map_err(ApiError::store);
+    }
+    let backend = backend.clone();
+    let (table, partition_key, row_key) = (
+        table.to_owned(),
+        partition_key.to_owned(),
+        row_key.to_owned(),
+    );
+    blocking(move || {
+        backend
+            .get(&table, &partition_key, &row_key)
+            .map_err(ApiError::store)
+    })
+    .await
 }
 
 /// Reads a JSON request body as text: its `Content-Type` must be JSON (or absent), its size

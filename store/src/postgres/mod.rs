@@ -79,6 +79,7 @@ mod client;
 pub mod config;
 pub mod encode;
 mod error;
+mod nonblocking;
 mod pool;
 pub mod pushdown;
 mod resilience;
@@ -93,13 +94,14 @@ pub use error::PostgresError;
 pub use schema::{Layout, provision_sharded};
 
 use crate::acl::{self, SignedIdentifier};
-use crate::backend::{Backend, QueryPage, ScanExplain, TableInfo};
+use crate::backend::{Backend, NonBlockingGet, QueryPage, ScanExplain, TableInfo};
 use crate::clock::Clock;
 use crate::error::{BatchError, StoreError};
 use crate::metrics::StoreMetrics;
 use crate::op::{WriteOp, Written};
 use crate::service::ServiceProperties;
 use encode::{JsonbText, decode_entity, encode_str};
+use nonblocking::AsyncPool;
 use pool::Pool;
 use route::Routes;
 use source::PageSource;
@@ -209,6 +211,11 @@ pub struct PostgresBackend {
     routes: Option<Routes>,
     /// Point gets answered by a shard directly.
     routed_gets: AtomicU64,
+    /// The coordinator's (or the one server's) connections for point gets that do not
+    /// block a thread (`nonblocking.rs`).
+    nonblocking: AsyncPool,
+    /// Point gets answered without a blocking thread.
+    nonblocking_gets: AtomicU64,
 }
 
 impl std::fmt::Debug for PostgresBackend {
@@ -279,6 +286,8 @@ impl PostgresBackend {
         };
         pool.adopt(conn);
         Ok(PostgresBackend {
+            nonblocking: AsyncPool::new(&config, pool.session_sql()),
+            nonblocking_gets: AtomicU64::new(0),
             config,
             pool,
             sql,
@@ -334,6 +343,84 @@ impl PostgresBackend {
         let entity = decode_entity(epk, erk, ts, props.0).ok()?;
         self.routed_gets.fetch_add(1, Ordering::Relaxed);
         Some(entity)
+    }
+
+    /// Point gets answered without a blocking thread since opening
+    /// ([`Backend::get_nonblocking`]).
+    pub fn nonblocking_gets(&self) -> u64 {
+        self.nonblocking_gets.load(Ordering::Relaxed)
+    }
+
+    /// [`Backend::get_nonblocking`]: the same statements as [`Backend::get`] on connections
+    /// of the caller's runtime (`nonblocking.rs`). It answers when it knows the table's id
+    /// (from an earlier get) and a statement settles the get: a row, a missing entity of
+    /// an existing table, or a timeout (which `get` would meet too). It leaves to `get` the
+    /// first get of a table, a table that is gone or has a new id, a failed connection and
+    /// a full pool.
+    async fn get_on_caller(
+        &self,
+        table: &str,
+        pk: &str,
+        rk: &str,
+    ) -> Option<Result<Option<Entity>, StoreError>> {
+        if let Err(closed) = self.check_open() {
+            return Some(Err(closed));
+        }
+        let key = validate::table_key(table);
+        let id = *self
+            .ids
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)?;
+        let (epk, erk) = (encode_str(pk), encode_str(rk));
+        if let Some(routes) = &self.routes {
+            // A row from the shard is the answer; anything else asks the coordinator.
+            let shard = routes.shard(&epk);
+            if let Ok(Some(mut conn)) = shard.nonblocking.lease().await
+                && let Ok(rows) = conn.query(&shard.get, &[&id, &epk, &erk]).await
+                && let Some(row) = rows.first()
+            {
+                let entity = row
+                    .try_get::<_, i64>(0)
+                    .and_then(|ts| Ok((ts, row.try_get::<_, JsonbText<'_>>(1)?)))
+                    .map_err(PostgresError::from)
+                    .and_then(|(ts, props)| Ok(decode_entity(&epk, &erk, ts, props.0)?));
+                if let Ok(entity) = entity {
+                    self.routed_gets.fetch_add(1, Ordering::Relaxed);
+                    self.nonblocking_gets.fetch_add(1, Ordering::Relaxed);
+                    return Some(Ok(Some(entity)));
+                }
+            }
+        }
+        let mut conn = match self.nonblocking.lease().await {
+            Ok(Some(conn)) => conn,
+            Err(e @ (PostgresError::Timeout { .. } | PostgresError::ConnectTimeout { .. })) => {
+                return Some(Err(e.into()));
+            }
+            Ok(None) | Err(_) => return None,
+        };
+        let rows = match conn
+            .query(&self.sql.get, &[&key, &id, &epk.as_ref(), &erk.as_ref()])
+            .await
+        {
+            Ok(rows) => rows,
+            Err(e @ PostgresError::Timeout { .. }) => return Some(Err(e.into())),
+            Err(_) => return None,
+        };
+        // No row: the table is gone, or was re-created with a new id.
+        let row = rows.first()?;
+        let answer = (|| {
+            let ts: Option<i64> = row.try_get(0).map_err(PostgresError::from)?;
+            let Some(ts) = ts else {
+                return Ok(None);
+            };
+            let props: JsonbText<'_> = row.try_get(1).map_err(PostgresError::from)?;
+            Ok(Some(
+                decode_entity(&epk, &erk, ts, props.0).map_err(PostgresError::from)?,
+            ))
+        })();
+        self.nonblocking_gets.fetch_add(1, Ordering::Relaxed);
+        Some(answer)
     }
 
     /// Rows received from PostgreSQL by queries since opening (what pushdown saves shows
@@ -590,6 +677,15 @@ impl Backend for PostgresBackend {
         })
     }
 
+    fn get_nonblocking<'a>(
+        &'a self,
+        table: &'a str,
+        partition_key: &'a str,
+        row_key: &'a str,
+    ) -> NonBlockingGet<'a> {
+        Box::pin(self.get_on_caller(table, partition_key, row_key))
+    }
+
     fn query(
         &self,
         table: &str,
@@ -755,6 +851,7 @@ impl Backend for PostgresBackend {
     fn close(&self) -> Result<(), StoreError> {
         self.closed.store(true, Ordering::Release);
         self.pool.close_idle();
+        self.nonblocking.close_idle();
         if let Some(routes) = &self.routes {
             routes.close_idle();
         }

@@ -182,6 +182,15 @@ impl Pool {
         session.push_str(sql);
     }
 
+    /// The SQL every new connection runs first (`SET statement_timeout` and the session
+    /// setup added so far).
+    pub(crate) fn session_sql(&self) -> String {
+        self.session
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
     /// Hands a connection back (e.g. the start-up one) to be reused.
     pub(crate) fn adopt(&self, conn: Conn) {
         let mut st = self.lock();

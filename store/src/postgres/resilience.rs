@@ -202,6 +202,21 @@ impl PostgresBackend {
             "pg_rows_fetched_total",
             "Rows received from PostgreSQL by queries",
             self.rows_fetched(),
+        )
+        .gauge(
+            "pg_nonblocking_connections_open",
+            "PostgreSQL connections for point gets driven by the server's event loop",
+            self.nonblocking.open() as f64,
+        )
+        .counter(
+            "pg_nonblocking_connections_opened_total",
+            "PostgreSQL connections opened for point gets driven by the server's event loop",
+            self.nonblocking.opened(),
+        )
+        .counter(
+            "pg_nonblocking_gets_total",
+            "Point gets answered on the server's event loop, without a blocking thread",
+            self.nonblocking_gets(),
         );
         m
     }

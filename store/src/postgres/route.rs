@@ -22,6 +22,7 @@
 
 use super::config::PostgresConfig;
 use super::error::PostgresError;
+use super::nonblocking::AsyncPool;
 use super::pool::{Conn, Pool};
 
 /// PostgreSQL's seed for the hash of a partition key column (`HASH_PARTITION_SEED`).
@@ -46,6 +47,8 @@ pub(crate) struct Routes {
 /// One shard: its connections and its point-get statement.
 pub(crate) struct Shard {
     pub(crate) pool: Pool,
+    /// The same server's connections for gets that do not block a thread.
+    pub(crate) nonblocking: AsyncPool,
     /// `SELECT ts, props FROM <the shard's entity table> WHERE table_id = $1 AND pk = $2
     /// AND rk = $3`.
     pub(crate) get: String,
@@ -170,6 +173,9 @@ impl Routes {
     /// Closes the shards' idle connections (the engine is closing).
     pub(crate) fn close_idle(&self) {
         for shard in &self.shards {
+            shard.nonblocking.close_idle();
+        }
+        for shard in &self.shards {
             shard.pool.close_idle();
         }
     }
@@ -224,6 +230,7 @@ impl Shard {
             .map_err(|e| e.to_string())?;
         pool.adopt(conn);
         Ok(Shard {
+            nonblocking: AsyncPool::new(&shard_config, pool.session_sql()),
             pool,
             get: format!(
                 "SELECT ts, props FROM {}.{} WHERE table_id = $1 AND pk = $2 AND rk = $3",
