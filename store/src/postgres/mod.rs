@@ -32,6 +32,9 @@
 //! PartitionKey when the layout allows (`route.rs`: one round trip instead of
 //! postgres_fdw's ≈ 5; a miss still asks the coordinator); else the coordinator's statement
 //! keeps one generic plan, which PostgreSQL prunes to that shard when it starts it.
+//! An async caller (the HTTP server) gets without a blocking thread through
+//! [`Backend::get_nonblocking`]: the same statements on connections its own runtime
+//! drives (`nonblocking.rs`).
 //!
 //! # Writes (`write.rs`)
 //!
@@ -47,7 +50,8 @@
 //! calls on a small runtime of its own (`client.rs`), every call bounded by the statement
 //! timeout; a small pool (`pool.rs`) keeps one prepared-statement cache per connection and
 //! bounds the wait for a connection. Call the engine from a thread that is not driving an
-//! async runtime (e.g. inside `tokio::task::spawn_blocking`).
+//! async runtime (e.g. inside `tokio::task::spawn_blocking`) — except
+//! [`Backend::get_nonblocking`], which is awaited on one.
 //!
 //! # When the database misbehaves
 //!
