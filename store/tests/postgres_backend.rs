@@ -389,13 +389,6 @@ fn a_failed_conditional_write_leaves_no_row_locked() {
     tx.rollback().unwrap();
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// Point gets without a blocking thread (`Backend::get_nonblocking`, what the HTTP server
 /// calls): `get`'s answers on connections driven by the caller's runtime, and the get left
 /// to `get` when they cannot settle it (the table's id not known yet, or stale).
@@ -412,7 +405,7 @@ fn nonblocking_gets_answer_as_get_does_and_leave_the_rest_to_it() {
     let nb = |rt: &tokio::runtime::Runtime, pk: &str, rk: &str| {
         rt.block_on(b.get_nonblocking("nonblocking", pk, rk))
     };
-    let rt = runtime();
+    let rt = pg::runtime();
     // The table's id is not known yet: left to `get`, which learns it.
     assert!(nb(&rt, "p", "r").is_none());
     let got = b.get("nonblocking", "p", "r").unwrap();
@@ -423,7 +416,7 @@ fn nonblocking_gets_answer_as_get_does_and_leave_the_rest_to_it() {
     // The connection's driver ended with its runtime: it is not lent again, and a get on
     // another runtime opens one of its own.
     drop(rt);
-    let rt = runtime();
+    let rt = pg::runtime();
     assert_eq!(nb(&rt, "p", "r").unwrap().unwrap(), got);
     assert_eq!(b.nonblocking_gets(), 3);
     // The table deleted by another process: the remembered id finds no table, and `get`

@@ -347,10 +347,7 @@ fn point_gets_go_straight_to_the_shard() {
     assert_eq!(b.routed_gets() - before, keys.len() as u64);
     // The same without a blocking thread (what the HTTP server calls): every entity from
     // its shard, on connections driven by the caller's runtime.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = pg::runtime();
     for (i, pk) in keys.iter().enumerate() {
         let e = rt
             .block_on(b.get_nonblocking("routed", pk, "r"))

@@ -225,6 +225,20 @@ impl PostgresConfig {
         &self.schema
     }
 
+    /// How long opening a connection may take: the URL's `connect_timeout`, else 10 s.
+    pub(crate) fn connect_timeout(&self) -> Duration {
+        self.client
+            .get_connect_timeout()
+            .copied()
+            .unwrap_or(Duration::from_secs(10))
+    }
+
+    /// How long one round trip may take on the client's side: the statement timeout (after
+    /// which PostgreSQL cancels the statement) plus the margin for the cancel to arrive.
+    pub(crate) fn call_timeout(&self) -> Duration {
+        self.statement_timeout + CANCEL_MARGIN
+    }
+
     /// The pool size.
     pub fn pool_size(&self) -> usize {
         self.pool_size

@@ -20,7 +20,7 @@
 //! * **Connections that fail are dropped**, never handed out again: after an error, a
 //!   timeout, or when the server (or the end of the runtime that drove it) closed them.
 
-use super::config::{CANCEL_MARGIN, PostgresConfig};
+use super::config::PostgresConfig;
 use super::error::PostgresError;
 use std::collections::HashMap;
 use std::future::Future;
@@ -70,12 +70,8 @@ impl AsyncPool {
             session,
             target: config.target().to_owned(),
             size: config.pool_size(),
-            connect_timeout: config
-                .client
-                .get_connect_timeout()
-                .copied()
-                .unwrap_or(Duration::from_secs(10)),
-            call_timeout: config.statement_timeout + CANCEL_MARGIN,
+            connect_timeout: config.connect_timeout(),
+            call_timeout: config.call_timeout(),
             idle: Mutex::new(Vec::new()),
             open: AtomicUsize::new(0),
             opened: AtomicU64::new(0),

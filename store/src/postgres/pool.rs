@@ -14,7 +14,7 @@
 //!   dropped) for the engine's metrics ([`PoolStats`]).
 
 use super::client::{Client, ConnectFailure, Health};
-use super::config::{CANCEL_MARGIN, PostgresConfig};
+use super::config::PostgresConfig;
 use super::error::PostgresError;
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
@@ -109,12 +109,8 @@ impl Pool {
             target: config.target().to_owned(),
             size: config.pool_size(),
             timeout: config.checkout_timeout,
-            connect_timeout: config
-                .client
-                .get_connect_timeout()
-                .copied()
-                .unwrap_or(Duration::from_secs(10)),
-            call_timeout: config.statement_timeout + CANCEL_MARGIN,
+            connect_timeout: config.connect_timeout(),
+            call_timeout: config.call_timeout(),
             state: Mutex::new(State {
                 idle: Vec::new(),
                 open: 0,

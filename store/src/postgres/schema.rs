@@ -39,10 +39,9 @@
 //! database at once create the schema once.
 
 use super::client::{Client, ConnectFailure, Transaction};
-use super::config::{CANCEL_MARGIN, PostgresConfig};
+use super::config::PostgresConfig;
 use super::error::PostgresError;
 use super::pool::Conn;
-use std::time::Duration;
 
 /// The version this engine writes and reads.
 pub const SCHEMA_VERSION: &str = "1";
@@ -269,29 +268,22 @@ pub fn provision_sharded(
         ));
     }
     let connect = |c: &PostgresConfig| {
-        let connect_timeout = c
-            .client
-            .get_connect_timeout()
-            .copied()
-            .unwrap_or(Duration::from_secs(10));
-        Client::connect(
-            &c.client,
-            connect_timeout,
-            c.statement_timeout + CANCEL_MARGIN,
-        )
-        .map_err(|failure| match failure {
-            ConnectFailure::Refused(source) => PostgresError::Connect {
-                target: c.target().into(),
-                source,
-            },
-            ConnectFailure::TimedOut(after) => PostgresError::ConnectTimeout {
-                target: c.target().into(),
-                after,
-            },
-            ConnectFailure::Runtime(e) => PostgresError::Unsupported {
-                target: c.target().into(),
-                message: format!("cannot start the client's runtime: {e}"),
-            },
+        let connect_timeout = c.connect_timeout();
+        Client::connect(&c.client, connect_timeout, c.call_timeout()).map_err(|failure| {
+            match failure {
+                ConnectFailure::Refused(source) => PostgresError::Connect {
+                    target: c.target().into(),
+                    source,
+                },
+                ConnectFailure::TimedOut(after) => PostgresError::ConnectTimeout {
+                    target: c.target().into(),
+                    after,
+                },
+                ConnectFailure::Runtime(e) => PostgresError::Unsupported {
+                    target: c.target().into(),
+                    message: format!("cannot start the client's runtime: {e}"),
+                },
+            }
         })
     };
     for shard in shards {

@@ -78,3 +78,11 @@ pub fn open_sharded(cluster: &Cluster) -> (PostgresBackend, String) {
     provision_sharded(&coordinator, &shards).expect("provision");
     (PostgresBackend::open(&url).expect("open"), url)
 }
+
+/// A single-threaded runtime for the engine's async entry (`Backend::get_nonblocking`).
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
