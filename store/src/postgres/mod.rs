@@ -192,6 +192,13 @@ impl Statements {
     }
 }
 
+/// The entity of a row `(ts, props)` stored under the encoded keys `epk`, `erk`.
+fn stored_entity(row: &tokio_postgres::Row, epk: &str, erk: &str) -> Result<Entity, PostgresError> {
+    let ts: i64 = row.try_get(0)?;
+    let props: JsonbText<'_> = row.try_get(1)?;
+    Ok(decode_entity(epk, erk, ts, props.0)?)
+}
+
 /// The key of the service properties in `settings`.
 const SERVICE_SETTING: &str = "service";
 
@@ -342,9 +349,7 @@ impl PostgresBackend {
         let mut conn = shard.pool.get().ok()?;
         let get = conn.prepared(&shard.get).ok()?;
         let row = conn.client.query_opt(&get, &[&id, &epk, &erk]).ok()??;
-        let ts: i64 = row.try_get(0).ok()?;
-        let props: JsonbText<'_> = row.try_get(1).ok()?;
-        let entity = decode_entity(epk, erk, ts, props.0).ok()?;
+        let entity = stored_entity(&row, epk, erk).ok()?;
         self.routed_gets.fetch_add(1, Ordering::Relaxed);
         Some(entity)
     }
@@ -383,17 +388,11 @@ impl PostgresBackend {
             if let Ok(Some(mut conn)) = shard.nonblocking.lease().await
                 && let Ok(rows) = conn.query(&shard.get, &[&id, &epk, &erk]).await
                 && let Some(row) = rows.first()
+                && let Ok(entity) = stored_entity(row, &epk, &erk)
             {
-                let entity = row
-                    .try_get::<_, i64>(0)
-                    .and_then(|ts| Ok((ts, row.try_get::<_, JsonbText<'_>>(1)?)))
-                    .map_err(PostgresError::from)
-                    .and_then(|(ts, props)| Ok(decode_entity(&epk, &erk, ts, props.0)?));
-                if let Ok(entity) = entity {
-                    self.routed_gets.fetch_add(1, Ordering::Relaxed);
-                    self.nonblocking_gets.fetch_add(1, Ordering::Relaxed);
-                    return Some(Ok(Some(entity)));
-                }
+                self.routed_gets.fetch_add(1, Ordering::Relaxed);
+                self.nonblocking_gets.fetch_add(1, Ordering::Relaxed);
+                return Some(Ok(Some(entity)));
             }
         }
         let mut conn = match self.nonblocking.lease().await {
