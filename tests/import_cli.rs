@@ -249,6 +249,18 @@ fn usage_errors() {
         "is not a size",
     );
     assert_usage_error(
+        &[&with_data[..], &["--block-size", "2K"]].concat(),
+        "outside 4KiB..=1MiB",
+    );
+    assert_usage_error(
+        &[
+            &endpoint[..],
+            &["http://127.0.0.1:9/a", "--block-size", "16K"],
+        ]
+        .concat(),
+        "serve --cache-size, --block-size",
+    );
+    assert_usage_error(
         &[&with_data[..], &["--account", "a:b"]].concat(),
         "--account signs",
     );
@@ -291,6 +303,33 @@ fn data_mode_takes_the_store_memory() {
         );
     }
     store.close().unwrap();
+}
+
+/// `--block-size` cuts the loaded rows into blocks of that size: the same 600 rows take
+/// one block a partition at the default (64 KiB, at most 256 rows) and several at 4 KiB.
+#[test]
+fn data_mode_cuts_blocks_at_the_block_size() {
+    let input = lines(3, 200, 5);
+    let mut blocks = Vec::new();
+    for size in [None, Some("4KiB")] {
+        let tmp = TempDir::new("blocks");
+        let data = dir_arg(&tmp.0);
+        let mut args = vec!["--table", "rows", "--data", &data];
+        if let Some(size) = size {
+            args.extend(["--block-size", size]);
+        }
+        let out = import(&args, &input);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let report = tableq_store::check_data_dir(tmp.0.join("data").as_path()).unwrap();
+        assert!(report.is_clean(), "{report:?}");
+        assert_eq!(report.rows, 600, "{report:?}");
+        blocks.push(report.blocks);
+    }
+    assert_eq!(
+        blocks[0], 3,
+        "one block a partition at the default: {blocks:?}"
+    );
+    assert!(blocks[1] > blocks[0], "{blocks:?}");
 }
 
 /// A server over a fresh in-memory store, on a free port, in a runtime of its own.

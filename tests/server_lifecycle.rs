@@ -474,6 +474,69 @@ fn cli_serve_data_survives_a_restart_and_a_second_server_is_refused() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--block-size`: the blocks this server writes are cut at it (100 entities of ≈ 150 bytes:
+/// one block at the default 64 KiB, several at 4 KiB); a size outside 4KiB..=1MiB, or one
+/// beside a store without blocks, is refused at start.
+#[test]
+fn cli_serve_cuts_blocks_at_its_block_size() {
+    let dir = std::env::temp_dir().join(format!("tableq-serve-blocks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let data = dir.to_str().unwrap();
+    let (child, port) = spawn_serve(&["--port", "0", "--data", data, "--block-size", "4KiB"]);
+    let pad = "x".repeat(100);
+    let mut requests = vec![(
+        "/devstoreaccount1/Tables".to_owned(),
+        r#"{"TableName":"blocks"}"#.to_owned(),
+    )];
+    for i in 0..100 {
+        requests.push((
+            "/devstoreaccount1/blocks".to_owned(),
+            format!(r#"{{"PartitionKey":"p","RowKey":"r{i:03}","Pad":"{pad}","N":{i}}}"#),
+        ));
+    }
+    for (path, body) in requests {
+        let response = http(
+            port,
+            &format!(
+                "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        );
+        assert!(response.starts_with("HTTP/1.1 201"), "{path}: {response}");
+    }
+    // A clean stop folds what the memtable holds into blocks.
+    stop(child);
+    let report = tableq_store::check_data_dir(&dir).unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.rows, 100, "{report:?}");
+    // 100 rows of ≈ 150 bytes: ≈ 15 KB, at most 4 KiB a block.
+    assert!(report.blocks >= 4, "{report:?}");
+
+    for (args, says) in [
+        (
+            vec!["--data", data, "--block-size", "1K"],
+            "outside 4KiB..=1MiB",
+        ),
+        (
+            vec!["--data", data, "--block-size", "2MiB"],
+            "outside 4KiB..=1MiB",
+        ),
+        (vec!["--data", data, "--block-size", "0"], "zero"),
+        (vec!["--in-memory", "--block-size", "16KiB"], "--in-memory"),
+    ] {
+        let out = tableq()
+            .args(["serve", "--port", "0"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn cli_serve_survives_a_closed_stdout() {
     // Read the first banner line, then close stdout before the rest is written (or after):

@@ -4,7 +4,8 @@
 //! everywhere — `--max-comparisons N` wins over `--no-limits`, which lifts the service's
 //! 15-comparison limit (the nesting limit of 100 and the 32 KiB length limit always apply).
 //! Zero and other nonsense values are rejected by clap with a message. And [`parse_size`],
-//! the value parser of every size option (`serve --cache-size`, `import --cache-size`, …).
+//! the value parser of every size option (`serve --cache-size`, `import --cache-size`, …),
+//! and [`parse_block_size`] (`--block-size`).
 
 use tableq::parser::FilterOptions;
 use tableq::planner::{DEFAULT_MAX_RANGES, Planner};
@@ -96,9 +97,39 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
     Ok(bytes)
 }
 
+/// The smallest and largest `--block-size` (4 KiB: a block must hold a row's share of
+/// its directory and columns beside rows of a useful size; 1 MiB: a point get that misses
+/// the cache reads its whole block).
+pub const BLOCK_SIZES: std::ops::RangeInclusive<usize> = (4 << 10)..=(1 << 20);
+
+/// `--block-size` (`serve`, `import`): [`parse_size`] within [`BLOCK_SIZES`].
+pub fn parse_block_size(text: &str) -> Result<usize, String> {
+    let bytes = parse_size(text)?;
+    if BLOCK_SIZES.contains(&bytes) {
+        Ok(bytes)
+    } else {
+        Err(format!(
+            "a block size of {bytes} bytes is outside 4KiB..=1MiB (the default is 64KiB)"
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn block_sizes_parse_within_their_range() {
+        assert_eq!(parse_block_size("16KiB"), Ok(16 << 10));
+        assert_eq!(parse_block_size("4K"), Ok(4096));
+        assert_eq!(parse_block_size("1MiB"), Ok(1 << 20));
+        for outside in ["4095", "1025K", "1G"] {
+            let e = parse_block_size(outside).unwrap_err();
+            assert!(e.contains("outside 4KiB..=1MiB"), "{outside}: {e}");
+        }
+        assert!(parse_block_size("0").unwrap_err().contains("zero"));
+        assert!(parse_block_size("big").is_err());
+    }
 
     #[test]
     fn sizes_parse() {

@@ -8,7 +8,7 @@ use super::http;
 use super::loader::{Item, Loader, Mode};
 use super::outcome::{Outcome, print_rejections};
 use super::progress::Bar;
-use crate::cli::args::parse_size;
+use crate::cli::args::{parse_block_size, parse_size};
 use crate::cli::input::{self, JsonLines, Line, Unreadable};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,6 +55,11 @@ pub struct Args {
     /// [default: 16MiB]
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub memtable_size: Option<usize>,
+    /// The blocks' size with --data (as `serve --block-size`): smaller blocks make random
+    /// point gets in a table much larger than the page cache cheaper, larger ones make
+    /// scans cheaper. 4KiB to 1MiB. [default: 64KiB]
+    #[arg(long, value_name = "SIZE", value_parser = parse_block_size)]
+    pub block_size: Option<usize>,
     /// Concurrent requests with --endpoint.
     #[arg(long, value_name = "N", default_value_t = 8,
           value_parser = clap::value_parser!(u32).range(1..=256))]
@@ -86,14 +91,16 @@ pub fn run(args: Args) -> ExitCode {
     }
     // What belongs to the other destination (clap's `requires` is not enforced beside the
     // destination group, so it is checked here).
-    let store_memory = args.cache_size.is_some() || args.memtable_size.is_some();
+    let store_memory =
+        args.cache_size.is_some() || args.memtable_size.is_some() || args.block_size.is_some();
     let misplaced = match args.data {
         Some(_) if args.account.is_some() => {
             Some("--account signs the requests of --endpoint URL; --data DIR sends none")
         }
         None if store_memory => Some(
-            "--cache-size and --memtable-size are the memory of the store --data DIR opens; \
-             with --endpoint the server has its own (serve --cache-size)",
+            "--cache-size, --memtable-size and --block-size are settings of the store --data \
+             DIR opens; with --endpoint the server has its own (serve --cache-size, \
+             --block-size)",
         ),
         _ => None,
     };
@@ -126,9 +133,10 @@ pub fn run(args: Args) -> ExitCode {
     let loader: Result<(Box<dyn Loader>, bool), String> = match &destination {
         Destination::Data(dir) => direct::StoreLoader::open(
             dir,
-            direct::StoreMemory {
+            direct::StoreSettings {
                 cache_bytes: args.cache_size,
                 memtable_bytes: args.memtable_size,
+                block_bytes: args.block_size,
             },
             &args.table,
             mode,

@@ -55,14 +55,16 @@ pub struct StoreLoader {
     outcome: Arc<Outcome>,
 }
 
-/// The store's memory for a load, from `import --cache-size` and `--memtable-size`
-/// (`None`: the store's default).
+/// The store's settings for a load, from `import --cache-size`, `--memtable-size` and
+/// `--block-size` (`None`: the store's default).
 #[derive(Debug, Clone, Copy)]
-pub struct StoreMemory {
+pub struct StoreSettings {
     /// The page cache (the store's default: 64 MiB).
     pub cache_bytes: Option<usize>,
     /// The memtable (the store's default: 16 MiB).
     pub memtable_bytes: Option<usize>,
+    /// The blocks' soft size limit (the store's default: 64 KiB).
+    pub block_bytes: Option<usize>,
 }
 
 /// The store's options for a load. The directory is this process's alone (`open` refuses
@@ -80,9 +82,9 @@ pub struct StoreMemory {
 /// `--memtable-size`; in key order 16 to 256 MiB changed nothing at 1 M, but at 10 M a
 /// 64 MiB default loaded 176–177 k against 186–188 k entities/s (two runs each, 60 MiB more
 /// RSS).
-fn store_options(memory: StoreMemory) -> DurableOptions {
+fn store_options(settings: StoreSettings) -> DurableOptions {
     let defaults = DurableOptions::default();
-    let memtable = memory.memtable_bytes.unwrap_or(defaults.memtable_bytes);
+    let memtable = settings.memtable_bytes.unwrap_or(defaults.memtable_bytes);
     let log = defaults.checkpoint_log_bytes.max(
         u64::try_from(memtable)
             .unwrap_or(u64::MAX)
@@ -93,8 +95,12 @@ fn store_options(memory: StoreMemory) -> DurableOptions {
         .with_memtable_bytes(memtable)
         .with_flush_interval(interval)
         .with_checkpoints(log, interval);
-    match memory.cache_bytes {
+    let options = match settings.cache_bytes {
         Some(bytes) => options.with_cache_bytes(bytes),
+        None => options,
+    };
+    match settings.block_bytes {
+        Some(bytes) => options.with_block_bytes(bytes),
         None => options,
     }
 }
@@ -104,12 +110,12 @@ impl StoreLoader {
     /// flag says so).
     pub fn open(
         dir: &Path,
-        memory: StoreMemory,
+        settings: StoreSettings,
         table: &str,
         mode: Mode,
         outcome: &Arc<Outcome>,
     ) -> Result<(StoreLoader, bool), String> {
-        let options = store_options(memory);
+        let options = store_options(settings);
         let backend = DurableBackend::open_with(dir, options).map_err(|e| match e {
             OpenError::Locked { .. } => format!(
                 "--data: {e}; stop that server first, or import through it with --endpoint URL"

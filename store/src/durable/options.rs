@@ -16,6 +16,9 @@ use std::time::Duration;
 /// The default [`DurableOptions::cache_bytes`]: 64 MiB.
 pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 
+/// The default [`DurableOptions::block_bytes`]: 64 KiB.
+pub const DEFAULT_BLOCK_BYTES: usize = 64 << 10;
+
 /// Tuning of a [`DurableBackend`](super::DurableBackend) (see [`DurableBackend::open_with`](super::DurableBackend::open_with)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -33,7 +36,12 @@ pub struct DurableOptions {
     /// make single writes cheaper (a write rewrites the blocks it touches).
     pub block_rows: usize,
     /// Soft byte limit of a block (default 64 KiB): a block grows past it only to hold a
-    /// single larger entity.
+    /// single larger entity. Not part of the file format either. Every read of a block
+    /// that is not in the page cache copies the whole block out of the operating system's
+    /// file cache, so smaller blocks make random point gets in a table much larger than
+    /// the cache cheaper; larger blocks make scans cheaper, and a block of fewer than 64
+    /// rows keeps no columns (filtered scans then test it row by row). Measured in
+    /// `benches/README.md` ("Block size"); `tableq serve --block-size`.
     pub block_bytes: usize,
     /// Verify every page's checksum when opening (reads the whole file). A file that was
     /// damaged outside redb is then reported as [`OpenError::Corrupt`](super::OpenError::Corrupt). Without it redb
@@ -77,7 +85,7 @@ impl Default for DurableOptions {
         DurableOptions {
             cache_bytes: DEFAULT_CACHE_BYTES,
             block_rows: 256,
-            block_bytes: 64 * 1024,
+            block_bytes: DEFAULT_BLOCK_BYTES,
             verify_on_open: false,
             accept_log_loss: false,
             fsync: FsyncPolicy::default(),
@@ -100,6 +108,13 @@ impl DurableOptions {
     /// [`block_bytes`](DurableOptions::block_bytes)); each is at least 1.
     pub fn with_block_limits(mut self, rows: usize, bytes: usize) -> DurableOptions {
         self.block_rows = rows.max(1);
+        self.block_bytes = bytes.max(1);
+        self
+    }
+
+    /// Sets [`block_bytes`](DurableOptions::block_bytes) (at least 1), keeping
+    /// [`block_rows`](DurableOptions::block_rows).
+    pub fn with_block_bytes(mut self, bytes: usize) -> DurableOptions {
         self.block_bytes = bytes.max(1);
         self
     }
