@@ -2,13 +2,15 @@
 # Scale: the durable default at 10 M entities next to the same steps at 100 k, one run.
 #
 #   scripts/scale.sh [--entities 10000000] [--partitions 100] [--baseline 100000]
-#                    [--seconds 5] [--serve-args "--cache-size 1GiB"] [--tableq BIN]
+#                    [--seconds 5] [--serve-args "--cache-size 1GiB"] [--block-size SIZE]
+#                    [--tableq BIN]
 #
 # For the baseline size, then for the large one (same partition count), on a fresh data
 # directory each:
 #   1. `tableq gen` writes the JSON lines (their size is the data ratio's denominator);
 #   2. `tableq import --data` loads them: entities/s and the import's peak RSS
-#      (/usr/bin/time);
+#      (/usr/bin/time) (with --block-size, the blocks are cut at that size: it is given to
+#      both `import` and `serve`);
 #   3. the data directory's size over the JSON's;
 #   4. `tableq serve` (durable default plus --serve-args) starts: time to its ready file;
 #   5. random point gets with wrk (keep-alive, account SAS; 1 and 8 connections): p50 and
@@ -33,6 +35,7 @@ PARTITIONS=100
 BASELINE=100000
 SECONDS_PER_FIGURE=5
 SERVE_ARGS=""
+BLOCK_ARGS=""
 TABLEQ_BIN=""
 
 usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
@@ -43,6 +46,7 @@ while [ $# -gt 0 ]; do
         --baseline) BASELINE="$2"; shift 2 ;;
         --seconds) SECONDS_PER_FIGURE="$2"; shift 2 ;;
         --serve-args) SERVE_ARGS="$2"; shift 2 ;;
+        --block-size) BLOCK_ARGS="--block-size $2"; shift 2 ;;
         --tableq) TABLEQ_BIN="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "scale: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -75,7 +79,7 @@ start_server() {
     local t0
     t0=$(date +%s%N)
     # shellcheck disable=SC2086
-    "$TABLEQ_BIN" serve --port "$PORT" --data "$dir" --ready-file "$WORK/$name.ready" $SERVE_ARGS \
+    "$TABLEQ_BIN" serve --port "$PORT" --data "$dir" --ready-file "$WORK/$name.ready" $BLOCK_ARGS $SERVE_ARGS \
         > "$WORK/$name.log" 2>&1 &
     PID=$!
     for _ in $(seq 1 6000); do
@@ -142,8 +146,9 @@ measure() { # N NAME
     echo "scale: $name: importing $n entities" >&2
     local t0 t1
     t0=$(date +%s.%N)
+    # shellcheck disable=SC2086
     /usr/bin/time -f "%M" -o "$WORK/$name-import.time" \
-        "$TABLEQ_BIN" import --table bench "$json" --data "$dir" 2> "$WORK/$name-import.log"
+        "$TABLEQ_BIN" import --table bench "$json" --data "$dir" $BLOCK_ARGS 2> "$WORK/$name-import.log"
     t1=$(date +%s.%N)
     local import_rate import_rss json_bytes data_bytes
     import_rate=$(python3 -c "print(f'{$n / ($t1 - $t0):.0f}')")
@@ -170,7 +175,7 @@ measure() { # N NAME
 }
 
 : > "$WORK/results.txt"
-echo "scale: $BASELINE and $ENTITIES entities in $PARTITIONS partitions, serve ${SERVE_ARGS:-(durable default)}" >&2
+echo "scale: $BASELINE and $ENTITIES entities in $PARTITIONS partitions, serve ${BLOCK_ARGS:+$BLOCK_ARGS }${SERVE_ARGS:-(durable default)}" >&2
 measure "$BASELINE" baseline
 measure "$ENTITIES" large
 
