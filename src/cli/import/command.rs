@@ -91,13 +91,13 @@ pub fn run(args: Args) -> ExitCode {
     }
     // What belongs to the other destination (clap's `requires` is not enforced beside the
     // destination group, so it is checked here).
-    let store_memory =
+    let store_settings =
         args.cache_size.is_some() || args.memtable_size.is_some() || args.block_size.is_some();
     let misplaced = match args.data {
         Some(_) if args.account.is_some() => {
             Some("--account signs the requests of --endpoint URL; --data DIR sends none")
         }
-        None if store_memory => Some(
+        None if store_settings => Some(
             "--cache-size, --memtable-size and --block-size are settings of the store --data \
              DIR opens; with --endpoint the server has its own (serve --cache-size, \
              --block-size)",
