@@ -38,7 +38,7 @@ use crate::service::ServiceProperties;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use tableq_exec::{ExecStats, Key, PageOptions, RowView};
+use tableq_exec::{EntityRef, ExecStats, Key, PageOptions, RowView, SourceRow};
 use tableq_model::Entity;
 use tableq_planner::plan::Plan;
 
@@ -137,6 +137,26 @@ pub trait Backend: Send + Sync {
         partition_key: &str,
         row_key: &str,
     ) -> Result<Option<Entity>, StoreError>;
+
+    /// [`get`](Backend::get) without an owned copy: hands the entity to `visit` as a row
+    /// borrowed from the engine (its Timestamp set) and answers `true`, or answers `false`
+    /// without calling `visit` when there is none. A caller that only prints the entity
+    /// (the HTTP server's point get writes its JSON from the row) saves building an
+    /// [`Entity`] and dropping it. Engines that read rows in place implement it; the
+    /// default calls `get`.
+    fn get_row(
+        &self,
+        table: &str,
+        partition_key: &str,
+        row_key: &str,
+        visit: &mut dyn FnMut(&dyn SourceRow),
+    ) -> Result<bool, StoreError> {
+        let found = self.get(table, partition_key, row_key)?;
+        if let Some(entity) = &found {
+            visit(&EntityRef(entity));
+        }
+        Ok(found.is_some())
+    }
 
     /// [`get`](Backend::get) for an async caller, without blocking its thread: the engine
     /// waits for its network on the caller's tokio runtime (so the future must be polled

@@ -31,6 +31,7 @@ use axum::body::Body;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
 use std::sync::Arc;
+use tableq_exec::{EntityRef, SourceRow};
 use tableq_model::json::{DecodeOptions, MetadataLevel, decode_entity, decode_payload};
 use tableq_model::{Entity, ErrorCode};
 use tableq_planner::{Query, QueryText};
@@ -41,7 +42,7 @@ use crate::protocol::context::{
     Ctx, INLINE_DECODE_BYTES, blocking, empty_response, json_response, point_get, read_body,
     set_header,
 };
-use crate::protocol::encode::{Links, entity_body};
+use crate::protocol::encode::{Links, entity_body, entity_reply};
 use crate::protocol::error::ApiError;
 use crate::protocol::negotiate::{self, Prefer};
 use crate::protocol::resource::{Resource, entity_link};
@@ -395,21 +396,35 @@ pub(crate) async fn get(
     )
     .map_err(|e| ApiError::invalid_query(&e))?
     .projection();
-    let entity = point_get(&state.backend, &table, &partition_key, &row_key)
-        .await?
-        .ok_or_else(|| {
-            ApiError::new(
-                ErrorCode::ResourceNotFound,
-                format!(
-                    "no entity with PartitionKey {partition_key:?} and RowKey {row_key:?} in \
-                     table `{table}`"
-                ),
-            )
-        })?;
-    let body = entity_body(&ctx.links, &table, &entity, select.as_deref(), ctx.level);
+    let render =
+        |row: &dyn SourceRow| entity_reply(&ctx.links, &table, row, select.as_deref(), ctx.level);
+    let reply = if state.backend.point_reads_are_local() {
+        // Printed from the engine's row in place: no owned copy of the entity.
+        let mut reply = None;
+        state
+            .backend
+            .get_row(&table, &partition_key, &row_key, &mut |row| {
+                reply = Some(render(row));
+            })
+            .map_err(ApiError::store)?;
+        reply
+    } else {
+        point_get(&state.backend, &table, &partition_key, &row_key)
+            .await?
+            .map(|entity| render(&EntityRef(&entity)))
+    };
+    let (body, etag) = reply.ok_or_else(|| {
+        ApiError::new(
+            ErrorCode::ResourceNotFound,
+            format!(
+                "no entity with PartitionKey {partition_key:?} and RowKey {row_key:?} in \
+                 table `{table}`"
+            ),
+        )
+    })?;
     let mut response = json_response(StatusCode::OK, ctx.level, body);
-    if let Some(t) = entity.timestamp() {
-        set_header(&mut response, "etag", &tableq_model::json::etag(t))?;
+    if let Some(etag) = etag {
+        set_header(&mut response, "etag", &etag)?;
     }
     Ok(response)
 }

@@ -23,10 +23,11 @@
 //! ```
 
 use tableq_exec::RowView;
+use tableq_model::DateTime;
 use tableq_model::json::{
-    CollectionWriter, EncodedEntity, EntityWriter, Envelope, EnvelopeRef, MetadataLevel, etag,
+    CollectionWriter, EncodedEntity, EntityWriter, Envelope, EnvelopeRef, ListProperties,
+    MetadataLevel, etag,
 };
-use tableq_model::{DateTime, Entity};
 
 use crate::protocol::resource::{entity_link, table_link};
 
@@ -111,14 +112,26 @@ impl Links {
 
 /// One entity as a complete JSON body (`odata.metadata` `#t/@Element`), projected to
 /// `select` (distinct names) if given.
-pub(crate) fn entity_body(
+pub(crate) fn entity_body<E: ListProperties + ?Sized>(
     links: &Links,
     table: &str,
-    entity: &Entity,
+    entity: &E,
     select: Option<&[String]>,
     level: MetadataLevel,
 ) -> Vec<u8> {
-    let envelope = links.entity_envelope(
+    entity_reply(links, table, entity, select, level).0
+}
+
+/// [`entity_body`] and the entity's ETag (for the reply's `ETag` header; `None` without a
+/// Timestamp), rendered once for both.
+pub(crate) fn entity_reply<E: ListProperties + ?Sized>(
+    links: &Links,
+    table: &str,
+    entity: &E,
+    select: Option<&[String]>,
+    level: MetadataLevel,
+) -> (Vec<u8>, Option<String>) {
+    let mut envelope = links.entity_envelope(
         table,
         level,
         entity.partition_key(),
@@ -132,7 +145,9 @@ pub(crate) fn entity_body(
         entity,
         envelope.as_envelope_ref(),
     );
-    out
+    // Without metadata the envelope has no ETag; the header still carries one.
+    let etag = envelope.etag.take().or_else(|| entity.timestamp().map(etag));
+    (out, etag)
 }
 
 /// One table as JSON members at a level (`element`: a single-table body).
@@ -246,7 +261,7 @@ impl<'a> PageWriter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tableq_model::Value;
+    use tableq_model::{Entity, Value};
 
     fn links() -> Links {
         Links {
@@ -277,6 +292,23 @@ mod tests {
             String::from_utf8(body).unwrap(),
             r#"{"odata.metadata":"http://h/acct/$metadata#t/@Element","odata.etag":"W/\"datetime'2021-06-09T01%3A17%3A08.3795894Z'\"","PartitionKey":"p","RowKey":"r","Timestamp":"2021-06-09T01:17:08.3795894Z","Big@odata.type":"Edm.Int64","Big":"5","Name":"n"}"#
         );
+    }
+
+    #[test]
+    fn an_entity_reply_carries_the_etag_at_every_level_and_none_without_a_timestamp() {
+        let want = etag(entity().timestamp().unwrap());
+        for level in [
+            MetadataLevel::NoMetadata,
+            MetadataLevel::MinimalMetadata,
+            MetadataLevel::FullMetadata,
+        ] {
+            let (body, tag) = entity_reply(&links(), "t", &entity(), None, level);
+            assert_eq!(tag.as_deref(), Some(want.as_str()), "{level:?}");
+            assert_eq!(body, entity_body(&links(), "t", &entity(), None, level));
+        }
+        let untimed = Entity::new("p", "r");
+        let (_, tag) = entity_reply(&links(), "t", &untimed, None, MetadataLevel::FullMetadata);
+        assert_eq!(tag, None);
     }
 
     #[test]

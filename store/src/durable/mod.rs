@@ -90,6 +90,11 @@
 //!   [`EntitySource`](tableq_exec::EntitySource) the executor runs a query page on, with
 //!   property slots (interned name numbers, the row codec's `Names`) and `split` at block
 //!   boundaries for parallel scans. A memtable entry wins over the stored row of its key.
+//!   The snapshots begun between two flushes share one read transaction and its opened
+//!   rows table (`shared.rs`, `Shared::rows_table`: every commit that changes rows counts
+//!   a blocks version and lets the old one go), so a point get or query page does not
+//!   register a transaction of its own. A point get can hand its row over in place
+//!   ([`Backend::get_row`]): the server prints it as JSON without building an `Entity`.
 //!
 //! The data directory holds two files, [`DATA_FILE`] (created atomically: initialised
 //! under a temporary name, then renamed) and the log [`WAL_FILE`] (created atomically too,
@@ -149,7 +154,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
-use tableq_exec::{ExecError, Executor, Key, PageOptions, RowView};
+use tableq_exec::{ExecError, Executor, Key, PageOptions, RowView, SourceRow};
 use tableq_model::{Entity, validate};
 use tableq_planner::plan::Plan;
 use verified::CopyBudget;
@@ -341,6 +346,7 @@ impl DurableBackend {
             options: options.clone(),
             blocks_version: AtomicU64::new(0),
             copies: Arc::new(CopyBudget::new(options.cache_bytes / 2)),
+            rows_cache: Mutex::new(None),
         });
         let checkpoints = CheckpointLimits {
             log_bytes: options.checkpoint_log_bytes,
@@ -428,7 +434,8 @@ impl DurableBackend {
         }
     }
 
-    /// A consistent snapshot of `table` (one redb read transaction): the
+    /// A consistent snapshot of `table` (a redb read transaction, shared with the other
+    /// snapshots of the same blocks version): the
     /// [`EntitySource`](tableq_exec::EntitySource) queries run on. Take one per query page
     /// and drop it: a live snapshot keeps the pages of its version from being reused and
     /// holds every block it has read.
@@ -615,6 +622,16 @@ impl Backend for DurableBackend {
         self.snapshot(table)?.entity(pk, rk)
     }
 
+    fn get_row(
+        &self,
+        table: &str,
+        pk: &str,
+        rk: &str,
+        visit: &mut dyn FnMut(&dyn SourceRow),
+    ) -> Result<bool, StoreError> {
+        self.snapshot(table)?.visit_entity(pk, rk, visit)
+    }
+
     fn query(
         &self,
         table: &str,
@@ -686,8 +703,8 @@ impl Backend for DurableBackend {
 
     fn table_acl(&self, table: &str) -> Result<Vec<SignedIdentifier>, StoreError> {
         self.check_open()?;
-        let start = self.shared.begin_read(table)?;
-        settings::acl(&start.txn, start.entry.id)
+        let (entry, txn) = self.shared.begin_settings_read(table)?;
+        settings::acl(&txn, entry.id)
     }
 
     fn set_table_acl(&self, table: &str, policies: &[SignedIdentifier]) -> Result<(), StoreError> {

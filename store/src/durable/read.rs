@@ -49,14 +49,13 @@ use super::block_map::{BlockMap, MapEntry};
 use super::damage::block_damage;
 use super::format::block::{BlockView, RowRef};
 use super::format::keys::{entity_key, partition_end, partition_prefix, table_end, table_prefix};
-use super::format::tables::ROWS;
 use super::locate::{floor_block, search_keys};
 use super::memtable::{MemRows, MemTable};
-use super::shared::{ReadStart, TableEntry};
+use super::shared::{ReadStart, RowsTable, TableEntry};
 use super::verified::{CopyBudget, VerifiedBlock};
 use crate::codec::{ColumnDirectory, ColumnRun, Corrupt, LazyColumns, Names, Number, Slot};
 use crate::error::StoreError;
-use redb::{AccessGuard, ReadOnlyTable};
+use redb::AccessGuard;
 use std::ops::{Bound, ControlFlow};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -69,7 +68,6 @@ use tableq_model::json::ListProperties;
 use tableq_model::order::compare_str;
 use tableq_model::{DateTime, Entity, EntityView, ValueRef};
 
-type Rows = ReadOnlyTable<&'static [u8], &'static [u8]>;
 type Cursor = redb::Range<'static, &'static [u8], &'static [u8]>;
 type BlockGuard = AccessGuard<'static, &'static [u8]>;
 
@@ -99,12 +97,13 @@ pub struct DurableSnapshot {
     /// kept (`None`: none was): the map those scans walk, and rows of its verified copies
     /// borrow from it.
     scan_map: OnceLock<Option<Arc<BlockMap>>>,
-    /// The table in its read transaction. **Declared last, so dropped last**: it keeps the
-    /// read transaction registered with redb, and every page guard in `blocks` must be
+    /// The rows table in its read transaction (shared with the other readers of the
+    /// blocks version: `Shared::rows_table`). **Declared last, so dropped last**: it keeps
+    /// the read transaction registered with redb, and every page guard in `blocks` must be
     /// released before it is; otherwise a commit between the two drops frees pages that a
     /// guard still holds (redb's debug assertion "freed page still referenced" fired in
     /// `tests/concurrency.rs` when `rows` came first).
-    rows: Rows,
+    rows: Arc<RowsTable>,
 }
 
 /// Slots in the first segment of an [`Arena`]; segment `k` has `ARENA_BASE << k`.
@@ -311,7 +310,7 @@ impl DurableSnapshot {
         copies: &Arc<CopyBudget>,
     ) -> Result<DurableSnapshot, StoreError> {
         let entry = &start.entry;
-        let rows = start.txn.open_table(ROWS).map_err(StoreError::storage)?;
+        let rows = start.rows.clone();
         let names = entry
             .names
             .read()
@@ -440,6 +439,32 @@ impl DurableSnapshot {
                 .map_err(StoreError::storage),
             None => Ok(None),
         }
+    }
+
+    /// The entity with these keys handed to `visit` as a row read in place (from the
+    /// memtable or its block, verified as [`entity`](Self::entity) verifies it); whether
+    /// it exists. A value found damaged while `visit` reads it fails the call.
+    pub(crate) fn visit_entity(
+        &self,
+        pk: &str,
+        rk: &str,
+        visit: &mut dyn FnMut(&dyn SourceRow),
+    ) -> Result<bool, StoreError> {
+        if let Some((pk, entry)) = self.mem.get(pk, rk) {
+            let Some(bytes) = &entry.row else {
+                return Ok(false);
+            };
+            visit(&DurableRow::in_memory(pk, bytes, self));
+        } else {
+            let Some((block, i)) = self.lookup(pk, rk)? else {
+                return Ok(false);
+            };
+            let view = block.view();
+            let (start, end) = view.span(i);
+            visit(&DurableRow::in_block(view, start, end, self));
+        }
+        self.take_error()?;
+        Ok(true)
     }
 
     /// Where a scan starts (inclusive; a block key or a key between blocks) and where its

@@ -6,6 +6,7 @@
 use super::*;
 use crate::codec::Names;
 use crate::durable::format::block::{build_block, encode_row};
+use crate::durable::format::tables::ROWS;
 use crate::durable::{DurableBackend, DurableOptions};
 use crate::op::WriteOp;
 use crate::{Backend, StoreError};

@@ -8,6 +8,7 @@
 //! flush and publishes it under the write lock (`writer/txn.rs`).
 
 use super::block_map::BlockMap;
+use super::format::tables::ROWS;
 use super::memtable::MemTable;
 use super::options::DurableOptions;
 use super::verified::CopyBudget;
@@ -56,13 +57,18 @@ impl TableEntry {
     }
 }
 
-/// What a reader begins with ([`Shared::begin_read`]): the table, its redb snapshot, its
-/// memtable and the blocks version, consistent with each other.
+/// The data file's rows table (`tableq_rows`) in a read transaction.
+pub(crate) type RowsTable = redb::ReadOnlyTable<&'static [u8], &'static [u8]>;
+
+/// What a reader begins with ([`Shared::begin_read`]): the table, the data file's rows as
+/// of one commit, its memtable and the blocks version, consistent with each other.
 pub(crate) struct ReadStart {
     pub(crate) entry: Arc<TableEntry>,
-    pub(crate) txn: redb::ReadTransaction,
+    /// The rows table in a read transaction of the blocks version (shared with the other
+    /// readers of that version: [`Shared::rows_table`]).
+    pub(crate) rows: Arc<RowsTable>,
     pub(crate) mem: MemTable,
-    /// [`Shared::blocks_version`] as of `txn`.
+    /// [`Shared::blocks_version`] as of `rows`.
     pub(crate) blocks_version: u64,
 }
 
@@ -92,6 +98,10 @@ pub(crate) struct Shared {
     pub(crate) blocks_version: AtomicU64,
     /// What the verified copies of blocks may take (`verified.rs`).
     pub(crate) copies: Arc<CopyBudget>,
+    /// The rows table as of the current blocks version, opened by the first reader of that
+    /// version and shared by the readers after it ([`Shared::rows_table`]); emptied when
+    /// the version changes ([`Shared::blocks_changed`]).
+    pub(crate) rows_cache: Mutex<Option<(u64, Arc<RowsTable>)>>,
 }
 
 impl Shared {
@@ -109,20 +119,76 @@ impl Shared {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let txn = self.read_txn()?;
         let blocks_version = self.blocks_version.load(Ordering::Acquire);
+        let rows = self.rows_table(blocks_version)?;
         Ok(ReadStart {
             entry,
-            txn,
+            rows,
             mem,
             blocks_version,
         })
     }
 
+    /// The table `name` and a read transaction of the data file, consistent with each
+    /// other (for what readers read besides rows: a table's stored access policies).
+    pub(crate) fn begin_settings_read(
+        &self,
+        name: &str,
+    ) -> Result<(Arc<TableEntry>, redb::ReadTransaction), StoreError> {
+        let catalog = self.catalog.read().unwrap_or_else(PoisonError::into_inner);
+        let entry = catalog
+            .get(&validate::table_key(name))
+            .cloned()
+            .ok_or_else(|| StoreError::TableNotFound(name.to_owned()))?;
+        Ok((entry, self.read_txn()?))
+    }
+
+    /// The rows table as of blocks version `version` (read under the catalog's read lock,
+    /// which a flush's commit and its count take for writing): the one kept for it, or one
+    /// opened in a new read transaction now and kept. Every commit that changes rows
+    /// counts a version (`blocks_changed`), so all readers of a version see the same rows;
+    /// sharing its transaction saves each point get and query page beginning its own
+    /// (redb registers every read transaction and looks its tables up again).
+    ///
+    /// The kept table holds its read transaction — and so the pages of its commit — only
+    /// until the next version: `blocks_changed` lets it go, so freed pages are reused as
+    /// soon as the snapshots still reading them end, as without it.
+    fn rows_table(&self, version: u64) -> Result<Arc<RowsTable>, StoreError> {
+        let kept = || {
+            self.rows_cache
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        if let Some((v, rows)) = kept().as_ref()
+            && *v == version
+        {
+            return Ok(rows.clone());
+        }
+        // Opened without the lock held: opening takes the database's lock, which a reopen
+        // holds while it counts a version (and then takes this lock to empty it).
+        let rows = Arc::new(
+            self.read_txn()?
+                .open_table(ROWS)
+                .map_err(StoreError::storage)?,
+        );
+        let mut slot = kept();
+        // A version counted since the caller read `version` has emptied the slot or is
+        // about to: keep nothing for an old version.
+        if self.blocks_version.load(Ordering::Acquire) == version {
+            *slot = Some((version, rows.clone()));
+        }
+        Ok(rows)
+    }
+
     /// Counts a change that may change blocks (under the catalog's write lock, or with the
-    /// database's write lock held while the data file is reopened).
+    /// database's write lock held while the data file is reopened), and lets the rows table
+    /// kept for the old version go.
     pub(crate) fn blocks_changed(&self) {
         self.blocks_version.fetch_add(1, Ordering::AcqRel);
+        self.rows_cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
     }
 
     /// A read transaction of the data file as of its last commit.

@@ -565,6 +565,63 @@ fn metrics_report_the_log_the_data_file_and_refusals() {
     store.close().unwrap();
 }
 
+#[test]
+fn readers_of_one_version_share_its_rows_table_until_a_flush_lets_it_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = DurableBackend::open_with(dir.path(), keep_log(FsyncPolicy::default())).unwrap();
+    store.create_table("t1x").unwrap();
+    store.write("t1x", insert("a", 1)).unwrap();
+    store.gate.with_writer(|w| w.flush()).unwrap();
+    let kept = || store.shared.rows_cache.lock().unwrap().clone();
+    let first = store.snapshot("t1x").unwrap();
+    let (version, table) = kept().expect("the first reader keeps the version's table");
+    let second = store.snapshot("t1x").unwrap();
+    let (again, same) = kept().unwrap();
+    assert_eq!(again, version);
+    assert!(Arc::ptr_eq(&table, &same), "the second reader shares it");
+    // The kept slot, the two snapshots and the two clones here.
+    assert_eq!(Arc::strong_count(&table), 5);
+    drop((same, second));
+
+    store.write("t1x", insert("b", 2)).unwrap();
+    store.gate.with_writer(|w| w.flush()).unwrap();
+    assert!(kept().is_none(), "the flush let the old version's table go");
+    // A snapshot of the old version still reads its own rows (without "b").
+    assert!(first.entity("p", "a").unwrap().is_some());
+    assert!(first.entity("p", "b").unwrap().is_none());
+    assert_eq!(
+        Arc::strong_count(&table),
+        2,
+        "only the old snapshot and this clone"
+    );
+    drop(first);
+    let third = store.snapshot("t1x").unwrap();
+    let (newer, fresh) = kept().unwrap();
+    assert!(newer > version);
+    assert!(!Arc::ptr_eq(&table, &fresh));
+    assert!(third.entity("p", "b").unwrap().is_some());
+    // Point gets through the backend read the new version, owned or in place.
+    assert!(store.get("t1x", "p", "b").unwrap().is_some());
+    let mut seen = Vec::new();
+    let found = store
+        .get_row("t1x", "p", "b", &mut |row| {
+            seen.push((
+                row.row_key().to_owned(),
+                row.custom("V").map(|v| v.to_owned()),
+            ))
+        })
+        .unwrap();
+    assert!(found);
+    assert_eq!(seen, [("b".to_owned(), Some(Value::Int32(2)))]);
+    assert!(
+        !store
+            .get_row("t1x", "p", "zz", &mut |_| panic!("no row"))
+            .unwrap()
+    );
+    drop(third);
+    store.close().unwrap();
+}
+
 // ---------------------------------------------------------------------------------------
 // The memtable in front of redb: reads merge it with the blocks exactly, whatever was
 // flushed when.
@@ -670,6 +727,26 @@ mod memtable {
                     }
                 });
                 prop_assert_eq!(got, want, "get {:?}", key);
+                // The backend's point reads (a snapshot each, sharing the version's rows
+                // table), owned and in place.
+                let owned = store.get("t1x", PKS[p as usize], &rk(r)).unwrap().map(|e| {
+                    match e.custom("V") {
+                        Some(Value::Int32(v)) => *v,
+                        _ => i32::MIN,
+                    }
+                });
+                prop_assert_eq!(owned, want, "Backend::get {:?}", key);
+                let mut in_place = None;
+                let found = store
+                    .get_row("t1x", PKS[p as usize], &rk(r), &mut |row| {
+                        in_place = Some(match row.custom("V") {
+                            Some(ValueRef::Int32(v)) => v,
+                            _ => i32::MIN,
+                        });
+                    })
+                    .unwrap();
+                prop_assert_eq!(found, want.is_some());
+                prop_assert_eq!(in_place, want, "Backend::get_row {:?}", key);
             }
         }
         let tiny = Tuning {

@@ -167,6 +167,22 @@ impl Backend for MemoryBackend {
         Ok(t.rows.snapshot().get(pk, rk).map(|row| row.to_entity()))
     }
 
+    fn get_row(
+        &self,
+        table: &str,
+        pk: &str,
+        rk: &str,
+        visit: &mut dyn FnMut(&dyn SourceRow),
+    ) -> Result<bool, StoreError> {
+        let t = self.table_entry(table)?;
+        let snapshot = t.rows.snapshot();
+        let row = snapshot.get(pk, rk);
+        if let Some(row) = &row {
+            visit(row);
+        }
+        Ok(row.is_some())
+    }
+
     fn query(
         &self,
         table: &str,
