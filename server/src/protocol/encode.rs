@@ -146,7 +146,10 @@ pub(crate) fn entity_reply<E: ListProperties + ?Sized>(
         envelope.as_envelope_ref(),
     );
     // Without metadata the envelope has no ETag; the header still carries one.
-    let etag = envelope.etag.take().or_else(|| entity.timestamp().map(etag));
+    let etag = envelope
+        .etag
+        .take()
+        .or_else(|| entity.timestamp().map(etag));
     (out, etag)
 }
 

@@ -110,10 +110,7 @@ impl Shared {
     /// memtables under the catalog's write lock).
     pub(crate) fn begin_read(&self, name: &str) -> Result<ReadStart, StoreError> {
         let catalog = self.catalog.read().unwrap_or_else(PoisonError::into_inner);
-        let entry = catalog
-            .get(&validate::table_key(name))
-            .cloned()
-            .ok_or_else(|| StoreError::TableNotFound(name.to_owned()))?;
+        let entry = table_in(&catalog, name)?;
         let mem = entry
             .mem
             .read()
@@ -136,11 +133,7 @@ impl Shared {
         name: &str,
     ) -> Result<(Arc<TableEntry>, redb::ReadTransaction), StoreError> {
         let catalog = self.catalog.read().unwrap_or_else(PoisonError::into_inner);
-        let entry = catalog
-            .get(&validate::table_key(name))
-            .cloned()
-            .ok_or_else(|| StoreError::TableNotFound(name.to_owned()))?;
-        Ok((entry, self.read_txn()?))
+        Ok((table_in(&catalog, name)?, self.read_txn()?))
     }
 
     /// The rows table as of blocks version `version` (read under the catalog's read lock,
@@ -199,6 +192,14 @@ impl Shared {
             .begin_read()
             .map_err(StoreError::storage)
     }
+}
+
+/// The table `name` (any case) of `catalog`, or [`StoreError::TableNotFound`].
+fn table_in(catalog: &Catalog, name: &str) -> Result<Arc<TableEntry>, StoreError> {
+    catalog
+        .get(&validate::table_key(name))
+        .cloned()
+        .ok_or_else(|| StoreError::TableNotFound(name.to_owned()))
 }
 
 /// Why writes are refused, and what ends the refusal.
