@@ -421,24 +421,9 @@ impl DurableSnapshot {
 
     /// The entity with these keys as an owned value (what `Backend::get` returns).
     pub(crate) fn entity(&self, pk: &str, rk: &str) -> Result<Option<Entity>, StoreError> {
-        if let Some((pk, entry)) = self.mem.get(pk, rk) {
-            return match &entry.row {
-                Some(bytes) => RowRef(bytes)
-                    .to_entity(pk, &self.names)
-                    .map(Some)
-                    .map_err(StoreError::storage),
-                None => Ok(None),
-            };
-        }
-        match self.lookup(pk, rk)? {
-            Some((block, i)) => block
-                .view()
-                .row(i)
-                .to_entity(pk, &self.names)
-                .map(Some)
-                .map_err(StoreError::storage),
-            None => Ok(None),
-        }
+        let mut entity = None;
+        self.visit_entity(pk, rk, &mut |row| entity = Some(row.to_entity()))?;
+        Ok(entity)
     }
 
     /// The entity with these keys handed to `visit` as a row read in place (from the
