@@ -14,7 +14,8 @@
 //!   near the budget however many clients stall with almost-complete bodies, and comes back
 //!   down once they are gone;
 //! * an over-limit body is answered 413 with its JSON error after the rest was read, and
-//!   the connection serves the next request.
+//!   the connection serves the next request;
+//! * a request answered before its body was read says `Connection: close` and is closed.
 
 use crate::server_support;
 
@@ -174,6 +175,102 @@ async fn a_stalled_body_gets_408_and_its_connection_is_closed() {
         metrics.contains("tableq_body_timeouts_total 1"),
         "{metrics}"
     );
+    s.stop().await.unwrap();
+}
+
+/// Reads one response whose body is `Content-Length` long (or none) off a kept-alive
+/// connection.
+async fn read_response(stream: &mut tokio::net::TcpStream) -> String {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        let text = String::from_utf8_lossy(&out).into_owned();
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|l| {
+                    let (name, value) = l.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if body.len() >= length {
+                return text;
+            }
+        }
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut buf))
+            .await
+            .expect("a response within 10 s")
+            .expect("read");
+        assert!(n > 0, "closed before a whole response: {text}");
+        out.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// A request answered before its body was read (here refused by authentication before the
+/// body arrived) says `Connection: close`, and the server does close it: a client that
+/// pooled the connection would otherwise send its next request into a connection the
+/// server is closing (Python's urllib3 under load: "remote end closed connection without
+/// response"). A request whose body was read, and a bodiless one refused, keep it.
+#[tokio::test]
+async fn a_request_answered_before_its_body_was_read_closes_its_connection() {
+    let s = TestServer::start_with(short_timeouts()).await;
+    s.create_table("early").await;
+
+    // Unsigned, with its body still to come: 403 at once, closing.
+    let mut refused = connect(&s).await;
+    refused
+        .write_all(
+            b"POST /devstoreaccount1/early HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+              Content-Type: application/json\r\nContent-Length: 40\r\n\r\n",
+        )
+        .await
+        .unwrap();
+    let response = read_response(&mut refused).await;
+    assert!(response.starts_with("HTTP/1.1 403"), "{response}");
+    assert!(
+        response.to_ascii_lowercase().contains("connection: close"),
+        "{response}"
+    );
+    let _ = refused
+        .write_all(br#"{"PartitionKey":"p","RowKey":"r","n":1}"#)
+        .await;
+    let (rest, closed) = read_until_closed(&mut refused, Duration::from_secs(10)).await;
+    assert!(closed.is_some(), "the connection stays open: {rest}");
+    assert!(
+        rest.is_empty(),
+        "a second answer on a closing connection: {rest}"
+    );
+
+    // A signed insert (its body read) and then a bodiless refusal: the connection serves
+    // both and a third request after them.
+    let mut kept = connect(&s).await;
+    let body = r#"{"PartitionKey":"p","RowKey":"r","n":1}"#;
+    let insert = sign_raw(&format!(
+        "POST /devstoreaccount1/early HTTP/1.1\r\nHost: 127.0.0.1\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    ));
+    kept.write_all(insert.as_bytes()).await.unwrap();
+    let response = read_response(&mut kept).await;
+    assert!(response.starts_with("HTTP/1.1 201"), "{response}");
+    assert!(
+        !response.to_ascii_lowercase().contains("connection: close"),
+        "{response}"
+    );
+    kept.write_all(b"GET /devstoreaccount1/early() HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let response = read_response(&mut kept).await;
+    assert!(response.starts_with("HTTP/1.1 403"), "{response}");
+    assert!(
+        !response.to_ascii_lowercase().contains("connection: close"),
+        "{response}"
+    );
+    let list = sign_raw("GET /devstoreaccount1/Tables HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    kept.write_all(list.as_bytes()).await.unwrap();
+    let response = read_response(&mut kept).await;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     s.stop().await.unwrap();
 }
 

@@ -14,8 +14,9 @@
 //!   examined and returned (for queries), body-budget reservations to release when the
 //!   request is answered, and whether the connection must close; it also carries the
 //!   request's [`RequestDeadline`], which the body reader asks for;
-//! * after the response: `Connection: close` if asked, the request metrics, and one log
-//!   line (`text` or `json`, [`crate::state::config::LogFormat`]).
+//! * after the response: `Connection: close` if asked or if the request's body was left
+//!   unread ([`body_end`]), the request metrics, and one log line (`text` or `json`,
+//!   [`crate::state::config::LogFormat`]).
 //!
 //! It is no router middleware, so that a request pays for no boxed layer: the in-process
 //! router ([`crate::router`]) serves the Table protocol alone, without the operator
@@ -26,10 +27,10 @@
 //! {"timestamp":"…","level":"INFO","fields":{"message":"request","method":"GET","path":"/devstoreaccount1/t()","status":200,"operation":"QueryEntities","account":"devstoreaccount1","table":"t","duration_ms":0.41,"rows_examined":12,"rows_returned":3,"request_id":"…"},"target":"tableq_server::request"}
 //! ```
 
+mod body_end;
 pub(crate) mod health;
 
 use axum::Router;
-use axum::body::Body;
 use axum::http::{HeaderName, HeaderValue, Method, Request, header};
 use axum::response::Response;
 use hyper::body::Incoming;
@@ -48,16 +49,23 @@ pub(crate) async fn serve(
     mut router: Router,
     request: Request<Incoming>,
 ) -> Response {
-    let mut request = request.map(Body::new);
+    let (parts, incoming) = request.into_parts();
+    let (body, watched) = body_end::watch(incoming);
+    let mut request = Request::from_parts(parts, body);
     let deadline = request
         .extensions_mut()
         .remove::<RequestDeadline>()
         .map(|d| d.0);
     if let Some(asked) = health::asked(&request) {
-        return crate::app::with_server(health::answer(observed, asked).await);
+        drop(request);
+        let response = crate::app::with_server(health::answer(observed, asked).await);
+        return closing_unless(watched.read_to_end(), response);
     }
     if let Some(asked) = crate::ops::explorer::asked(&observed.hosted, &request) {
-        return crate::app::with_server(crate::ops::explorer::answer(&observed.hosted, asked));
+        drop(request);
+        let response =
+            crate::app::with_server(crate::ops::explorer::answer(&observed.hosted, asked));
+        return closing_unless(watched.read_to_end(), response);
     }
     let started = Instant::now();
     let logged = tracing::enabled!(target: "tableq_server::request", tracing::Level::INFO);
@@ -73,7 +81,7 @@ pub(crate) async fn serve(
         deadline,
         router.call(request)
     ));
-    let mut response = match (&mut handled).await {
+    let response = match (&mut handled).await {
         Ok(response) => response,
         Err(never) => match never {},
     };
@@ -83,11 +91,7 @@ pub(crate) async fn serve(
         .map(RequestScope::into_record)
         .unwrap_or_default();
     let took = started.elapsed();
-    if record.close {
-        response
-            .headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
-    }
+    let response = closing_unless(!record.close && watched.read_to_end(), response);
     let operation = match record.operation {
         Some(Operation::InsertOrReplaceEntity) if if_match => Operation::UpdateEntity,
         Some(Operation::MergeEntity) if !if_match => Operation::InsertOrMergeEntity,
@@ -114,6 +118,17 @@ pub(crate) async fn serve(
         );
     }
     drop(record.held);
+    response
+}
+
+/// The response, with `Connection: close` unless `keep` (a body left unread, or the
+/// pipeline asked for it: see [`body_end`]).
+fn closing_unless(keep: bool, mut response: Response) -> Response {
+    if !keep {
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
     response
 }
 
