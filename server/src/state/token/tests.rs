@@ -9,27 +9,43 @@ use std::sync::OnceLock;
 const ORIGIN: &str = "https://127.0.0.1:10443";
 const TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
 
-/// One issuer for the whole module (RSA key generation is slow in debug builds).
-fn issuer() -> &'static LocalIssuer {
-    static ISSUER: OnceLock<LocalIssuer> = OnceLock::new();
+/// One issuer for the whole module (RSA key generation is slow in debug builds), with the
+/// text of its key file. Statics never drop, so the directory it was made in is removed as
+/// soon as the key is read: a test run leaves no private key behind.
+fn issuer_and_key() -> &'static (LocalIssuer, Vec<u8>) {
+    static ISSUER: OnceLock<(LocalIssuer, Vec<u8>)> = OnceLock::new();
     ISSUER.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("tableq-issuer-{}", uuid::Uuid::new_v4()));
-        LocalIssuer::open(&dir).unwrap()
+        let scratch = tempfile::tempdir().unwrap();
+        // The issuer makes its own directory, 0700 (it refuses one others may read).
+        let issuer = LocalIssuer::open(&scratch.path().join("keys")).unwrap();
+        let key = std::fs::read(issuer.key_file()).unwrap();
+        (issuer, key)
     })
 }
 
-/// Another key, with its JWKS file.
-fn stranger() -> &'static (LocalIssuer, PathBuf) {
-    static STRANGER: OnceLock<(LocalIssuer, PathBuf)> = OnceLock::new();
+fn issuer() -> &'static LocalIssuer {
+    &issuer_and_key().0
+}
+
+/// Another key, with the text of its JWKS (under another issuer's name).
+fn stranger() -> &'static (LocalIssuer, String) {
+    static STRANGER: OnceLock<(LocalIssuer, String)> = OnceLock::new();
     STRANGER.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("tableq-stranger-{}", uuid::Uuid::new_v4()));
-        let issuer = LocalIssuer::open(&dir).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        // The issuer makes its own directory, 0700 (it refuses one others may read).
+        let issuer = LocalIssuer::open(&scratch.path().join("keys")).unwrap();
         let mut jwks = issuer.jwks();
         jwks["issuer"] = serde_json::json!("https://idp.example/tenant/");
-        let path = dir.join("jwks.json");
-        std::fs::write(&path, jwks.to_string()).unwrap();
-        (issuer, path)
+        (issuer, jwks.to_string())
     })
+}
+
+/// The stranger's JWKS as a file, in a directory removed when the guard drops.
+fn stranger_jwks_file() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jwks.json");
+    std::fs::write(&path, &stranger().1).unwrap();
+    (dir, path)
 }
 
 fn request(role: Option<Role>) -> TokenRequest {
@@ -43,8 +59,20 @@ fn request(role: Option<Role>) -> TokenRequest {
     }
 }
 
+/// A bearer whose local issuer opens the module issuer's key file, written anew as the
+/// issuer writes it (a 0700 directory, a 0600 file: it refuses anything more open).
 fn local_bearer() -> Bearer {
-    let dir = issuer().key_file().parent().unwrap().to_owned();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("keys");
+    let file = dir.join(issuer().key_file().file_name().unwrap());
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(&file, &issuer_and_key().1).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
     Bearer {
         local: Some(LocalIssuer::open(&dir).unwrap()),
         ..Bearer::default()
@@ -214,9 +242,10 @@ fn bad_tokens_are_refused_with_their_reason() {
 
 #[test]
 fn a_jwks_file_trusts_another_issuer_offline() {
-    let (stranger, jwks) = stranger();
+    let (stranger, _) = stranger();
+    let (_dir, jwks) = stranger_jwks_file();
     let bearer = Bearer {
-        trusted: vec![TrustedKeys::from_file(jwks).unwrap()],
+        trusted: vec![TrustedKeys::from_file(&jwks).unwrap()],
         ..Bearer::default()
     };
     let now = jsonwebtoken::get_current_timestamp();
@@ -320,14 +349,15 @@ fn entra_issuers_accept_their_storage_tokens_for_the_tokens_own_tenant() {
 /// nothing to a principal the file does not name; an assignment decides for those it names.
 #[test]
 fn the_role_file_applies_to_every_issuer() {
-    let (stranger, jwks) = stranger();
+    let (stranger, _) = stranger();
+    let (_dir, jwks) = stranger_jwks_file();
     let none = RoleAssignments::from_json(
         r#"{"default": "none", "assignments": [
             {"principalId": "reader", "role": "Storage Table Data Reader"}]}"#,
     )
     .unwrap();
     let bearer = Bearer {
-        trusted: vec![TrustedKeys::from_file(jwks).unwrap()],
+        trusted: vec![TrustedKeys::from_file(&jwks).unwrap()],
         assignments: none,
         ..Bearer::default()
     };
@@ -401,7 +431,8 @@ fn client_secrets_match_exactly() {
 /// file is an error, never silently replaced.
 #[test]
 fn the_generated_client_is_kept() {
-    let dir = std::env::temp_dir().join(format!("tableq-client-{}", uuid::Uuid::new_v4()));
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("tokens");
     let first = GeneratedClient::open(&dir).unwrap();
     assert!(first.made_now);
     assert!(uuid::Uuid::parse_str(&first.id).is_ok());
@@ -428,5 +459,4 @@ fn the_generated_client_is_kept() {
         std::fs::write(&path, "not json").unwrap();
         assert!(GeneratedClient::open(&dir).is_err());
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
