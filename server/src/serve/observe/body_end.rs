@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 /// Set once the watched body has been read to its end.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 pub(crate) struct Watched(Option<Arc<AtomicBool>>);
 
 impl Watched {
