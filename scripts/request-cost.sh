@@ -4,10 +4,11 @@
 #
 #   scripts/request-cost.sh [--runs 3] [--seconds 5] [--entities 100000] [--partitions 100]
 #                           [--connections 8] [--workers 1|default] [--tableq-args "--fsync always"]
-#                           [--tableq BIN]
+#                           [--tableq BIN] [--floor BIN]
 #
 # Installs what it needs (wrk and nginx: Debian packages, apt-get as root when missing) and
-# builds the release binary unless --tableq names one. Each run starts tableq on a fresh
+# builds the release binary unless --tableq names one, and the floor (below) unless --floor
+# names one. Each run starts tableq on a fresh
 # durable data directory (its request log goes to a file, as nginx's access log does),
 # loads N entities in P partitions through `tableq import --endpoint` and restarts on the
 # same directory (so that point gets read stored blocks, not the memtable of the last
@@ -19,6 +20,10 @@
 # (`-t2 -c8`, keep-alive, the account SAS in the URL), each run measures, alternating
 # which server goes first:
 #   * point get (random existing key) on tableq, the static file on nginx;
+#   * the same reply from the floor: `examples/static_reply.rs`, tableq's own HTTP stack
+#     (one single-threaded tokio runtime, hyper's HTTP/1.1, the binary's allocator)
+#     answering every request with the reply body and nothing else — what a request costs
+#     in this stack before tableq does any work;
 #   * single insert (POST, Prefer: return-no-content) on tableq.
 # The server's CPU time is read from /proc/PID/stat (utime + stime of all its threads)
 # before and after each figure: CPU per request = CPU time / requests answered. Every reply
@@ -36,6 +41,7 @@ CONNS=8
 WORKERS=1
 TABLEQ_ARGS=""
 TABLEQ_BIN=""
+FLOOR_BIN=""
 
 usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
@@ -48,6 +54,7 @@ while [ $# -gt 0 ]; do
         --workers) WORKERS="$2"; shift 2 ;;
         --tableq-args) TABLEQ_ARGS="$2"; shift 2 ;;
         --tableq) TABLEQ_BIN="$2"; shift 2 ;;
+        --floor) FLOOR_BIN="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "request-cost: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -66,6 +73,10 @@ bench_need wrk wrk
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$NGINX" ] || { bench_need nginx nginx-light; NGINX=$(command -v nginx || echo /usr/sbin/nginx); }
 bench_tableq
+if [ -z "$FLOOR_BIN" ]; then
+    (cd "$ROOT" && cargo build --release --quiet --example static_reply)
+    FLOOR_BIN="$ROOT/target/release/examples/static_reply"
+fi
 
 bench_work "${COST_WORK:-}"
 
@@ -172,19 +183,31 @@ EOF
     NG_PID=$!
     PIDS+=("$NG_PID")
     wait_port "$NG_PORT" "$NG_PID" nginx
+    FL_PORT=$(free_port)
+    "$FLOOR_BIN" --port "$FL_PORT" --body "$WORK/www/entity.json" > "$WORK/floor-$run.log" 2>&1 &
+    FL_PID=$!
+    PIDS+=("$FL_PID")
+    wait_port "$FL_PORT" "$FL_PID" static_reply
+    # The three send the same body.
+    for url in "http://127.0.0.1:$NG_PORT/entity.json" "http://127.0.0.1:$FL_PORT/entity.json"; do
+        curl -sf "$url" | cmp -s - "$WORK/www/entity.json" \
+            || { echo "request-cost: $url does not send the point get's body" >&2; exit 1; }
+    done
     echo "request-cost: run $run: loaded; reply $(stat -c %s "$WORK/www/entity.json") bytes" >&2
 
-    if [ $((run % 2)) -eq 1 ]; then order="nginx get insert"; else order="insert get nginx"; fi
+    if [ $((run % 2)) -eq 1 ]; then order="nginx floor get insert"; else order="insert get floor nginx"; fi
     for fig in $order; do
         case $fig in
             nginx) measure nginx "$NG_PID" "http://127.0.0.1:$NG_PORT/entity.json" "" "$run" ;;
+            floor) measure floor "$FL_PID" "http://127.0.0.1:$FL_PORT/entity.json" "" "$run" ;;
             get) measure get "$TQ_PID" "http://127.0.0.1:$TQ_PORT" "$LUA_DIR/point_get.lua" "$run" ;;
             insert) measure insert "$TQ_PID" "http://127.0.0.1:$TQ_PORT" "$LUA_DIR/insert.lua" "$run" ;;
         esac
     done
-    kill "$TQ_PID" "$NG_PID"
+    kill "$TQ_PID" "$NG_PID" "$FL_PID"
     wait "$TQ_PID" 2> /dev/null || true
     wait "$NG_PID" 2> /dev/null || true
+    wait "$FL_PID" 2> /dev/null || true
     PIDS=()
     echo "request-cost: run $run done" >&2
 done
@@ -199,15 +222,20 @@ for line in open(f"{sys.argv[1]}/results.txt"):
 def med(name, i):
     return statistics.median(r[i] for r in rows[name])
 anchor = med("nginx", 0)
-labels = {"nginx": "nginx, static file (anchor)", "get": "tableq point get", "insert": "tableq single insert"}
+labels = {"nginx": "nginx, static file (anchor)", "floor": "floor: hyper + tokio, fixed reply", "get": "tableq point get", "insert": "tableq single insert"}
 targets = {"get": 1.5, "insert": 2.5}
 print("| request | server CPU per request | ratio to nginx | target | req/s | p50 |")
 print("|---|---|---|---|---|---|")
-for name in ("nginx", "get", "insert"):
+for name in ("nginx", "floor", "get", "insert"):
     if name not in rows:
         continue
     cpu = med(name, 0)
     runs = ", ".join(f"{r[0]:.1f}" for r in rows[name])
     target = f"≤ {targets[name]}×" if name in targets else ""
     print(f"| {labels[name]} | {cpu:.1f} µs ({runs}) | {cpu / anchor:.2f}× | {target} | {med(name, 1):.0f} | {med(name, 2):.0f} µs |")
+if "floor" in rows:
+    floor = med("floor", 0)
+    own = ", ".join(f"{name} {med(name, 0) - floor:.1f} µs" for name in ("get", "insert") if name in rows)
+    print(f"\nOver the floor (tableq's own work a request, medians): {own}; "
+          f"the 1.5× target leaves {1.5 * anchor - floor:.1f} µs for a point get's.")
 EOF
