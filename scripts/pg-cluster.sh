@@ -24,6 +24,9 @@
 #                                    database, for fault tests); `thaw DIR` resumes them
 #   scripts/pg-cluster.sh restart DIR  restarts every server (pg_ctl restart -m fast): open
 #                                    connections are closed by the servers
+#   scripts/pg-cluster.sh pids DIR   prints the pids of every server process of the cluster
+#                                    (each postmaster and its children, one a line: for
+#                                    measuring PostgreSQL's CPU, scripts/pg-cost.sh)
 #   scripts/pg-cluster.sh bindir     prints the directory of the server binaries it would use,
 #                                    or fails (exit 1) when they are not installed
 #
@@ -302,7 +305,8 @@ case ${1:-} in
     restart) shift; cmd_restart "$@" ;;
     down) shift; cmd_down "$@" ;;
     env) shift; print_env "${1:?usage: env DIR}" ;;
+    pids) shift; server_pids "${1:?usage: pids DIR}" ;;
     reap) cmd_reap_quiet ;;
     bindir) find_bindir || die "PostgreSQL binaries not found (install postgresql-15, or set PG_BINDIR)" ;;
-    *) sed -n '2,48p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
