@@ -128,6 +128,12 @@ pub(crate) struct Statements {
     drop_table: String,
     drop_entities: String,
     list_tables: String,
+    /// A point get: the entity's `(ts, props)`; `(NULL, NULL)` when the table (key `$1`,
+    /// id `$2`) exists without the entity; no row when it does not exist. The entity's
+    /// index is probed first and the table's only when that finds nothing (`LIMIT 1` over
+    /// `UNION ALL`): an entity row of table id `$2` implies the table, since a table's
+    /// entities go in the transaction that deletes it and ids are never reused. A join of
+    /// the two cost PostgreSQL a sixth more a get (pgbench, 2026-12-06).
     get: String,
     pub(crate) lock_one: String,
     pub(crate) insert_one: String,
@@ -155,8 +161,9 @@ impl Statements {
             drop_entities: format!("DELETE FROM {e} WHERE table_id = $1"),
             list_tables: format!("SELECT name FROM {t} ORDER BY key"),
             get: format!(
-                "SELECT e.ts, e.props FROM {t} t LEFT JOIN {e} e \
-                 ON e.table_id = $2 AND e.pk = $3 AND e.rk = $4 WHERE t.key = $1 AND t.id = $2"
+                "SELECT ts, props FROM (\
+                 SELECT e.ts, e.props FROM {e} e WHERE e.table_id = $2 AND e.pk = $3 AND e.rk = $4 \
+                 UNION ALL SELECT NULL, NULL FROM {t} t WHERE t.key = $1 AND t.id = $2) u LIMIT 1"
             ),
             lock_one: format!(
                 "SELECT pk, rk, ts, props FROM {e} WHERE table_id = $1 AND pk = $2 AND rk = $3 FOR UPDATE"
