@@ -15,8 +15,9 @@
 # connection (`-t1 -c1`) and at 8 (`-t2 -c8`), the two servers alternating which goes first:
 #   * requests a second and the p50 latency;
 #   * tableq's CPU per get (utime + stime of the serving process, /proc/PID/stat);
-#   * PostgreSQL's CPU per get (every server process of the cluster: each postmaster and its
-#     children, `pg-cluster.sh pids`), 0 for the durable engine.
+#   * PostgreSQL's CPU per get (every server process of the cluster, `pg-cluster.sh pids`:
+#     each postmaster with the children it reaped, and its live children), which for the
+#     durable engine shows PostgreSQL's background work (≈ 0).
 # Every reply must be a success. The table printed at the end holds each figure's runs and
 # the ratio durable ÷ PostgreSQL of requests a second per run: the issue's targets are ≤ 2×
 # on one server and ≤ 3× on 3 shards. tableq, PostgreSQL and wrk share the machine's cores:
@@ -106,21 +107,41 @@ for name in postgres durable; do
 done
 echo "pg-cost: $ENTITIES entities loaded; PostgreSQL: $([ "$SHARDS" = 0 ] && echo "one server" || echo "$SHARDS shards")" >&2
 
+# CPU ticks PostgreSQL has used so far: each postmaster's own and those of its children
+# that have exited (cutime + cstime: it reaps them), plus its live children's. Backends and
+# autovacuum workers come and go during a figure; this counts each of them whole.
+pg_ticks() {
+    python3 - "$@" << 'EOF'
+import sys
+pids = set(sys.argv[1:])
+total = 0
+for pid in pids:
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        continue
+    ppid, times = fields[1], [int(v) for v in fields[11:15]]
+    # A postmaster (its parent is not a server process) also counts its reaped children.
+    total += sum(times[:2]) if ppid in pids else sum(times)
+print(total)
+EOF
+}
+
 # measure NAME CONNS RUN -> appends "name|conns|run|requests|tableq_ticks|pg_ticks|rps|p50us"
 measure() {
     local name=$1 conns=$2 run=$3 threads=1
     [ "$conns" -gt 1 ] && threads=2
     local out="$WORK/wrk-r$run-c$conns-$name.txt"
-    # The cluster's processes now (the pool's connections are open after the warm-up).
-    mapfile -t pg < <("$ROOT/scripts/pg-cluster.sh" pids "$TABLEQ_PG_DIR")
     local t0 g0 t1 g1
     t0=$(ticks "${PID[$name]}")
-    g0=$(ticks "${pg[@]}")
+    # shellcheck disable=SC2046
+    g0=$(pg_ticks $("$ROOT/scripts/pg-cluster.sh" pids "$TABLEQ_PG_DIR"))
     wrk --latency -t "$threads" -c "$conns" -d "${SECONDS_PER_FIGURE}s" --timeout 10s \
         -s "$LUA_DIR/point_get.lua" "http://127.0.0.1:${PORT[$name]}" > "$out" 2>&1 \
         || { cat "$out" >&2; exit 1; }
     t1=$(ticks "${PID[$name]}")
-    g1=$(ticks "${pg[@]}")
+    # shellcheck disable=SC2046
+    g1=$(pg_ticks $("$ROOT/scripts/pg-cluster.sh" pids "$TABLEQ_PG_DIR"))
     if grep -q 'Non-2xx\|Socket errors' "$out"; then
         echo "pg-cost: $name: failed replies (see $out):" >&2
         cat "$out" >&2
