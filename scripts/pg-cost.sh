@@ -64,7 +64,7 @@ export DUEL_LUA_DIR="$LUA_DIR" DUEL_PARTITIONS="$PARTITIONS" DUEL_ROWS=$((ENTITI
 
 eval "$("$ROOT/scripts/pg-cluster.sh" up --shards "$SHARDS" --no-fsync --owner-pid $$)"
 cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2> /dev/null || true; done
+    bench_cleanup
     "$ROOT/scripts/pg-cluster.sh" down "$TABLEQ_PG_DIR" > /dev/null 2>&1 || true
 }
 trap cleanup EXIT
@@ -142,20 +142,9 @@ measure() {
     t1=$(ticks "${PID[$name]}")
     # shellcheck disable=SC2046
     g1=$(pg_ticks $("$ROOT/scripts/pg-cluster.sh" pids "$TABLEQ_PG_DIR"))
-    if grep -q 'Non-2xx\|Socket errors' "$out"; then
-        echo "pg-cost: $name: failed replies (see $out):" >&2
-        cat "$out" >&2
-        exit 1
-    fi
-    python3 - "$out" "$name" "$conns" "$run" $((t1 - t0)) $((g1 - g0)) >> "$WORK/results.txt" << 'EOF'
-import re, sys
-text = open(sys.argv[1]).read()
-n = int(re.search(r"(\d+) requests in", text).group(1))
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-m = re.search(r"^\s*50%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
-p50 = float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)]
-print("|".join(sys.argv[2:7]) + f"|{n}|{rps:.0f}|{p50:.0f}")
-EOF
+    local figures
+    figures=$(wrk_figures "$out" "$name, $conns connections")
+    echo "$name|$conns|$run|$((t1 - t0))|$((g1 - g0))|$figures" >> "$WORK/results.txt"
 }
 
 : > "$WORK/results.txt"

@@ -105,21 +105,10 @@ measure() {
     DUEL_PREFIX="r$run" DUEL_TABLE=$([ "$name" = insert ] && echo ins || echo bench) \
         wrk "${args[@]}" "$url" > "$out" 2>&1 || { cat "$out" >&2; exit 1; }
     after=$(cpu_seconds "$pid")
-    if grep -q 'Non-2xx\|Socket errors' "$out"; then
-        echo "request-cost: $name: failed replies (see $out):" >&2
-        cat "$out" >&2
-        exit 1
-    fi
-    python3 - "$out" "$name" "$run" "$before" "$after" >> "$WORK/results.txt" << 'EOF'
-import re, sys
-text = open(sys.argv[1]).read()
-name, run, before, after = sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
-n = int(re.search(r"(\d+) requests in", text).group(1))
-rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
-m = re.search(r"^\s*50%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
-p50 = float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)]
-print(f"{name}|{run}|{n}|{after - before:.3f}|{rps:.0f}|{p50:.0f}")
-EOF
+    local figures
+    figures=$(wrk_figures "$out" "$name")
+    local n=${figures%%|*}
+    echo "$name|$run|$n|$(python3 -c "print(f'{$after - $before:.3f}')")|${figures#*|}" >> "$WORK/results.txt"
 }
 
 : > "$WORK/results.txt"

@@ -1,4 +1,4 @@
-# Shared by the HTTP benchmark scripts (duel.sh, request-cost.sh, scale.sh); sourced, not
+# Shared by the HTTP benchmark scripts (duel.sh, request-cost.sh, scale.sh, pg-cost.sh); sourced, not
 # run. Set BENCH_NAME (the prefix of messages) before sourcing.
 #
 #   bench_need CMD PACKAGE   installs a Debian package (apt-get, as root) when CMD is missing
@@ -6,6 +6,9 @@
 #   free_port                prints a free loopback port
 #   wait_port PORT PID NAME  waits until PORT accepts, failing if PID exits first
 #   bench_work DIR           sets WORK: DIR, or a new temporary directory (printed)
+#   wrk_figures FILE LABEL   prints "REQUESTS|REQ_PER_S|P50_US" of a `wrk --latency` output
+#                            FILE; exits (printing FILE) when a reply failed (non-2xx, socket
+#                            errors), LABEL naming the figure
 #   PIDS                     servers to stop (by pid) when the script exits
 # and exports DUEL_SAS (an account SAS of the development account, both servers know its
 # key), DUEL_ACCOUNT and ACCOUNT for the wrk scripts in benches/duel/.
@@ -47,6 +50,23 @@ bench_work() {
     WORK="${1:-$(mktemp -d "/tmp/tableq-$BENCH_NAME.XXXXXX")}"
     mkdir -p "$WORK"
     echo "$BENCH_NAME: work directory $WORK" >&2
+}
+
+wrk_figures() {
+    if grep -q 'Non-2xx\|Socket errors' "$1"; then
+        echo "$BENCH_NAME: $2: failed replies (see $1):" >&2
+        cat "$1" >&2
+        exit 1
+    fi
+    python3 - "$1" << 'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+n = int(re.search(r"(\d+) requests in", text).group(1))
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+m = re.search(r"^\s*50%\s+([\d.]+)(us|ms|s)\s*$", text, re.M)
+p50 = float(m.group(1)) * {"us": 1, "ms": 1e3, "s": 1e6}[m.group(2)]
+print(f"{n}|{rps:.0f}|{p50:.0f}")
+PY
 }
 
 PIDS=()
