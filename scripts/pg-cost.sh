@@ -69,16 +69,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# CPU ticks (user + system) of the given pids, summed; a process gone meanwhile counts 0.
-ticks() {
-    local sum=0 pid t
-    for pid in "$@"; do
-        t=$(awk '{print $14 + $15}' "/proc/$pid/stat" 2> /dev/null || echo 0)
-        sum=$((sum + t))
-    done
-    echo "$sum"
-}
-
 if [ ! -s "$WORK/entities.jsonl" ]; then
     "$TABLEQ_BIN" gen --entities "$ENTITIES" --partitions "$PARTITIONS" > "$WORK/entities.jsonl"
 fi
@@ -107,41 +97,22 @@ for name in postgres durable; do
 done
 echo "pg-cost: $ENTITIES entities loaded; PostgreSQL: $([ "$SHARDS" = 0 ] && echo "one server" || echo "$SHARDS shards")" >&2
 
-# CPU ticks PostgreSQL has used so far: each postmaster's own and those of its children
-# that have exited (cutime + cstime: it reaps them), plus its live children's. Backends and
-# autovacuum workers come and go during a figure; this counts each of them whole.
-pg_ticks() {
-    python3 - "$@" << 'EOF'
-import sys
-pids = set(sys.argv[1:])
-total = 0
-for pid in pids:
-    try:
-        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    except OSError:
-        continue
-    ppid, times = fields[1], [int(v) for v in fields[11:15]]
-    # A postmaster (its parent is not a server process) also counts its reaped children.
-    total += sum(times[:2]) if ppid in pids else sum(times)
-print(total)
-EOF
-}
-
-# measure NAME CONNS RUN -> appends "name|conns|run|requests|tableq_ticks|pg_ticks|rps|p50us"
+# measure NAME CONNS RUN -> appends "name|conns|run|tableq_ticks|postgres_ticks|requests|rps|p50us"
 measure() {
     local name=$1 conns=$2 run=$3 threads=1
     [ "$conns" -gt 1 ] && threads=2
     local out="$WORK/wrk-r$run-c$conns-$name.txt"
     local t0 g0 t1 g1
-    t0=$(ticks "${PID[$name]}")
+    t0=$(cpu_ticks "${PID[$name]}")
+    # PostgreSQL's processes: each postmaster with the backends and workers it reaped.
     # shellcheck disable=SC2046
-    g0=$(pg_ticks $("$ROOT/scripts/pg-cluster.sh" pids "$TABLEQ_PG_DIR"))
+    g0=$(cpu_ticks $("$ROOT/scripts/pg-cluster.sh" pids "$TABLEQ_PG_DIR"))
     wrk --latency -t "$threads" -c "$conns" -d "${SECONDS_PER_FIGURE}s" --timeout 10s \
         -s "$LUA_DIR/point_get.lua" "http://127.0.0.1:${PORT[$name]}" > "$out" 2>&1 \
         || { cat "$out" >&2; exit 1; }
-    t1=$(ticks "${PID[$name]}")
+    t1=$(cpu_ticks "${PID[$name]}")
     # shellcheck disable=SC2046
-    g1=$(pg_ticks $("$ROOT/scripts/pg-cluster.sh" pids "$TABLEQ_PG_DIR"))
+    g1=$(cpu_ticks $("$ROOT/scripts/pg-cluster.sh" pids "$TABLEQ_PG_DIR"))
     local figures
     figures=$(wrk_figures "$out" "$name, $conns connections")
     echo "$name|$conns|$run|$((t1 - t0))|$((g1 - g0))|$figures" >> "$WORK/results.txt"

@@ -82,33 +82,24 @@ bench_work "${COST_WORK:-}"
 
 export DUEL_LUA_DIR="$LUA_DIR" DUEL_PARTITIONS="$PARTITIONS" DUEL_ROWS="$ROWS"
 
-# CPU seconds (user + system, all threads) the process has used so far.
-cpu_seconds() {
-    python3 -c '
-import os, sys
-f = open(f"/proc/{sys.argv[1]}/stat").read().rsplit(")", 1)[1].split()
-print((int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK"))' "$1"
-}
-
 if [ ! -s "$WORK/entities.jsonl" ]; then
     "$TABLEQ_BIN" gen --entities "$ENTITIES" --partitions "$PARTITIONS" > "$WORK/entities.jsonl"
 fi
 
-# measure NAME PID URL SCRIPT RUN -> appends "name|run|requests|cpu_s|rps|p50us" to results
+# measure NAME PID URL SCRIPT RUN -> appends "name|run|cpu_ticks|requests|rps|p50us" to results
 measure() {
     local name=$1 pid=$2 url=$3 script=$4 run=$5
     local out="$WORK/wrk-r$run-$name.txt"
     local before after
-    before=$(cpu_seconds "$pid")
+    before=$(cpu_ticks "$pid")
     local args=(--latency -t 2 -c "$CONNS" -d "${SECONDS_PER_FIGURE}s" --timeout 10s)
     [ -n "$script" ] && args+=(-s "$script")
     DUEL_PREFIX="r$run" DUEL_TABLE=$([ "$name" = insert ] && echo ins || echo bench) \
         wrk "${args[@]}" "$url" > "$out" 2>&1 || { cat "$out" >&2; exit 1; }
-    after=$(cpu_seconds "$pid")
+    after=$(cpu_ticks "$pid")
     local figures
     figures=$(wrk_figures "$out" "$name")
-    local n=${figures%%|*}
-    echo "$name|$run|$n|$(python3 -c "print(f'{$after - $before:.3f}')")|${figures#*|}" >> "$WORK/results.txt"
+    echo "$name|$run|$((after - before))|$figures" >> "$WORK/results.txt"
 }
 
 : > "$WORK/results.txt"
@@ -201,13 +192,14 @@ EOF
     echo "request-cost: run $run done" >&2
 done
 
-python3 - "$WORK" << 'EOF'
+python3 - "$WORK" "$(getconf CLK_TCK)" << 'EOF'
 import statistics, sys
 from collections import defaultdict
+tick_us = 1e6 / int(sys.argv[2])
 rows = defaultdict(list)
 for line in open(f"{sys.argv[1]}/results.txt"):
-    name, run, n, cpu, rps, p50 = line.strip().split("|")
-    rows[name].append((float(cpu) * 1e6 / int(n), float(rps), float(p50)))
+    name, run, ticks, n, rps, p50 = line.strip().split("|")
+    rows[name].append((int(ticks) * tick_us / int(n), float(rps), float(p50)))
 def med(name, i):
     return statistics.median(r[i] for r in rows[name])
 anchor = med("nginx", 0)

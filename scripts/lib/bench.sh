@@ -6,6 +6,10 @@
 #   free_port                prints a free loopback port
 #   wait_port PORT PID NAME  waits until PORT accepts, failing if PID exits first
 #   bench_work DIR           sets WORK: DIR, or a new temporary directory (printed)
+#   cpu_ticks PID...         CPU ticks (user + system, all threads; `getconf CLK_TCK` a
+#                            second) the processes have used so far, summed — each with the
+#                            children it has reaped, unless its parent is among the PIDs
+#                            (a server's processes: its backends come and go)
 #   wrk_figures FILE LABEL   prints "REQUESTS|REQ_PER_S|P50_US" of a `wrk --latency` output
 #                            FILE; exits (printing FILE) when a reply failed (non-2xx, socket
 #                            errors), LABEL naming the figure
@@ -50,6 +54,22 @@ bench_work() {
     WORK="${1:-$(mktemp -d "/tmp/tableq-$BENCH_NAME.XXXXXX")}"
     mkdir -p "$WORK"
     echo "$BENCH_NAME: work directory $WORK" >&2
+}
+
+cpu_ticks() {
+    python3 - "$@" << 'PY'
+import sys
+pids = set(sys.argv[1:])
+total = 0
+for pid in pids:
+    try:
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    except OSError:
+        continue  # gone meanwhile: its parent, if listed, counts it as reaped
+    ppid, times = fields[1], [int(v) for v in fields[11:15]]
+    total += sum(times[:2]) if ppid in pids else sum(times)
+print(total)
+PY
 }
 
 wrk_figures() {
