@@ -14,13 +14,16 @@ const TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
 /// soon as the key is read: a test run leaves no private key behind.
 fn issuer_and_key() -> &'static (LocalIssuer, Vec<u8>) {
     static ISSUER: OnceLock<(LocalIssuer, Vec<u8>)> = OnceLock::new();
-    ISSUER.get_or_init(|| {
-        let scratch = tempfile::tempdir().unwrap();
-        // The issuer makes its own directory, 0700 (it refuses one others may read).
-        let issuer = LocalIssuer::open(&scratch.path().join("keys")).unwrap();
-        let key = std::fs::read(issuer.key_file()).unwrap();
-        (issuer, key)
-    })
+    ISSUER.get_or_init(|| fresh_issuer(|issuer| std::fs::read(issuer.key_file()).unwrap()))
+}
+
+/// A new issuer, with what `keep` takes from its files before their directory is removed.
+fn fresh_issuer<T>(keep: impl FnOnce(&LocalIssuer) -> T) -> (LocalIssuer, T) {
+    let scratch = tempfile::tempdir().unwrap();
+    // The issuer makes its own directory, 0700 (it refuses one others may read).
+    let issuer = LocalIssuer::open(&scratch.path().join("keys")).unwrap();
+    let kept = keep(&issuer);
+    (issuer, kept)
 }
 
 fn issuer() -> &'static LocalIssuer {
@@ -31,12 +34,11 @@ fn issuer() -> &'static LocalIssuer {
 fn stranger() -> &'static (LocalIssuer, String) {
     static STRANGER: OnceLock<(LocalIssuer, String)> = OnceLock::new();
     STRANGER.get_or_init(|| {
-        let scratch = tempfile::tempdir().unwrap();
-        // The issuer makes its own directory, 0700 (it refuses one others may read).
-        let issuer = LocalIssuer::open(&scratch.path().join("keys")).unwrap();
-        let mut jwks = issuer.jwks();
-        jwks["issuer"] = serde_json::json!("https://idp.example/tenant/");
-        (issuer, jwks.to_string())
+        fresh_issuer(|issuer| {
+            let mut jwks = issuer.jwks();
+            jwks["issuer"] = serde_json::json!("https://idp.example/tenant/");
+            jwks.to_string()
+        })
     })
 }
 
