@@ -1,7 +1,8 @@
-//! The request pipeline: one axum fallback route, so that every request — whatever its
-//! path — goes through the same steps, in this order:
+//! The request pipeline: one function ([`serve`]), so that every request — whatever its
+//! path — goes through the same steps, in this order (the connection layer calls it with
+//! nothing between; the in-process [`router`] is one axum fallback route calling it):
 //!
-//! 1. **common headers** (middleware [`common`]): a request id, then on the way out
+//! 1. **common headers** ([`common`]): a request id, then on the way out
 //!    `Server` ([`SERVER`], on every response — the legacy Rust SDK fails any call
 //!    without it; the operator endpoints and the explorer's files, answered before the
 //!    router, get it from `crate::serve::observe::serve` through [`with_server`]), `x-ms-request-id`,
@@ -43,9 +44,8 @@
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, header, request::Parts};
-use axum::middleware::{self, Next};
 use axum::response::Response;
 use futures_util::FutureExt;
 use std::cell::RefCell;
@@ -75,17 +75,33 @@ use crate::state::faults::{
 use crate::state::metrics::Operation;
 use crate::state::scope::{self, Secure, warn_refused_write};
 
-/// The request id of a request, set by [`common`].
-#[derive(Debug, Clone)]
-struct RequestId(String);
-
-/// The router of a server (the connection layer around it — operator endpoints, metrics,
-/// the request log — is `crate::serve::observe::serve`).
+/// The in-process router of a server: one fallback route running [`serve`] (the
+/// connection layer calls [`serve`] itself, without axum's routing around it; the operator
+/// endpoints, metrics and the request log are `crate::serve::observe::serve`'s).
 pub(crate) fn router(state: Arc<Hosted>) -> Router {
-    Router::new()
-        .fallback(dispatch)
-        .layer(middleware::from_fn_with_state(state.clone(), common))
-        .with_state(state)
+    Router::new().fallback(move |request: Request| {
+        let state = state.clone();
+        async move { serve(&state, request).await }
+    })
+}
+
+/// Runs one request through the pipeline (steps 1–6, see the module docs). What axum's
+/// route would add is done here, so a request answers the same in-process and over a
+/// connection: `Content-Length` from a body of known length, and no body for `HEAD`.
+pub(crate) async fn serve(hosted: &Arc<Hosted>, request: Request) -> Response {
+    let head = request.method() == Method::HEAD;
+    let mut response = common(hosted, request).await;
+    if !response.headers().contains_key(header::CONTENT_LENGTH)
+        && let Some(length) = axum::body::HttpBody::size_hint(response.body()).exact()
+    {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_LENGTH, HeaderValue::from(length));
+    }
+    if head {
+        *response.body_mut() = Body::empty();
+    }
+    response
 }
 
 /// The account segment of a path (percent-encoding left as is: account names are plain).
@@ -138,7 +154,7 @@ fn date_now() -> Option<HeaderValue> {
 
 /// Step 1: request id, common response headers, CORS headers (the request log line is
 /// `crate::serve::observe::serve`'s).
-async fn common(State(hosted): State<Arc<Hosted>>, mut request: Request, next: Next) -> Response {
+async fn common(hosted: &Arc<Hosted>, request: Request) -> Response {
     // What the CORS headers on the way out need, only for a request with `Origin`.
     let cors_request = request
         .headers()
@@ -156,11 +172,8 @@ async fn common(State(hosted): State<Arc<Hosted>>, mut request: Request, next: N
     let request_id_header = HeaderValue::from_str(request_id).ok();
     let client_request_id = request.headers().get(&CLIENT_REQUEST_ID).cloned();
     let version = negotiate::response_version(request.headers());
-    request
-        .extensions_mut()
-        .insert(RequestId(request_id.to_owned()));
 
-    let mut response = next.run(request).await;
+    let mut response = dispatch(hosted, request, request_id).await;
 
     let headers = response.headers_mut();
     headers.insert(header::SERVER, HeaderValue::from_static(SERVER));
@@ -191,16 +204,11 @@ async fn common(State(hosted): State<Arc<Hosted>>, mut request: Request, next: N
 }
 
 /// Steps 2–6, with panics caught.
-async fn dispatch(State(state): State<Arc<Hosted>>, mut request: Request) -> Response {
-    let request_id = request
-        .extensions_mut()
-        .remove::<RequestId>()
-        .map(|r| r.0)
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+async fn dispatch(state: &Hosted, request: Request, request_id: &str) -> Response {
     // A panic in the handler (a bug, never expected) becomes a 500 for this request instead
     // of a dropped connection. Nothing the handler shares is left half-updated by a panic:
     // the stores keep their own invariants behind locks that recover from poisoning.
-    let outcome = AssertUnwindSafe(handle(&state, request, &request_id))
+    let outcome = AssertUnwindSafe(handle(state, request, request_id))
         .catch_unwind()
         .await
         .unwrap_or_else(|panic| {
@@ -219,7 +227,7 @@ async fn dispatch(State(state): State<Arc<Hosted>>, mut request: Request) -> Res
             if error.is_refused_write() {
                 // A full disk refuses every write until space is freed: one line per period
                 // with a count, not one per request.
-                warn_refused_write(&request_id, &error);
+                warn_refused_write(request_id, &error);
             } else if error.status() == axum::http::StatusCode::SERVICE_UNAVAILABLE {
                 // Overload or a store that is down for a moment: expected under load, and
                 // possibly many per second.
@@ -227,7 +235,7 @@ async fn dispatch(State(state): State<Arc<Hosted>>, mut request: Request) -> Res
             } else if error.status().is_server_error() {
                 tracing::error!(target: "tableq_server::request", "request {request_id}: {error}");
             }
-            error.into_response_for(&request_id)
+            error.into_response_for(request_id)
         }
     }
 }

@@ -392,7 +392,6 @@ impl Server {
         let grace = hosted.primary().config.shutdown_grace;
         let threads = hosted.primary().config.threads.max(1);
         let hosted = Arc::new(hosted);
-        let router = app::router(hosted.clone());
         let observed = Arc::new(Observed {
             shared: shared.clone(),
             hosted: hosted.clone(),
@@ -416,7 +415,6 @@ impl Server {
             None => (Some(listener), None),
         };
         let serving = Serving {
-            router,
             observed,
             registry: registry.clone(),
             fired: fired_rx,
@@ -472,7 +470,6 @@ impl Server {
 /// What every accept loop of a server shares.
 #[derive(Clone)]
 struct Serving {
-    router: axum::Router,
     observed: Arc<Observed>,
     registry: Arc<Registry>,
     fired: watch::Receiver<bool>,
@@ -496,7 +493,6 @@ impl Serving {
             loops.push(tokio::spawn(connection::accept_loop(
                 listener,
                 acceptor,
-                self.router.clone(),
                 self.observed.clone(),
                 self.registry.clone(),
                 self.fired.clone(),
@@ -506,7 +502,6 @@ impl Serving {
             loops.push(tokio::spawn(connection::accept_loop(
                 listener,
                 Arc::new(PlainTcp),
-                self.router.clone(),
                 self.observed.clone(),
                 self.registry.clone(),
                 self.fired.clone(),

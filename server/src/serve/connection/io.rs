@@ -1,11 +1,10 @@
 //! What one connection reports to its [`ConnState`]: [`Tracked`] wraps the connection's
 //! byte stream (any `AsyncRead + AsyncWrite`: plain TCP today, TLS later) and notes when
 //! bytes arrive and when writes block; [`ConnService`] is the hyper service of the
-//! connection, which marks each request's start and end around the router and hands each
+//! connection, which marks each request's start and end around the pipeline and hands each
 //! request its deadline for arriving whole ([`RequestDeadline`]: `request_timeout` after
 //! its header's first byte).
 
-use axum::Router;
 use axum::extract::Request;
 use axum::response::Response;
 use hyper::body::Incoming;
@@ -92,13 +91,12 @@ impl<Io: AsyncWrite + Unpin> AsyncWrite for Tracked<Io> {
 }
 
 /// The hyper service of one connection: each request served by [`observe::serve`] (the
-/// operator endpoints, or the router with metrics and the log) with its
+/// operator endpoints, or the request pipeline `crate::app::serve` with metrics and the log) with its
 /// [`RequestDeadline`], its start and end reported to the connection's [`ConnState`] (the
 /// end also when the request is dropped, e.g. because the client went away). The peer's address reaches handlers as axum's
 /// `ConnectInfo<SocketAddr>` (a SAS's `sip` is checked against it).
 #[derive(Clone)]
 pub(crate) struct ConnService {
-    router: Router,
     observed: Arc<Observed>,
     state: Arc<ConnState>,
     peer: std::net::SocketAddr,
@@ -108,7 +106,6 @@ pub(crate) struct ConnService {
 
 impl ConnService {
     pub(crate) fn new(
-        router: Router,
         observed: Arc<Observed>,
         state: Arc<ConnState>,
         peer: std::net::SocketAddr,
@@ -116,7 +113,6 @@ impl ConnService {
         request_timeout: Duration,
     ) -> ConnService {
         ConnService {
-            router,
             observed,
             state,
             peer,
@@ -144,15 +140,14 @@ impl hyper::service::Service<Request<Incoming>> for ConnService {
         let started = self.state.begin_request();
         let extensions = request.extensions_mut();
         extensions.insert(axum::extract::ConnectInfo(self.peer));
-        extensions.insert(RequestDeadline(started + self.request_timeout));
         if self.secure {
-            request.extensions_mut().insert(Secure);
+            extensions.insert(Secure);
         }
+        let deadline = RequestDeadline(started + self.request_timeout);
         let in_request = InRequest(self.state.clone());
-        let router = self.router.clone();
         let observed = self.observed.clone();
         Box::pin(async move {
-            let response = observe::serve(&observed, router, request).await;
+            let response = observe::serve(&observed, request, deadline).await;
             drop(in_request);
             Ok(response)
         })

@@ -34,7 +34,6 @@
 pub(crate) mod io;
 pub(crate) mod registry;
 
-use axum::Router;
 use hyper::server::conn::http1;
 use hyper_util::rt::TokioIo;
 use std::future::Future;
@@ -85,19 +84,18 @@ impl Acceptor for PlainTcp {
 }
 
 /// Accepts connections on `listener` until `shutdown` turns true, serving each with
-/// `router` through `acceptor`. Returns once the loop has stopped accepting; connections
+/// the request pipeline through `acceptor`. Returns once the loop has stopped accepting; connections
 /// still open then finish their in-flight requests (wait for [`Registry::drained`]).
 pub(crate) async fn accept_loop<A: Acceptor>(
     listener: tokio::net::TcpListener,
     acceptor: Arc<A>,
-    router: Router,
     observed: Arc<Observed>,
     registry: Arc<Registry>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let mut builder = http1::Builder::new();
     // The sweeper enforces the header timeout from the header's first byte (hyper's own
-    // would start at once and close idle keep-alive connections); the router sets `Date`.
+    // would start at once and close idle keep-alive connections); the pipeline sets `Date`.
     builder
         .header_read_timeout(None)
         .auto_date_header(false)
@@ -135,7 +133,6 @@ pub(crate) async fn accept_loop<A: Acceptor>(
             tcp,
             acceptor.clone(),
             ConnService::new(
-                router.clone(),
                 observed.clone(),
                 slot.state.clone(),
                 peer,

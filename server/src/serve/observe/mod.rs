@@ -7,7 +7,8 @@
 //! itself (before any account or authorization, so orchestrators and Prometheus need no
 //! key; which is why no account may be named `health` or `metrics`) and the explorer's
 //! files (`/_explorer…`, [`crate::ops::explorer`]; when it is on), and around every
-//! other request, which goes to the router:
+//! other request, which goes to the request pipeline (`crate::app::serve`, called
+//! directly: no router or boxed layer between the connection and the pipeline):
 //!
 //! * opens the request's scope ([`crate::state::scope`], a task-local) that the pipeline
 //!   fills as it learns things: the operation and table (once the path is parsed), rows
@@ -30,32 +31,27 @@
 mod body_end;
 pub(crate) mod health;
 
-use axum::Router;
 use axum::http::{HeaderName, HeaderValue, Method, Request, header};
 use axum::response::Response;
 use hyper::body::Incoming;
 use std::cell::RefCell;
 use std::time::{Duration, Instant};
-use tower_service::Service;
 
 use crate::state::config::LogFormat;
 use crate::state::metrics::Operation;
 use crate::state::scope::{self, Record, RequestDeadline, RequestScope};
 use crate::state::shared::Observed;
 
-/// Serves one request of a connection with `router` (see the module docs).
+/// Serves one request of a connection (see the module docs); `deadline` is when its body
+/// must have arrived whole.
 pub(crate) async fn serve(
     observed: &Observed,
-    mut router: Router,
     request: Request<Incoming>,
+    deadline: RequestDeadline,
 ) -> Response {
     let (parts, incoming) = request.into_parts();
     let (body, watched) = body_end::watch(incoming);
-    let mut request = Request::from_parts(parts, body);
-    let deadline = request
-        .extensions_mut()
-        .remove::<RequestDeadline>()
-        .map(|d| d.0);
+    let request = Request::from_parts(parts, body);
     if let Some(asked) = health::asked(&request) {
         drop(request);
         let response = crate::app::with_server(health::answer(observed, asked).await);
@@ -78,13 +74,10 @@ pub(crate) async fn serve(
     let if_match = request.headers().contains_key(header::IF_MATCH);
     let mut handled = std::pin::pin!(scope::enter(
         observed.shared.clone(),
-        deadline,
-        router.call(request)
+        Some(deadline.0),
+        crate::app::serve(&observed.hosted, request)
     ));
-    let response = match (&mut handled).await {
-        Ok(response) => response,
-        Err(never) => match never {},
-    };
+    let response = (&mut handled).await;
     let record = handled
         .as_mut()
         .take_value()
