@@ -348,10 +348,13 @@ fn table_key(c: &mut Cursor<'_>, open: usize) -> Result<TableName, ParseError> {
 
 /// After `t(`: the two named keys and the closing `)`.
 fn entity_keys(c: &mut Cursor<'_>, table: TableName, open: usize) -> Result<Resource, ParseError> {
-    let both = format!(
-        "an entity is addressed by both keys: {}(PartitionKey='…',RowKey='…')",
-        shown(&table.name)
-    );
+    // The hint of several errors, written only when one is (not for every path parsed).
+    let both = || {
+        format!(
+            "an entity is addressed by both keys: {}(PartitionKey='…',RowKey='…')",
+            shown(&table.name)
+        )
+    };
     // (value, span of `Name='value'`) per key, in KEY_NAMES order.
     let mut keys: [Option<(KeyValue, Span)>; 2] = [None, None];
     loop {
@@ -365,7 +368,7 @@ fn entity_keys(c: &mut Cursor<'_>, table: TableName, open: usize) -> Result<Reso
                         .map_or(c.text.len(), |body| start + body.len() + 2);
                     c.error(ErrorKind::UnnamedKey, Span::new(start, end))
                         .with_expected(EXPECT_KEY_NAME)
-                        .with_hint(both)
+                        .with_hint(both())
                 }
                 _ => c.unexpected(EXPECT_KEY_NAME),
             });
@@ -384,7 +387,7 @@ fn entity_keys(c: &mut Cursor<'_>, table: TableName, open: usize) -> Result<Reso
                         Some(k) => err.with_hint(format!(
                             "key names are case-sensitive: did you mean `{k}`?"
                         )),
-                        None => err.with_hint(both),
+                        None => err.with_hint(both()),
                     },
                 );
             }
@@ -434,10 +437,10 @@ fn entity_keys(c: &mut Cursor<'_>, table: TableName, open: usize) -> Result<Reso
         }),
         [None, _] => Err(c
             .error(ErrorKind::MissingKey("PartitionKey"), close)
-            .with_hint(both)),
+            .with_hint(both())),
         [_, None] => Err(c
             .error(ErrorKind::MissingKey("RowKey"), close)
-            .with_hint(both)),
+            .with_hint(both())),
     }
 }
 
