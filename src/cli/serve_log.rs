@@ -217,7 +217,7 @@ struct Escaping<'w, 'b>(&'w mut Writer<'b>);
 impl Write for Escaping<'_, '_> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
         let mut rest = s;
-        while let Some(at) = rest.find(needs_escape) {
+        while let Some(at) = escape_at(rest) {
             self.0.write_str(&rest[..at])?;
             let Some(c) = rest[at..].chars().next() else {
                 break;
@@ -236,11 +236,20 @@ impl Write for Escaping<'_, '_> {
     }
 }
 
-fn needs_escape(c: char) -> bool {
-    matches!(
-        c,
-        '\x1b' | '\x07' | '\x08' | '\x0c' | '\x7f' | '\u{80}'..='\u{9f}'
-    )
+/// Where the first character to escape starts in `s`: a scan of bytes, not characters
+/// (ESC, BEL, BS, FF and DEL are single bytes; U+0080–U+009F are `C2 80`–`C2 9F` in
+/// UTF-8), so a line with nothing to escape — every request line, nearly — costs one pass.
+fn escape_at(s: &str) -> Option<usize> {
+    let bytes = s.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            0x07 | 0x08 | 0x0c | 0x1b | 0x7f => return Some(at),
+            0xc2 if matches!(bytes.get(at + 1), Some(0x80..=0x9f)) => return Some(at),
+            _ => at += 1,
+        }
+    }
+    None
 }
 
 thread_local! {
@@ -382,6 +391,17 @@ mod tests {
         assert_eq!(strip(&ours), strip(&default));
         // (Only the plain request line can take the fast path; the span's is the default's.)
         assert_eq!(strip(&ours).len(), 4);
+    }
+
+    proptest::proptest! {
+        /// The byte scan finds what a scan of characters for the escaped ones finds.
+        #[test]
+        fn escape_at_finds_the_first_escaped_character(s in "[a\\x00-\\x1f\\x7f-\\u{a1}\\u{100}é名😀]{0,40}") {
+            let chars = s.find(|c| {
+                matches!(c, '\x1b' | '\x07' | '\x08' | '\x0c' | '\x7f' | '\u{80}'..='\u{9f}')
+            });
+            proptest::prop_assert_eq!(escape_at(&s), chars);
+        }
     }
 
     #[test]
