@@ -19,9 +19,10 @@
 //! For splits, the map only says where chunks may be cut and how many rows they hold: each
 //! chunk's scan reads its blocks through its own snapshot and verifies them, so no map —
 //! even one of the wrong version — could change a query's rows, only how evenly its chunks
-//! are cut. The map also keeps the verified copies of its blocks that filtered scans made
-//! (`verified.rs`): those a scan does use in place of the stored block, which is why a
-//! snapshot only ever uses a map of its own version. A filtered scan walks the kept map
+//! are cut. The map also keeps the verified copies of its blocks that filtered scans and point gets
+//! made (`verified.rs`): those a scan or get does use in place of the stored block, which
+//! is why a snapshot only ever uses a map of its own version (point gets also build a map
+//! when none is kept, for a data file of few blocks: `DurableSnapshot::point_map`). A filtered scan walks the kept map
 //! instead of redb's cursor: a block with a copy is read without touching redb (its
 //! cursor step and page-cache lookup were a tenth of a selective full scan's CPU once the
 //! copies were there), a block without one is fetched by its key.

@@ -23,6 +23,8 @@
 //! the second filtered read of a block between two flushes on — the block's verified copy
 //! kept with the table's block map (`verified.rs`): columns decoded, every row checked, so
 //! the scan tests its residual and reads matches with no checksum, parse or decoding left.
+//! **Point gets** read those copies too, and with a block map find their block in memory
+//! (`visit_entity`; a data file of few blocks gets its map from the first get).
 //!
 //! Storage failures and damaged blocks end the scan and are recorded in the snapshot;
 //! [`DurableBackend::query`](crate::Backend::query) reports them
@@ -51,11 +53,13 @@ use super::format::block::{BlockView, RowRef};
 use super::format::keys::{entity_key, partition_end, partition_prefix, table_end, table_prefix};
 use super::locate::{floor_block, search_keys};
 use super::memtable::{MemRows, MemTable};
+use super::options::DEFAULT_BLOCK_BYTES;
 use super::shared::{ReadStart, RowsTable, TableEntry};
 use super::verified::{CopyBudget, VerifiedBlock};
 use crate::codec::{ColumnDirectory, ColumnRun, Corrupt, LazyColumns, Names, Number, Slot};
 use crate::error::StoreError;
-use redb::AccessGuard;
+use redb::{AccessGuard, ReadableTableMetadata};
+use std::borrow::Cow;
 use std::ops::{Bound, ControlFlow};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -336,29 +340,53 @@ impl DurableSnapshot {
     /// partition without a map, or when building one failed (the split's walk through redb
     /// then meets and reports the failure).
     fn block_map(&self, scan: &Scan<'_>) -> Option<Arc<BlockMap>> {
-        let kept = || {
-            self.entry
-                .block_map
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-        };
         if let Some(map) = self.kept_map() {
             return Some(map);
         }
         if scan.range.partition_key.as_point().is_some() {
             return None;
         }
+        self.build_map()
+    }
+
+    /// Builds the table's block map of this snapshot's version and keeps it (unless a map
+    /// of a later version is kept already); `None` when building failed.
+    fn build_map(&self) -> Option<Arc<BlockMap>> {
         let map = Arc::new(BlockMap::build(
             &self.rows,
             self.table,
             self.blocks_version,
             &self.copies,
         )?);
-        let mut slot = kept();
+        let mut slot = self
+            .entry
+            .block_map
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if slot.as_ref().is_none_or(|m| m.version < map.version) {
             *slot = Some(map.clone());
         }
         Some(map)
+    }
+
+    /// The block map point gets use: the kept map of this snapshot's version, or one built
+    /// now when the data file holds so few blocks that verified copies of all of them
+    /// could fit in the copy budget (at the default block size) — the walk then costs
+    /// less than the gets it serves save. A larger file's gets go through redb alone, as
+    /// they would have to for most of its blocks anyway.
+    fn point_map(&self) -> Option<Arc<BlockMap>> {
+        if let Some(map) = self.kept_map() {
+            return Some(map);
+        }
+        let blocks = self.rows.len().ok()?;
+        let fits = usize::try_from(blocks)
+            .ok()?
+            .checked_mul(DEFAULT_BLOCK_BYTES)
+            .is_some_and(|bytes| bytes <= self.copies.limit());
+        if !fits {
+            return None;
+        }
+        self.build_map()
     }
 
     /// The map filtered scans walk: the table's block map of this snapshot's version if one
@@ -398,25 +426,65 @@ impl DurableSnapshot {
         slot.get_or_insert(error);
     }
 
-    /// The block that holds `(pk, rk)` if it exists, and the row's index.
-    fn lookup(&self, pk: &str, rk: &str) -> Result<Option<(Loaded, usize)>, StoreError> {
+    /// The block that holds `(pk, rk)` if it exists, and the row's index. With the block
+    /// map (`map`), the block is found in memory and fetched from redb by its key, and the
+    /// map notes the read (a block read twice gets a verified copy, which later gets read
+    /// instead: [`Self::find_in_copy`]); without it, redb's cursor finds it.
+    fn lookup(
+        &self,
+        pk: &str,
+        rk: &str,
+        map: Option<&BlockMap>,
+    ) -> Result<Option<(Loaded, usize)>, StoreError> {
         let (key, partition) = search_keys(self.table, pk, rk);
-        let found = floor_block(self.rows.range::<&[u8]>(..=key.as_slice()), &partition)
-            .map_err(StoreError::storage)?;
-        let Some((key, guard)) = found else {
-            return Ok(None);
+        let (key, guard, at) = match map {
+            Some(map) => {
+                let at = map.floor(&key, &partition);
+                let Some(entry) = map.entry(at).filter(|e| e.key.starts_with(&partition)) else {
+                    return Ok(None);
+                };
+                match self.rows.get(&*entry.key).map_err(StoreError::storage)? {
+                    Some(guard) => (Cow::Borrowed(&*entry.key), guard, Some(at)),
+                    // Not in this version after all: the map is of another (never so).
+                    None => return Ok(None),
+                }
+            }
+            None => {
+                let found = floor_block(self.rows.range::<&[u8]>(..=key.as_slice()), &partition)
+                    .map_err(StoreError::storage)?;
+                let Some((key, guard)) = found else {
+                    return Ok(None);
+                };
+                (Cow::Owned(key.value().to_vec()), guard, None)
+            }
         };
-        let loaded = self.load(key.value(), guard, Check::Header)?;
-        match loaded.view().find(rk) {
-            Ok(found) => Ok(found.map(|i| (loaded, i))),
-            Err(e) => Err(block_damage(
-                &self.dir,
-                Some(self.entry.name.as_str()),
-                key.value(),
-                loaded.bytes.value(),
-                e,
-            )),
+        let loaded = self.load(&key, guard, Check::Header)?;
+        let found = loaded
+            .view()
+            .find(rk)
+            .map_err(|e| self.damage(&key, loaded.bytes.value(), e))?;
+        if let (Some(map), Some(at)) = (map, at) {
+            map.copy_of(at, loaded.bytes.value());
         }
+        Ok(found.map(|i| (loaded, i)))
+    }
+
+    /// `(pk, rk)` in the verified copy of the block that would hold it, if `map` has that
+    /// block's copy: `Some(None)` when the block does not hold it, `None` when there is no
+    /// copy to look in (the caller reads redb).
+    fn find_in_copy<'m>(
+        map: &'m BlockMap,
+        table: u64,
+        pk: &str,
+        rk: &str,
+    ) -> Option<Option<(&'m VerifiedBlock, usize)>> {
+        let (key, partition) = search_keys(table, pk, rk);
+        let at = map.floor(&key, &partition);
+        if !map.entry(at)?.key.starts_with(&partition) {
+            return None;
+        }
+        let copy = map.copy_made(at)?;
+        Some(copy.view().find_verified(rk).map(|i| (&**copy, i)))
     }
 
     /// The entity with these keys as an owned value (what `Backend::get` returns).
@@ -441,12 +509,25 @@ impl DurableSnapshot {
             };
             visit(&DurableRow::in_memory(pk, bytes, self));
         } else {
-            let Some((block, i)) = self.lookup(pk, rk)? else {
-                return Ok(false);
-            };
-            let view = block.view();
-            let (start, end) = view.span(i);
-            visit(&DurableRow::in_block(view, start, end, self));
+            let map = self.point_map();
+            if let Some(found) = map
+                .as_deref()
+                .and_then(|m| Self::find_in_copy(m, self.table, pk, rk))
+            {
+                let Some((copy, i)) = found else {
+                    return Ok(false);
+                };
+                let view = copy.view();
+                let (start, end) = view.span(i);
+                visit(&DurableRow::in_block(view, start, end, self));
+            } else {
+                let Some((block, i)) = self.lookup(pk, rk, map.as_deref())? else {
+                    return Ok(false);
+                };
+                let view = block.view();
+                let (start, end) = view.span(i);
+                visit(&DurableRow::in_block(view, start, end, self));
+            }
         }
         self.take_error()?;
         Ok(true)
@@ -1454,11 +1535,13 @@ impl EntitySource for DurableSnapshot {
                 .as_deref()
                 .map(|bytes| DurableRow::in_memory(pk, bytes, self)));
         }
-        Ok(self.lookup(partition_key, row_key)?.map(|(block, i)| {
-            let block = self.blocks.get_or_init(Arena::new).keep(block).view();
-            let (start, end) = block.span(i);
-            DurableRow::in_block(block, start, end, self)
-        }))
+        Ok(self
+            .lookup(partition_key, row_key, None)?
+            .map(|(block, i)| {
+                let block = self.blocks.get_or_init(Arena::new).keep(block).view();
+                let (start, end) = block.span(i);
+                DurableRow::in_block(block, start, end, self)
+            }))
     }
 
     fn split(

@@ -536,6 +536,126 @@ fn copies_beyond_the_budget_are_not_made_and_change_no_answer() {
     store.close().unwrap();
 }
 
+/// A property's value, owned (to compare).
+fn owned(value: Option<tableq_model::ValueRef<'_>>) -> Option<Value> {
+    value.map(|v| v.to_owned())
+}
+
+/// Point gets in a data file small enough for copies of all its blocks keep a block map
+/// (built by the first get), find blocks in it, copy a block on its second read and then
+/// answer from the copies — the same answers throughout, misses included.
+#[test]
+fn point_gets_of_a_small_file_read_verified_copies_from_their_second_read_of_a_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, entities) = columnar_store(dir.path(), None);
+    assert_eq!(copies(&store), (None, 0), "no map before the first get");
+    let check_all = |store: &DurableBackend| {
+        for e in &entities {
+            let got = store
+                .get("t1x", e.partition_key(), e.row_key())
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                (got.partition_key(), got.row_key()),
+                (e.partition_key(), e.row_key())
+            );
+            for name in ["A", "C", "S"] {
+                assert_eq!(
+                    owned(got.get(name)),
+                    owned(e.get(name)),
+                    "{} {name}",
+                    e.row_key()
+                );
+            }
+        }
+        // Before a partition's first row, between rows, after its last, another partition.
+        for (pk, rk) in [
+            ("a", "q"),
+            ("a", "r000x"),
+            ("a", "r149x"),
+            ("b", "r000"),
+            ("c", "r000"),
+            ("", ""),
+        ] {
+            assert!(store.get("t1x", pk, rk).unwrap().is_none(), "{pk}/{rk}");
+        }
+    };
+    assert!(store.get("t1x", "a", "r000").unwrap().is_some());
+    assert_eq!(
+        copies(&store),
+        (Some(0), 0),
+        "the first get built the map and read its block once"
+    );
+    assert!(store.get("t1x", "a", "r001").unwrap().is_some());
+    assert_eq!(
+        copies(&store).0,
+        Some(1),
+        "the block's second read copied it"
+    );
+    check_all(&store);
+    let (kept, used) = copies(&store);
+    assert_eq!(kept, Some(4), "every block of the 4 read twice or more");
+    assert!(used > 300 * 8, "{used}");
+    // Now every answer comes from a copy.
+    check_all(&store);
+    assert_eq!(copies(&store).0, Some(4));
+    // A write: the memtable answers for its row; after the flush, a new map and new copies.
+    let mut e = Entity::new("a", "r000");
+    e.set("A", Value::Int32(42));
+    store
+        .write_batch("t1x", vec![WriteOp::InsertOrReplace { entity: e }])
+        .unwrap();
+    let got = store.get("t1x", "a", "r000").unwrap().unwrap();
+    assert_eq!(owned(got.get("A")), Some(Value::Int32(42)));
+    store.gate.with_writer(|w| w.flush()).unwrap();
+    for _ in 0..3 {
+        let got = store.get("t1x", "a", "r000").unwrap().unwrap();
+        assert_eq!(owned(got.get("A")), Some(Value::Int32(42)));
+        assert!(got.get("C").is_none(), "replaced whole");
+    }
+    assert_eq!(
+        copies(&store).0,
+        Some(1),
+        "the new version's map, one block copied"
+    );
+    store.close().unwrap();
+}
+
+/// A data file with more blocks than copies of them could fit in the budget: point gets
+/// build no block map (redb finds their blocks, as before).
+#[test]
+fn point_gets_of_a_larger_file_build_no_block_map() {
+    let dir = tempfile::tempdir().unwrap();
+    // 4 blocks; a budget of 128 KiB is less than 4 blocks of the default 64 KiB.
+    let (store, entities) = columnar_store_with(dir.path(), None, 256 << 10);
+    for _ in 0..3 {
+        for e in &entities {
+            assert!(
+                store
+                    .get("t1x", e.partition_key(), e.row_key())
+                    .unwrap()
+                    .is_some()
+            );
+        }
+    }
+    assert_eq!(copies(&store), (None, 0));
+    // A map kept by a scan's split is used by gets all the same (and copies what fits).
+    keep_a_block_map(&store);
+    for _ in 0..2 {
+        for e in &entities {
+            let got = store
+                .get("t1x", e.partition_key(), e.row_key())
+                .unwrap()
+                .unwrap();
+            assert_eq!(owned(got.get("S")), owned(e.get("S")));
+        }
+    }
+    let (kept, used) = copies(&store);
+    assert!(kept.is_some_and(|k| k >= 1), "{kept:?}");
+    assert!(used <= 128 << 10, "{used}");
+    store.close().unwrap();
+}
+
 /// Changes one byte of the first block (at `at(view)`) through redb, keeping the file
 /// valid; returns the block's bytes as they were.
 fn damage_first_block(dir: &std::path::Path, at: impl Fn(&BlockView<'_>) -> usize) {

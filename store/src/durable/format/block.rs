@@ -514,6 +514,14 @@ impl<'b> BlockView<'b> {
         Ok(None)
     }
 
+    /// [`find`](Self::find) in a block whose rows were all verified already (a verified
+    /// copy, `verified.rs`): a binary search over the RowKeys (no row is checked again, so
+    /// reading ≈ 8 rows costs less than comparing every row's hash).
+    pub(crate) fn find_verified(&self, rk: &str) -> Option<usize> {
+        let at = self.lower_bound(rk.as_bytes(), false);
+        (at < self.rows && self.row(at).row_key_bytes() == rk.as_bytes()).then_some(at)
+    }
+
     /// Checks every row (see [`RowRef::check`]), that RowKeys strictly increase and that
     /// their hashes are right.
     pub(crate) fn check_rows(&self, names: usize) -> Result<(), Corrupt> {
@@ -1352,9 +1360,13 @@ mod tests {
         view.check_rows(0).unwrap();
         for (i, k) in keys.iter().enumerate() {
             assert_eq!(view.find(k), Ok(Some(i)));
+            assert_eq!(view.find_verified(k), Some(i));
             assert_eq!(view.lower_bound(k.as_bytes(), true), i + 1);
         }
         assert_eq!(view.find("b"), Ok(None));
+        for missing in ["b", "0", "b\u{FFFF}", "d", "\u{E000}"] {
+            assert_eq!(view.find_verified(missing), None, "{missing:?}");
+        }
         assert_eq!(view.lower_bound(b"b", false), 2);
         assert_eq!(view.lower_bound("\u{FFFF}".as_bytes(), false), 5);
     }
