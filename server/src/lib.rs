@@ -46,7 +46,7 @@
 //! | 3 | **auth** | `auth/` | `auth`, `sas`, `bearer` | authorization: SharedKey, SAS and bearer-token checks; what a grant admits |
 //! | 4 | **ops** | `ops/` | `tables`, `entities`, `query`, `batch/`, `admin`, `cors`, `explorer/` | the operations: one handler per REST operation, `$batch`, CORS, the explorer and explain |
 //! | 5 | **routing** | `app.rs` | `app` | the pipeline every request takes: path → account authorization → protocol headers → query string → metadata level → method dispatch → handler |
-//! | 6 | **serve** | `serve/` | `server`, `connection/`, `https`, `observe/` | around the router: binding and shutdown, connections (timeouts, cap, HTTPS), the operator endpoints, metrics and the request log |
+//! | 6 | **serve** | `serve/` | `server`, `connection/`, `https`, `observe/` | around the pipeline (which each connection calls directly): binding and shutdown, connections (timeouts, cap, HTTPS), the operator endpoints, metrics and the request log |
 //!
 //! Store calls and query work run on tokio's blocking pool (the executor itself fans out on
 //! rayon), never on the async workers — except short reads on an engine whose point reads

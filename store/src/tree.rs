@@ -29,8 +29,9 @@ use tableq_model::order::compare_str;
 /// The most entries a leaf holds. Every insert into a version that readers share copies a
 /// leaf and a branch per level, and dropping the replaced version releases what they
 /// point to (an atomic decrement each): with 16 rather than 32 a single insert into the
-/// durable engine's memtable cost ≈ 5 % less server CPU (issue 31 §1, 14 alternating pairs
-/// of `wrk` inserts), for a tree about one level deeper.
+/// durable engine's memtable cost 3–6 % less server CPU (issue 31 §1; 5 and 14 alternating
+/// pairs of `wrk` inserts, both near this machine's noise), for a tree about one level
+/// deeper.
 pub(crate) const LEAF_CAP: usize = 16;
 /// The most children a branch holds (see [`LEAF_CAP`]).
 pub(crate) const BRANCH_CAP: usize = 16;

@@ -1,4 +1,4 @@
-//! Layer 6, serving: what wraps the router (`crate::app`) — it may import every layer
+//! Layer 6, serving: what wraps the request pipeline (`crate::app`) — it may import every layer
 //! below, and nothing imports it but the crate's face.
 //!
 //! * [`server`] — [`Server`](server::Server): bind, host accounts, HTTPS and tokens, run
