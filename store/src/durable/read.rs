@@ -426,36 +426,37 @@ impl DurableSnapshot {
         slot.get_or_insert(error);
     }
 
-    /// The block that holds `(pk, rk)` if it exists, and the row's index. With the block
-    /// map (`map`), the block is found in memory and fetched from redb by its key, and the
-    /// map notes the read (a block read twice gets a verified copy, which later gets read
-    /// instead: [`Self::find_in_copy`]); without it, redb's cursor finds it.
+    /// The block under `key` (an entity key; `partition`: its partition prefix) if it
+    /// exists, and the index of row `rk` in it. With `located` (the block map and the
+    /// position of the block that may hold the key, in the key's partition), the block is
+    /// fetched from redb by its key and the map notes the read (a block read twice gets a
+    /// verified copy, which later gets read instead: `visit_entity`); without it, redb's
+    /// cursor finds the block.
     fn lookup(
         &self,
-        pk: &str,
+        key: &[u8],
+        partition: &[u8],
         rk: &str,
-        map: Option<&BlockMap>,
+        located: Option<(&BlockMap, usize)>,
     ) -> Result<Option<(Loaded, usize)>, StoreError> {
-        let (key, partition) = search_keys(self.table, pk, rk);
-        let (key, guard, at) = match map {
-            Some(map) => {
-                let at = map.floor(&key, &partition);
-                let Some(entry) = map.entry(at).filter(|e| e.key.starts_with(&partition)) else {
+        let (key, guard) = match located {
+            Some((map, at)) => {
+                let Some(entry) = map.entry(at) else {
                     return Ok(None);
                 };
                 match self.rows.get(&*entry.key).map_err(StoreError::storage)? {
-                    Some(guard) => (Cow::Borrowed(&*entry.key), guard, Some(at)),
+                    Some(guard) => (Cow::Borrowed(&*entry.key), guard),
                     // Not in this version after all: the map is of another (never so).
                     None => return Ok(None),
                 }
             }
             None => {
-                let found = floor_block(self.rows.range::<&[u8]>(..=key.as_slice()), &partition)
+                let found = floor_block(self.rows.range::<&[u8]>(..=key), partition)
                     .map_err(StoreError::storage)?;
                 let Some((key, guard)) = found else {
                     return Ok(None);
                 };
-                (Cow::Owned(key.value().to_vec()), guard, None)
+                (Cow::Owned(key.value().to_vec()), guard)
             }
         };
         let loaded = self.load(&key, guard, Check::Header)?;
@@ -463,28 +464,10 @@ impl DurableSnapshot {
             .view()
             .find(rk)
             .map_err(|e| self.damage(&key, loaded.bytes.value(), e))?;
-        if let (Some(map), Some(at)) = (map, at) {
+        if let Some((map, at)) = located {
             map.copy_of(at, loaded.bytes.value());
         }
         Ok(found.map(|i| (loaded, i)))
-    }
-
-    /// `(pk, rk)` in the verified copy of the block that would hold it, if `map` has that
-    /// block's copy: `Some(None)` when the block does not hold it, `None` when there is no
-    /// copy to look in (the caller reads redb).
-    fn find_in_copy<'m>(
-        map: &'m BlockMap,
-        table: u64,
-        pk: &str,
-        rk: &str,
-    ) -> Option<Option<(&'m VerifiedBlock, usize)>> {
-        let (key, partition) = search_keys(table, pk, rk);
-        let at = map.floor(&key, &partition);
-        if !map.entry(at)?.key.starts_with(&partition) {
-            return None;
-        }
-        let copy = map.copy_made(at)?;
-        Some(copy.view().find_verified(rk).map(|i| (&**copy, i)))
     }
 
     /// The entity with these keys as an owned value (what `Backend::get` returns).
@@ -509,19 +492,28 @@ impl DurableSnapshot {
             };
             visit(&DurableRow::in_memory(pk, bytes, self));
         } else {
+            let (key, partition) = search_keys(self.table, pk, rk);
             let map = self.point_map();
-            if let Some(found) = map
-                .as_deref()
-                .and_then(|m| Self::find_in_copy(m, self.table, pk, rk))
-            {
-                let Some((copy, i)) = found else {
+            // With the map: the block that may hold the key; none in its partition, no row.
+            let located = match map.as_deref() {
+                Some(map) => {
+                    let at = map.floor(&key, &partition);
+                    if !map.entry(at).is_some_and(|e| e.key.starts_with(&partition)) {
+                        return Ok(false);
+                    }
+                    Some((map, at))
+                }
+                None => None,
+            };
+            if let Some(copy) = located.and_then(|(map, at)| map.copy_made(at)) {
+                let Some(i) = copy.view().find_verified(rk) else {
                     return Ok(false);
                 };
                 let view = copy.view();
                 let (start, end) = view.span(i);
                 visit(&DurableRow::in_block(view, start, end, self));
             } else {
-                let Some((block, i)) = self.lookup(pk, rk, map.as_deref())? else {
+                let Some((block, i)) = self.lookup(&key, &partition, rk, located)? else {
                     return Ok(false);
                 };
                 let view = block.view();
@@ -1535,8 +1527,9 @@ impl EntitySource for DurableSnapshot {
                 .as_deref()
                 .map(|bytes| DurableRow::in_memory(pk, bytes, self)));
         }
+        let (key, partition) = search_keys(self.table, partition_key, row_key);
         Ok(self
-            .lookup(partition_key, row_key, None)?
+            .lookup(&key, &partition, row_key, None)?
             .map(|(block, i)| {
                 let block = self.blocks.get_or_init(Arena::new).keep(block).view();
                 let (start, end) = block.span(i);
