@@ -515,11 +515,23 @@ impl<'b> BlockView<'b> {
     }
 
     /// [`find`](Self::find) in a block whose rows were all verified already (a verified
-    /// copy, `verified.rs`): a binary search over the RowKeys (no row is checked again, so
-    /// reading ≈ 8 rows costs less than comparing every row's hash).
+    /// copy, `verified.rs`): the same scan of the RowKey hashes, without checking the row
+    /// it compares. The hashes lie side by side (2 bytes a row: a few cache lines the
+    /// processor streams in), so a get from a block that is not in the cache waits for
+    /// ≈ 3 lines instead of the ≈ 14 (offset and RowKey of ≈ 7 rows) a binary search over
+    /// the RowKeys waited for.
     pub(crate) fn find_verified(&self, rk: &str) -> Option<usize> {
-        let at = self.lower_bound(rk.as_bytes(), false);
-        (at < self.rows && self.row(at).row_key_bytes() == rk.as_bytes()).then_some(at)
+        let wanted = row_key_hash(rk.as_bytes()).to_le_bytes();
+        let hashes = self
+            .bytes
+            .get(self.hashes_start()..self.checksums_start())
+            .unwrap_or_default();
+        hashes
+            .chunks_exact(2)
+            .enumerate()
+            .filter(|(_, h)| **h == wanted)
+            .map(|(i, _)| i)
+            .find(|&i| self.row_key_bytes(i) == rk.as_bytes())
     }
 
     /// Checks every row (see [`RowRef::check`]), that RowKeys strictly increase and that
@@ -1369,6 +1381,33 @@ mod tests {
         }
         assert_eq!(view.lower_bound(b"b", false), 2);
         assert_eq!(view.lower_bound("\u{FFFF}".as_bytes(), false), 5);
+    }
+
+    #[test]
+    fn lookups_tell_rows_whose_row_key_hashes_collide_apart() {
+        // RowKeys sharing one 16-bit hash: the hash picks candidates, the RowKey decides.
+        let first = "k0".to_owned();
+        let wanted = row_key_hash(first.as_bytes());
+        let mut keys: Vec<String> = (1..)
+            .map(|i| format!("k{i}"))
+            .filter(|k| row_key_hash(k.as_bytes()) == wanted)
+            .take(3)
+            .collect();
+        keys.push(first);
+        keys.sort();
+        let (present, absent) = (&keys[..3], &keys[3]);
+        let mut names = Names::default();
+        let entities: Vec<Entity> = present.iter().map(|k| Entity::new("p", k)).collect();
+        let bytes = block_of("p", &entities, &mut names);
+        let view = BlockView::parse(&bytes).unwrap();
+        view.check_rows(0).unwrap();
+        for (i, k) in present.iter().enumerate() {
+            assert_eq!(view.find(k), Ok(Some(i)));
+            assert_eq!(view.find_verified(k), Some(i));
+        }
+        assert_eq!(row_key_hash(absent.as_bytes()), wanted);
+        assert_eq!(view.find(absent), Ok(None));
+        assert_eq!(view.find_verified(absent), None);
     }
 
     #[test]
