@@ -353,7 +353,6 @@ async fn handle_target(
         request_context(links, parts.uri.query(), parts.headers, request_id)?
     };
     let method = negotiate::effective_method(&parts.method, &ctx.headers)?;
-    let timeout = timeout_parameter(parts.uri.query());
     if secondary && !matches!(method, Method::GET | Method::HEAD) {
         return Err(ApiError::new(
             tableq_model::ErrorCode::AuthorizationFailure,
@@ -390,7 +389,9 @@ async fn handle_target(
             if faults.throttle().is_none() && plan.is_none() {
                 return routed.run().await;
             }
-            gated(faults, plan, routed, timeout).await
+            // The `timeout` parameter is read only here: only throttling and injected delays
+            // use it.
+            gated(faults, plan, routed, timeout_parameter(parts.uri.query())).await
         }
         admin => route_admin(state, &ctx, hosted.faults(), secondary, method, admin, body).await,
     }
