@@ -37,6 +37,7 @@ use crate::op::{WriteOp, Written};
 use crate::service::ServiceProperties;
 use std::future::{Future, IntoFuture};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tableq_exec::{EntityRef, ExecStats, Key, PageOptions, RowView, SourceRow};
 use tableq_model::Entity;
@@ -306,10 +307,37 @@ pub type NonBlockingGet<'a> =
 enum Pending {
     /// Complete (`None` once taken by `poll`).
     Ready(Option<BatchOutcome>),
+    /// Queued with no commit led yet ([`PendingWrite::queued`]): led by whichever comes
+    /// first of the second poll, [`PendingWrite::wait`] and the drop.
+    Queued {
+        answer: oneshot::Receiver<BatchOutcome>,
+        lead: Unled,
+        /// Polled once already (and yielded).
+        yielded: bool,
+    },
     /// Answered later on this channel.
     Waiting(oneshot::Receiver<BatchOutcome>),
     /// Being awaited.
     Polled(oneshot::AsyncReceiver<BatchOutcome>),
+}
+
+/// An engine's writer, as far as a write queued without a commit needs it
+/// ([`PendingWrite::queued`]).
+pub(crate) trait CommitQueued: Send + Sync {
+    /// Commits what is queued now (or leaves it to whoever is committing already, who
+    /// takes the queue before it stops).
+    fn commit_queued(&self);
+}
+
+/// The commit a queued write is owed: led when this is dropped, so that a queued write
+/// is committed however its [`PendingWrite`] ends — awaited, waited for, or dropped
+/// unpolled.
+struct Unled(Arc<dyn CommitQueued>);
+
+impl Drop for Unled {
+    fn drop(&mut self) {
+        self.0.commit_queued();
+    }
 }
 
 impl PendingWrite {
@@ -324,11 +352,32 @@ impl PendingWrite {
         PendingWrite(Pending::Waiting(answer))
     }
 
+    /// A write queued for the engine's writer with no commit led yet, answered on
+    /// `answer` (group commit across an event loop's requests). Awaited, its first poll
+    /// yields to the tasks ready behind it — which queue their own writes — and its second
+    /// leads the commit of everything queued by then (`writer`), so that the writes of
+    /// one turn of the event loop share one group (one log append, one memtable version);
+    /// [`wait`](PendingWrite::wait) and a drop lead at once.
+    pub(crate) fn queued(
+        answer: oneshot::Receiver<BatchOutcome>,
+        writer: Arc<dyn CommitQueued>,
+    ) -> PendingWrite {
+        PendingWrite(Pending::Queued {
+            answer,
+            lead: Unled(writer),
+            yielded: false,
+        })
+    }
+
     /// Blocks the calling thread until the outcome is known.
     pub fn wait(self) -> Result<Vec<Written>, BatchError> {
         match self.0 {
             Pending::Ready(Some(outcome)) => outcome,
             Pending::Ready(None) => Err(lost().into()),
+            Pending::Queued { answer, lead, .. } => {
+                drop(lead);
+                answer.recv().unwrap_or_else(|_| Err(lost().into()))
+            }
             Pending::Waiting(answer) => answer.recv().unwrap_or_else(|_| Err(lost().into())),
             Pending::Polled(answer) => {
                 // Rare (waiting after polling): finish on a private single-threaded poll.
@@ -371,6 +420,30 @@ impl Future for PendingWrite {
                 Pending::Ready(outcome) => {
                     return Poll::Ready(outcome.take().unwrap_or_else(|| Err(lost().into())));
                 }
+                Pending::Queued {
+                    answer, yielded, ..
+                } => {
+                    if let Ok(outcome) = answer.try_recv() {
+                        // Committed by another's lead already (dropping `lead` below
+                        // commits whatever was queued since).
+                        self.0 = Pending::Ready(Some(outcome));
+                        continue;
+                    }
+                    if !*yielded {
+                        // Behind the tasks that are ready now: they queue their writes,
+                        // and the next poll commits them with this one.
+                        *yielded = true;
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
+                    let Pending::Queued { answer, lead, .. } =
+                        std::mem::replace(&mut self.0, Pending::Ready(None))
+                    else {
+                        continue;
+                    };
+                    drop(lead);
+                    self.0 = Pending::Waiting(answer);
+                }
                 Pending::Waiting(_) => {
                     let Pending::Waiting(answer) =
                         std::mem::replace(&mut self.0, Pending::Ready(None))
@@ -393,7 +466,9 @@ impl std::fmt::Debug for PendingWrite {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self.0 {
             Pending::Ready(_) => "PendingWrite(ready)",
-            Pending::Waiting(_) | Pending::Polled(_) => "PendingWrite(waiting)",
+            Pending::Queued { .. } | Pending::Waiting(_) | Pending::Polled(_) => {
+                "PendingWrite(waiting)"
+            }
         })
     }
 }

@@ -8,7 +8,11 @@
 //! just waits for its answer (or, async, returns a pending write): the holder commits the
 //! request with its next group. A single writer thus commits without any thread hand-off
 //! (no wake-up of another thread, two fewer context switches per write), and concurrent
-//! writers still share groups, one `write(2)` per group.
+//! writers still share groups, one `write(2)` per group. An async caller
+//! (`Backend::submit_batch`) only [`enqueue`](Gate::enqueue)s: its pending write yields
+//! once, so that the other requests of the same turn of its event loop queue theirs, and
+//! then [`lead`](Gate::lead)s — one group for all of them, where leading at once gave
+//! each its own (`PendingWrite::queued` in `crate::backend`).
 //!
 //! **The background thread** (`tableq-durable-writer`) does what must not delay a caller:
 //! flushes of the memtables into redb and checkpoints (when a leader finds one due, it
@@ -28,6 +32,7 @@
 //! ```
 
 use super::writer::{Request, Writer};
+use crate::backend::CommitQueued;
 use crate::error::StoreError;
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
@@ -66,6 +71,13 @@ pub(crate) struct Gate {
     tick: Duration,
 }
 
+/// A write queued by [`enqueue`](Gate::enqueue) is committed by [`lead`](Gate::lead).
+impl CommitQueued for Gate {
+    fn commit_queued(&self) {
+        self.lead();
+    }
+}
+
 impl Gate {
     pub(crate) fn new(writer: Writer, leaders: bool, tick: Duration) -> Gate {
         Gate {
@@ -84,32 +96,39 @@ impl Gate {
     /// Queues `request`; commits it (with whatever else is queued) on this thread if the
     /// writer is free and callers may lead. Its answer goes to the request's reply channel.
     pub(crate) fn submit(&self, request: Request) {
-        {
-            let mut queue = self.queue();
-            if queue.closing {
-                drop(queue);
-                request.refuse(StoreError::Closed);
-                return;
-            }
-            if queue.stopped && !self.leaders {
-                drop(queue);
-                request.refuse(StoreError::storage(
-                    "the durable store's writer thread stopped unexpectedly",
-                ));
-                return;
-            }
-            queue.requests.push_back(request);
-            if !self.leaders {
-                queue.wanted = true;
-                self.wake.notify_one();
-                return;
-            }
+        if self.enqueue(request) {
+            self.lead();
         }
-        self.lead();
+    }
+
+    /// Queues `request` as [`submit`](Gate::submit) does, without leading: `true` when a
+    /// caller must lead its commit ([`lead`](Gate::lead); callers may lead), `false` when
+    /// it was refused or is the background thread's (`--fsync always`).
+    pub(crate) fn enqueue(&self, request: Request) -> bool {
+        let mut queue = self.queue();
+        if queue.closing {
+            drop(queue);
+            request.refuse(StoreError::Closed);
+            return false;
+        }
+        if queue.stopped && !self.leaders {
+            drop(queue);
+            request.refuse(StoreError::storage(
+                "the durable store's writer thread stopped unexpectedly",
+            ));
+            return false;
+        }
+        queue.requests.push_back(request);
+        if !self.leaders {
+            queue.wanted = true;
+            self.wake.notify_one();
+            return false;
+        }
+        true
     }
 
     /// Takes the writer if it is free and commits what is queued (see the module docs).
-    fn lead(&self) {
+    pub(crate) fn lead(&self) {
         loop {
             let mut writer = match self.writer.try_lock() {
                 Ok(w) => w,

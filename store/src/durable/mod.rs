@@ -664,16 +664,24 @@ impl Backend for DurableBackend {
         })?
     }
 
-    /// Queues the write at the gate: committed on the caller's thread when the writer is
-    /// free (`interval`: one `write(2)`, no `fsync`, no other thread), else answered by
-    /// whoever holds the writer; under `always` by the background thread after its `fsync`.
+    /// Queues the write at the gate. Under `interval`, its commit is led by the returned
+    /// write (`PendingWrite::queued`): awaited, after the tasks ready behind it have
+    /// queued theirs, so that one turn of the event loop commits its writes as one group
+    /// (one `write(2)`, no `fsync`, no other thread) — or answered by whoever holds the
+    /// writer. Under `always`, by the background thread after its `fsync`.
     fn submit_batch(&self, table: &str, ops: Vec<WriteOp>) -> PendingWrite {
         let ops = check_ops(ops);
-        let answer = self.submit(|reply| Request::Write {
+        let (reply, answer) = oneshot::channel();
+        let request = Request::Write {
             table: table.to_owned(),
             ops,
             reply,
-        });
+        };
+        if self.closed.load(Ordering::Acquire) {
+            request.refuse(StoreError::Closed);
+        } else if self.gate.enqueue(request) {
+            return PendingWrite::queued(answer, self.gate.clone());
+        }
         match answer.try_recv() {
             Ok(result) => PendingWrite::ready(result),
             Err(oneshot::TryRecvError::Empty) => PendingWrite::waiting(answer),

@@ -11,6 +11,7 @@ use crate::op::WriteOp;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Condvar, mpsc};
+use std::task::Poll;
 use std::time::Instant;
 use tableq_model::Value;
 
@@ -196,6 +197,85 @@ fn under_an_interval_a_reply_never_waits_for_fsync() {
     });
     assert!(probe.take().contains(&Event::Sync));
     store.close().unwrap();
+}
+
+/// Polls `pending` once with a waker that counts its wake-ups.
+fn poll_once(pending: &mut PendingWrite, wakes: &Arc<AtomicUsize>) -> Poll<Vec<Written>> {
+    struct Count(Arc<AtomicUsize>);
+    impl std::task::Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Count(wakes.clone())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    std::pin::Pin::new(pending)
+        .poll(&mut cx)
+        .map(|outcome| outcome.unwrap())
+}
+
+#[test]
+fn writes_submitted_in_one_turn_of_an_event_loop_share_one_log_append() {
+    use std::future::Future;
+    let dir = tempfile::tempdir().unwrap();
+    let probe = Probe::default();
+    let store = probe.open(
+        dir.path(),
+        keep_log(FsyncPolicy::Interval(Duration::from_millis(20))),
+    );
+    store.create_table("t1x").unwrap();
+    probe.take();
+    // Three writes queued as three tasks of one event loop would: nothing is committed
+    // before the first of them is polled twice.
+    let mut first = store.submit_batch("t1x", vec![insert("a", 1)]);
+    let mut second = store.submit_batch("t1x", vec![insert("b", 2)]);
+    let mut third = store.submit_batch("t1x", vec![insert("a", 3)]);
+    assert!(store.get("t1x", "p", "a").unwrap().is_none());
+    assert_eq!(probe.take(), []);
+    let wakes = Arc::new(AtomicUsize::new(0));
+    // The first poll yields (waking its task at once), the second commits all three.
+    assert!(poll_once(&mut first, &wakes).is_pending());
+    assert_eq!(wakes.load(Ordering::SeqCst), 1);
+    assert_eq!(probe.take(), []);
+    let Poll::Ready(written) = poll_once(&mut first, &wakes) else {
+        panic!("the second poll commits");
+    };
+    assert_eq!(written.len(), 1);
+    assert_eq!(probe.take(), [Event::Append], "one append for the group");
+    // The others were answered by that commit: ready at their first poll, in order (the
+    // third, a second insert of `a`, failed as it would alone).
+    assert!(matches!(poll_once(&mut second, &wakes), Poll::Ready(w) if w.len() == 1));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let Poll::Ready(Err(failed)) = std::pin::Pin::new(&mut third).poll(&mut cx) else {
+        panic!("the third write was answered");
+    };
+    assert!(
+        matches!(failed.error, StoreError::EntityAlreadyExists { .. }),
+        "{failed:?}"
+    );
+    assert_eq!(wakes.load(Ordering::SeqCst), 1);
+    let value = |rk| {
+        store
+            .get("t1x", "p", rk)
+            .unwrap()
+            .map(|e| e.get("V").map(|v| v.to_owned()))
+    };
+    assert_eq!(value("a"), Some(Some(Value::Int32(1))));
+    assert_eq!(value("b"), Some(Some(Value::Int32(2))));
+    // A queued write is committed however its handle ends: dropped unpolled, or waited for.
+    drop(store.submit_batch("t1x", vec![insert("c", 4)]));
+    assert_eq!(value("c"), Some(Some(Value::Int32(4))));
+    let written = store
+        .submit_batch("t1x", vec![insert("d", 5)])
+        .wait()
+        .unwrap();
+    assert_eq!(written.len(), 1);
+    assert_eq!(value("d"), Some(Some(Value::Int32(5))));
+    assert_eq!(probe.take(), [Event::Append, Event::Append]);
+    // After the close, a submitted write is refused, not queued.
+    store.close().unwrap();
+    let refused = store.submit_batch("t1x", vec![insert("e", 6)]).wait();
+    assert!(matches!(refused, Err(e) if matches!(e.error, StoreError::Closed)));
 }
 
 /// A data directory whose durable file holds `first` (checkpointed), and the bytes of the
