@@ -174,8 +174,9 @@ fn under_always_a_reply_waits_for_the_fsync_of_its_record() {
     assert!(stats.fsyncs >= 2 && stats.records >= 2, "{stats:?}");
 }
 
-#[test]
-fn under_an_interval_a_reply_never_waits_for_fsync() {
+/// A store under `--fsync interval=20` that keeps its whole log, with table `t1x`, and the
+/// probe on its log (the directory lives as long as the first element).
+fn interval_store() -> (tempfile::TempDir, Probe, DurableBackend) {
     let dir = tempfile::tempdir().unwrap();
     let probe = Probe::default();
     let store = probe.open(
@@ -183,6 +184,12 @@ fn under_an_interval_a_reply_never_waits_for_fsync() {
         keep_log(FsyncPolicy::Interval(Duration::from_millis(20))),
     );
     store.create_table("t1x").unwrap();
+    (dir, probe, store)
+}
+
+#[test]
+fn under_an_interval_a_reply_never_waits_for_fsync() {
+    let (_dir, probe, store) = interval_store();
     // Every fsync hangs: writes are still acknowledged (written to the OS)…
     probe.hold(true);
     probe.take();
@@ -217,13 +224,7 @@ fn poll_once(pending: &mut PendingWrite, wakes: &Arc<AtomicUsize>) -> Poll<Vec<W
 #[test]
 fn writes_submitted_in_one_turn_of_an_event_loop_share_one_log_append() {
     use std::future::Future;
-    let dir = tempfile::tempdir().unwrap();
-    let probe = Probe::default();
-    let store = probe.open(
-        dir.path(),
-        keep_log(FsyncPolicy::Interval(Duration::from_millis(20))),
-    );
-    store.create_table("t1x").unwrap();
+    let (_dir, probe, store) = interval_store();
     probe.take();
     // Three writes queued as three tasks of one event loop would: nothing is committed
     // before the first of them is polled twice.
@@ -494,13 +495,7 @@ fn tables_created_and_deleted_are_replayed_in_order() {
 
 #[test]
 fn a_log_that_cannot_be_written_refuses_writes_until_it_can() {
-    let dir = tempfile::tempdir().unwrap();
-    let probe = Probe::default();
-    let store = probe.open(
-        dir.path(),
-        keep_log(FsyncPolicy::Interval(Duration::from_millis(20))),
-    );
-    store.create_table("t1x").unwrap();
+    let (dir, probe, store) = interval_store();
     store.write("t1x", insert("a", 1)).unwrap();
     assert!(store.ready().is_ok());
     probe.full.store(true, Ordering::SeqCst);
