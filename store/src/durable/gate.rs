@@ -93,17 +93,10 @@ impl Gate {
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues `request`; commits it (with whatever else is queued) on this thread if the
-    /// writer is free and callers may lead. Its answer goes to the request's reply channel.
-    pub(crate) fn submit(&self, request: Request) {
-        if self.enqueue(request) {
-            self.lead();
-        }
-    }
-
-    /// Queues `request` as [`submit`](Gate::submit) does, without leading: `true` when a
-    /// caller must lead its commit ([`lead`](Gate::lead); callers may lead), `false` when
-    /// it was refused or is the background thread's (`--fsync always`).
+    /// Queues `request` (its answer goes to the request's reply channel): `true` when the
+    /// caller must then [`lead`](Gate::lead) its commit — callers may lead, and `lead`
+    /// commits it with whatever else is queued on the caller's thread if the writer is
+    /// free — `false` when it was refused or is the background thread's (`--fsync always`).
     pub(crate) fn enqueue(&self, request: Request) -> bool {
         let mut queue = self.queue();
         if queue.closing {

@@ -448,14 +448,25 @@ impl DurableBackend {
     /// Hands a request to the writer (`gate.rs`: committed on this thread when the writer
     /// is free) and returns the channel its answer comes on.
     fn submit<T>(&self, make: impl FnOnce(Reply<T>) -> Request) -> oneshot::Receiver<T> {
+        let (answer, lead) = self.enqueue(make);
+        if lead {
+            self.gate.lead();
+        }
+        answer
+    }
+
+    /// Queues a request at the gate without leading its commit (refused at once after the
+    /// close): its answer's channel, and whether a caller must lead the commit
+    /// ([`Gate::enqueue`]).
+    fn enqueue<T>(&self, make: impl FnOnce(Reply<T>) -> Request) -> (oneshot::Receiver<T>, bool) {
         let (reply, answer) = oneshot::channel();
         let request = make(reply);
         if self.closed.load(Ordering::Acquire) {
             request.refuse(StoreError::Closed);
-        } else {
-            self.gate.submit(request);
+            return (answer, false);
         }
-        answer
+        let lead = self.gate.enqueue(request);
+        (answer, lead)
     }
 
     /// Hands a request to the writer and waits for its answer.
@@ -671,15 +682,12 @@ impl Backend for DurableBackend {
     /// writer. Under `always`, by the background thread after its `fsync`.
     fn submit_batch(&self, table: &str, ops: Vec<WriteOp>) -> PendingWrite {
         let ops = check_ops(ops);
-        let (reply, answer) = oneshot::channel();
-        let request = Request::Write {
+        let (answer, lead) = self.enqueue(|reply| Request::Write {
             table: table.to_owned(),
             ops,
             reply,
-        };
-        if self.closed.load(Ordering::Acquire) {
-            request.refuse(StoreError::Closed);
-        } else if self.gate.enqueue(request) {
+        });
+        if lead {
             return PendingWrite::queued(answer, self.gate.clone());
         }
         match answer.try_recv() {
