@@ -24,6 +24,7 @@
 //! limits: 4 rows                       insert r00 (evenly)     [r00 r01 r02] [r03 r04 r05]
 //! ```
 
+use super::block_map::BlockEdits;
 use super::damage::block_damage;
 use super::format::block::{BlockView, RowRef, block_overhead, build_block, row_share};
 #[cfg(test)]
@@ -168,18 +169,27 @@ pub(crate) fn apply(
         items.push(item);
     }
     items.sort_by(|a, b| compare_keys(&a.pk, &a.rk, &b.pk, &b.rk));
-    apply_items(rows, table, names, limits, &items)?;
+    apply_items(
+        rows,
+        table,
+        names,
+        limits,
+        &items,
+        &mut BlockEdits::default(),
+    )?;
     Ok(added)
 }
 
 /// Folds a memtable into table `table`'s blocks: its rows (already encoded with `names`)
-/// and removals, in key order — the flush.
+/// and removals, in key order — the flush. Every block it writes or removes is recorded
+/// in `edits`.
 pub(crate) fn apply_memtable(
     rows: &mut RowsTable<'_>,
     table: u64,
     names: &Names,
     limits: Limits,
     mem: &MemTable,
+    edits: &mut BlockEdits,
 ) -> Result<(), StoreError> {
     let mut items = Vec::with_capacity(mem.len());
     for part in mem.partitions() {
@@ -191,7 +201,7 @@ pub(crate) fn apply_memtable(
             });
         }
     }
-    apply_items(rows, table, names, limits, &items)
+    apply_items(rows, table, names, limits, &items, edits)
 }
 
 /// Applies `items` (sorted by key, distinct keys) block by block.
@@ -201,16 +211,18 @@ fn apply_items(
     names: &Names,
     limits: Limits,
     items: &[Item<'_>],
+    edits: &mut BlockEdits,
 ) -> Result<(), StoreError> {
     let mut i = 0;
     while i < items.len() {
-        i = edit_block(rows, table, names, limits, items, i)?;
+        i = edit_block(rows, table, names, limits, items, i, edits)?;
     }
     Ok(())
 }
 
-/// Applies the changes from `items[i]` on that fall into one block; returns the index of
-/// the first change it did not apply.
+/// Applies the changes from `items[i]` on that fall into one block, recording the blocks
+/// it writes and removes in `edits`; returns the index of the first change it did not
+/// apply.
 fn edit_block(
     rows: &mut RowsTable<'_>,
     table: u64,
@@ -218,6 +230,7 @@ fn edit_block(
     limits: Limits,
     items: &[Item<'_>],
     i: usize,
+    edits: &mut BlockEdits,
 ) -> Result<usize, StoreError> {
     let pk: &str = &items[i].pk;
     let prefix = partition_prefix(table, pk);
@@ -317,9 +330,11 @@ fn edit_block(
     }
     if let Some((k, _)) = &block {
         rows.remove(k.as_slice()).map_err(storage)?;
+        edits.removed(k);
     }
     for k in absorbed {
         rows.remove(k).map_err(storage)?;
+        edits.removed(k);
     }
     for range in chunks(pk, &merged, limits, appends_only) {
         let part = &merged[range];
@@ -328,6 +343,7 @@ fn edit_block(
         let bytes = build_block(pk, part).map_err(storage)?;
         rows.insert(block_key.as_slice(), bytes.as_slice())
             .map_err(storage)?;
+        edits.written(&block_key, pk, u32::try_from(part.len()).map_err(storage)?);
     }
     Ok(j)
 }

@@ -346,6 +346,7 @@ impl DurableBackend {
             options: options.clone(),
             blocks_version: AtomicU64::new(0),
             copies: Arc::new(CopyBudget::new(options.cache_bytes / 2)),
+            map_builds: Arc::default(),
             rows_cache: Mutex::new(None),
         });
         let checkpoints = CheckpointLimits {
@@ -496,6 +497,8 @@ impl DurableBackend {
             }
             syncer.stop();
         }
+        // A block map being built holds a read transaction of the data file.
+        self.shared.map_builds.finish();
         let db = self
             .shared
             .db

@@ -20,11 +20,12 @@
 //! to the first block that can hold the range and past the rest of the partition.
 //!
 //! **Filtered scans** read a block's columns, not its rows (`Check::Lazy`), and — from
-//! the second filtered read of a block between two flushes on — the block's verified copy
+//! the second filtered read of a block on, until a flush rewrites it — the block's verified copy
 //! kept with the table's block map (`verified.rs`): columns decoded, every row checked, so
 //! the scan tests its residual and reads matches with no checksum, parse or decoding left.
 //! **Point gets** read those copies too, and with a block map find their block in memory
-//! (`visit_entity`; a data file of few blocks gets its map from the first get).
+//! (`visit_entity`; a data file of few blocks gets its map from the first get, a larger one
+//! from a walk on a thread of its own that the first get starts).
 //!
 //! Storage failures and damaged blocks end the scan and are recorded in the snapshot;
 //! [`DurableBackend::query`](crate::Backend::query) reports them
@@ -47,7 +48,7 @@
 //! assert!(snapshot.get("p", "r042").unwrap().is_some());
 //! ```
 
-use super::block_map::{BlockMap, MapEntry};
+use super::block_map::{BlockMap, MapBuilds, MapEntry};
 use super::damage::block_damage;
 use super::format::block::{BlockView, RowRef};
 use super::format::keys::{entity_key, partition_end, partition_prefix, table_end, table_prefix};
@@ -92,6 +93,8 @@ pub struct DurableSnapshot {
     blocks_version: u64,
     /// What the block map's verified copies are charged to (`verified.rs`).
     copies: Arc<CopyBudget>,
+    /// Where a point get has a large table's block map built (`point_map`).
+    map_builds: Arc<MapBuilds>,
     /// The first storage failure a scan met (reported by `take_error`).
     error: Mutex<Option<StoreError>>,
     /// Every block a scan or get of this snapshot read from redb: rows borrow from here
@@ -108,6 +111,17 @@ pub struct DurableSnapshot {
     /// guard still holds (redb's debug assertion "freed page still referenced" fired in
     /// `tests/concurrency.rs` when `rows` came first).
     rows: Arc<RowsTable>,
+}
+
+/// Keeps `map` as `entry`'s block map unless one of the same or a later version is kept.
+fn keep_map(entry: &TableEntry, map: &Arc<BlockMap>) {
+    let mut slot = entry
+        .block_map
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if slot.as_ref().is_none_or(|m| m.version < map.version) {
+        *slot = Some(map.clone());
+    }
 }
 
 /// Slots in the first segment of an [`Arena`]; segment `k` has `ARENA_BASE << k`.
@@ -329,6 +343,7 @@ impl DurableSnapshot {
             mem: start.mem.clone(),
             blocks_version: start.blocks_version,
             copies: copies.clone(),
+            map_builds: start.map_builds.clone(),
             error: Mutex::new(None),
             blocks: OnceLock::new(),
             scan_map: OnceLock::new(),
@@ -350,7 +365,7 @@ impl DurableSnapshot {
     }
 
     /// Builds the table's block map of this snapshot's version and keeps it (unless a map
-    /// of a later version is kept already); `None` when building failed.
+    /// of a later version is kept already).
     fn build_map(&self) -> Option<Arc<BlockMap>> {
         let map = Arc::new(BlockMap::build(
             &self.rows,
@@ -358,22 +373,23 @@ impl DurableSnapshot {
             self.blocks_version,
             &self.copies,
         )?);
-        let mut slot = self
-            .entry
-            .block_map
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if slot.as_ref().is_none_or(|m| m.version < map.version) {
-            *slot = Some(map.clone());
-        }
+        keep_map(&self.entry, &map);
         Some(map)
     }
 
-    /// The block map point gets use: the kept map of this snapshot's version, or one built
+    /// The block map point gets use: the kept map of this snapshot's version; or one built
     /// now when the data file holds so few blocks that verified copies of all of them
     /// could fit in the copy budget (at the default block size) — the walk then costs
-    /// less than the gets it serves save. A larger file's gets go through redb alone, as
-    /// they would have to for most of its blocks anyway.
+    /// less than the gets it serves save. For a larger file the walk (every block read
+    /// once) would cost a get many times its own time: a thread of its own builds the map
+    /// (one at a time per table) while the gets go through redb. Once kept, a map follows
+    /// the writer's commits (`BlockMap::followed`), so it is built again only after a
+    /// reopen or when commits came faster than the walk.
+    ///
+    /// Without a map a get finds its block with redb's cursor, which for a key inside a
+    /// block reads two leaves of the B-tree — the block's and the next one's, whose first
+    /// key bounds it — where a get by the block's key from the map reads one (at 10 M
+    /// entities two thirds of a 64 KiB page read a get, `benches/README.md`).
     fn point_map(&self) -> Option<Arc<BlockMap>> {
         if let Some(map) = self.kept_map() {
             return Some(map);
@@ -383,10 +399,36 @@ impl DurableSnapshot {
             .ok()?
             .checked_mul(DEFAULT_BLOCK_BYTES)
             .is_some_and(|bytes| bytes <= self.copies.limit());
-        if !fits {
-            return None;
+        if fits {
+            return self.build_map();
         }
-        self.build_map()
+        self.build_map_elsewhere();
+        None
+    }
+
+    /// Starts building the table's block map of this snapshot's version on a thread of
+    /// its own, unless one is being built.
+    fn build_map_elsewhere(&self) {
+        let entry = self.entry.clone();
+        if entry.map_building.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (rows, table, version) = (self.rows.clone(), self.table, self.blocks_version);
+        let copies = self.copies.clone();
+        let started = self.map_builds.spawn({
+            let entry = entry.clone();
+            move |closing| {
+                if let Some(map) = BlockMap::build_unless(&rows, table, version, &copies, closing) {
+                    keep_map(&entry, &Arc::new(map));
+                }
+                // The read transaction goes before the next build may start.
+                drop(rows);
+                entry.map_building.store(false, Ordering::Release);
+            }
+        });
+        if !started {
+            entry.map_building.store(false, Ordering::Release);
+        }
     }
 
     /// The map filtered scans walk: the table's block map of this snapshot's version if one

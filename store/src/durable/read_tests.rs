@@ -468,7 +468,8 @@ fn copies(store: &DurableBackend) -> (Option<usize>, usize) {
 }
 
 /// The second filtered scan that reads a block copies it, verified, and the scans after it
-/// read the copy; a flush lets the copies go, and the next scans see the new rows.
+/// read the copy; a flush keeps the copies of the blocks it did not touch, and the next
+/// scans see the new rows.
 #[test]
 fn filtered_scans_read_verified_copies_from_their_second_read_of_a_block() {
     let dir = tempfile::tempdir().unwrap();
@@ -494,15 +495,16 @@ fn filtered_scans_read_verified_copies_from_their_second_read_of_a_block() {
     assert_eq!(query_keys(&store, "A eq 5").unwrap(), first);
     assert_eq!(query_keys(&store, "A gt 9").unwrap(), Vec::<String>::new());
     assert_eq!(query_keys(&store, "S eq 's3' and A lt 2").unwrap().len(), 9);
-    // A write and a flush: the map of the old version and its copies are let go.
+    // A write and a flush: the map follows it to the new version, with the copies of the
+    // four blocks it left alone, and lists the new partition's block.
     let mut e = Entity::new("c", "r000");
     e.set("A", Value::Int32(5));
     store
         .write_batch("t1x", vec![WriteOp::Insert { entity: e }])
         .unwrap();
     store.gate.with_writer(|w| w.flush()).unwrap();
-    assert_eq!(copies(&store), (None, 0));
-    keep_a_block_map(&store);
+    assert_eq!(copies(&store), (Some(4), used));
+    assert_eq!(store.snapshot("t1x").unwrap().kept_map().unwrap().len(), 5);
     for _ in 0..3 {
         let keys = query_keys(&store, "A eq 5").unwrap();
         assert_eq!(keys.len(), 31);
@@ -599,7 +601,8 @@ fn point_gets_of_a_small_file_read_verified_copies_from_their_second_read_of_a_b
     // Now every answer comes from a copy.
     check_all(&store);
     assert_eq!(copies(&store).0, Some(4));
-    // A write: the memtable answers for its row; after the flush, a new map and new copies.
+    // A write: the memtable answers for its row; after the flush, the map of the new
+    // version (followed from the old one) without the copy of the block it rewrote.
     let mut e = Entity::new("a", "r000");
     e.set("A", Value::Int32(42));
     store
@@ -608,6 +611,11 @@ fn point_gets_of_a_small_file_read_verified_copies_from_their_second_read_of_a_b
     let got = store.get("t1x", "a", "r000").unwrap().unwrap();
     assert_eq!(owned(got.get("A")), Some(Value::Int32(42)));
     store.gate.with_writer(|w| w.flush()).unwrap();
+    assert_eq!(
+        copies(&store).0,
+        Some(3),
+        "the blocks the flush left alone keep their copies"
+    );
     for _ in 0..3 {
         let got = store.get("t1x", "a", "r000").unwrap().unwrap();
         assert_eq!(owned(got.get("A")), Some(Value::Int32(42)));
@@ -615,32 +623,49 @@ fn point_gets_of_a_small_file_read_verified_copies_from_their_second_read_of_a_b
     }
     assert_eq!(
         copies(&store).0,
-        Some(1),
-        "the new version's map, one block copied"
+        Some(4),
+        "the rewritten block copied again from its new bytes"
     );
+    // The carried copies answer as the blocks do.
+    for e in entities.iter().filter(|e| e.row_key() != "r000") {
+        let got = store
+            .get("t1x", e.partition_key(), e.row_key())
+            .unwrap()
+            .unwrap();
+        assert_eq!(owned(got.get("S")), owned(e.get("S")), "{}", e.row_key());
+    }
     store.close().unwrap();
 }
 
-/// A data file with more blocks than copies of them could fit in the budget: point gets
-/// build no block map (redb finds their blocks, as before).
+/// A data file with more blocks than copies of them could fit in the budget: the first
+/// point get has the block map built on a thread of its own and goes through redb, as do
+/// the gets until the map is kept; then gets use it (and copy what fits).
 #[test]
-fn point_gets_of_a_larger_file_build_no_block_map() {
+fn point_gets_of_a_larger_file_have_the_block_map_built_elsewhere() {
     let dir = tempfile::tempdir().unwrap();
     // 4 blocks; a budget of 128 KiB is less than 4 blocks of the default 64 KiB.
     let (store, entities) = columnar_store_with(dir.path(), None, 256 << 10);
     for _ in 0..3 {
         for e in &entities {
-            assert!(
-                store
-                    .get("t1x", e.partition_key(), e.row_key())
-                    .unwrap()
-                    .is_some()
-            );
+            let got = store
+                .get("t1x", e.partition_key(), e.row_key())
+                .unwrap()
+                .unwrap();
+            assert_eq!(owned(got.get("S")), owned(e.get("S")));
         }
     }
-    assert_eq!(copies(&store), (None, 0));
-    // A map kept by a scan's split is used by gets all the same (and copies what fits).
-    keep_a_block_map(&store);
+    assert!(store.get("t1x", "a", "r000x").unwrap().is_none());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let snapshot = store.snapshot("t1x").unwrap();
+    let map = loop {
+        if let Some(map) = snapshot.kept_map() {
+            break map;
+        }
+        assert!(std::time::Instant::now() < deadline, "no map was built");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    drop(snapshot);
+    assert_eq!(map.len(), 4);
     for _ in 0..2 {
         for e in &entities {
             let got = store
@@ -958,8 +983,8 @@ fn the_block_map_follows_each_flush_and_one_partition_builds_none() {
     assert_eq!(split(&store, &KeyRange::full()), 30);
     let (version, blocks, current) = kept(&store).unwrap();
     assert_eq!((blocks, current), (9, true));
-    // Written and flushed: the kept map, of an older version now, is let go; the next
-    // split builds one listing the new blocks, and counts the new rows.
+    // Written and flushed: the kept map follows the flush to the new version, listing the
+    // new blocks (no walk), and the next split counts the new rows.
     let ops = (0..8)
         .map(|i| WriteOp::Insert {
             entity: entity("d", &format!("r{i:02}"), i),
@@ -967,12 +992,93 @@ fn the_block_map_follows_each_flush_and_one_partition_builds_none() {
         .collect();
     store.write_batch("t1x", ops).unwrap();
     store.gate.with_writer(|w| w.flush()).unwrap();
-    assert_eq!(kept(&store), None);
-    assert_eq!(split(&store, &KeyRange::full()), 38);
     let (newer, blocks, current) = kept(&store).unwrap();
-    assert!(newer > version);
-    assert_eq!((blocks, current), (11, true));
+    assert_eq!((newer, blocks, current), (version + 1, 11, true));
+    assert_map_is_what_a_walk_builds(&store);
+    assert_eq!(split(&store, &KeyRange::full()), 38);
     store.close().unwrap();
+}
+
+/// The kept map is of the current version and lists what a walk through that version's
+/// blocks lists; every verified copy it holds is its block's stored bytes.
+fn assert_map_is_what_a_walk_builds(store: &DurableBackend) {
+    let snapshot = store.snapshot("t1x").unwrap();
+    let kept = snapshot.kept_map().expect("a map of the current version");
+    let walked = BlockMap::build(
+        &snapshot.rows,
+        snapshot.table,
+        snapshot.blocks_version,
+        &snapshot.copies,
+    )
+    .unwrap();
+    assert_eq!(kept.entries(), walked.entries());
+    for (at, entry) in kept.entries().iter().enumerate() {
+        if let Some(copy) = kept.copy_made(at) {
+            let stored = snapshot.rows.get(&*entry.key).unwrap().unwrap();
+            assert_eq!(copy.bytes(), stored.value(), "the copy of block {at}");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Through any writes, deletes and flushes — blocks split, merged, emptied, rewritten
+    /// under their keys, partitions added and removed — the block map that follows each
+    /// flush is the map a walk builds, and the copies it keeps are the blocks' bytes; gets
+    /// and scans through it answer as the writes say.
+    #[test]
+    fn a_followed_block_map_is_the_one_a_walk_builds(
+        rounds in proptest::collection::vec(
+            proptest::collection::vec((0u8..4, 0u8..40, proptest::option::weighted(0.7, 0i32..100)), 1..40),
+            1..6,
+        ),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path(), true);
+        let mut model: std::collections::BTreeMap<(String, String), i32> = ["a", "b", "c"]
+            .iter()
+            .flat_map(|pk| (0..20).step_by(2).map(move |i| ((pk.to_string(), format!("r{i:02}")), i)))
+            .collect();
+        keep_a_block_map(&store);
+        for round in rounds {
+            // Read every block twice through the map: copies of all.
+            for _ in 0..2 {
+                for (pk, rk) in model.keys() {
+                    prop_assert!(store.get("t1x", pk, rk).unwrap().is_some());
+                }
+            }
+            let mut ops = Vec::new();
+            let mut seen = std::collections::BTreeSet::new();
+            for (p, r, v) in round {
+                let (pk, rk) = (["a", "b", "c", "d"][p as usize].to_string(), format!("r{r:02}"));
+                if !seen.insert((pk.clone(), rk.clone())) {
+                    continue;
+                }
+                match v {
+                    Some(v) => {
+                        ops.push(WriteOp::InsertOrReplace { entity: entity(&pk, &rk, v) });
+                        model.insert((pk, rk), v);
+                    }
+                    None if model.remove(&(pk.clone(), rk.clone())).is_some() => {
+                        ops.push(WriteOp::Delete { partition_key: pk, row_key: rk, if_match: crate::op::IfMatch::Any });
+                    }
+                    None => {}
+                }
+            }
+            if !ops.is_empty() {
+                store.write_batch("t1x", ops).unwrap();
+            }
+            store.gate.with_writer(|w| w.flush()).unwrap();
+            assert_map_is_what_a_walk_builds(&store);
+            for ((pk, rk), v) in &model {
+                let got = store.get("t1x", pk, rk).unwrap().unwrap();
+                prop_assert_eq!(owned(got.get("V")), Some(Value::Int32(*v)));
+            }
+            prop_assert!(store.get("t1x", "a", "r99").unwrap().is_none());
+        }
+        store.close().unwrap();
+    }
 }
 
 /// The writers print a stored row's properties as stored when its names were numbered in

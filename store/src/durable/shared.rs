@@ -7,7 +7,7 @@
 //! their memtable under the catalog's read lock; the writer commits a catalog change or a
 //! flush and publishes it under the write lock (`writer/txn.rs`).
 
-use super::block_map::BlockMap;
+use super::block_map::{BlockMap, MapBuilds};
 use super::format::tables::ROWS;
 use super::memtable::MemTable;
 use super::options::DurableOptions;
@@ -18,7 +18,7 @@ use crate::error::StoreError;
 use redb::{Database, ReadableDatabase};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use tableq_model::validate;
 
@@ -41,6 +41,8 @@ pub(crate) struct TableEntry {
     pub(crate) mem: RwLock<MemTable>,
     /// The table's blocks as of some blocks version (`block_map.rs`), once a split built it.
     pub(crate) block_map: Mutex<Option<Arc<BlockMap>>>,
+    /// A thread is building the table's block map for point gets (`MapBuilds`).
+    pub(crate) map_building: AtomicBool,
 }
 
 impl TableEntry {
@@ -53,6 +55,7 @@ impl TableEntry {
             names: RwLock::new(Arc::new(names)),
             mem: RwLock::new(MemTable::default()),
             block_map: Mutex::new(None),
+            map_building: AtomicBool::new(false),
         }
     }
 }
@@ -68,6 +71,8 @@ pub(crate) struct ReadStart {
     /// readers of that version: [`Shared::rows_table`]).
     pub(crate) rows: Arc<RowsTable>,
     pub(crate) mem: MemTable,
+    /// The engine's block map builds (for a snapshot's point gets).
+    pub(crate) map_builds: Arc<MapBuilds>,
     /// [`Shared::blocks_version`] as of `rows`.
     pub(crate) blocks_version: u64,
 }
@@ -98,6 +103,8 @@ pub(crate) struct Shared {
     pub(crate) blocks_version: AtomicU64,
     /// What the verified copies of blocks may take (`verified.rs`).
     pub(crate) copies: Arc<CopyBudget>,
+    /// Block maps being built on threads of their own (`block_map.rs`).
+    pub(crate) map_builds: Arc<MapBuilds>,
     /// The rows table as of the current blocks version, opened by the first reader of that
     /// version and shared by the readers after it ([`Shared::rows_table`]); emptied when
     /// the version changes ([`Shared::blocks_changed`]).
@@ -123,6 +130,7 @@ impl Shared {
             rows,
             mem,
             blocks_version,
+            map_builds: self.map_builds.clone(),
         })
     }
 

@@ -8,10 +8,11 @@
 //! their version, a get finds its block in the map, reads it from redb and notes the read,
 //! so that the block's second read copies it; the gets after that binary-search the copy's
 //! RowKeys, touching neither redb's B-tree nor its page cache nor a checksum. Without a
-//! map kept by a scan, gets build one only for a data file whose blocks' copies could all
-//! fit in the budget (at the default block size, 512 blocks — about 120 000 small entities
-//! — for the default 32 MiB; at 100 000 entities a point get costs ≈ 5 % less server CPU,
-//! median of 46 alternating pairs of `wrk` runs).
+//! map kept by a scan, a get builds one at once for a data file whose blocks' copies could
+//! all fit in the budget (at the default block size, 512 blocks — about 120 000 small
+//! entities — for the default 32 MiB; at 100 000 entities a point get costs ≈ 5 % less
+//! server CPU, median of 46 alternating pairs of `wrk` runs), and has one built on a
+//! thread of its own for a larger file (`DurableSnapshot::point_map`).
 //!
 //! **Why.** A filtered scan of a block costs, besides testing its residual, the block's
 //! fixed work: its column directory's checksum and parse, each named column's checksum and
@@ -19,17 +20,20 @@
 //! row. In the duel's selective full scan (100 000 entities, 400 blocks, 541 matches) that
 //! was a third of the server's CPU (`perf`, 2026-12-06: checksums 10 %, decoding 4 %, the
 //! column directories 6 %, the rest in allocations and the lazy checks' bookkeeping), and it
-//! is the same work every time, since blocks change only when a flush rewrites them.
+//! is the same work every time, since a block changes only when a flush rewrites it.
 //!
 //! **Which version.** The copies belong to the table's block map (`block_map.rs`), which
 //! lists the blocks of one blocks version — exactly the blocks a snapshot of that version
 //! sees, byte for byte (redb's MVCC) — and a snapshot uses only a map of its own version.
-//! A flush makes a new version: its map starts without copies, and the old map's copies are
-//! freed with the map. A copy is never compared with the stored block again: it was taken
-//! from that version's bytes and verified then, so damage that reaches the data file later
-//! cannot change what a scan or get of that version returns (a read of the damaged block
-//! outside the copy — a plain scan, `tableq check`, a get before the copy was made —
-//! still reports it).
+//! A flush makes a new version, and the kept map follows it (`BlockMap::followed`, from the
+//! blocks the flush wrote and removed): the new map keeps the copies of the blocks the
+//! flush did not touch — the same bytes in both versions — and starts the blocks it wrote
+//! without one; the copies of the blocks it rewrote or removed are freed with the old map.
+//! A copy is never compared with the stored block again: it was taken from the committed
+//! bytes and verified then, so damage that reaches the data file later cannot change what
+//! a scan or get returns (a read of the damaged block outside the copy — a plain scan,
+//! `tableq check`, a get before the copy was made, the write that rewrites it — still
+//! reports it).
 //!
 //! **Memory.** Copies are charged to one budget per engine ([`CopyBudget`]): the block's
 //! bytes and its decoded columns. A block that does not fit in what is left is not copied

@@ -386,6 +386,8 @@ impl Writer {
     /// A flush during replay: the memtables folded into redb non-durably, readers left
     /// with the memtables they have (see `replay.rs`).
     pub(crate) fn fold_unpublished(&mut self) -> Result<(), StoreError> {
+        // Readers keep their version while its blocks change: no map may follow.
+        self.maps_follow = false;
         self.fold(Durability::None, None, false)
     }
 
@@ -426,7 +428,14 @@ impl Writer {
                 let names = w.names.get(id).ok_or_else(|| {
                     storage(format!("the memtable of table {id} has no property names"))
                 })?;
-                apply_memtable(&mut t.rows, *id, names, w.shared.limits, mem)?;
+                apply_memtable(
+                    &mut t.rows,
+                    *id,
+                    names,
+                    w.shared.limits,
+                    mem,
+                    &mut state.block_edits,
+                )?;
             }
             if let Some(lsn) = lsn {
                 t.meta.insert(META_WAL_LSN, lsn).map_err(storage)?;
@@ -463,6 +472,7 @@ impl Writer {
             let opened = open::open(&self.shared.dir, &options).map_err(storage)?;
             *db = Some(opened.db);
             self.shared.blocks_changed();
+            self.maps_follow = false;
             (opened.catalog, opened.names, opened.wal_lsn)
         };
         let (catalog, names, wal_lsn) = opened;

@@ -54,6 +54,11 @@ pub(crate) struct Writer {
     pub(crate) last_checkpoint_failure: Option<Instant>,
     /// The last probe of the disk while writes were refused.
     pub(crate) last_probe: Option<Instant>,
+    /// Every change to blocks since the last published commit went through a published
+    /// commit's [`BlockEdits`](crate::durable::block_map::BlockEdits): the kept block maps
+    /// may follow the next one (`txn.rs`). A replay's unpublished flush and a reopen of the
+    /// data file clear it; the next published commit then lets the maps go.
+    pub(crate) maps_follow: bool,
 }
 
 impl Writer {
@@ -79,6 +84,7 @@ impl Writer {
             last_flush: Instant::now(),
             last_checkpoint_failure: None,
             last_probe: None,
+            maps_follow: true,
         };
         writer.load_catalog();
         writer

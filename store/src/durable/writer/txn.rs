@@ -21,6 +21,7 @@
 
 use super::state::{StoredRows, Writer};
 use crate::codec::Names;
+use crate::durable::block_map::{BlockEdits, BlockMap};
 use crate::durable::damage::block_damage;
 use crate::durable::edit::RowsTable;
 use crate::durable::format::block::{BlockView, EncodeError, RowRef, encode_row};
@@ -39,6 +40,7 @@ use redb::{Durability, ReadableTable, Table, WriteTransaction};
 use std::collections::HashMap;
 use std::ops::Bound;
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, PoisonError};
 use tableq_model::{DateTime, Entity};
 
@@ -319,6 +321,9 @@ pub(crate) struct GroupState {
     mem_before: Option<MemBefore>,
     /// The transaction folds the memtables into redb: readers get empty ones with it.
     pub(crate) flushes: bool,
+    /// The blocks the transaction wrote and removed (`edit.rs`), which the kept block
+    /// maps follow.
+    pub(crate) block_edits: BlockEdits,
 }
 
 impl GroupState {
@@ -383,6 +388,7 @@ impl Writer {
         if state.catalog.is_empty() && !state.flushes {
             txn.commit().map_err(storage)?;
         } else {
+            let mut followed = self.follow_maps(&state.block_edits);
             // Readers begin their snapshot (and take their memtable) under the read lock:
             // none sees the new catalog or data file with an old memtable or the reverse.
             let mut catalog = self
@@ -392,13 +398,17 @@ impl Writer {
                 .unwrap_or_else(PoisonError::into_inner);
             txn.commit().map_err(storage)?;
             self.shared.blocks_changed();
-            // Every kept block map is of an older version now, never used again: let its
-            // verified copies go once the snapshots still reading it end (`verified.rs`).
+            self.maps_follow = true;
+            // Every kept block map is of an older version now, never used again: the maps
+            // that followed the commit take their place; the others, and the verified
+            // copies only they held, go once the snapshots still reading them end
+            // (`verified.rs`).
             for entry in catalog.values() {
+                let next = followed.remove(&entry.id);
                 *entry
                     .block_map
                     .lock()
-                    .unwrap_or_else(PoisonError::into_inner) = None;
+                    .unwrap_or_else(PoisonError::into_inner) = next;
             }
             if state.flushes {
                 for entry in catalog.values() {
@@ -420,6 +430,40 @@ impl Writer {
         }
         self.names_stored = self.names.iter().map(|(id, n)| (*id, n.len())).collect();
         Ok(out)
+    }
+
+    /// The block maps of the version after the commit about to be published, for every
+    /// table whose kept map lists the current version (`BlockMap::followed`: the
+    /// commit's `edits` applied to it) — made before the commit takes the catalog's write
+    /// lock, so that readers wait for the commit alone. None when a change to blocks since
+    /// the last published commit was not recorded (`Writer::maps_follow`).
+    fn follow_maps(&self, edits: &BlockEdits) -> HashMap<u64, Arc<BlockMap>> {
+        if !self.maps_follow {
+            return HashMap::new();
+        }
+        // The version cannot change before the commit: only this writer counts versions.
+        let version = self.shared.blocks_version.load(Ordering::Acquire);
+        let kept: Vec<(u64, Arc<BlockMap>)> = {
+            let catalog = self
+                .shared
+                .catalog
+                .read()
+                .unwrap_or_else(PoisonError::into_inner);
+            catalog
+                .values()
+                .filter_map(|entry| {
+                    let map = entry
+                        .block_map
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .clone()?;
+                    (map.version == version).then_some((entry.id, map))
+                })
+                .collect()
+        };
+        kept.into_iter()
+            .map(|(id, map)| (id, Arc::new(map.followed(version + 1, id, edits))))
+            .collect()
     }
 
     /// Stores the property names no commit has stored yet (those that memtable rows or
