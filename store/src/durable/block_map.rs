@@ -385,6 +385,66 @@ mod tests {
         BlockMap::new(1, entries, &Arc::new(CopyBudget::new(0)))
     }
 
+    /// A build runs on its own thread until the engine closes: `finish` tells it to stop
+    /// and waits for it, and no build starts after.
+    #[test]
+    fn builds_stop_and_are_waited_for_when_the_engine_closes() {
+        let builds = Arc::new(MapBuilds::default());
+        let (started, stopped) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let (s, t) = (started.clone(), stopped.clone());
+        assert!(builds.spawn(move |closing| {
+            s.store(true, Ordering::Release);
+            while !closing.load(Ordering::Acquire) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            t.store(true, Ordering::Release);
+        }));
+        while !started.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        builds.finish();
+        assert!(
+            stopped.load(Ordering::Acquire),
+            "finish returned before the build ended"
+        );
+        assert!(!builds.spawn(|_| panic!("a build after the close")));
+    }
+
+    /// A flush's edits applied to a map: removed blocks go, written ones come in key order
+    /// (one rewritten under its key replaces it), other tables' blocks are not touched.
+    #[test]
+    fn a_followed_map_lists_the_blocks_after_the_edits() {
+        let m = map(&[("p", "a", 3), ("p", "k", 2), ("q", "a", 5)]);
+        let mut edits = BlockEdits::default();
+        edits.removed(&entity_key(7, "p", "k"));
+        edits.written(&entity_key(7, "p", "k"), "p", 4);
+        edits.written(&entity_key(7, "p", "s"), "p", 1);
+        edits.removed(&entity_key(7, "q", "a"));
+        edits.written(&entity_key(8, "x", "a"), "x", 9);
+        let next = m.followed(2, 7, &edits);
+        assert_eq!(next.version, 2);
+        let listed: Vec<(String, u32)> = next
+            .entries()
+            .iter()
+            .map(|e| (e.first_row_key().unwrap(), e.rows))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("a".to_owned(), 3),
+                ("k".to_owned(), 4),
+                ("s".to_owned(), 1)
+            ]
+        );
+        // A table without edits shares the lists.
+        let other = m.followed(2, 9, &edits);
+        assert!(Arc::ptr_eq(&other.entries, &m.entries));
+        assert_eq!(other.version, 2);
+    }
+
     #[test]
     fn from_starts_at_the_first_block_at_or_after_a_key() {
         let m = map(&[("p", "a", 3), ("p", "k", 2), ("q", "a", 5)]);
