@@ -9,7 +9,7 @@ use crate::server_support;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tableq_server::{Server, ServerConfig, ServerError};
 use tableq_store::{Backend, MemoryBackend, StoreError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -524,6 +524,104 @@ fn cli_serve_cuts_blocks_at_its_block_size() {
         ),
         (vec!["--data", data, "--block-size", "0"], "zero"),
         (vec!["--in-memory", "--block-size", "16KiB"], "--in-memory"),
+    ] {
+        let out = tableq()
+            .args(["serve", "--port", "0"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--flush-interval` and `--memtable-size`: written rows reach the blocks within the
+/// interval (`tableq_store_flushes_total` counts the flush), and not before it when it is
+/// long and the memtable has room; zero, a bad duration, or either beside a store without
+/// blocks is refused at start.
+#[test]
+fn cli_serve_flushes_at_its_flush_interval() {
+    let dir = std::env::temp_dir().join(format!("tableq-serve-flush-{}", std::process::id()));
+    let flushes = |port: u16| -> u64 {
+        let metrics = http(
+            port,
+            "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        );
+        metrics
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("tableq_store_flushes_total{account=\"devstoreaccount1\"} ")
+            })
+            .unwrap_or_else(|| panic!("no flushes_total in {metrics}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let write = |port: u16, table: &str| {
+        for (path, body) in [
+            (
+                "/devstoreaccount1/Tables".to_owned(),
+                format!(r#"{{"TableName":"{table}"}}"#),
+            ),
+            (
+                format!("/devstoreaccount1/{table}"),
+                r#"{"PartitionKey":"p","RowKey":"r","N":1}"#.to_owned(),
+            ),
+        ] {
+            let response = http(
+                port,
+                &format!(
+                    "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                ),
+            );
+            assert!(response.starts_with("HTTP/1.1 201"), "{path}: {response}");
+        }
+    };
+    for (interval, flushed) in [("50ms", true), ("1h", false)] {
+        let _ = std::fs::remove_dir_all(&dir);
+        let data = dir.to_str().unwrap();
+        let (child, port) = spawn_serve(&[
+            "--port",
+            "0",
+            "--data",
+            data,
+            "--flush-interval",
+            interval,
+            "--memtable-size",
+            "64MiB",
+        ]);
+        let before = flushes(port);
+        write(port, "flushed");
+        // Past the default interval (1 s), well past 50 ms.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        if flushed {
+            while flushes(port) == before {
+                assert!(
+                    Instant::now() < deadline,
+                    "no flush within 10 s at {interval}"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(2500));
+            assert_eq!(flushes(port), before, "a flush before {interval}");
+        }
+        stop(child);
+    }
+    let data = dir.to_str().unwrap();
+    for (args, says) in [
+        (vec!["--data", data, "--flush-interval", "0"], "zero"),
+        (vec!["--data", data, "--flush-interval", "soon"], "duration"),
+        (vec!["--data", data, "--memtable-size", "0"], "zero"),
+        (vec!["--in-memory", "--flush-interval", "5s"], "--in-memory"),
+        (
+            vec!["--in-memory", "--memtable-size", "1MiB"],
+            "--in-memory",
+        ),
     ] {
         let out = tableq()
             .args(["serve", "--port", "0"])

@@ -3,6 +3,7 @@
 //! ```text
 //! tableq serve [--host 127.0.0.1] [--port 10002] [--data DIR | --in-memory | --store URL]
 //!              [--fsync always|interval=MS] [--accept-log-loss] [--cache-size SIZE] [--block-size SIZE]
+//!              [--memtable-size SIZE] [--flush-interval D]
 //!              [--account NAME:BASE64KEY]... [--no-auth] [--no-explorer]
 //!              [--header-timeout D] [--body-timeout D] [--request-timeout D] [--idle-timeout D]
 //!              [--max-connections N] [--workers N] [--body-budget SIZE] [--body-budget-wait D]
@@ -134,6 +135,31 @@ pub struct Args {
         conflicts_with_all = ["in_memory", "store"]
     )]
     block_size: usize,
+    /// Memory for the rows written since the last flush (per account): the durable store
+    /// folds them into its blocks when they hold this much, or every --flush-interval,
+    /// whichever comes first. A flush rewrites every block its rows fall into, so writes
+    /// spread over a table much larger than this cost less with more of it (and a longer
+    /// interval), for more memory.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "16MiB",
+        value_parser = parse_size,
+        conflicts_with_all = ["in_memory", "store"]
+    )]
+    memtable_size: usize,
+    /// The longest the durable store keeps written rows in memory before it folds them
+    /// into its blocks (scans read blocks faster than rows in memory; a longer interval
+    /// gathers more writes into each block's rewrite). The write-ahead log has them either
+    /// way.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "1s",
+        value_parser = parse_flush_interval,
+        conflicts_with_all = ["in_memory", "store"]
+    )]
+    flush_interval: Duration,
     /// Threads that serve connections [default: one per CPU core], each with its own
     /// event loop: a connection stays on the thread that accepted it. Queries and large
     /// writes run on a separate pool.
@@ -219,6 +245,20 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         .map_err(|e| format!("{e} (want a duration such as 10s, 500ms or 2min)"))?;
     if d.is_zero() {
         return Err("a duration of zero would close everything at once".into());
+    }
+    Ok(d)
+}
+
+/// `--flush-interval`: a duration (as the timeouts take them), not zero.
+fn parse_flush_interval(text: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(text.trim())
+        .map_err(|e| format!("{e} (want a duration such as 1s, 500ms or 1min)"))?;
+    if d.is_zero() {
+        return Err(
+            "a flush interval of zero would fold every write into the blocks at once \
+                    (want at least 1ms)"
+                .into(),
+        );
     }
     Ok(d)
 }
@@ -340,6 +380,8 @@ fn open_store(args: &Args, account: &str, first: bool) -> Result<Arc<dyn Backend
     let options = DurableOptions::default()
         .with_cache_bytes(args.cache_size)
         .with_block_bytes(args.block_size)
+        .with_memtable_bytes(args.memtable_size)
+        .with_flush_interval(args.flush_interval)
         .with_fsync(args.fsync)
         .with_accept_log_loss(args.accept_log_loss);
     let backend = DurableBackend::open_with(&dir, options).map_err(|e| format!("--data: {e}"))?;
