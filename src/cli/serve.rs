@@ -151,7 +151,7 @@ pub struct Args {
     /// The longest the durable store keeps written rows in memory before it folds them
     /// into its blocks (scans read blocks faster than rows in memory; a longer interval
     /// gathers more writes into each block's rewrite). The write-ahead log has them either
-    /// way.
+    /// way, and a checkpoint (every 30 s while writes arrive) folds them too.
     #[arg(
         long,
         value_name = "DURATION",
