@@ -371,6 +371,18 @@ fn cli_serve_on_postgres() {
     assert!(stderr.contains("the store is closed"), "{stderr}");
 }
 
+/// `tableq serve --port 0 ARGS` exits with status 2 before serving, saying `says`.
+fn assert_refused_at_start(args: &[&str], says: &str) {
+    let out = tableq()
+        .args(["serve", "--port", "0"])
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(stderr.contains(says), "{args:?}: {stderr}");
+}
+
 /// Starts `tableq serve` with `args`; returns the child and its port. Its stdout is left
 /// to the child (closing it early must not matter, see `cli_serve_survives_a_closed_stdout`).
 fn spawn_serve(args: &[&str]) -> (std::process::Child, u16) {
@@ -525,14 +537,7 @@ fn cli_serve_cuts_blocks_at_its_block_size() {
         (vec!["--data", data, "--block-size", "0"], "zero"),
         (vec!["--in-memory", "--block-size", "16KiB"], "--in-memory"),
     ] {
-        let out = tableq()
-            .args(["serve", "--port", "0"])
-            .args(&args)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_refused_at_start(&args, says);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -623,14 +628,7 @@ fn cli_serve_flushes_at_its_flush_interval() {
             "--in-memory",
         ),
     ] {
-        let out = tableq()
-            .args(["serve", "--port", "0"])
-            .args(&args)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_refused_at_start(&args, says);
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
