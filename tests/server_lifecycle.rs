@@ -371,6 +371,20 @@ fn cli_serve_on_postgres() {
     assert!(stderr.contains("the store is closed"), "{stderr}");
 }
 
+/// POSTs JSON `body` to `path` (signed by [`http`] with the development account's key)
+/// and expects `201 Created`.
+fn post_created(port: u16, path: &str, body: &str) {
+    let response = http(
+        port,
+        &format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    assert!(response.starts_with("HTTP/1.1 201"), "{path}: {response}");
+}
+
 /// `tableq serve --port 0 ARGS` exits with status 2 before serving, saying `says`.
 fn assert_refused_at_start(args: &[&str], says: &str) {
     let out = tableq()
@@ -507,15 +521,7 @@ fn cli_serve_cuts_blocks_at_its_block_size() {
         ));
     }
     for (path, body) in requests {
-        let response = http(
-            port,
-            &format!(
-                "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            ),
-        );
-        assert!(response.starts_with("HTTP/1.1 201"), "{path}: {response}");
+        post_created(port, &path, &body);
     }
     // A clean stop folds what the memtable holds into blocks.
     stop(child);
@@ -575,15 +581,7 @@ fn cli_serve_flushes_at_its_flush_interval() {
                 r#"{"PartitionKey":"p","RowKey":"r","N":1}"#.to_owned(),
             ),
         ] {
-            let response = http(
-                port,
-                &format!(
-                    "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-                     Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                ),
-            );
-            assert!(response.starts_with("HTTP/1.1 201"), "{path}: {response}");
+            post_created(port, &path, &body);
         }
     };
     for (interval, flushed) in [("50ms", true), ("1h", false)] {
