@@ -100,8 +100,11 @@ pub(crate) struct BlockMap {
 /// from the kept ones ([`BlockMap::followed`]) instead of dropping them.
 #[derive(Debug, Default)]
 pub(crate) struct BlockEdits {
-    edits: BTreeMap<Box<[u8]>, Option<MapEntry>>,
+    edits: BTreeMap<Box<[u8]>, Option<Written>>,
 }
+
+/// A block a commit wrote: its PartitionKey and row count (its key is the edit's).
+type Written = (Box<str>, u32);
 
 impl BlockEdits {
     /// The block under `key` was removed.
@@ -111,12 +114,8 @@ impl BlockEdits {
 
     /// A block of `rows` rows of partition `partition_key` was written under `key`.
     pub(crate) fn written(&mut self, key: &[u8], partition_key: &str, rows: u32) {
-        let entry = MapEntry {
-            key: key.into(),
-            partition_key: partition_key.into(),
-            rows,
-        };
-        self.edits.insert(key.into(), Some(entry));
+        self.edits
+            .insert(key.into(), Some((partition_key.into(), rows)));
     }
 }
 
@@ -263,17 +262,22 @@ impl BlockMap {
         let mut entries = Vec::with_capacity(self.entries.len() + edits.edits.len());
         let mut copies = Vec::with_capacity(entries.capacity());
         // A block the commit wrote: listed, without a copy.
-        let write = |edit: &Option<MapEntry>, entries: &mut Vec<_>, copies: &mut Vec<_>| {
-            if let Some(entry) = edit {
-                entries.push(entry.clone());
+        type Edit<'e> = (&'e Box<[u8]>, &'e Option<Written>);
+        let write = |(key, edit): Edit<'_>, entries: &mut Vec<_>, copies: &mut Vec<_>| {
+            if let Some((partition_key, rows)) = edit {
+                entries.push(MapEntry {
+                    key: key.clone(),
+                    partition_key: partition_key.clone(),
+                    rows: *rows,
+                });
                 copies.push(CopySlot::default());
             }
         };
         for (entry, slot) in self.entries.iter().zip(self.copies.iter()) {
-            while let Some((_, edit)) = changes.next_if(|(key, _)| ***key < *entry.key) {
+            while let Some(edit) = changes.next_if(|(key, _)| ***key < *entry.key) {
                 write(edit, &mut entries, &mut copies);
             }
-            if let Some((_, edit)) = changes.next_if(|(key, _)| ***key == *entry.key) {
+            if let Some(edit) = changes.next_if(|(key, _)| ***key == *entry.key) {
                 // Removed, or rewritten under the same key: not the block copied before.
                 write(edit, &mut entries, &mut copies);
                 continue;
@@ -281,7 +285,7 @@ impl BlockMap {
             entries.push(entry.clone());
             copies.push(slot.carried());
         }
-        for (_, edit) in changes {
+        for edit in changes {
             write(edit, &mut entries, &mut copies);
         }
         BlockMap {
