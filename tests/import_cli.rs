@@ -306,7 +306,7 @@ fn data_mode_takes_the_store_memory() {
 }
 
 /// `--block-size` cuts the loaded rows into blocks of that size: the same 600 rows take
-/// one block a partition at the default (64 KiB, at most 256 rows) and several at 4 KiB.
+/// one block a partition at the default (32 KiB, at most 256 rows) and several at 4 KiB.
 #[test]
 fn data_mode_cuts_blocks_at_the_block_size() {
     let input = lines(3, 200, 5);

@@ -501,7 +501,7 @@ fn cli_serve_data_survives_a_restart_and_a_second_server_is_refused() {
 }
 
 /// `--block-size`: the blocks this server writes are cut at it (100 entities of ≈ 150 bytes:
-/// one block at the default 64 KiB, several at 4 KiB); a size outside 4KiB..=1MiB, or one
+/// one block at the default 32 KiB, several at 4 KiB); a size outside 4KiB..=1MiB, or one
 /// beside a store without blocks, is refused at start.
 #[test]
 fn cli_serve_cuts_blocks_at_its_block_size() {

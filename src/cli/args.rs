@@ -109,7 +109,7 @@ pub fn parse_block_size(text: &str) -> Result<usize, String> {
         Ok(bytes)
     } else {
         Err(format!(
-            "a block size of {bytes} bytes is outside 4KiB..=1MiB (the default is 64KiB)"
+            "a block size of {bytes} bytes is outside 4KiB..=1MiB (the default is 32KiB)"
         ))
     }
 }

@@ -124,13 +124,13 @@ pub struct Args {
     /// (and at most 256 rows; an entity larger than it takes a block alone). Every
     /// point get that misses the page cache reads its whole block from the file, so a
     /// smaller size makes random point gets in a table much larger than the cache cheaper;
-    /// a larger one makes scans cheaper, and blocks of fewer than 64 rows keep no columns
+    /// a larger one makes scans cheaper, and blocks of fewer than 32 rows keep no columns
     /// for filtered scans. Applies to the blocks this server writes: blocks already in
     /// the data file keep their size until a write rewrites them. 4KiB to 1MiB.
     #[arg(
         long,
         value_name = "SIZE",
-        default_value = "64KiB",
+        default_value = "32KiB",
         value_parser = parse_block_size,
         conflicts_with_all = ["in_memory", "store"]
     )]

@@ -57,7 +57,7 @@ pub struct Args {
     pub memtable_size: Option<usize>,
     /// The blocks' size with --data (as `serve --block-size`): smaller blocks make random
     /// point gets in a table much larger than the page cache cheaper, larger ones make
-    /// scans cheaper. 4KiB to 1MiB. [default: 64KiB]
+    /// scans cheaper. 4KiB to 1MiB. [default: 32KiB]
     #[arg(long, value_name = "SIZE", value_parser = parse_block_size)]
     pub block_size: Option<usize>,
     /// Concurrent requests with --endpoint.

@@ -63,7 +63,7 @@ pub struct StoreSettings {
     pub cache_bytes: Option<usize>,
     /// The memtable (the store's default: 16 MiB).
     pub memtable_bytes: Option<usize>,
-    /// The blocks' soft size limit (the store's default: 64 KiB).
+    /// The blocks' soft size limit (the store's default: 32 KiB).
     pub block_bytes: Option<usize>,
 }
 

@@ -16,8 +16,9 @@ use std::time::Duration;
 /// The default [`DurableOptions::cache_bytes`]: 64 MiB.
 pub const DEFAULT_CACHE_BYTES: usize = 64 << 20;
 
-/// The default [`DurableOptions::block_bytes`]: 64 KiB.
-pub const DEFAULT_BLOCK_BYTES: usize = 64 << 10;
+/// The default [`DurableOptions::block_bytes`]: 32 KiB (why: `benches/README.md`, "Block
+/// size", 2026-12-07).
+pub const DEFAULT_BLOCK_BYTES: usize = 32 << 10;
 
 /// Tuning of a [`DurableBackend`](super::DurableBackend) (see [`DurableBackend::open_with`](super::DurableBackend::open_with)).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,11 +36,11 @@ pub struct DurableOptions {
     /// and the cache misses of entering a block are paid once per block); smaller blocks
     /// make single writes cheaper (a write rewrites the blocks it touches).
     pub block_rows: usize,
-    /// Soft byte limit of a block (default 64 KiB): a block grows past it only to hold a
+    /// Soft byte limit of a block (default 32 KiB): a block grows past it only to hold a
     /// single larger entity. Not part of the file format either. Every read of a block
     /// that is not in the page cache copies the whole block out of the operating system's
     /// file cache, so smaller blocks make random point gets in a table much larger than
-    /// the cache cheaper; larger blocks make scans cheaper, and a block of fewer than 64
+    /// the cache cheaper; larger blocks make scans cheaper, and a block of fewer than 32
     /// rows keeps no columns (filtered scans then test it row by row). Measured in
     /// `benches/README.md` ("Block size"); `tableq serve --block-size`.
     pub block_bytes: usize,

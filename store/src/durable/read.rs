@@ -389,7 +389,7 @@ impl DurableSnapshot {
     /// Without a map a get finds its block with redb's cursor, which for a key inside a
     /// block reads two leaves of the B-tree — the block's and the next one's, whose first
     /// key bounds it — where a get by the block's key from the map reads one (at 10 M
-    /// entities two thirds of a 64 KiB page read a get, `benches/README.md`).
+    /// entities two thirds of a block-sized page read a get, `benches/README.md`).
     fn point_map(&self) -> Option<Arc<BlockMap>> {
         if let Some(map) = self.kept_map() {
             return Some(map);

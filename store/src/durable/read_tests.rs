@@ -643,8 +643,8 @@ fn point_gets_of_a_small_file_read_verified_copies_from_their_second_read_of_a_b
 #[test]
 fn point_gets_of_a_larger_file_have_the_block_map_built_elsewhere() {
     let dir = tempfile::tempdir().unwrap();
-    // 4 blocks; a budget of 128 KiB is less than 4 blocks of the default 64 KiB.
-    let (store, entities) = columnar_store_with(dir.path(), None, 256 << 10);
+    // 4 blocks; a budget of 96 KiB is less than 4 blocks of the default 32 KiB.
+    let (store, entities) = columnar_store_with(dir.path(), None, 192 << 10);
     for _ in 0..3 {
         for e in &entities {
             let got = store
@@ -677,7 +677,7 @@ fn point_gets_of_a_larger_file_have_the_block_map_built_elsewhere() {
     }
     let (kept, used) = copies(&store);
     assert!(kept.is_some_and(|k| k >= 1), "{kept:?}");
-    assert!(used <= 128 << 10, "{used}");
+    assert!(used <= 96 << 10, "{used}");
     store.close().unwrap();
 }
 

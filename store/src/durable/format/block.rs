@@ -472,22 +472,35 @@ impl<'b> BlockView<'b> {
     }
 
     /// [`lower_bound`](BlockView::lower_bound) reading row `i`'s RowKey with
-    /// `row_key(i)` (which may verify the row first, and fail).
+    /// `row_key(i)` (which may verify the row first, and fail). The first and last rows
+    /// are tried first: a scan's bound usually lies outside the block (a scan split at a
+    /// block of a partition compares its bound with every later block of the partition),
+    /// and then two RowKeys answer instead of a binary search's seven or eight.
     pub(crate) fn lower_bound_by<'k, E>(
         &self,
         rk: &[u8],
         after: bool,
         row_key: impl Fn(usize) -> Result<&'k [u8], E>,
     ) -> Result<usize, E> {
-        let (mut lo, mut hi) = (0, self.rows);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            let below = match compare_utf8(row_key(mid)?, rk) {
+        let below = |i: usize| -> Result<bool, E> {
+            Ok(match compare_utf8(row_key(i)?, rk) {
                 Ordering::Less => true,
                 Ordering::Equal => after,
                 Ordering::Greater => false,
-            };
-            if below {
+            })
+        };
+        let n = self.rows;
+        if n == 0 || !below(0)? {
+            return Ok(0);
+        }
+        if below(n - 1)? {
+            return Ok(n);
+        }
+        // Row 0 is below `rk`, row n - 1 is not.
+        let (mut lo, mut hi) = (1, n - 1);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if below(mid)? {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -565,11 +578,25 @@ impl<'b> BlockView<'b> {
             let mut expected = Vec::new();
             columns_of(&rows).encode(&mut expected, &self.bound());
             let at = self.offset(self.rows).min(self.bytes.len());
-            if self.bytes[at..] != expected[..] {
+            if self.bytes[at..] != expected[..] && !self.columns_before_min_rows(at) {
                 return Err(Corrupt("the block's columns do not match its rows"));
             }
         }
         Ok(())
+    }
+}
+
+impl BlockView<'_> {
+    /// Whether the block's columns (from byte `at`) are none, as builds before
+    /// [`COLUMN_MIN_ROWS`] wrote them for a block of fewer than [`COLUMN_MIN_ROWS_BEFORE`]
+    /// rows: right then, and right now (a scan tests such a block's rows one by one).
+    fn columns_before_min_rows(&self, at: usize) -> bool {
+        if self.rows >= COLUMN_MIN_ROWS_BEFORE {
+            return false;
+        }
+        let mut none = Vec::new();
+        ColumnSet::none().encode(&mut none, &self.bound());
+        self.bytes[at..] == none[..]
     }
 }
 
@@ -957,6 +984,15 @@ fn assemble(format: u8, pk: &str, rows: &[Cow<'_, [u8]>]) -> Result<Vec<u8>, Enc
     Ok(out)
 }
 
+/// Blocks of fewer rows than this store no columns (their rows are tested one by one): 32,
+/// so that a block of the default 32 KiB keeps its columns for rows up to ≈ 1 KiB.
+pub(crate) const COLUMN_MIN_ROWS: usize = 32;
+
+/// [`COLUMN_MIN_ROWS`] of the builds before 2026-12-07 (64 KiB blocks by default): a block of
+/// fewer rows than this that they wrote may have no columns where this build would write
+/// them, and is still right ([`BlockView::check_columns`]).
+const COLUMN_MIN_ROWS_BEFORE: usize = 64;
+
 /// The columns of rows (`crate::codec::ColumnSet`): none when a row's slots cannot be
 /// read (the writer checks rows before it copies them, so that is never the case for a
 /// block it writes).
@@ -968,7 +1004,7 @@ fn columns_of(rows: &[&[u8]]) -> ColumnSet {
     match slots {
         Ok(slots) => {
             let refs: Vec<&[Slot]> = slots.iter().map(Vec::as_slice).collect();
-            ColumnSet::build(&refs)
+            ColumnSet::build_with(&refs, COLUMN_MIN_ROWS)
         }
         Err(_) => ColumnSet::none(),
     }
@@ -1032,7 +1068,7 @@ pub(crate) fn row_key_hash(rk: &[u8]) -> u16 {
 /// The most one fixed-width property of a row adds to its block's columns: its value (at
 /// most 8 bytes) and its presence bit, with room for each column's header and the rounding
 /// of its bitmaps to words (≤ 21 bytes a column, covered by the spare 7/8 byte a row from
-/// 24 rows on; blocks under 64 rows have no columns).
+/// 24 rows on; blocks under [`COLUMN_MIN_ROWS`] rows have no columns).
 const COLUMN_SHARE: usize = 9;
 
 /// The size of one row's share of a block (its bytes, offset, hash and checksum, and at
@@ -1169,6 +1205,42 @@ mod tests {
                 (p.name.clone(), v)
             })
             .collect()
+    }
+
+    /// Blocks of 32 to 63 rows store columns since 2026-12-07; the builds before stored
+    /// none for them, which `check_columns` still accepts — below 64 rows only.
+    #[test]
+    fn blocks_written_with_the_earlier_column_bound_still_check() {
+        let mut names = Names::default();
+        for (n, accepted) in [
+            (31, true),
+            (32, true),
+            (63, true),
+            (64, false),
+            (100, false),
+        ] {
+            let entities: Vec<Entity> = (0..n)
+                .map(|i| {
+                    let mut e = Entity::new("p", format!("r{i:03}"));
+                    e.set("Age", Value::Int32(i));
+                    e
+                })
+                .collect();
+            let block = block_of("p", &entities, &mut names);
+            let view = BlockView::parse(&block).unwrap();
+            view.check_columns().unwrap();
+            let n = n as usize;
+            assert_eq!(
+                view.columns().unwrap() != ColumnSet::none(),
+                n >= COLUMN_MIN_ROWS
+            );
+            // The same rows with no columns, as a build before wrote them.
+            let mut old = block[..view.offset(n)].to_vec();
+            ColumnSet::none().encode(&mut old, &view.bound());
+            let old_view = BlockView::parse(&old).unwrap();
+            assert_eq!(old_view.columns().unwrap(), ColumnSet::none());
+            assert_eq!(old_view.check_columns().is_ok(), accepted, "{n} rows");
+        }
     }
 
     #[test]
@@ -1460,6 +1532,30 @@ mod tests {
     }
 
     proptest! {
+        /// `lower_bound` (which tries the first and last rows before its binary search) is
+        /// the first row not below the key, for keys before, inside, between and after the
+        /// block's, with `after` both ways.
+        #[test]
+        fn lower_bound_is_the_first_row_not_below(
+            keys in proptest::collection::btree_set("[a-e]{0,3}", 1..12),
+            probes in proptest::collection::vec("[a-f]{0,4}", 1..12),
+        ) {
+            let keys: Vec<String> = keys.into_iter().collect();
+            let mut names = Names::default();
+            let entities: Vec<Entity> = keys.iter().map(|k| Entity::new("p", k.as_str())).collect();
+            let bytes = block_of("p", &entities, &mut names);
+            let view = BlockView::parse(&bytes).unwrap();
+            for probe in probes.iter().chain(&keys) {
+                for after in [false, true] {
+                    let want = keys.partition_point(|k| {
+                        let o = compare_utf8(k.as_bytes(), probe.as_bytes());
+                        o == Ordering::Less || (after && o == Ordering::Equal)
+                    });
+                    prop_assert_eq!(view.lower_bound(probe.as_bytes(), after), want);
+                }
+            }
+        }
+
         /// Garbage never panics: parsing and checking either fail or yield a readable block.
         #[test]
         fn garbage_is_rejected_or_readable(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {

@@ -85,7 +85,8 @@
 //!   its data and the smallest and largest value it holds),
 //!   then each column's data: for each property that every row holding it holds as Int32,
 //!   Int64, Double, Boolean or DateTime, and at least one row in 8 holds, a presence
-//!   bitmap and the values; blocks under 64 rows have none. A filtered scan verifies the
+//!   bitmap and the values; blocks under 32 rows have none (under 64 when written by
+//!   builds before 2026-12-07). A filtered scan verifies the
 //!   column directory, skips a comparison that a column's range excludes without reading
 //!   the column, verifies and tests over the columns its residual reads, and verifies the
 //!   block's `crc` and the rows it reads only when it reads one;
