@@ -299,6 +299,15 @@ fn prepare_directory(dir: &Path) -> Result<(), OpenError> {
     }
 }
 
+/// A write transaction for a durable commit at open (the file's format, tables, log
+/// generation) that records redb's allocator state, as checkpoints do (`writer/txn.rs`), so
+/// that a crash before the first checkpoint costs no walk of the file either.
+fn begin_durable(db: &Database) -> Result<redb::WriteTransaction, redb::TransactionError> {
+    let mut txn = db.begin_write()?;
+    txn.set_quick_repair(true);
+    Ok(txn)
+}
+
 fn builder(options: &DurableOptions) -> redb::Builder {
     let mut builder = Database::builder();
     builder
@@ -409,7 +418,7 @@ fn mark_format(db: &Database, file: &Path) -> Result<(), OpenError> {
                 .is_some_and(|found| found.value() < FORMAT_VERSION)
         };
         if older {
-            let txn = db.begin_write()?;
+            let txn = begin_durable(db)?;
             txn.open_table(META)?.insert(META_FORMAT, FORMAT_VERSION)?;
             txn.commit()?;
         }
@@ -530,7 +539,7 @@ pub(crate) fn is_new(db: &impl ReadableDatabase, file: &Path) -> Result<bool, Op
 /// Writes the empty tables and the format version, durably.
 fn initialise(db: &Database, file: &Path) -> Result<(), OpenError> {
     let run = || -> Result<(), redb::Error> {
-        let txn = db.begin_write()?;
+        let txn = begin_durable(db)?;
         {
             let mut meta = txn.open_table(META)?;
             meta.insert(META_FORMAT, FORMAT_VERSION)?;
@@ -626,7 +635,7 @@ pub(crate) fn record_generation(
     generation: u64,
 ) -> Result<(), OpenError> {
     let run = || -> Result<(), redb::Error> {
-        let txn = db.begin_write()?;
+        let txn = begin_durable(db)?;
         txn.open_table(META)?
             .insert(META_WAL_GENERATION, generation)?;
         txn.commit()?;
