@@ -2,28 +2,32 @@
 # Scale: the durable default at 10 M entities next to the same steps at 100 k, one run.
 #
 #   scripts/scale.sh [--entities 10000000] [--partitions 100] [--baseline 100000]
-#                    [--seconds 5] [--serve-args "--cache-size 1GiB"] [--block-size SIZE]
-#                    [--tableq BIN]
+#                    [--seconds 5] [--rounds 3] [--serve-args "--cache-size 1GiB"]
+#                    [--block-size SIZE] [--tableq BIN]
 #
-# For the baseline size, then for the large one (same partition count), on a fresh data
-# directory each:
-#   1. `tableq gen` writes the JSON lines (their size is the data ratio's denominator);
-#   2. `tableq import --data` loads them: entities/s and the import's peak RSS
-#      (/usr/bin/time) (with --block-size, the blocks are cut at that size: it is given to
-#      both `import` and `serve`);
-#   3. the data directory's size over the JSON's;
-#   4. `tableq serve` (durable default plus --serve-args) starts: time to its ready file;
-#   5. random point gets with wrk (keep-alive, account SAS; 1 and 8 connections): p50 and
-#      requests/s, after a warm-up of the same length at 8 connections (not measured);
-#   6. a full scan with a selective residual (`Age eq 42 and Score lt 500.0`) followed
-#      through every page, three times: wall time and ns per entity (scan linear in N: the
-#      large size's ns per entity over the baseline's);
-#   7. the first page of that scan after a write and its flush (one insert, then 1.5 s:
+# For the baseline size and the large one (same partition count):
+#   1. `tableq gen` writes the JSON lines (their size is the data ratio's denominator; kept
+#      in the work directory and reused);
+#   2. `tableq import --data` loads them into a fresh data directory: entities/s and the
+#      import's peak RSS (/usr/bin/time) (with --block-size, the blocks are cut at that
+#      size: it is given to both `import` and `serve`);
+#   3. the data directory's size over the JSON's.
+# Then both are served at once (durable default plus --serve-args; time to the ready file),
+# and every compared figure alternates between them, so that the machine's drift over
+# minutes falls on both sides of each ratio alike:
+#   4. random point gets with wrk (keep-alive, account SAS; 1 and 8 connections, S seconds
+#      each) after a warm-up at 8 connections (not measured), in R rounds that alternate
+#      which server goes first: the median p50 and requests/s of the rounds, and their
+#      range;
+#   5. a full scan with a selective residual (`Age eq 42 and Score lt 500.0`) followed
+#      through every page, three times on each server, twice, alternating: the fastest, and
+#      ns per entity (scan linear in N: the large size's ns per entity over the baseline's);
+#   6. the first page of that scan after a write and its flush (one insert, then 1.5 s:
 #      the default flush interval is 1 s), three times: the median in milliseconds, beside
 #      the same page after the same pause with no write (a page after an idle second costs
 #      more than one right after another, write or not);
-#   8. the server's peak RSS (VmHWM) after all of it;
-#   9. `kill -9`, then a restart on the same directory: time to the ready file.
+#   7. each server's peak RSS (VmHWM) after all of it;
+#   8. `kill -9`, then a restart on the same directory: time to the ready file.
 # The table at the end sets the large size beside the baseline, with issue 31's targets
 # (import ≥ 200 k/s, peak RSS ≤ 300 MiB, point-get p50 ≤ 1.2× the baseline's, scan ns per
 # entity ≤ 1.2× the baseline's, data ≤ 1.0× the JSON). Installs wrk (apt-get as root) and
@@ -38,6 +42,7 @@ ENTITIES=10000000
 PARTITIONS=100
 BASELINE=100000
 SECONDS_PER_FIGURE=5
+ROUNDS=3
 SERVE_ARGS=""
 BLOCK_ARGS=""
 TABLEQ_BIN=""
@@ -49,6 +54,7 @@ while [ $# -gt 0 ]; do
         --partitions) PARTITIONS="$2"; shift 2 ;;
         --baseline) BASELINE="$2"; shift 2 ;;
         --seconds) SECONDS_PER_FIGURE="$2"; shift 2 ;;
+        --rounds) ROUNDS="$2"; shift 2 ;;
         --serve-args) SERVE_ARGS="$2"; shift 2 ;;
         --block-size) BLOCK_ARGS="--block-size $2"; shift 2 ;;
         --tableq) TABLEQ_BIN="$2"; shift 2 ;;
@@ -71,37 +77,52 @@ bench_work "${SCALE_WORK:-}"
 
 export DUEL_LUA_DIR="$LUA_DIR"
 
-PID=""
-cleanup() { [ -n "$PID" ] && kill "$PID" 2> /dev/null || true; }
+# The running servers by name (the baseline's, the large one's, a restart's).
+declare -A SERVER_PIDS SERVER_PORTS
+cleanup() {
+    local pid
+    for pid in "${SERVER_PIDS[@]}"; do kill "$pid" 2> /dev/null || true; done
+    bench_cleanup
+}
 trap cleanup EXIT
 
-# start_server DIR NAME -> sets PID, PORT and START_MS (milliseconds to the ready file)
+# start_server DIR NAME -> SERVER_PIDS[NAME], SERVER_PORTS[NAME], START_MS (milliseconds to the ready file)
 start_server() {
-    local dir=$1 name=$2
-    PORT=$(free_port)
+    local dir=$1 name=$2 port pid
+    port=$(free_port)
     rm -f "$WORK/$name.ready"
     local t0
     t0=$(date +%s%N)
     # shellcheck disable=SC2086
-    "$TABLEQ_BIN" serve --port "$PORT" --data "$dir" --ready-file "$WORK/$name.ready" $BLOCK_ARGS $SERVE_ARGS \
+    "$TABLEQ_BIN" serve --port "$port" --data "$dir" --ready-file "$WORK/$name.ready" $BLOCK_ARGS $SERVE_ARGS \
         > "$WORK/$name.log" 2>&1 &
-    PID=$!
+    pid=$!
     for _ in $(seq 1 6000); do
         [ -f "$WORK/$name.ready" ] && break
-        kill -0 "$PID" 2> /dev/null || { echo "scale: serve exited (see $WORK/$name.log)" >&2; exit 1; }
+        kill -0 "$pid" 2> /dev/null || { echo "scale: serve exited (see $WORK/$name.log)" >&2; exit 1; }
         sleep 0.005
     done
     [ -f "$WORK/$name.ready" ] || { echo "scale: serve not ready (see $WORK/$name.log)" >&2; exit 1; }
     START_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
+    SERVER_PIDS[$name]=$pid
+    SERVER_PORTS[$name]=$port
 }
 
-# wrk_p50 CONNS ROWS NAME -> "p50_us rps"
+# stop_server NAME [SIGNAL]
+stop_server() {
+    local name=$1 signal=${2:-TERM}
+    kill "-$signal" "${SERVER_PIDS[$name]}"
+    wait "${SERVER_PIDS[$name]}" 2> /dev/null || true
+    unset "SERVER_PIDS[$name]"
+}
+
+# wrk_get CONNS ROWS NAME LABEL -> "p50_us rps" (point gets against server NAME)
 wrk_get() {
-    local conns=$1 rows=$2 name=$3 out
-    out="$WORK/wrk-$name-c$conns.txt"
+    local conns=$1 rows=$2 name=$3 label=$4 out
+    out="$WORK/wrk-$name-$label-c$conns.txt"
     DUEL_PARTITIONS="$PARTITIONS" DUEL_ROWS="$rows" DUEL_TABLE=bench \
         wrk --latency -t "$(( conns < 2 ? 1 : 2 ))" -c "$conns" -d "${SECONDS_PER_FIGURE}s" --timeout 10s \
-        -s "$LUA_DIR/point_get.lua" "http://127.0.0.1:$PORT" > "$out" 2>&1
+        -s "$LUA_DIR/point_get.lua" "http://127.0.0.1:${SERVER_PORTS[$name]}" > "$out" 2>&1
     if grep -q 'Non-2xx\|Socket errors' "$out"; then cat "$out" >&2; exit 1; fi
     python3 - "$out" << 'EOF'
 import re, sys
@@ -113,9 +134,9 @@ print(f"{p50:.0f} {rps:.0f}")
 EOF
 }
 
-# scan_seconds -> seconds of the fastest of three whole selective scans (every page)
+# scan_seconds NAME -> seconds of the fastest of three whole selective scans (every page)
 scan_seconds() {
-    python3 - "$PORT" "$ACCOUNT" "$DUEL_SAS" << 'EOF'
+    python3 - "${SERVER_PORTS[$1]}" "$ACCOUNT" "$DUEL_SAS" << 'EOF'
 import http.client, sys, time, urllib.parse
 port, account, sas = sys.argv[1], sys.argv[2], sys.argv[3]
 filt = urllib.parse.quote("Age eq 42 and Score lt 500.0", safe="")
@@ -138,15 +159,15 @@ for _ in range(3):
         path = f"/{account}/bench()?{sas}&$filter={filt}&NextPartitionKey={npk}" + (f"&NextRowKey={nrk}" if nrk else "")
     dt = time.perf_counter() - t0
     best = dt if best is None else min(best, dt)
-print(f"{best:.3f}")
+print(f"{best:.6f}")
 EOF
 }
 
-# page_after_write -> "quiet_ms written_ms": the selective scan's first page 1.5 s after the
-# last request, median of three with no write in the pause and of three each after an
+# page_after_write NAME -> "quiet_ms written_ms": the selective scan's first page 1.5 s after
+# the last request, median of three with no write in the pause and of three each after an
 # insert (flushed in the pause)
 page_after_write() {
-    python3 - "$PORT" "$ACCOUNT" "$DUEL_SAS" << 'EOF'
+    python3 - "${SERVER_PORTS[$1]}" "$ACCOUNT" "$DUEL_SAS" << 'EOF'
 import http.client, json, statistics, sys, time, urllib.parse
 port, account, sas = sys.argv[1], sys.argv[2], sys.argv[3]
 filt = urllib.parse.quote("Age eq 42 and Score lt 500.0", safe="")
@@ -183,8 +204,10 @@ print(f"{quiet:.1f} {statistics.median(written):.1f}")
 EOF
 }
 
-measure() { # N NAME
-    local n=$1 name=$2 rows=$(( $1 / PARTITIONS ))
+# load N NAME: writes the JSON lines (once), imports them into a fresh data directory and
+# records "NAME import RATE", "NAME irss MIB", "NAME json BYTES", "NAME data BYTES"
+load() {
+    local n=$1 name=$2
     local json="$WORK/$name.jsonl" dir="$WORK/$name-data"
     [ -s "$json" ] || "$TABLEQ_BIN" gen --entities "$n" --partitions "$PARTITIONS" > "$json"
     rm -rf "$dir"
@@ -195,63 +218,91 @@ measure() { # N NAME
     /usr/bin/time -f "%M" -o "$WORK/$name-import.time" \
         "$TABLEQ_BIN" import --table bench "$json" --data "$dir" $BLOCK_ARGS 2> "$WORK/$name-import.log"
     t1=$(date +%s.%N)
-    local import_rate import_rss json_bytes data_bytes
-    import_rate=$(python3 -c "print(f'{$n / ($t1 - $t0):.0f}')")
-    import_rss=$(( $(tail -1 "$WORK/$name-import.time") / 1024 ))
-    json_bytes=$(stat -L -c %s "$json")
-    data_bytes=$(du -sb "$dir" | cut -f1)
-    start_server "$dir" "$name"
-    local start_ms=$START_MS
-    echo "scale: $name: serving (started in $start_ms ms); point gets" >&2
-    local c1 c8 scan pages hwm
-    # Warm-up (not measured): the first gets fill redb's cache and start the walk that
-    # lists a large table's blocks for them (`DurableSnapshot::point_map`).
-    wrk_get 8 "$rows" "$name-warmup" > /dev/null
-    c1=$(wrk_get 1 "$rows" "$name")
-    c8=$(wrk_get 8 "$rows" "$name")
-    echo "scale: $name: scans" >&2
-    scan=$(scan_seconds)
-    pages=$(page_after_write)
-    hwm=$(awk '/VmHWM/ {print int($2 / 1024)}' "/proc/$PID/status")
-    kill -9 "$PID"
-    wait "$PID" 2> /dev/null || true
-    start_server "$dir" "$name-restart"
-    local restart_ms=$START_MS
-    kill "$PID"
-    wait "$PID" 2> /dev/null || true
-    PID=""
-    echo "$name $n $import_rate $import_rss $json_bytes $data_bytes $start_ms ${c1% *} ${c1#* } ${c8% *} ${c8#* } $scan $hwm $restart_ms ${pages% *} ${pages#* }" >> "$WORK/results.txt"
+    {
+        echo "$name n $n"
+        echo "$name rate $(python3 -c "print(f'{$n / ($t1 - $t0):.0f}')")"
+        echo "$name irss $(( $(tail -1 "$WORK/$name-import.time") / 1024 ))"
+        echo "$name json $(stat -L -c %s "$json")"
+        echo "$name data $(du -sb "$dir" | cut -f1)"
+    } >> "$WORK/results.txt"
 }
+
+record() { echo "$*" >> "$WORK/results.txt"; }
 
 : > "$WORK/results.txt"
 echo "scale: $BASELINE and $ENTITIES entities in $PARTITIONS partitions, serve ${BLOCK_ARGS:+$BLOCK_ARGS }${SERVE_ARGS:-(durable default)}" >&2
-measure "$BASELINE" baseline
-measure "$ENTITIES" large
+load "$BASELINE" baseline
+load "$ENTITIES" large
+
+# Both servers run at once and every figure that is compared alternates between them, so
+# that the machine's drift over minutes (the same figure can move by a third) falls on
+# both sides of each ratio alike.
+declare -A ROWS=([baseline]=$(( BASELINE / PARTITIONS )) [large]=$(( ENTITIES / PARTITIONS )))
+for name in baseline large; do
+    start_server "$WORK/$name-data" "$name"
+    record "$name start $START_MS"
+done
+echo "scale: point gets, $ROUNDS rounds alternating" >&2
+for name in baseline large; do
+    # Warm-up (not measured): the first gets fill redb's cache and start the walk that
+    # lists a large table's blocks for them (`DurableSnapshot::point_map`).
+    wrk_get 8 "${ROWS[$name]}" "$name" warmup > /dev/null
+done
+for round in $(seq 1 "$ROUNDS"); do
+    order="baseline large"
+    [ $((round % 2)) -eq 0 ] && order="large baseline"
+    for conns in 1 8; do
+        for name in $order; do
+            record "$name c$conns $(wrk_get "$conns" "${ROWS[$name]}" "$name" "r$round")"
+        done
+    done
+done
+echo "scale: scans" >&2
+for order in "baseline large" "large baseline"; do
+    for name in $order; do record "$name scan $(scan_seconds "$name")"; done
+done
+for name in baseline large; do
+    record "$name pages $(page_after_write "$name")"
+    record "$name hwm $(awk '/VmHWM/ {print int($2 / 1024)}' "/proc/${SERVER_PIDS[$name]}/status")"
+    stop_server "$name" 9
+    start_server "$WORK/$name-data" "$name-restart"
+    record "$name restart $START_MS"
+    stop_server "$name-restart"
+done
 
 python3 - "$WORK/results.txt" << 'EOF'
-import sys
-rows = {}
+import statistics, sys
+rows = {"baseline": {}, "large": {}}
 for line in open(sys.argv[1]):
-    f = line.split()
-    rows[f[0]] = dict(n=int(f[1]), rate=int(f[2]), irss=int(f[3]), json=int(f[4]), data=int(f[5]),
-                      start=int(f[6]), c1=int(f[7]), c1r=int(f[8]), c8=int(f[9]), c8r=int(f[10]),
-                      scan=float(f[11]), hwm=int(f[12]), restart=int(f[13]),
-                      quiet=float(f[14]), written=float(f[15]))
+    name, key, *values = line.split()
+    rows[name].setdefault(key, []).append([float(v) for v in values])
+def one(r, key, i=0):
+    return r[key][0][i]
+def median(r, key, i):
+    return statistics.median(v[i] for v in r[key])
 b, l = rows["baseline"], rows["large"]
-ns = lambda r: r["scan"] * 1e9 / r["n"]
+n = lambda r: one(r, "n")
+scan = lambda r: min(v[0] for v in r["scan"])
+ns = lambda r: scan(r) * 1e9 / n(r)
 def row(what, fb, fl, ratio="", target=""):
     print(f"| {what} | {fb} | {fl} | {ratio} | {target} |")
-print(f"| figure | {b['n']:,} | {l['n']:,} | large / baseline | target |".replace(",", " "))
+def spread(r, key, i):
+    vs = sorted(v[i] for v in r[key])
+    return f"{vs[0]:.0f}–{vs[-1]:.0f}" if len(vs) > 1 else f"{vs[0]:.0f}"
+print(f"| figure | {n(b):,.0f} | {n(l):,.0f} | large / baseline | target |".replace(",", " "))
 print("|---|---|---|---|---|")
-row("import (`import --data`), entities/s", f"{b['rate']:,}".replace(",", " "), f"{l['rate']:,}".replace(",", " "), "", "≥ 200 000")
-row("import peak RSS", f"{b['irss']} MiB", f"{l['irss']} MiB")
-row("data / JSON", f"{b['data'] / b['json']:.2f}×", f"{l['data'] / l['json']:.2f}×", "", "≤ 1.0×")
-row("start (to ready file)", f"{b['start']} ms", f"{l['start']} ms")
-row("point get p50, 1 connection", f"{b['c1']} µs", f"{l['c1']} µs", f"{l['c1'] / b['c1']:.2f}×", "≤ 1.2×")
-row("point get p50, 8 connections", f"{b['c8']} µs", f"{l['c8']} µs", f"{l['c8'] / b['c8']:.2f}×", "≤ 1.2×")
-row("point get req/s, 1 / 8 connections", f"{b['c1r']} / {b['c8r']}", f"{l['c1r']} / {l['c8r']}")
-row("selective full scan, every page", f"{b['scan']:.3f} s ({ns(b):.0f} ns/entity)", f"{l['scan']:.2f} s ({ns(l):.0f} ns/entity)", f"{ns(l) / ns(b):.2f}× per entity", "≤ 1.2× (linear)")
-row("selective scan's first page 1.5 s after the last request: no write / a write, flushed", f"{b['quiet']} / {b['written']} ms", f"{l['quiet']} / {l['written']} ms")
-row("serve peak RSS (VmHWM) after all figures", f"{b['hwm']} MiB", f"{l['hwm']} MiB", "", "≤ 300 MiB")
-row("restart after `kill -9` (to ready file)", f"{b['restart']} ms", f"{l['restart']} ms")
+row("import (`import --data`), entities/s", f"{one(b, 'rate'):,.0f}".replace(",", " "), f"{one(l, 'rate'):,.0f}".replace(",", " "), "", "≥ 200 000")
+row("import peak RSS", f"{one(b, 'irss'):.0f} MiB", f"{one(l, 'irss'):.0f} MiB")
+row("data / JSON", f"{one(b, 'data') / one(b, 'json'):.2f}×", f"{one(l, 'data') / one(l, 'json'):.2f}×", "", "≤ 1.0×")
+row("start (to ready file)", f"{one(b, 'start'):.0f} ms", f"{one(l, 'start'):.0f} ms")
+for c in (1, 8):
+    key = f"c{c}"
+    mb, ml = median(b, key, 0), median(l, key, 0)
+    row(f"point get p50, {c} connection{'s' if c > 1 else ''} (median of {len(b[key])} alternating rounds; range)",
+        f"{mb:.0f} µs ({spread(b, key, 0)})", f"{ml:.0f} µs ({spread(l, key, 0)})", f"{ml / mb:.2f}×", "≤ 1.2×")
+row("point get req/s, 1 / 8 connections (medians)", f"{median(b, 'c1', 1):.0f} / {median(b, 'c8', 1):.0f}", f"{median(l, 'c1', 1):.0f} / {median(l, 'c8', 1):.0f}")
+row(f"selective full scan, every page (best of {3 * len(b['scan'])}, alternating)", f"{scan(b) * 1e3:.2f} ms ({ns(b):.1f} ns/entity)", f"{scan(l):.2f} s ({ns(l):.1f} ns/entity)", f"{ns(l) / ns(b):.2f}× per entity", "≤ 1.2× (linear)")
+row("selective scan's first page 1.5 s after the last request: no write / a write, flushed", f"{one(b, 'pages', 0)} / {one(b, 'pages', 1)} ms", f"{one(l, 'pages', 0)} / {one(l, 'pages', 1)} ms")
+row("serve peak RSS (VmHWM) after all figures", f"{one(b, 'hwm'):.0f} MiB", f"{one(l, 'hwm'):.0f} MiB", "", "≤ 300 MiB")
+row("restart after `kill -9` (to ready file)", f"{one(b, 'restart'):.0f} ms", f"{one(l, 'restart'):.0f} ms")
 EOF
