@@ -92,14 +92,14 @@ pub(crate) struct ColumnSet {
     /// Whether columns were built: without, every property reads as [`Column::Rows`].
     built: bool,
     rows: usize,
-    /// Sorted by property number.
-    columns: Vec<(u32, Stored)>,
-    /// The property numbers of `columns`, in its order: what a lookup searches. Apart
-    /// from the columns, they share a cache line or two, where a search of `columns`
-    /// itself would touch one line per probe — and a filtered scan looks up each
-    /// comparison's column in every block, most of them cold (measured: the lookups were
-    /// the scan's largest cost per block).
+    /// The property numbers, ascending: what a lookup searches. Kept apart from the
+    /// columns they share a cache line or two, where a search of (number, column) pairs
+    /// would touch one line per probe — and a filtered scan looks up each comparison's
+    /// column in every block, most of them cold (measured: the lookups were the scan's
+    /// largest cost per block).
     ids: Box<[u32]>,
+    /// The column of `ids[i]`.
+    stored: Box<[Stored]>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -227,16 +227,16 @@ impl ColumnSet {
 
     /// A set of built columns of `rows` rows (`columns` sorted by property number).
     fn built(rows: usize, columns: Vec<(u32, Stored)>) -> ColumnSet {
-        let ids = columns.iter().map(|(id, _)| *id).collect();
+        let (ids, stored): (Vec<u32>, Vec<Stored>) = columns.into_iter().unzip();
         ColumnSet {
             built: true,
             rows,
-            columns,
-            ids,
+            ids: ids.into(),
+            stored: stored.into(),
         }
     }
 
-    /// Where property `id` is in `columns`.
+    /// Where property `id` is in `ids` and `stored`.
     #[inline]
     fn position(&self, id: u32) -> Option<usize> {
         self.ids.binary_search(&id).ok()
@@ -251,7 +251,7 @@ impl ColumnSet {
         let Some(at) = self.position(id) else {
             return Column::Absent;
         };
-        match &self.columns[at].1 {
+        match &self.stored[at] {
             Stored::Column(c, _) => c.as_column(self.rows),
             Stored::Rows => Column::Rows,
         }
@@ -261,7 +261,7 @@ impl ColumnSet {
     #[inline]
     pub(crate) fn range(&self, id: u32) -> Option<ColumnRange> {
         let at = self.position(id)?;
-        match &self.columns[at].1 {
+        match &self.stored[at] {
             Stored::Column(_, range) => *range,
             Stored::Rows => None,
         }
@@ -269,12 +269,12 @@ impl ColumnSet {
 
     /// Heap bytes used.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.columns.capacity() * size_of::<(u32, Stored)>()
-            + self.ids.len() * size_of::<u32>()
+        self.ids.len() * size_of::<u32>()
+            + self.stored.len() * size_of::<Stored>()
             + self
-                .columns
+                .stored
                 .iter()
-                .map(|(_, s)| match s {
+                .map(|s| match s {
                     Stored::Column(c, _) => c.heap_bytes(),
                     Stored::Rows => 0,
                 })
@@ -341,10 +341,10 @@ impl ColumnSet {
             out[start..start + 4].copy_from_slice(&crc.to_le_bytes());
             return;
         }
-        out.extend_from_slice(&(self.columns.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(self.ids.len() as u32).to_le_bytes());
         let entries = out.len();
-        out.resize(entries + ENTRY * self.columns.len(), 0);
-        for (k, (id, stored)) in self.columns.iter().enumerate() {
+        out.resize(entries + ENTRY * self.ids.len(), 0);
+        for (k, (id, stored)) in self.ids.iter().zip(self.stored.iter()).enumerate() {
             let data = out.len();
             let words = |out: &mut Vec<u8>, w: &[u64]| {
                 for x in w {
@@ -393,7 +393,7 @@ impl ColumnSet {
             out[e + 16..e + 24].copy_from_slice(&min.to_le_bytes());
             out[e + 24..e + 32].copy_from_slice(&max.to_le_bytes());
         }
-        let dir_end = entries + ENTRY * self.columns.len();
+        let dir_end = entries + ENTRY * self.ids.len();
         let crc = directory_crc(bound, &out[start + 4..dir_end]);
         out[start..start + 4].copy_from_slice(&crc.to_le_bytes());
     }
