@@ -428,21 +428,24 @@ pub enum RunEnd {
 /// Filters one run of rows stored as columns for
 /// [`EntitySource::scan_filtered`]: tests the run `report_every` rows at a time (at most
 /// [`FILTER_BATCH`]) with [`RowFilter::test_run`], visits each match as
-/// [`Filtered::Match`] and reports the rest after each batch. `row(i)` is row `i` of the
-/// column space; `scratch` is reused between calls.
-/// The source then goes on with its next run, or, on [`RunEnd::StoppedAfter`], hands its
-/// next row to the visitor as [`Filtered::Next`] and stops.
-pub fn filter_run<C, R, P, F>(
+/// [`Filtered::Match`] and reports the rest after each batch. `test(i)` is row `i` of the
+/// column space as a comparison without a column reads it; `take(i)` is the same row as
+/// the visitor gets it (a source that reads rows in place and keeps only what it hands
+/// over passes two functions, others the same one twice); `scratch` is reused between
+/// calls. The source then goes on with its next run, or, on [`RunEnd::StoppedAfter`],
+/// hands its next row to the visitor as [`Filtered::Next`] and stops.
+pub fn filter_run<C, T, R, P, F>(
     filter: &P,
     columns: &C,
-    row: &dyn Fn(usize) -> R,
+    test: &dyn Fn(usize) -> T,
+    take: &dyn Fn(usize) -> R,
     report_every: usize,
     scratch: &mut Vec<u64>,
     visit: &mut F,
 ) -> RunEnd
 where
     C: Columns + ?Sized,
-    R: SourceRow,
+    T: SourceRow,
     P: RowFilter + ?Sized,
     F: FnMut(Filtered<R>) -> ControlFlow<()>,
 {
@@ -455,7 +458,7 @@ where
             columns,
             rows: start..end,
         };
-        filter.test_run(&batch, row, scratch);
+        filter.test_run(&batch, test, scratch);
         let first_word = start / WORD_ROWS;
         // The next row to account for: every row before it was reported.
         let mut next = start;
@@ -467,7 +470,7 @@ where
                 let skipped = (i - next) as u64;
                 next = i + 1;
                 if visit(Filtered::Match {
-                    row: row(i),
+                    row: take(i),
                     skipped,
                 })
                 .is_break()

@@ -23,6 +23,13 @@
 //! the second filtered read of a block on, until a flush rewrites it — the block's verified copy
 //! kept with the table's block map (`verified.rs`): columns decoded, every row checked, so
 //! the scan tests its residual and reads matches with no checksum, parse or decoding left.
+//! A filtered scan **keeps no block it read from redb**: it tests the block where it lies
+//! and copies out the rows it hands over (`keep_row`), so a query page holds what it
+//! returns, not what it examined — a filter matching nothing in a table of 10 M entities
+//! held every block of the table until its page ended (4 GB resident), and a selective
+//! scan's page held the hundreds of blocks it crossed, which the allocator did not give
+//! back (`benches/README.md`). Plain scans and gets still keep the blocks their rows
+//! borrow (a plain scan hands over every row it reads).
 //! **Point gets** read those copies too, and with a block map find their block in memory
 //! (`visit_entity`; a data file of few blocks gets its map from the first get, a larger one
 //! from a walk on a thread of its own that the first get starts).
@@ -97,9 +104,14 @@ pub struct DurableSnapshot {
     map_builds: Arc<MapBuilds>,
     /// The first storage failure a scan met (reported by `take_error`).
     error: Mutex<Option<StoreError>>,
-    /// Every block a scan or get of this snapshot read from redb: rows borrow from here
-    /// (created on first use: `Backend::get` needs none).
-    blocks: OnceLock<Arena>,
+    /// The blocks a plain scan or a get of this snapshot read from redb: their rows borrow
+    /// from here (created on first use: `Backend::get` needs none).
+    blocks: OnceLock<Arena<Loaded>>,
+    /// The rows a filtered scan handed over from blocks it read from redb, copied out of
+    /// them: a filtered scan keeps no block, so that what a query page holds is bounded by
+    /// the rows it returns, not by the blocks it examined (a filter matching nothing in a
+    /// table of 10 M entities once held every block of it).
+    kept_rows: OnceLock<Arena<KeptRow>>,
     /// The table's block map of this snapshot's version as the first filtered scan found it
     /// kept (`None`: none was): the map those scans walk, and rows of its verified copies
     /// borrow from it.
@@ -129,17 +141,17 @@ const ARENA_BASE: usize = 16;
 /// Segments of an [`Arena`] (room for 16 · (2⁴⁰ − 1) blocks).
 const ARENA_SEGMENTS: usize = 40;
 
-/// An append-only store of the blocks a snapshot read, handing out references that live
-/// as long as the snapshot: rows borrow their block from here instead of counting
-/// references (an atomic increment and decrement per row). Segments double in size and are
-/// allocated on first use; each block gets a unique slot.
-struct Arena {
-    segments: [OnceLock<Box<[OnceLock<Loaded>]>>; ARENA_SEGMENTS],
+/// An append-only store of the blocks (or rows) a snapshot read, handing out references
+/// that live as long as the snapshot: rows borrow their block from here instead of
+/// counting references (an atomic increment and decrement per row). Segments double in
+/// size and are allocated on first use; each value gets a unique slot.
+struct Arena<T> {
+    segments: [OnceLock<Box<[OnceLock<T>]>>; ARENA_SEGMENTS],
     next: AtomicUsize,
 }
 
-impl Arena {
-    fn new() -> Arena {
+impl<T> Arena<T> {
+    fn new() -> Arena<T> {
         Arena {
             segments: std::array::from_fn(|_| OnceLock::new()),
             next: AtomicUsize::new(0),
@@ -147,7 +159,7 @@ impl Arena {
     }
 
     /// Keeps `block` for the arena's lifetime.
-    fn keep(&self, block: Loaded) -> &Loaded {
+    fn keep(&self, block: T) -> &T {
         let i = self.next.fetch_add(1, Ordering::Relaxed);
         let q = i / ARENA_BASE + 1;
         let k = (usize::BITS - 1 - q.leading_zeros()) as usize;
@@ -179,6 +191,13 @@ impl std::fmt::Debug for DurableSnapshot {
     }
 }
 
+/// A row a filtered scan handed over, copied out of the block it read from redb (see
+/// [`DurableSnapshot::keep_row`]).
+struct KeptRow {
+    pk: Box<str>,
+    bytes: Box<[u8]>,
+}
+
 /// A block loaded for reading: its bytes in redb's page cache (as of the snapshot's
 /// transaction) and its checked header.
 struct Loaded {
@@ -191,7 +210,7 @@ struct Loaded {
 }
 
 /// The next block of a scan: loaded from redb (kept in the snapshot's arena once its rows
-/// are wanted), or a verified copy (`verified.rs`: every checksum passed, its columns
+/// are wanted, or held for one run by a filtered scan), or a verified copy (`verified.rs`: every checksum passed, its columns
 /// decoded) borrowed from the snapshot's block map. (Transient, one block at a time: a
 /// loaded block moves into the arena as it is, so boxing it would only add an allocation.)
 #[allow(clippy::large_enum_variant)]
@@ -346,6 +365,7 @@ impl DurableSnapshot {
             map_builds: start.map_builds.clone(),
             error: Mutex::new(None),
             blocks: OnceLock::new(),
+            kept_rows: OnceLock::new(),
             scan_map: OnceLock::new(),
         })
     }
@@ -681,6 +701,78 @@ impl DurableSnapshot {
         DurableRow::in_block(block, start, end, self)
     }
 
+    /// Filters rows `rows` of `block` with [`filter_run`] over its columns — a verified
+    /// copy's (`copy`), or decoded from the block (`lazy`: what of it is not verified
+    /// yet) —, reading the rows a comparison without a column tests in place and handing
+    /// over the matches as `take` makes them. `None` after damage (recorded).
+    fn filter_block<'a, P, F>(
+        &'a self,
+        block: BlockView<'_>,
+        lazy: Option<&Lazy>,
+        copy: Option<&VerifiedBlock>,
+        rows: std::ops::Range<usize>,
+        take: &dyn Fn(usize) -> DurableRow<'a>,
+        pass: &mut FilterPass<'_, P, F>,
+    ) -> Option<RunEnd>
+    where
+        P: RowFilter + ?Sized,
+        F: FnMut(Filtered<DurableRow<'a>>) -> ControlFlow<()>,
+    {
+        let test = |i: usize| self.block_row(block, i, lazy);
+        let FilterPass {
+            filter,
+            report_every,
+            scratch,
+            visit,
+        } = pass;
+        if let Some(copy) = copy {
+            let run = ColumnRun {
+                set: copy.columns(),
+                rows,
+            };
+            return Some(filter_run(
+                *filter,
+                &run,
+                &test,
+                take,
+                *report_every,
+                scratch,
+                visit,
+            ));
+        }
+        let key = lazy.map_or(&[][..], |l| &l.key);
+        let encoded = match lazy {
+            Some(lazy) => Ok(block.encoded_columns_with(&lazy.columns)),
+            None => block.encoded_columns(),
+        };
+        let encoded = match encoded {
+            Ok(c) => c,
+            Err(e) => {
+                self.fail(self.damage(key, block.bytes(), e));
+                return None;
+            }
+        };
+        let run = LazyColumns::new(&encoded, rows);
+        let ended = filter_run(*filter, &run, &test, take, *report_every, scratch, visit);
+        if let Some(e) = run.damage() {
+            // A column failed its checksum: its tests went to the rows (verified on their
+            // own), but damage is never passed over in silence.
+            self.fail(self.damage(key, block.bytes(), e));
+            return None;
+        }
+        Some(ended)
+    }
+
+    /// `row` (of a block a filtered scan read from redb and does not keep) copied into the
+    /// snapshot, for as long as the snapshot: what a filtered scan hands over.
+    fn keep_row<'a>(&'a self, row: DurableRow<'_>) -> DurableRow<'a> {
+        let kept = self.kept_rows.get_or_init(Arena::new).keep(KeptRow {
+            pk: row.pk.into(),
+            bytes: row.bytes.into(),
+        });
+        DurableRow::in_memory(&kept.pk, &kept.bytes, self)
+    }
+
     /// Whether a failure was recorded.
     fn failed(&self) -> bool {
         self.error
@@ -942,6 +1034,12 @@ struct BlockRows<'a> {
     lazy: Option<&'a Lazy>,
     /// The current block's verified copy, when it was read from one.
     copy: Option<&'a VerifiedBlock>,
+    /// Blocks read from redb are held here, one at a time, instead of being kept in the
+    /// snapshot's arena (a filtered scan, which copies out the rows it hands over).
+    hold: bool,
+    /// The current block when `hold`: dropped when the walk moves on, unless
+    /// [`current`](Self::current) keeps it.
+    held: Option<Loaded>,
 }
 
 /// How a scan walks its blocks. (One per scan, inline in its [`BlockRows`] as the cursor
@@ -986,6 +1084,8 @@ impl<'a> BlockRows<'a> {
             check: Check::Offsets,
             lazy: None,
             copy: None,
+            hold: false,
+            held: None,
         }
     }
 
@@ -1025,6 +1125,7 @@ impl<'a> BlockRows<'a> {
     fn advance(&mut self) -> bool {
         let table = self.snapshot.table;
         self.block = None;
+        self.held = None;
         if self.skip_partition {
             self.skip_partition = false;
             if let Some(pk) = self.partition.take() {
@@ -1089,6 +1190,11 @@ impl<'a> BlockRows<'a> {
             self.row = lo;
             self.row_end = hi;
             match loaded {
+                Next::Stored(loaded) if self.hold => {
+                    self.lazy = None;
+                    self.copy = None;
+                    self.held = Some(loaded);
+                }
                 Next::Stored(loaded) => {
                     let kept = self.snapshot.blocks.get_or_init(Arena::new).keep(loaded);
                     self.block = Some(kept.view());
@@ -1109,16 +1215,38 @@ impl<'a> BlockRows<'a> {
     /// The current block while it has rows left, loading the next block when it has none;
     /// `None` at the end of the blocks (or after a failure, recorded in the snapshot).
     #[inline]
+    /// (A held block is kept in the snapshot's arena first: its rows outlive the walk.)
     fn current(&mut self) -> Option<BlockView<'a>> {
         loop {
-            if let Some(block) = self.block
-                && self.row < self.row_end
-            {
-                return Some(block);
+            if self.row < self.row_end {
+                if let Some(block) = self.block {
+                    return Some(block);
+                }
+                if let Some(held) = self.held.take() {
+                    let kept = self.snapshot.blocks.get_or_init(Arena::new).keep(held);
+                    self.lazy = kept.lazy.as_ref();
+                    self.block = Some(kept.view());
+                    return self.block;
+                }
             }
             if self.done || !self.advance() {
                 self.done = true;
                 return None;
+            }
+        }
+    }
+
+    /// Moves to the next block with rows left in the scan, without keeping it (a held
+    /// block stays in `held`, a copy in `copy`); `false` at the end of the blocks (or
+    /// after a failure, recorded in the snapshot).
+    fn next_run(&mut self) -> bool {
+        loop {
+            if self.row < self.row_end && (self.block.is_some() || self.held.is_some()) {
+                return true;
+            }
+            if self.done || !self.advance() {
+                self.done = true;
+                return false;
             }
         }
     }
@@ -1274,6 +1402,39 @@ impl<'a> DurableRows<'a> {
                 return Some(Ok(DurableRow::in_memory(mpk, bytes, snapshot)));
             }
         }
+    }
+}
+
+#[cfg(test)]
+impl DurableSnapshot {
+    /// How many blocks and how many copied rows the snapshot keeps.
+    fn kept(&self) -> (usize, usize) {
+        let count = |next: Option<&AtomicUsize>| next.map_or(0, |n| n.load(Ordering::Relaxed));
+        (
+            count(self.blocks.get().map(|a| &a.next)),
+            count(self.kept_rows.get().map(|a| &a.next)),
+        )
+    }
+}
+
+/// What a filtered scan passes from run to run ([`DurableSnapshot::filter_block`]).
+struct FilterPass<'p, P: ?Sized, F> {
+    filter: &'p P,
+    report_every: usize,
+    scratch: Vec<u64>,
+    visit: F,
+}
+
+/// The row after row `i` of a run ending at `end` where the run stopped after `i`, when it
+/// is in the run's block.
+fn next_in<'a>(
+    ended: RunEnd,
+    end: usize,
+    take: &dyn Fn(usize) -> DurableRow<'a>,
+) -> Option<DurableRow<'a>> {
+    match ended {
+        RunEnd::StoppedAfter(i) if i + 1 < end => Some(take(i + 1)),
+        _ => None,
     }
 }
 
@@ -1487,7 +1648,7 @@ impl EntitySource for DurableSnapshot {
         scan: Scan<'a>,
         filter: &P,
         report_every: usize,
-        mut visit: F,
+        visit: F,
     ) -> Result<(), StoreError>
     where
         P: RowFilter + ?Sized,
@@ -1500,54 +1661,46 @@ impl EntitySource for DurableSnapshot {
         }
         let blocks = &mut rows.blocks;
         blocks.check = Check::Lazy;
-        let mut scratch = Vec::new();
-        while let Some(block) = blocks.current() {
-            let (first, end, lazy) = (blocks.row, blocks.row_end, blocks.lazy);
+        blocks.hold = true;
+        let mut pass = FilterPass {
+            filter,
+            report_every,
+            scratch: Vec::new(),
+            visit,
+        };
+        while blocks.next_run() {
+            let (first, end) = (blocks.row, blocks.row_end);
             blocks.row = end;
-            let row = |i: usize| self.block_row(block, i, lazy);
+            // Each run ends with the row after the one it stopped after, when in its block.
             let ended = if let Some(copy) = blocks.copy {
-                // A verified copy: its columns decoded, its rows checked.
-                let run = ColumnRun {
-                    set: copy.columns(),
-                    rows: first..end,
-                };
-                filter_run(filter, &run, &row, report_every, &mut scratch, &mut visit)
+                // A verified copy (its columns decoded, its rows checked): rows borrow it.
+                let block = copy.view();
+                let take = |i: usize| self.block_row(block, i, None);
+                self.filter_block(block, None, Some(copy), first..end, &take, &mut pass)
+                    .map(|ended| (ended, next_in(ended, end, &take)))
+            } else if let Some(held) = &blocks.held {
+                // Read from redb: the rows handed over are copied out, the block is not
+                // kept past its run.
+                let (block, lazy) = (held.view(), held.lazy.as_ref());
+                let take = |i: usize| self.keep_row(self.block_row(block, i, lazy));
+                self.filter_block(block, lazy, None, first..end, &take, &mut pass)
+                    .map(|ended| (ended, next_in(ended, end, &take)))
             } else {
-                let encoded = match lazy {
-                    Some(lazy) => Ok(block.encoded_columns_with(&lazy.columns)),
-                    None => block.encoded_columns(),
-                };
-                let encoded = match encoded {
-                    Ok(c) => c,
-                    Err(e) => {
-                        let key = lazy.map_or(&[][..], |l| &l.key);
-                        self.fail(self.damage(key, block.bytes(), e));
-                        break;
-                    }
-                };
-                let run = LazyColumns::new(&encoded, first..end);
-                let ended = filter_run(filter, &run, &row, report_every, &mut scratch, &mut visit);
-                if let Some(e) = run.damage() {
-                    // A column failed its checksum: its tests went to the rows (verified on
-                    // their own), but damage is never passed over in silence.
-                    let key = lazy.map_or(&[][..], |l| &l.key);
-                    self.fail(self.damage(key, block.bytes(), e));
-                    break;
-                }
-                ended
+                break;
             };
-            if let RunEnd::StoppedAfter(i) = ended {
+            let Some((ended, next)) = ended else {
+                break;
+            };
+            if let RunEnd::StoppedAfter(_) = ended {
                 // The row after the last one reported: in this block, or the next one's
                 // first.
-                let next = if i + 1 < end {
-                    Some(row(i + 1))
-                } else {
+                let next = next.or_else(|| {
                     blocks
                         .current()
                         .map(|b| self.block_row(b, blocks.row, blocks.lazy))
-                };
+                });
                 if let Some(next) = next.filter(|_| !self.failed()) {
-                    let _ = visit(Filtered::Next(next));
+                    let _ = (pass.visit)(Filtered::Next(next));
                 }
                 return self.take_error();
             }

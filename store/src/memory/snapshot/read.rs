@@ -654,6 +654,7 @@ impl EntitySource for MemorySnapshot {
                 filter,
                 &columns,
                 &row,
+                &row,
                 report_every,
                 &mut scratch,
                 &mut visit,
