@@ -55,7 +55,7 @@
 //! assert!(snapshot.get("p", "r042").unwrap().is_some());
 //! ```
 
-use super::block_map::{BlockMap, MapBuilds, MapEntry};
+use super::block_map::{BlockMap, MapBuilds, MapEntry, RecentEdits};
 use super::damage::block_damage;
 use super::format::block::{BlockView, RowRef};
 use super::format::keys::{entity_key, partition_end, partition_prefix, table_end, table_prefix};
@@ -73,8 +73,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use tableq_exec::{
-    Chunk, EntitySource, Filtered, Key, PropertySlot, RowFilter, RunEnd, Scan, SlotLookup,
-    SourceRow, ValueTest, filter_each, filter_run,
+    Chunk, EntitySource, FILTER_BATCH, Filtered, Key, PropertySlot, RowFilter, RunEnd, Scan,
+    SlotLookup, SourceRow, ValueTest, filter_run,
 };
 use tableq_model::json::ListProperties;
 use tableq_model::order::compare_str;
@@ -112,10 +112,11 @@ pub struct DurableSnapshot {
     /// the rows it returns, not by the blocks it examined (a filter matching nothing in a
     /// table of 10 M entities once held every block of it).
     kept_rows: OnceLock<Arena<KeptRow>>,
-    /// The table's block map of this snapshot's version as the first filtered scan found it
-    /// kept (`None`: none was): the map those scans walk, and rows of its verified copies
-    /// borrow from it.
-    scan_map: OnceLock<Option<Arc<BlockMap>>>,
+    /// The table's block map of this snapshot's version, once the snapshot used one (kept
+    /// or built): held for the snapshot's life, so that a flush that moves the kept map on
+    /// does not make the snapshot's next wave walk the table again; rows of its verified
+    /// copies borrow from it.
+    map: OnceLock<Arc<BlockMap>>,
     /// The rows table in its read transaction (shared with the other readers of the
     /// blocks version: `Shared::rows_table`). **Declared last, so dropped last**: it keeps
     /// the read transaction registered with redb, and every page guard in `blocks` must be
@@ -125,14 +126,18 @@ pub struct DurableSnapshot {
     rows: Arc<RowsTable>,
 }
 
-/// Keeps `map` as `entry`'s block map unless one of the same or a later version is kept.
-fn keep_map(entry: &TableEntry, map: &Arc<BlockMap>) {
+/// Keeps `map` as `entry`'s block map, brought up to the latest version the writer's
+/// recorded commits reach (`recent`), unless one of the same or a later version is kept.
+fn keep_map(entry: &TableEntry, map: Arc<BlockMap>, recent: &RecentEdits) {
+    let Some(map) = recent.bring_forward(map, entry.id) else {
+        return;
+    };
     let mut slot = entry
         .block_map
         .lock()
         .unwrap_or_else(PoisonError::into_inner);
     if slot.as_ref().is_none_or(|m| m.version < map.version) {
-        *slot = Some(map.clone());
+        *slot = Some(map);
     }
 }
 
@@ -366,7 +371,7 @@ impl DurableSnapshot {
             error: Mutex::new(None),
             blocks: OnceLock::new(),
             kept_rows: OnceLock::new(),
-            scan_map: OnceLock::new(),
+            map: OnceLock::new(),
         })
     }
 
@@ -375,8 +380,8 @@ impl DurableSnapshot {
     /// partition without a map, or when building one failed (the split's walk through redb
     /// then meets and reports the failure).
     fn block_map(&self, scan: &Scan<'_>) -> Option<Arc<BlockMap>> {
-        if let Some(map) = self.kept_map() {
-            return Some(map);
+        if let Some(map) = self.own_map() {
+            return Some(map.clone());
         }
         if scan.range.partition_key.as_point().is_some() {
             return None;
@@ -384,8 +389,8 @@ impl DurableSnapshot {
         self.build_map()
     }
 
-    /// Builds the table's block map of this snapshot's version and keeps it (unless a map
-    /// of a later version is kept already).
+    /// Builds the table's block map of this snapshot's version, holds it and keeps it
+    /// (brought up to date, unless a map of a later version is kept already).
     fn build_map(&self) -> Option<Arc<BlockMap>> {
         let map = Arc::new(BlockMap::build(
             &self.rows,
@@ -393,8 +398,18 @@ impl DurableSnapshot {
             self.blocks_version,
             &self.copies,
         )?);
-        keep_map(&self.entry, &map);
-        Some(map)
+        keep_map(&self.entry, map.clone(), &self.map_builds.recent);
+        Some(self.map.get_or_init(|| map).clone())
+    }
+
+    /// The block map this snapshot holds: the one it used first, else the table's kept
+    /// map if it is of this snapshot's version (then held from now on).
+    fn own_map(&self) -> Option<&Arc<BlockMap>> {
+        if let Some(map) = self.map.get() {
+            return Some(map);
+        }
+        let kept = self.kept_map()?;
+        Some(self.map.get_or_init(|| kept))
     }
 
     /// The block map point gets use: the kept map of this snapshot's version; or one built
@@ -411,8 +426,8 @@ impl DurableSnapshot {
     /// key bounds it — where a get by the block's key from the map reads one (at 10 M
     /// entities two thirds of a block-sized page read a get, `benches/README.md`).
     fn point_map(&self) -> Option<Arc<BlockMap>> {
-        if let Some(map) = self.kept_map() {
-            return Some(map);
+        if let Some(map) = self.own_map() {
+            return Some(map.clone());
         }
         let blocks = self.rows.len().ok()?;
         let fits = usize::try_from(blocks)
@@ -435,11 +450,12 @@ impl DurableSnapshot {
         }
         let (rows, table, version) = (self.rows.clone(), self.table, self.blocks_version);
         let copies = self.copies.clone();
+        let builds = self.map_builds.clone();
         let started = self.map_builds.spawn({
             let entry = entry.clone();
             move |closing| {
                 if let Some(map) = BlockMap::build_unless(&rows, table, version, &copies, closing) {
-                    keep_map(&entry, &Arc::new(map));
+                    keep_map(&entry, Arc::new(map), &builds.recent);
                 }
                 // The read transaction goes before the next build may start.
                 drop(rows);
@@ -451,11 +467,10 @@ impl DurableSnapshot {
         }
     }
 
-    /// The map filtered scans walk: the table's block map of this snapshot's version if one
-    /// was kept when the snapshot's first filtered scan asked (a page's waves split the
-    /// scan first, which builds it).
+    /// The map filtered scans walk: the block map this snapshot holds, if any (a page's
+    /// waves split the scan first, which builds it).
     fn scan_map(&self) -> Option<&BlockMap> {
-        self.scan_map.get_or_init(|| self.kept_map()).as_deref()
+        self.own_map().map(|map| &**map)
     }
 
     /// The table's block map if one of this snapshot's version is kept (none is built).
@@ -763,6 +778,63 @@ impl DurableSnapshot {
         Some(ended)
     }
 
+    /// A filtered scan of `rows`, whose memtable has entries in the scan: row by row as
+    /// [`filter_each`] filters (each row tested on its own, every `report_every` failures
+    /// reported), over blocks the walk holds rather than keeps — a block row is tested in
+    /// place and copied out when it is handed over.
+    fn filter_merged<'a, P, F>(
+        &'a self,
+        mut rows: DurableRows<'a>,
+        filter: &P,
+        report_every: usize,
+        mut visit: F,
+    ) -> Result<(), StoreError>
+    where
+        P: RowFilter + ?Sized,
+        F: FnMut(Filtered<DurableRow<'a>>) -> ControlFlow<()>,
+    {
+        rows.blocks.hold = true;
+        let every = report_every.clamp(1, FILTER_BATCH) as u64;
+        let mut skipped = 0u64;
+        while let Some(entry) = rows.next_entry() {
+            let passed = match entry? {
+                Entry::Mem(row) => filter.test_row(&row).then_some(row),
+                Entry::Block(i) => filter
+                    .test_row(&rows.blocks.row_in_place(i))
+                    .then(|| rows.blocks.row_to_hand_over(i)),
+            };
+            let flow = match passed {
+                Some(row) => visit(Filtered::Match {
+                    row,
+                    skipped: std::mem::take(&mut skipped),
+                }),
+                None => {
+                    skipped += 1;
+                    if skipped < every {
+                        continue;
+                    }
+                    visit(Filtered::Skipped(std::mem::take(&mut skipped)))
+                }
+            };
+            if flow.is_break() {
+                // The entity after the last one reported: where the scan would go on.
+                let next = match rows.next_entry().transpose()? {
+                    Some(Entry::Mem(row)) => Some(row),
+                    Some(Entry::Block(i)) => Some(rows.blocks.row_to_hand_over(i)),
+                    None => None,
+                };
+                if let Some(next) = next {
+                    let _ = visit(Filtered::Next(next));
+                }
+                return Ok(());
+            }
+        }
+        if skipped > 0 {
+            let _ = visit(Filtered::Skipped(skipped));
+        }
+        Ok(())
+    }
+
     /// `row` (of a block a filtered scan read from redb and does not keep) copied into the
     /// snapshot, for as long as the snapshot: what a filtered scan hands over.
     fn keep_row<'a>(&'a self, row: DurableRow<'_>) -> DurableRow<'a> {
@@ -1040,6 +1112,9 @@ struct BlockRows<'a> {
     /// The current block when `hold`: dropped when the walk moves on, unless
     /// [`current`](Self::current) keeps it.
     held: Option<Loaded>,
+    /// How many blocks the walk moved to (tells a merge that the block changed: a held
+    /// block's bytes may lie where the one before it lay).
+    moves: u64,
 }
 
 /// How a scan walks its blocks. (One per scan, inline in its [`BlockRows`] as the cursor
@@ -1086,6 +1161,7 @@ impl<'a> BlockRows<'a> {
             copy: None,
             hold: false,
             held: None,
+            moves: 0,
         }
     }
 
@@ -1187,6 +1263,7 @@ impl<'a> BlockRows<'a> {
                 continue;
             }
             self.skip_partition = past_upper;
+            self.moves += 1;
             self.row = lo;
             self.row_end = hi;
             match loaded {
@@ -1234,6 +1311,42 @@ impl<'a> BlockRows<'a> {
                 return None;
             }
         }
+    }
+
+    /// The current block (held or kept), for reading in place.
+    fn view(&self) -> Option<BlockView<'_>> {
+        match (self.block, &self.held) {
+            (Some(block), _) => Some(block),
+            (None, Some(held)) => Some(held.view()),
+            (None, None) => None,
+        }
+    }
+
+    /// Row `i` of the current block, read in place (for a test).
+    fn row_in_place(&self, i: usize) -> DurableRow<'_> {
+        match self.view() {
+            Some(view) => {
+                let (start, end) = view.span(i);
+                DurableRow::in_block(view, start, end, self.snapshot)
+            }
+            None => DurableRow::in_memory("", &[], self.snapshot),
+        }
+    }
+
+    /// Row `i` of the current block as a scan hands it over: borrowed from a kept block or
+    /// a copy, copied out of a held one.
+    fn row_to_hand_over(&self, i: usize) -> DurableRow<'a> {
+        if let Some(block) = self.block {
+            let (start, end) = block.span(i);
+            return DurableRow::in_block(block, start, end, self.snapshot);
+        }
+        self.snapshot.keep_row(self.row_in_place(i))
+    }
+
+    /// The current row's index, moving past it.
+    fn step(&mut self) -> usize {
+        self.row += 1;
+        self.row - 1
     }
 
     /// Moves to the next block with rows left in the scan, without keeping it (a held
@@ -1414,6 +1527,83 @@ impl DurableSnapshot {
             count(self.blocks.get().map(|a| &a.next)),
             count(self.kept_rows.get().map(|a| &a.next)),
         )
+    }
+}
+
+/// The next entity of a merged walk ([`DurableRows::next_entry`]): a memtable row, or row
+/// `i` of the walk's current block.
+enum Entry<'a> {
+    Mem(DurableRow<'a>),
+    Block(usize),
+}
+
+impl<'a> DurableRows<'a> {
+    /// The next entity of the blocks merged with the memtable, as a position: the merge of
+    /// [`next_slow`](Self::next_slow) for a walk that holds its blocks (a filtered scan
+    /// tests each block row in place and copies out the ones it hands over).
+    fn next_entry(&mut self) -> Option<Result<Entry<'a>, StoreError>> {
+        let snapshot = self.blocks.snapshot;
+        let failure = || blocks_end(snapshot).map(|r| r.map(Entry::Mem));
+        loop {
+            let moves = self.blocks.moves;
+            let has_block = self.blocks.next_run();
+            if self.blocks.moves != moves {
+                self.run_end = 0;
+            }
+            let Some(mem) = self.mem.as_mut() else {
+                return match has_block {
+                    true => Some(Ok(Entry::Block(self.blocks.step()))),
+                    false => failure(),
+                };
+            };
+            let Some(&(mpk, entry)) = mem.peek() else {
+                // No memtable entry left: the rest is blocks alone.
+                self.mem = None;
+                continue;
+            };
+            if !has_block {
+                // The blocks ended: with a failure, reported before the memtable's rest.
+                if !self.blocks_ended {
+                    self.blocks_ended = true;
+                    if let Some(failure) = failure() {
+                        return Some(failure);
+                    }
+                }
+                mem.next();
+                if let Some(bytes) = &entry.row {
+                    return Some(Ok(Entry::Mem(DurableRow::in_memory(mpk, bytes, snapshot))));
+                }
+                continue;
+            }
+            let (row, row_end) = (self.blocks.row, self.blocks.row_end);
+            if row < self.run_end {
+                return Some(Ok(Entry::Block(self.blocks.step())));
+            }
+            let view = self.blocks.view()?;
+            let at = match compare_str(view.partition_key(), mpk) {
+                // The block's partition sorts first: all its rows precede the entry.
+                std::cmp::Ordering::Less => row_end,
+                std::cmp::Ordering::Greater => row,
+                std::cmp::Ordering::Equal => view
+                    .lower_bound(entry.rk.as_bytes(), false)
+                    .clamp(row, row_end),
+            };
+            let replaced =
+                view.partition_key() == mpk && view.row_key_bytes(row) == entry.rk.as_bytes();
+            if at > row {
+                self.run_end = at;
+                return Some(Ok(Entry::Block(self.blocks.step())));
+            }
+            // The entry comes first; a stored row with its key is replaced or removed.
+            if replaced {
+                self.blocks.row += 1;
+            }
+            mem.next();
+            self.run_end = 0;
+            if let Some(bytes) = &entry.row {
+                return Some(Ok(Entry::Mem(DurableRow::in_memory(mpk, bytes, snapshot))));
+            }
+        }
     }
 }
 
@@ -1657,7 +1847,7 @@ impl EntitySource for DurableSnapshot {
         // The kept block map, if any: blocks with verified copies are read from them.
         let mut rows = DurableRows::new(self, scan, self.scan_map());
         if rows.mem.is_some() {
-            return filter_each(self, scan, filter, report_every, visit);
+            return self.filter_merged(rows, filter, report_every, visit);
         }
         let blocks = &mut rows.blocks;
         blocks.check = Check::Lazy;

@@ -388,6 +388,7 @@ impl Writer {
     pub(crate) fn fold_unpublished(&mut self) -> Result<(), StoreError> {
         // Readers keep their version while its blocks change: no map may follow.
         self.maps_follow = false;
+        self.shared.map_builds.recent.forget();
         self.fold(Durability::None, None, false)
     }
 
@@ -473,6 +474,7 @@ impl Writer {
             *db = Some(opened.db);
             self.shared.blocks_changed();
             self.maps_follow = false;
+            self.shared.map_builds.recent.forget();
             (opened.catalog, opened.names, opened.wal_lsn)
         };
         let (catalog, names, wal_lsn) = opened;

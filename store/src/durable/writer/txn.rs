@@ -405,6 +405,15 @@ impl Writer {
                 .unwrap_or_else(PoisonError::into_inner);
             txn.commit().map_err(storage)?;
             self.shared.blocks_changed();
+            // The edits that bring a map built meanwhile up to this version — when every
+            // change since the last published commit was recorded (`block_map.rs`).
+            let recent = &self.shared.map_builds.recent;
+            if self.maps_follow {
+                let version = self.shared.blocks_version.load(Ordering::Acquire);
+                recent.record(version, std::mem::take(&mut state.block_edits));
+            } else {
+                recent.forget();
+            }
             self.maps_follow = true;
             // Every kept block map is of an older version now, never used again: the maps
             // that followed the commit take their place; the others, and the verified
