@@ -142,7 +142,7 @@ pub(crate) struct MapBuilds {
 
 /// How many commits' edits [`RecentEdits`] holds: a build that more commits overtook is
 /// dropped (the next snapshot walks again).
-const RECENT_COMMITS: usize = 16;
+pub(crate) const RECENT_COMMITS: usize = 16;
 
 /// The block edits of the writer's last recorded commits, each with the blocks version it
 /// made — a contiguous history ending at the latest one, or empty after a change to

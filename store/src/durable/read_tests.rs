@@ -1122,6 +1122,81 @@ fn the_block_map_follows_each_flush_and_one_partition_builds_none() {
     store.close().unwrap();
 }
 
+/// A walk that flushes overtook (it began before them, as a walk of a large table does)
+/// is kept at the version after the last of them, listing what a walk of that version
+/// lists; one that more commits overtook than are recorded, or that began before a change
+/// the writer did not record, is not kept. A snapshot keeps the map it used after the kept
+/// one moved on.
+#[test]
+fn a_map_whose_walk_flushes_overtook_is_kept_up_to_date() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), true);
+    let kept_version = |store: &DurableBackend| {
+        let snapshot = store.snapshot("t1x").unwrap();
+        let kept = snapshot.entry.block_map.lock().unwrap().clone();
+        kept.map(|m| (m.version, m.version == snapshot.blocks_version))
+    };
+    let write_and_flush = |store: &DurableBackend, pk: &str| {
+        let ops = (0..5)
+            .map(|i| WriteOp::Insert {
+                entity: entity(pk, &format!("r{i:02}"), i),
+            })
+            .collect();
+        store.write_batch("t1x", ops).unwrap();
+        store.gate.with_writer(|w| w.flush()).unwrap();
+    };
+    // The walk begins (a snapshot of the current version), two flushes land, it ends.
+    let before = store.snapshot("t1x").unwrap();
+    write_and_flush(&store, "d");
+    write_and_flush(&store, "e");
+    assert_eq!(kept_version(&store), None, "no map to follow");
+    let map = before.build_map().unwrap();
+    assert_eq!(
+        map.version, before.blocks_version,
+        "the snapshot holds its own"
+    );
+    assert_eq!(
+        kept_version(&store),
+        Some((before.blocks_version + 2, true))
+    );
+    assert_map_is_what_a_walk_builds(&store);
+    // The snapshot goes on with the map of its version (no walk again).
+    let range = KeyRange::full();
+    assert!(Arc::ptr_eq(
+        &before.block_map(&whole(&range)).unwrap(),
+        &map
+    ));
+    drop(before);
+
+    // More commits than are recorded overtook this walk: it is not kept.
+    store.gate.with_writer(|w| w.flush()).unwrap();
+    let old = store.snapshot("t1x").unwrap();
+    for i in 0..=crate::durable::block_map::RECENT_COMMITS {
+        write_and_flush(&store, &format!("f{i:02}"));
+    }
+    *old.entry.block_map.lock().unwrap() = None;
+    old.build_map().unwrap();
+    assert_eq!(kept_version(&store), None);
+
+    // A change the writer did not record (a replay's unpublished flush) ends the history.
+    let old = store.snapshot("t1x").unwrap();
+    write_and_flush(&store, "g");
+    store.shared.map_builds.recent.forget();
+    old.build_map().unwrap();
+    assert!(
+        kept_version(&store).is_none_or(|(_, current)| !current),
+        "never taken for the current version"
+    );
+    // The next recorded commit starts a new history: a walk of the version after the
+    // unrecorded change is brought forward again.
+    let fresh = store.snapshot("t1x").unwrap();
+    write_and_flush(&store, "h");
+    fresh.build_map().unwrap();
+    assert_eq!(kept_version(&store).map(|(_, current)| current), Some(true));
+    assert_map_is_what_a_walk_builds(&store);
+    store.close().unwrap();
+}
+
 /// The kept map is of the current version and lists what a walk through that version's
 /// blocks lists; every verified copy it holds is its block's stored bytes.
 fn assert_map_is_what_a_walk_builds(store: &DurableBackend) {
