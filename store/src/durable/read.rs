@@ -778,16 +778,19 @@ impl DurableSnapshot {
         Some(ended)
     }
 
-    /// A filtered scan of `rows`, whose memtable has entries in the scan: row by row as
-    /// [`filter_each`] filters (each row tested on its own, every `report_every` failures
-    /// reported), over blocks the walk holds rather than keeps — a block row is tested in
-    /// place and copied out when it is handed over.
+    /// A filtered scan of `rows`, whose memtable has entries in the scan: memtable rows
+    /// tested one by one (as [`filter_each`](tableq_exec::filter_each) tests rows), the
+    /// runs of block rows between them over the blocks' columns ([`filter_block`]), over
+    /// blocks the walk holds rather than keeps — a block row is tested in place and copied
+    /// out when it is handed over.
+    ///
+    /// [`filter_block`]: Self::filter_block
     fn filter_merged<'a, P, F>(
         &'a self,
         mut rows: DurableRows<'a>,
         filter: &P,
         report_every: usize,
-        mut visit: F,
+        visit: F,
     ) -> Result<(), StoreError>
     where
         P: RowFilter + ?Sized,
@@ -795,44 +798,87 @@ impl DurableSnapshot {
     {
         rows.blocks.hold = true;
         let every = report_every.clamp(1, FILTER_BATCH) as u64;
+        let mut pass = FilterPass {
+            filter,
+            report_every,
+            scratch: Vec::new(),
+            visit,
+        };
+        // Memtable rows that failed, not reported yet.
         let mut skipped = 0u64;
         while let Some(entry) = rows.next_entry() {
-            let passed = match entry? {
-                Entry::Mem(row) => filter.test_row(&row).then_some(row),
-                Entry::Block(i) => filter
-                    .test_row(&rows.blocks.row_in_place(i))
-                    .then(|| rows.blocks.row_to_hand_over(i)),
-            };
-            let flow = match passed {
-                Some(row) => visit(Filtered::Match {
-                    row,
-                    skipped: std::mem::take(&mut skipped),
-                }),
-                None => {
-                    skipped += 1;
-                    if skipped < every {
-                        continue;
+            let i = match entry? {
+                Entry::Mem(row) => {
+                    let flow = if filter.test_row(&row) {
+                        (pass.visit)(Filtered::Match {
+                            row,
+                            skipped: std::mem::take(&mut skipped),
+                        })
+                    } else {
+                        skipped += 1;
+                        if skipped < every {
+                            continue;
+                        }
+                        (pass.visit)(Filtered::Skipped(std::mem::take(&mut skipped)))
+                    };
+                    if flow.is_break() {
+                        return self.hand_over_next(&mut rows, None, &mut pass.visit);
                     }
-                    visit(Filtered::Skipped(std::mem::take(&mut skipped)))
+                    continue;
                 }
+                Entry::Block(i) => i,
             };
-            if flow.is_break() {
-                // The entity after the last one reported: where the scan would go on.
-                let next = match rows.next_entry().transpose()? {
-                    Some(Entry::Mem(row)) => Some(row),
-                    Some(Entry::Block(i)) => Some(rows.blocks.row_to_hand_over(i)),
-                    None => None,
-                };
-                if let Some(next) = next {
-                    let _ = visit(Filtered::Next(next));
+            let run = rows.block_run(i);
+            if skipped > 0
+                && (pass.visit)(Filtered::Skipped(std::mem::take(&mut skipped))).is_break()
+            {
+                let next = rows.blocks.row_to_hand_over(i);
+                return self.hand_over_next(&mut rows, Some(next), &mut pass.visit);
+            }
+            let blocks = &rows.blocks;
+            let Some(block) = blocks.view() else {
+                break;
+            };
+            let take = |j: usize| blocks.row_to_hand_over(j);
+            let ended = self.filter_block(block, None, blocks.copy, run.clone(), &take, &mut pass);
+            match ended {
+                None => break,
+                Some(RunEnd::Done) => {}
+                Some(RunEnd::StoppedAfter(j)) => {
+                    let next = (j + 1 < run.end).then(|| take(j + 1));
+                    return self.hand_over_next(&mut rows, next, &mut pass.visit);
                 }
-                return Ok(());
             }
         }
         if skipped > 0 {
-            let _ = visit(Filtered::Skipped(skipped));
+            let _ = (pass.visit)(Filtered::Skipped(skipped));
         }
-        Ok(())
+        self.take_error()
+    }
+
+    /// Ends a filtered scan of merged `rows` that the visitor stopped: hands over `next`,
+    /// or else the walk's next entity, as [`Filtered::Next`].
+    fn hand_over_next<'a, F>(
+        &'a self,
+        rows: &mut DurableRows<'a>,
+        next: Option<DurableRow<'a>>,
+        visit: &mut F,
+    ) -> Result<(), StoreError>
+    where
+        F: FnMut(Filtered<DurableRow<'a>>) -> ControlFlow<()>,
+    {
+        let next = match next {
+            Some(row) => Some(row),
+            None => match rows.next_entry().transpose()? {
+                Some(Entry::Mem(row)) => Some(row),
+                Some(Entry::Block(i)) => Some(rows.blocks.row_to_hand_over(i)),
+                None => None,
+            },
+        };
+        if let Some(next) = next.filter(|_| !self.failed()) {
+            let _ = visit(Filtered::Next(next));
+        }
+        self.take_error()
     }
 
     /// `row` (of a block a filtered scan read from redb and does not keep) copied into the
@@ -1322,23 +1368,22 @@ impl<'a> BlockRows<'a> {
         }
     }
 
-    /// Row `i` of the current block, read in place (for a test).
+    /// Row `i` of the current block, read in place (for a test), verified first if the
+    /// block's rows are not yet ([`DurableSnapshot::block_row`]).
     fn row_in_place(&self, i: usize) -> DurableRow<'_> {
-        match self.view() {
-            Some(view) => {
-                let (start, end) = view.span(i);
-                DurableRow::in_block(view, start, end, self.snapshot)
-            }
-            None => DurableRow::in_memory("", &[], self.snapshot),
+        match (self.block, &self.held) {
+            (Some(block), _) => self.snapshot.block_row(block, i, self.lazy),
+            (None, Some(held)) => self.snapshot.block_row(held.view(), i, held.lazy.as_ref()),
+            (None, None) => DurableRow::in_memory("", &[], self.snapshot),
         }
     }
 
-    /// Row `i` of the current block as a scan hands it over: borrowed from a kept block or
-    /// a copy, copied out of a held one.
+    /// Row `i` of the current block as a scan hands it over (verified as
+    /// [`row_in_place`](Self::row_in_place)): borrowed from a kept block or a copy, copied
+    /// out of a held one.
     fn row_to_hand_over(&self, i: usize) -> DurableRow<'a> {
         if let Some(block) = self.block {
-            let (start, end) = block.span(i);
-            return DurableRow::in_block(block, start, end, self.snapshot);
+            return self.snapshot.block_row(block, i, self.lazy);
         }
         self.snapshot.keep_row(self.row_in_place(i))
     }
@@ -1604,6 +1649,21 @@ impl<'a> DurableRows<'a> {
                 return Some(Ok(Entry::Mem(DurableRow::in_memory(mpk, bytes, snapshot))));
             }
         }
+    }
+}
+
+impl DurableRows<'_> {
+    /// After [`next_entry`](Self::next_entry) gave row `i` of the current block: the run of
+    /// block rows from `i` that no memtable entry interrupts, taken (the walk goes on after
+    /// it).
+    fn block_run(&mut self, i: usize) -> std::ops::Range<usize> {
+        let end = if self.mem.is_none() {
+            self.blocks.row_end
+        } else {
+            self.run_end.clamp(i + 1, self.blocks.row_end.max(i + 1))
+        };
+        self.blocks.row = self.blocks.row.max(end);
+        i..end
     }
 }
 
@@ -1886,8 +1946,8 @@ impl EntitySource for DurableSnapshot {
                 // first.
                 let next = next.or_else(|| {
                     blocks
-                        .current()
-                        .map(|b| self.block_row(b, blocks.row, blocks.lazy))
+                        .next_run()
+                        .then(|| blocks.row_to_hand_over(blocks.row))
                 });
                 if let Some(next) = next.filter(|_| !self.failed()) {
                     let _ = (pass.visit)(Filtered::Next(next));
