@@ -1892,7 +1892,7 @@ impl EntitySource for DurableSnapshot {
     /// read: a match, a row tested one by one (a comparison without a column), the row
     /// where the scan stops. Blocks whose rows the scan's bounds cut, and blocks of older
     /// formats, are verified whole as a plain scan's. With memtable entries in the scan,
-    /// [`filter_merged`](DurableSnapshot::filter_merged): the runs of block rows between
+    /// `filter_merged`: the runs of block rows between
     /// them over the columns as here, memtable rows one by one. No block read from redb
     /// is kept: the rows handed over are copied out (`keep_row`).
     fn scan_filtered<'a, P, F>(
