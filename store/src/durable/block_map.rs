@@ -126,6 +126,11 @@ impl BlockEdits {
         self.edits
             .insert(key.into(), Some((partition_key.into(), rows)));
     }
+
+    /// How many blocks the commit wrote or removed.
+    fn len(&self) -> usize {
+        self.edits.len()
+    }
 }
 
 /// The block maps being built on threads of their own (`DurableSnapshot::point_map`: a
@@ -140,9 +145,14 @@ pub(crate) struct MapBuilds {
     pub(crate) recent: RecentEdits,
 }
 
-/// How many commits' edits [`RecentEdits`] holds: a build that more commits overtook is
-/// dropped (the next snapshot walks again).
-pub(crate) const RECENT_COMMITS: usize = 16;
+/// How many commits' edits [`RecentEdits`] holds, at most: a build that more commits
+/// overtook is dropped (the next snapshot walks again). A walk of 10 M entities takes
+/// about 1.7 s; flushes come at most about once a second.
+pub(crate) const RECENT_COMMITS: usize = 8;
+/// How many block edits [`RecentEdits`] holds, at most, over its commits (the oldest
+/// commits go first): a flush of random writes into a large table rewrites a block for
+/// about every row, ~100 bytes an edit here — 20 000 of them at 10 M entities.
+pub(crate) const RECENT_EDITS: usize = 1 << 16;
 
 /// The block edits of the writer's last recorded commits, each with the blocks version it
 /// made — a contiguous history ending at the latest one, or empty after a change to
@@ -160,8 +170,11 @@ impl RecentEdits {
             commits.clear();
         }
         commits.push_back((version, Arc::new(edits)));
-        while commits.len() > RECENT_COMMITS {
-            commits.pop_front();
+        let mut held: usize = commits.iter().map(|(_, e)| e.len()).sum();
+        while commits.len() > RECENT_COMMITS || (held > RECENT_EDITS && commits.len() > 1) {
+            if let Some((_, e)) = commits.pop_front() {
+                held -= e.len();
+            }
         }
     }
 
@@ -481,6 +494,42 @@ mod tests {
             "finish returned before the build ended"
         );
         assert!(!builds.spawn(|_| panic!("a build after the close")));
+    }
+
+    /// The history of recent commits is contiguous and bounded by commits and by edits.
+    #[test]
+    fn recent_edits_hold_a_bounded_contiguous_history() {
+        let recent = RecentEdits::default();
+        let versions = || -> Vec<u64> {
+            recent
+                .commits
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|(v, _)| *v)
+                .collect()
+        };
+        let edits = |n: usize| {
+            let mut e = BlockEdits::default();
+            for i in 0..n {
+                e.written(&[1, (i >> 8) as u8, i as u8], "p", 1);
+            }
+            e
+        };
+        for v in 1..=3 {
+            recent.record(v, edits(RECENT_EDITS / 2));
+        }
+        assert_eq!(versions(), [2, 3], "at most RECENT_EDITS edits");
+        recent.record(5, edits(1));
+        assert_eq!(versions(), [5], "a gap starts the history again");
+        for v in 6..30 {
+            recent.record(v, edits(1));
+        }
+        let kept = versions();
+        assert_eq!(kept.len(), RECENT_COMMITS);
+        assert_eq!(kept.last(), Some(&29));
+        recent.forget();
+        assert!(versions().is_empty());
     }
 
     /// A flush's edits applied to a map: removed blocks go, written ones come in key order
