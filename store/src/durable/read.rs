@@ -1408,14 +1408,6 @@ impl<'a> BlockRows<'a> {
             }
         }
     }
-
-    /// The row at the position in `block` (the current block), moving past it.
-    #[inline]
-    fn take(&mut self, block: BlockView<'a>) -> DurableRow<'a> {
-        let (start, end) = block.span(self.row);
-        self.row += 1;
-        DurableRow::in_block(block, start, end, self.snapshot)
-    }
 }
 
 /// The iterator of [`DurableSnapshot`] scans: the blocks' rows merged with the memtable's
@@ -1493,73 +1485,16 @@ impl<'a> Iterator for DurableRows<'a> {
 }
 
 impl<'a> DurableRows<'a> {
-    /// The next row when the current block is used up or the memtable has entries left.
+    /// The next row when the current block is used up or the memtable has entries left:
+    /// the merge's next entity ([`next_entry`](Self::next_entry)), a block row borrowed
+    /// from its kept block.
     #[inline(never)]
     fn next_slow(&mut self) -> Option<Result<DurableRow<'a>, StoreError>> {
-        let Some(mem) = self.mem.as_mut() else {
-            return match self.blocks.current() {
-                Some(block) => Some(Ok(self.blocks.take(block))),
-                None => blocks_end(self.blocks.snapshot),
-            };
-        };
-        let snapshot = self.blocks.snapshot;
-        loop {
-            let loaded_before = self.blocks.block.map(|b| b.bytes().as_ptr());
-            let block = self.blocks.current();
-            if self.blocks.block.map(|b| b.bytes().as_ptr()) != loaded_before {
-                self.run_end = 0;
-            }
-            let Some(&(mpk, entry)) = mem.peek() else {
-                // No memtable entry left: the rest is blocks alone.
-                self.mem = None;
-                return match block {
-                    Some(block) => Some(Ok(self.blocks.take(block))),
-                    None => blocks_end(snapshot),
-                };
-            };
-            let Some(block) = block else {
-                // The blocks ended: with a failure, reported before the memtable's rest
-                // (checked once; the end of the scan checks again).
-                if !self.blocks_ended {
-                    self.blocks_ended = true;
-                    if let Some(failure) = blocks_end(snapshot) {
-                        return Some(failure);
-                    }
-                }
-                mem.next();
-                if let Some(bytes) = &entry.row {
-                    return Some(Ok(DurableRow::in_memory(mpk, bytes, snapshot)));
-                }
-                continue;
-            };
-            if self.blocks.row < self.run_end {
-                return Some(Ok(self.blocks.take(block)));
-            }
-            let view = block;
-            let at = match compare_str(view.partition_key(), mpk) {
-                // The block's partition sorts first: all its rows precede the entry.
-                std::cmp::Ordering::Less => self.blocks.row_end,
-                std::cmp::Ordering::Greater => self.blocks.row,
-                std::cmp::Ordering::Equal => view
-                    .lower_bound(entry.rk.as_bytes(), false)
-                    .clamp(self.blocks.row, self.blocks.row_end),
-            };
-            if at > self.blocks.row {
-                self.run_end = at;
-                return Some(Ok(self.blocks.take(block)));
-            }
-            // The entry comes first; a stored row with its key is replaced or removed.
-            if view.partition_key() == mpk
-                && view.row_key_bytes(self.blocks.row) == entry.rk.as_bytes()
-            {
-                self.blocks.row += 1;
-            }
-            mem.next();
-            self.run_end = 0;
-            if let Some(bytes) = &entry.row {
-                return Some(Ok(DurableRow::in_memory(mpk, bytes, snapshot)));
-            }
-        }
+        Some(match self.next_entry()? {
+            Ok(Entry::Mem(row)) => Ok(row),
+            Ok(Entry::Block(i)) => Ok(self.blocks.row_to_hand_over(i)),
+            Err(e) => Err(e),
+        })
     }
 }
 
@@ -1583,9 +1518,10 @@ enum Entry<'a> {
 }
 
 impl<'a> DurableRows<'a> {
-    /// The next entity of the blocks merged with the memtable, as a position: the merge of
-    /// [`next_slow`](Self::next_slow) for a walk that holds its blocks (a filtered scan
-    /// tests each block row in place and copies out the ones it hands over).
+    /// The next entity of the blocks merged with the memtable, as a position — the one
+    /// merge of the scans: the iterator ([`next_slow`](Self::next_slow)) borrows a block
+    /// row from its kept block; a filtered scan over held blocks tests it in place and
+    /// copies out the ones it hands over (`filter_merged`).
     fn next_entry(&mut self) -> Option<Result<Entry<'a>, StoreError>> {
         let snapshot = self.blocks.snapshot;
         let failure = || blocks_end(snapshot).map(|r| r.map(Entry::Mem));
