@@ -778,11 +778,11 @@ impl DurableSnapshot {
         Some(ended)
     }
 
-    /// A filtered scan of `rows`, whose memtable has entries in the scan: memtable rows
-    /// tested one by one (as [`filter_each`](tableq_exec::filter_each) tests rows), the
-    /// runs of block rows between them over the blocks' columns ([`filter_block`]), over
-    /// blocks the walk holds rather than keeps — a block row is tested in place and copied
-    /// out when it is handed over.
+    /// A filtered scan of `rows` (see `scan_filtered`): memtable rows, if any are in the
+    /// scan, tested one by one (as [`filter_each`](tableq_exec::filter_each) tests rows),
+    /// the runs of block rows between them over the blocks' columns ([`filter_block`]),
+    /// over blocks the walk holds rather than keeps — a block row is tested in place and
+    /// copied out when it is handed over.
     ///
     /// [`filter_block`]: Self::filter_block
     fn filter_merged<'a, P, F>(
@@ -840,9 +840,11 @@ impl DurableSnapshot {
                 break;
             };
             let take = |j: usize| blocks.row_to_hand_over(j);
-            let ended = self.filter_block(block, None, blocks.copy, run.clone(), &take, &mut pass);
+            let lazy = blocks.unverified();
+            let ended = self.filter_block(block, lazy, blocks.copy, run.clone(), &take, &mut pass);
             match ended {
                 None => break,
+                Some(RunEnd::Done) if self.failed() => break,
                 Some(RunEnd::Done) => {}
                 Some(RunEnd::StoppedAfter(j)) => {
                     let next = (j + 1 < run.end).then(|| take(j + 1));
@@ -1155,8 +1157,7 @@ struct BlockRows<'a> {
     /// Blocks read from redb are held here, one at a time, instead of being kept in the
     /// snapshot's arena (a filtered scan, which copies out the rows it hands over).
     hold: bool,
-    /// The current block when `hold`: dropped when the walk moves on, unless
-    /// [`current`](Self::current) keeps it.
+    /// The current block when `hold`: dropped when the walk moves on.
     held: Option<Loaded>,
     /// How many blocks the walk moved to (tells a merge that the block changed: a held
     /// block's bytes may lie where the one before it lay).
@@ -1337,20 +1338,14 @@ impl<'a> BlockRows<'a> {
 
     /// The current block while it has rows left, loading the next block when it has none;
     /// `None` at the end of the blocks (or after a failure, recorded in the snapshot).
+    /// (A plain walk's: its blocks are kept, not held.)
     #[inline]
-    /// (A held block is kept in the snapshot's arena first: its rows outlive the walk.)
     fn current(&mut self) -> Option<BlockView<'a>> {
         loop {
-            if self.row < self.row_end {
-                if let Some(block) = self.block {
-                    return Some(block);
-                }
-                if let Some(held) = self.held.take() {
-                    let kept = self.snapshot.blocks.get_or_init(Arena::new).keep(held);
-                    self.lazy = kept.lazy.as_ref();
-                    self.block = Some(kept.view());
-                    return self.block;
-                }
+            if let Some(block) = self.block
+                && self.row < self.row_end
+            {
+                return Some(block);
             }
             if self.done || !self.advance() {
                 self.done = true;
@@ -1368,12 +1363,20 @@ impl<'a> BlockRows<'a> {
         }
     }
 
+    /// What of the current block is not verified yet (loaded with [`Check::Lazy`]).
+    fn unverified(&self) -> Option<&Lazy> {
+        match &self.held {
+            Some(held) => held.lazy.as_ref(),
+            None => self.lazy,
+        }
+    }
+
     /// Row `i` of the current block, read in place (for a test), verified first if the
     /// block's rows are not yet ([`DurableSnapshot::block_row`]).
     fn row_in_place(&self, i: usize) -> DurableRow<'_> {
         match (self.block, &self.held) {
             (Some(block), _) => self.snapshot.block_row(block, i, self.lazy),
-            (None, Some(held)) => self.snapshot.block_row(held.view(), i, held.lazy.as_ref()),
+            (None, Some(held)) => self.snapshot.block_row(held.view(), i, self.unverified()),
             (None, None) => DurableRow::in_memory("", &[], self.snapshot),
         }
     }
@@ -1611,19 +1614,6 @@ struct FilterPass<'p, P: ?Sized, F> {
     visit: F,
 }
 
-/// The row after row `i` of a run ending at `end` where the run stopped after `i`, when it
-/// is in the run's block.
-fn next_in<'a>(
-    ended: RunEnd,
-    end: usize,
-    take: &dyn Fn(usize) -> DurableRow<'a>,
-) -> Option<DurableRow<'a>> {
-    match ended {
-        RunEnd::StoppedAfter(i) if i + 1 < end => Some(take(i + 1)),
-        _ => None,
-    }
-}
-
 /// One entity of a [`DurableSnapshot`], read in place from its block or from the
 /// memtable. A damaged value reads as absent (a damaged key as empty) and is recorded in
 /// the snapshot, which then fails the page ([`DurableSnapshot::take_error`]).
@@ -1828,9 +1818,10 @@ impl EntitySource for DurableSnapshot {
     /// read: a match, a row tested one by one (a comparison without a column), the row
     /// where the scan stops. Blocks whose rows the scan's bounds cut, and blocks of older
     /// formats, are verified whole as a plain scan's. With memtable entries in the scan,
-    /// `filter_merged`: the runs of block rows between
-    /// them over the columns as here, memtable rows one by one. No block read from redb
-    /// is kept: the rows handed over are copied out (`keep_row`).
+    /// blocks are verified whole when loaded (the merge reads their RowKeys), the runs of
+    /// block rows between the entries are filtered over the columns all the same, and the
+    /// entries one by one (`filter_merged`). No block read from redb is kept: the rows
+    /// handed over are copied out (`keep_row`).
     fn scan_filtered<'a, P, F>(
         &'a self,
         scan: Scan<'a>,
@@ -1844,59 +1835,12 @@ impl EntitySource for DurableSnapshot {
     {
         // The kept block map, if any: blocks with verified copies are read from them.
         let mut rows = DurableRows::new(self, scan, self.scan_map());
-        if rows.mem.is_some() {
-            return self.filter_merged(rows, filter, report_every, visit);
+        if rows.mem.is_none() {
+            // No merge, which would read the blocks' RowKeys: blocks are loaded with their
+            // directory and columns verified, their rows as they are read.
+            rows.blocks.check = Check::Lazy;
         }
-        let blocks = &mut rows.blocks;
-        blocks.check = Check::Lazy;
-        blocks.hold = true;
-        let mut pass = FilterPass {
-            filter,
-            report_every,
-            scratch: Vec::new(),
-            visit,
-        };
-        while blocks.next_run() {
-            let (first, end) = (blocks.row, blocks.row_end);
-            blocks.row = end;
-            // Each run ends with the row after the one it stopped after, when in its block.
-            let ended = if let Some(copy) = blocks.copy {
-                // A verified copy (its columns decoded, its rows checked): rows borrow it.
-                let block = copy.view();
-                let take = |i: usize| self.block_row(block, i, None);
-                self.filter_block(block, None, Some(copy), first..end, &take, &mut pass)
-                    .map(|ended| (ended, next_in(ended, end, &take)))
-            } else if let Some(held) = &blocks.held {
-                // Read from redb: the rows handed over are copied out, the block is not
-                // kept past its run.
-                let (block, lazy) = (held.view(), held.lazy.as_ref());
-                let take = |i: usize| self.keep_row(self.block_row(block, i, lazy));
-                self.filter_block(block, lazy, None, first..end, &take, &mut pass)
-                    .map(|ended| (ended, next_in(ended, end, &take)))
-            } else {
-                break;
-            };
-            let Some((ended, next)) = ended else {
-                break;
-            };
-            if let RunEnd::StoppedAfter(_) = ended {
-                // The row after the last one reported: in this block, or the next one's
-                // first.
-                let next = next.or_else(|| {
-                    blocks
-                        .next_run()
-                        .then(|| blocks.row_to_hand_over(blocks.row))
-                });
-                if let Some(next) = next.filter(|_| !self.failed()) {
-                    let _ = (pass.visit)(Filtered::Next(next));
-                }
-                return self.take_error();
-            }
-            if self.failed() {
-                break;
-            }
-        }
-        self.take_error()
+        self.filter_merged(rows, filter, report_every, visit)
     }
 
     fn get<'a>(

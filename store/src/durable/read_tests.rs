@@ -392,6 +392,36 @@ fn filter_plan(filter: &str) -> tableq_planner::plan::Plan {
     )
 }
 
+/// The keys of every page of `plan` over `snapshot` with `threads` threads; the snapshot
+/// met no failure.
+fn snapshot_keys(
+    snapshot: &DurableSnapshot,
+    plan: &tableq_planner::plan::Plan,
+    options: &tableq_exec::PageOptions,
+    threads: usize,
+) -> Vec<Key> {
+    let (rows, _) = tableq_exec::Executor::new(snapshot)
+        .with_threads(threads)
+        .unwrap()
+        .execute_all(plan, options)
+        .unwrap();
+    snapshot.take_error().unwrap();
+    rows.iter().map(|r| r.key()).collect()
+}
+
+/// The keys of every page of `plan` over `entities` in a vector.
+fn reference_keys(
+    entities: impl IntoIterator<Item = Entity>,
+    plan: &tableq_planner::plan::Plan,
+    options: &tableq_exec::PageOptions,
+) -> Vec<Key> {
+    let reference = tableq_exec::VecSource::new(entities);
+    let (rows, _) = tableq_exec::Executor::new(&reference)
+        .execute_all(plan, options)
+        .unwrap();
+    rows.iter().map(|r| r.key()).collect()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     /// Filtered scans over the blocks' columns (and row by row where a comparison has no
@@ -422,21 +452,13 @@ proptest! {
         };
         let plan = filter_plan(&filter);
         let options = tableq_exec::PageOptions { page_size, ..Default::default() };
-        let reference = tableq_exec::VecSource::new(entities);
-        let (want, _) = tableq_exec::Executor::new(&reference).execute_all(&plan, &options).unwrap();
-        let keys = |rows: &[tableq_exec::ResultRow]| rows.iter().map(|r| r.key()).collect::<Vec<_>>();
+        let want = reference_keys(entities, &plan, &options);
         // The block map kept, three times: from the stored blocks, then (from the second
         // read of a block on) from their verified copies.
         keep_a_block_map(&store);
         for _ in 0..3 {
             let snapshot = store.snapshot("t1x").unwrap();
-            let (got, _) = tableq_exec::Executor::new(&snapshot)
-                .with_threads(threads)
-                .unwrap()
-                .execute_all(&plan, &options)
-                .unwrap();
-            snapshot.take_error().unwrap();
-            prop_assert_eq!(keys(&got), keys(&want), "{}", filter);
+            prop_assert_eq!(snapshot_keys(&snapshot, &plan, &options, threads), want.clone(), "{}", filter);
         }
         store.close().unwrap();
     }
@@ -503,18 +525,10 @@ proptest! {
         };
         let plan = filter_plan(&filter);
         let options = tableq_exec::PageOptions { page_size, ..Default::default() };
-        let reference = tableq_exec::VecSource::new(model.into_values());
-        let (want, _) = tableq_exec::Executor::new(&reference).execute_all(&plan, &options).unwrap();
-        let keys = |rows: &[tableq_exec::ResultRow]| rows.iter().map(|r| r.key()).collect::<Vec<_>>();
+        let want = reference_keys(model.into_values(), &plan, &options);
         let snapshot = store.snapshot("t1x").unwrap();
         prop_assert!(!snapshot.mem.is_empty(), "the writes are not flushed");
-        let (got, _) = tableq_exec::Executor::new(&snapshot)
-            .with_threads(threads)
-            .unwrap()
-            .execute_all(&plan, &options)
-            .unwrap();
-        snapshot.take_error().unwrap();
-        prop_assert_eq!(keys(&got), keys(&want), "{}", filter);
+        prop_assert_eq!(snapshot_keys(&snapshot, &plan, &options, threads), want, "{}", filter);
         prop_assert_eq!(snapshot.kept().0, 0, "blocks kept");
         store.close().unwrap();
     }
@@ -605,13 +619,13 @@ fn filtered_scans_keep_the_rows_they_hand_over_not_the_blocks_they_read() {
     for (filter, matches) in [("A eq 42", 0), ("A eq 5", 30), ("S eq 's3'", 43)] {
         for threads in [1, 2] {
             let snapshot = store.snapshot("t1x").unwrap();
-            let (rows, _) = tableq_exec::Executor::new(&snapshot)
-                .with_threads(threads)
-                .unwrap()
-                .execute_all(&filter_plan(filter), &Default::default())
-                .unwrap();
-            snapshot.take_error().unwrap();
-            assert_eq!(rows.len(), matches, "{filter}");
+            let keys = snapshot_keys(
+                &snapshot,
+                &filter_plan(filter),
+                &Default::default(),
+                threads,
+            );
+            assert_eq!(keys.len(), matches, "{filter}");
             assert_eq!(
                 snapshot.kept(),
                 (0, matches),
@@ -626,12 +640,8 @@ fn filtered_scans_keep_the_rows_they_hand_over_not_the_blocks_they_read() {
         page_size: Some(7),
         ..Default::default()
     };
-    let (rows, _) = tableq_exec::Executor::new(&snapshot)
-        .with_threads(1)
-        .unwrap()
-        .execute_all(&filter_plan("A eq 5"), &options)
-        .unwrap();
-    assert_eq!(rows.len(), 30);
+    let keys = snapshot_keys(&snapshot, &filter_plan("A eq 5"), &options, 1);
+    assert_eq!(keys.len(), 30);
     let (blocks, kept) = snapshot.kept();
     assert!(
         blocks == 0 && (30..=35).contains(&kept),
