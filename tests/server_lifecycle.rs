@@ -555,21 +555,21 @@ fn cli_serve_cuts_blocks_at_its_block_size() {
 #[test]
 fn cli_serve_flushes_at_its_flush_interval() {
     let dir = std::env::temp_dir().join(format!("tableq-serve-flush-{}", std::process::id()));
-    let flushes = |port: u16| -> u64 {
+    let counter = |port: u16, name: &str| -> u64 {
         let metrics = http(
             port,
             "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
         );
+        let prefix = format!("tableq_store_{name}{{account=\"devstoreaccount1\"}} ");
         metrics
             .lines()
-            .find_map(|l| {
-                l.strip_prefix("tableq_store_flushes_total{account=\"devstoreaccount1\"} ")
-            })
-            .unwrap_or_else(|| panic!("no flushes_total in {metrics}"))
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no {name} in {metrics}"))
             .trim()
             .parse()
             .unwrap()
     };
+    let flushes = |port: u16| counter(port, "flushes_total");
     let write = |port: u16, table: &str| {
         for (path, body) in [
             (
@@ -596,6 +596,8 @@ fn cli_serve_flushes_at_its_flush_interval() {
             interval,
             "--memtable-size",
             "64MiB",
+            "--flush-slice",
+            "0ms",
         ]);
         let before = flushes(port);
         write(port, "flushed");
@@ -609,6 +611,9 @@ fn cli_serve_flushes_at_its_flush_interval() {
                 );
                 std::thread::sleep(Duration::from_millis(20));
             }
+            // A flush is folded in one slice at least (one block a slice with 0ms).
+            let slices = counter(port, "flush_slices_total");
+            assert!(slices >= flushes(port), "{slices} slices");
         } else {
             std::thread::sleep(Duration::from_millis(2500));
             assert_eq!(flushes(port), before, "a flush before {interval}");
@@ -621,6 +626,9 @@ fn cli_serve_flushes_at_its_flush_interval() {
         (vec!["--data", data, "--flush-interval", "soon"], "duration"),
         (vec!["--data", data, "--memtable-size", "0"], "zero"),
         (vec!["--in-memory", "--flush-interval", "5s"], "--in-memory"),
+        (vec!["--data", data, "--flush-slice", "soon"], "duration"),
+        (vec!["--data", data, "--flush-slice", "2min"], "at most"),
+        (vec!["--in-memory", "--flush-slice", "5ms"], "--in-memory"),
         (
             vec!["--in-memory", "--memtable-size", "1MiB"],
             "--in-memory",

@@ -3,7 +3,7 @@
 //! ```text
 //! tableq serve [--host 127.0.0.1] [--port 10002] [--data DIR | --in-memory | --store URL]
 //!              [--fsync always|interval=MS] [--accept-log-loss] [--cache-size SIZE] [--block-size SIZE]
-//!              [--memtable-size SIZE] [--flush-interval D]
+//!              [--memtable-size SIZE] [--flush-interval D] [--flush-slice D]
 //!              [--account NAME:BASE64KEY]... [--no-auth] [--no-explorer]
 //!              [--header-timeout D] [--body-timeout D] [--request-timeout D] [--idle-timeout D]
 //!              [--max-connections N] [--workers N] [--body-budget SIZE] [--body-budget-wait D]
@@ -160,6 +160,19 @@ pub struct Args {
         conflicts_with_all = ["in_memory", "store"]
     )]
     flush_interval: Duration,
+    /// The longest the durable store's flush holds its writer at a time: a flush folds the
+    /// rows into the blocks in slices of this length, and writes that arrive meanwhile are
+    /// committed between two slices instead of waiting for the whole flush (0: one block a
+    /// slice). Shorter slices shorten the longest wait of a write during a flush and cost
+    /// more commits of the data file.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "20ms",
+        value_parser = parse_flush_slice,
+        conflicts_with_all = ["in_memory", "store"]
+    )]
+    flush_slice: Duration,
     /// Threads that serve connections [default: one per CPU core], each with its own
     /// event loop: a connection stays on the thread that accepted it. Queries and large
     /// writes run on a separate pool.
@@ -257,6 +270,20 @@ fn parse_flush_interval(text: &str) -> Result<Duration, String> {
         return Err(
             "a flush interval of zero would fold every write into the blocks at once \
                     (want at least 1ms)"
+                .into(),
+        );
+    }
+    Ok(d)
+}
+
+/// `--flush-slice`: a duration (zero allowed: one block a slice), at most a minute.
+fn parse_flush_slice(text: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(text.trim())
+        .map_err(|e| format!("{e} (want a duration such as 20ms or 100ms)"))?;
+    if d > Duration::from_secs(60) {
+        return Err(
+            "a flush slice of more than a minute would keep writes waiting that long \
+                    (want at most 1min)"
                 .into(),
         );
     }
@@ -382,6 +409,7 @@ fn open_store(args: &Args, account: &str, first: bool) -> Result<Arc<dyn Backend
         .with_block_bytes(args.block_size)
         .with_memtable_bytes(args.memtable_size)
         .with_flush_interval(args.flush_interval)
+        .with_flush_slice(args.flush_slice)
         .with_fsync(args.fsync)
         .with_accept_log_loss(args.accept_log_loss);
     let backend = DurableBackend::open_with(&dir, options).map_err(|e| format!("--data: {e}"))?;

@@ -107,6 +107,9 @@ pub struct WriteLogStats {
     /// Flushes of the rows written since the last flush (kept in memory in front of the
     /// data file) into the data file, checkpoints not counted.
     pub flushes: u64,
+    /// The slices the flushes were folded in (a flush holds the writer one slice at a
+    /// time; writes commit between slices).
+    pub flush_slices: u64,
     /// Seconds spent in them.
     pub flush_seconds: f64,
     /// Bytes of rows in memory, waiting for the next flush.

@@ -118,6 +118,16 @@ impl<E: TreeEntry> Tree<E> {
         self.len == 0
     }
 
+    /// Whether `other` is this very version (a clone no insert has changed since).
+    #[inline]
+    pub(crate) fn same_version(&self, other: &Tree<E>) -> bool {
+        match (&self.root, &other.root) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
+    }
+
     /// The entry with this key.
     pub(crate) fn get(&self, key: &str) -> Option<&E> {
         let mut node = self.root.as_deref()?;

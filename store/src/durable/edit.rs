@@ -31,7 +31,7 @@ use super::format::block::{BlockView, RowRef, block_overhead, build_block, row_s
 use super::format::block::{EncodeError, encode_row};
 use super::format::keys::{compare_utf8, entity_key, partition_prefix};
 use super::locate::{BlockEntry, floor_block};
-use super::memtable::MemTable;
+use super::memtable::{MemEntry, MemTable};
 use super::shared::Limits;
 use crate::codec::Names;
 use crate::error::StoreError;
@@ -42,6 +42,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::ops::{Bound, Range};
 use std::path::Path;
+use std::time::Instant;
 #[cfg(test)]
 use tableq_exec::compare_keys;
 
@@ -202,6 +203,43 @@ pub(crate) fn apply_memtable(
         }
     }
     apply_items(rows, table, names, limits, &items, edits)
+}
+
+/// Applies `entries` (one table's memtable entries in key order, [`MemTable::entries`])
+/// block by block until `until` has passed — stopping only between blocks, after one block
+/// at least — and returns how many it applied: a slice of a flush (`writer/commit.rs`).
+pub(crate) fn apply_entries_until(
+    rows: &mut RowsTable<'_>,
+    table: u64,
+    names: &Names,
+    limits: Limits,
+    entries: &[MemEntry],
+    until: Instant,
+    edits: &mut BlockEdits,
+) -> Result<usize, StoreError> {
+    /// Entries turned into items at a time (a block whose entries straddle two windows is
+    /// edited once for each).
+    const WINDOW: usize = 1024;
+    let mut done = 0;
+    for window in entries.chunks(WINDOW) {
+        let items: Vec<Item<'_>> = window
+            .iter()
+            .map(|(pk, entry)| Item {
+                pk: Cow::Borrowed(&**pk),
+                rk: Cow::Borrowed(&*entry.rk),
+                row: entry.row.as_deref().map(Cow::Borrowed),
+            })
+            .collect();
+        let mut i = 0;
+        while i < items.len() {
+            i = edit_block(rows, table, names, limits, &items, i, edits)?;
+            if Instant::now() >= until {
+                return Ok(done + i);
+            }
+        }
+        done += items.len();
+    }
+    Ok(done)
 }
 
 /// Applies `items` (sorted by key, distinct keys) block by block.

@@ -17,7 +17,8 @@
 //! **The background thread** (`tableq-durable-writer`) does what must not delay a caller:
 //! flushes of the memtables into redb and checkpoints (when a leader finds one due, it
 //! hands over, and requests queued meanwhile wait for the background thread, which commits
-//! them after the flush), the timer's work (a flush of what the memtables hold, a
+//! them between the slices of the flush — `writer/flush.rs` — or after the checkpoint),
+//! the timer's work (a flush of what the memtables hold, a
 //! checkpoint due by time, probing a full disk), and every group under
 //! `--fsync always`, whose commit waits for an `fsync`. A leader also hands over after a
 //! few groups, so that a caller is not kept leading by a stream of others' writes.
@@ -138,9 +139,10 @@ impl Gate {
     }
 
     /// Commits queued requests, at most `groups` groups; `true` when it stopped with work
-    /// left for the background thread (and woke it). A `leader` commits nothing while a
-    /// flush or checkpoint is due: that bounds the memtables and the log by the limits plus
-    /// one group, however fast writers come.
+    /// left for the background thread (and woke it). A `leader` commits nothing while
+    /// background work is due (`Writer::background_due`: a flush or checkpoint, or the
+    /// next slice of a flush in progress): that bounds the memtables and the log by twice
+    /// their limits plus one group, however fast writers come.
     fn drain(&self, writer: &mut Writer, groups: usize, leader: bool) -> bool {
         for _ in 0..groups {
             if leader && writer.background_due() {
@@ -210,11 +212,13 @@ impl Gate {
         }
         let _stopped = Stopped(self);
         let mut next_tick = Instant::now() + self.tick;
+        // A flush is being folded in slices: the next goes on without waiting.
+        let mut flushing = false;
         loop {
             let (closing, timer) = {
                 let mut queue = self.queue();
                 loop {
-                    if queue.wanted || queue.closing {
+                    if queue.wanted || queue.closing || flushing {
                         break;
                     }
                     let now = Instant::now();
@@ -237,10 +241,12 @@ impl Gate {
             let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
             writer.background(timer);
             while self.drain(&mut writer, usize::MAX, false) {
-                // `drain` stopped for background work (a flush due): do it, go on.
+                // `drain` stopped for background work (a flush due, or its next slice): do
+                // it, go on.
                 self.queue().wanted = false;
                 writer.background(false);
             }
+            flushing = writer.flushing();
             if closing && self.queue().requests.is_empty() {
                 writer.close();
                 return;

@@ -3,8 +3,10 @@
 //! A live write never touches redb. The writer resolves it against the memtable and redb,
 //! appends its record to the write-ahead log, and applies it to the memtable of its table;
 //! the next version of the memtable is then published to readers (`gate.rs`, `writer/`).
-//! A **flush** (on the background writer thread) folds every memtable into redb's blocks
-//! in one transaction and empties them; a checkpoint is a flush whose commit is durable.
+//! A **flush** (on the background writer thread) folds a frozen version of every memtable
+//! into redb's blocks, in slices between which writes go on, and then leaves the memtables
+//! only what was written meanwhile ([`MemTable::written_since`], `writer/flush.rs`); a
+//! checkpoint folds them in one transaction whose commit is durable.
 //! Writes thus pay redb's cost per flush (thousands of rows) instead of per write.
 //!
 //! * **Layout**: a persistent two-level tree (`crate::tree`): PartitionKey → RowKey →
@@ -30,6 +32,9 @@ use tableq_model::order::compare_str;
 /// Bytes counted per entry besides its key and row (tree slots, reference counts): what
 /// [`MemTable::bytes`] adds up to approximate the memory a memtable holds.
 const ENTRY_OVERHEAD: usize = 96;
+
+/// An entry of a memtable with its PartitionKey ([`MemTable::entries`]).
+pub(crate) type MemEntry = (Arc<str>, MemRow);
 
 /// One row of a memtable: its RowKey and its encoded row, or `None` for a removal.
 #[derive(Clone, Debug)]
@@ -132,6 +137,45 @@ impl MemTable {
             Some(old) => self.bytes -= entry_bytes(&old.rk, old.row.as_deref()),
             None => self.entries += 1,
         }
+    }
+
+    /// Every entry in key order, with its PartitionKey: what a flush folds into redb, and
+    /// keeps while it does so in slices (`writer/`).
+    pub(crate) fn entries(&self) -> Vec<MemEntry> {
+        let mut entries = Vec::with_capacity(self.entries);
+        for part in self.parts.iter() {
+            entries.extend(part.rows.iter().map(|row| (part.pk.clone(), row.clone())));
+        }
+        entries
+    }
+
+    /// The entries of this memtable that `flushed` (an earlier version of it, all of
+    /// whose entries are now in redb) does not hold as they are here: a write made since,
+    /// which redb does not hold yet. A removal that `flushed` also held counts as held.
+    pub(crate) fn written_since(&self, flushed: &MemTable) -> MemTable {
+        let mut rest = MemTable::default();
+        if self.parts.same_version(&flushed.parts) {
+            return rest;
+        }
+        for part in self.parts.iter() {
+            let before = flushed.parts.get(&part.pk);
+            if before.is_some_and(|b| b.rows.same_version(&part.rows)) {
+                continue;
+            }
+            for row in part.rows.iter() {
+                let held = before.and_then(|b| b.rows.get(&row.rk)).is_some_and(|old| {
+                    match (&old.row, &row.row) {
+                        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                        (None, None) => true,
+                        _ => false,
+                    }
+                });
+                if !held {
+                    rest.put(&part.pk, &row.rk, row.row.clone());
+                }
+            }
+        }
+        rest
     }
 
     /// Every partition in key order.
@@ -338,6 +382,53 @@ mod tests {
                 .collect();
             prop_assert_eq!(keys(m.scan(scan)), want);
             prop_assert_eq!(m.len(), model.len());
+        }
+
+        /// A flush folds a frozen version into redb, then readers get what `written_since`
+        /// leaves: over any stored rows, that version folded and the rest in front of it
+        /// read exactly as the whole memtable in front of the stored rows — and the rest
+        /// holds no entry that the folded version holds as it is.
+        #[test]
+        fn the_rest_of_a_flush_over_its_fold_reads_as_the_whole_memtable(
+            stored in proptest::collection::btree_map((arb_key(), arb_key()), any::<u8>(), 0..20),
+            before in proptest::collection::vec((arb_key(), arb_key(), proptest::option::of(any::<u8>())), 0..40),
+            after in proptest::collection::vec((arb_key(), arb_key(), proptest::option::of(any::<u8>())), 0..40),
+        ) {
+            type Rows = BTreeMap<(OrdinalString, OrdinalString), Vec<u8>>;
+            let stored: Rows = stored
+                .into_iter()
+                .map(|((p, r), v)| ((OrdinalString(p), OrdinalString(r)), vec![v]))
+                .collect();
+            let fold = |base: &Rows, m: &MemTable| {
+                let mut out = base.clone();
+                for (pk, entry) in m.entries() {
+                    let key = (OrdinalString(pk.to_string()), OrdinalString(entry.rk.to_string()));
+                    match &entry.row {
+                        Some(row) => out.insert(key, row.to_vec()),
+                        None => out.remove(&key),
+                    };
+                }
+                out
+            };
+            let mut m = MemTable::default();
+            for (p, r, v) in &before {
+                m.put(p, r, v.map(|v| Arc::from(vec![v])));
+            }
+            let frozen = m.clone();
+            for (p, r, v) in &after {
+                m.put(p, r, v.map(|v| Arc::from(vec![v])));
+            }
+            let rest = m.written_since(&frozen);
+            prop_assert_eq!(fold(&fold(&stored, &frozen), &rest), fold(&stored, &m));
+            prop_assert!(rest.len() <= after.len());
+            if after.is_empty() {
+                prop_assert!(rest.is_empty());
+            }
+            let entries = m.entries();
+            prop_assert_eq!(entries.len(), m.len());
+            let key = |e: &MemEntry| (OrdinalString(e.0.to_string()), OrdinalString(e.1.rk.to_string()));
+            let ordered = entries.windows(2).all(|w| key(&w[0]) < key(&w[1]));
+            prop_assert!(ordered, "entries in key order");
         }
     }
 }

@@ -71,9 +71,11 @@
 //!   settings are redb transactions of their own, after their log record.
 //! * **Memtables** (`memtable.rs`): per table, a persistent two-level tree (PartitionKey →
 //!   RowKey → the row in the block encoding, or a removal); readers hold a version.
-//!   **Flushes** fold every memtable into redb in one non-durable transaction (when they
-//!   hold [`DurableOptions::memtable_bytes`], and at least every
-//!   [`DurableOptions::flush_interval`]); a **checkpoint** is a flush committed durably
+//!   **Flushes** fold the memtables into redb (when they hold
+//!   [`DurableOptions::memtable_bytes`], and at least every
+//!   [`DurableOptions::flush_interval`]) in slices of non-durable transactions of at most
+//!   [`DurableOptions::flush_slice`] each, with writes committed between slices
+//!   (`writer/flush.rs`); a **checkpoint** folds them in one transaction committed durably
 //!   that records the last log record it holds, after which the log is emptied.
 //! * **Write-ahead log** (`wal/`, `writer/replay.rs`): records, checkpoints, replay; the
 //!   background `fsync` of the interval mode. Replay is the write path minus the log: a
@@ -86,7 +88,7 @@
 //!   a point get is one redb lookup and a binary search in the block.
 //! * **Reads** (`read.rs`): a [`DurableSnapshot`] is one redb read transaction (an MVCC
 //!   snapshot) of one table with the memtable version taken with it (under the catalog
-//!   lock, which a flush holds while it commits and empties the memtables): the
+//!   lock, which a flush's last slice holds while it commits and empties the memtables): the
 //!   [`EntitySource`](tableq_exec::EntitySource) the executor runs a query page on, with
 //!   property slots (interned name numbers, the row codec's `Names`) and `split` at block
 //!   boundaries for parallel scans. A memtable entry wins over the stored row of its key.
@@ -204,6 +206,7 @@ impl DurableBackend {
             checkpoints: load(&c.checkpoints),
             checkpoint_seconds: seconds(&c.checkpoint_nanos),
             flushes: load(&c.flushes),
+            flush_slices: load(&c.flush_slices),
             flush_seconds: seconds(&c.flush_nanos),
             memtable_bytes: load(&c.memtable_bytes),
         }
@@ -354,6 +357,7 @@ impl DurableBackend {
             interval: options.checkpoint_interval,
             memtable_bytes: options.memtable_bytes,
             flush_interval: options.flush_interval,
+            flush_slice: options.flush_slice,
         };
         let mut writer = writer::Writer::new(shared.clone(), opened.names, log, checkpoints);
         // A replay that cannot write (a full disk) is an I/O error; a record that cannot be
@@ -823,6 +827,12 @@ impl Backend for DurableBackend {
             "Flushes of the memtables (rows written since the last flush, in memory in front \
              of the data file) into the data file; checkpoints not counted",
             stats.flushes,
+        )
+        .counter(
+            "flush_slices_total",
+            "Slices the flushes were folded in: a flush holds the writer one slice at a time, \
+             and writes commit between slices",
+            stats.flush_slices,
         )
         .gauge(
             "flush_seconds_sum",

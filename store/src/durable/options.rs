@@ -65,12 +65,21 @@ pub struct DurableOptions {
     /// small entities). They are also flushed every
     /// [`flush_interval`](DurableOptions::flush_interval), so the bound matters for
     /// bursts: a larger one makes single writes cheaper (fewer, larger redb transactions)
-    /// and holds more memory.
+    /// and holds more memory. Writes go on while a flush runs
+    /// ([`flush_slice`](DurableOptions::flush_slice)), up to twice this bound; beyond it
+    /// they wait for the flush.
     pub memtable_bytes: usize,
     /// Flush what the memtables hold at least this often (default 1 s): scans read redb's
     /// blocks faster than memtable rows, so a table written in a burst is in blocks soon
     /// after.
     pub flush_interval: Duration,
+    /// The longest a flush holds the writer at a time (default 20 ms; it stops at the
+    /// first block boundary after it): a flush folds the memtables into redb in slices of
+    /// this length, and the writes that queued meanwhile commit between two slices, so no
+    /// write waits for a whole flush (which rewrites a block for nearly every row when rows
+    /// land at random in a large table: about a second at 10 M entities). Shorter slices
+    /// make the longest wait shorter and cost more redb commits a flush.
+    pub flush_slice: Duration,
     /// Start even when the write-ahead log does not reach as far as the data file says it
     /// must (missing, cut, another directory's: `log_check.rs`), logging what is lost as a
     /// warning; a log that cannot be used is moved aside (`tableq.wal.discarded-SECONDS`).
@@ -94,6 +103,7 @@ impl Default for DurableOptions {
             checkpoint_interval: Duration::from_secs(30),
             memtable_bytes: 16 << 20,
             flush_interval: Duration::from_secs(1),
+            flush_slice: Duration::from_millis(20),
         }
     }
 }
@@ -147,6 +157,12 @@ impl DurableOptions {
     /// Sets [`flush_interval`](DurableOptions::flush_interval) (at least 1 ms).
     pub fn with_flush_interval(mut self, interval: Duration) -> DurableOptions {
         self.flush_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets [`flush_slice`](DurableOptions::flush_slice) (zero: a slice folds one block).
+    pub fn with_flush_slice(mut self, slice: Duration) -> DurableOptions {
+        self.flush_slice = slice;
         self
     }
 

@@ -763,13 +763,16 @@ mod memtable {
     use tableq_parser::{FilterOptions, parse_filter};
 
     /// One step: an upsert or a delete of (partition, row), a flush of the memtables into
-    /// redb, or a reopen (a checkpoint: everything in blocks).
+    /// redb, a slice of a flush (one block; the flush begins if none is in progress, and
+    /// the steps after it write between its slices), or a reopen (a checkpoint: everything
+    /// in blocks).
     #[derive(Debug, Clone)]
     enum Step {
         Put(u8, u8, i32),
         Delete(u8, u8),
         Batch(Vec<(u8, u8, Option<i32>)>),
         Flush,
+        Slice,
         Reopen,
     }
 
@@ -783,6 +786,7 @@ mod memtable {
             )
             .prop_map(Step::Batch),
             2 => Just(Step::Flush),
+            3 => Just(Step::Slice),
             1 => Just(Step::Reopen),
         ]
     }
@@ -963,9 +967,11 @@ mod memtable {
             rows in 2usize..6,
         ) {
             let dir = tempfile::tempdir().unwrap();
-            let options = keep_log(FsyncPolicy::default())
+            let mut options = keep_log(FsyncPolicy::default())
                 .with_block_limits(rows, 1 << 20)
                 .with_memtable_bytes(usize::MAX);
+            // A slice folds one block.
+            options.flush_slice = Duration::ZERO;
             let mut store = DurableBackend::open_with(dir.path(), options.clone()).unwrap();
             store.create_table("t1x").unwrap();
             let mut model = Model::new();
@@ -1001,6 +1007,7 @@ mod memtable {
                         }
                     }
                     Step::Flush => store.gate.with_writer(|w| w.flush()).unwrap(),
+                    Step::Slice => store.gate.with_writer(|w| w.slice()).unwrap(),
                     Step::Reopen => {
                         store.close().unwrap();
                         store = DurableBackend::open_with(dir.path(), options.clone()).unwrap();
@@ -1201,4 +1208,125 @@ fn write_faults_are_reported_after_a_missing_table() {
     );
     assert!(store.get("there", "p", "r").unwrap().is_none());
     store.close().unwrap();
+}
+
+/// Every block key in the closed data directory `dir`, with the table id it begins with.
+fn stored_block_tables(dir: &Path) -> Vec<u64> {
+    use super::format::tables::ROWS;
+    let db = redb::Database::open(dir.join(DATA_FILE)).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+    let rows = txn.open_table(ROWS).unwrap();
+    redb::ReadableTable::iter(&rows)
+        .unwrap()
+        .map(|item| {
+            let (k, _) = item.unwrap();
+            u64::from_be_bytes(k.value()[..8].try_into().unwrap())
+        })
+        .collect()
+}
+
+/// A table deleted between two slices of a flush (`writer/flush.rs`) stays deleted: the
+/// slices after the deletion skip its frozen rows, which would otherwise be written back
+/// into blocks of a table that no longer exists, and a table created again under its name
+/// starts empty. Writes to the other table between the slices are kept.
+#[test]
+fn a_table_deleted_during_a_flush_is_not_written_back_by_its_slices() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = keep_log(FsyncPolicy::default())
+        .with_block_limits(2, 1 << 20)
+        .with_memtable_bytes(usize::MAX);
+    options.flush_slice = Duration::ZERO;
+    let store = DurableBackend::open_with(dir.path(), options.clone()).unwrap();
+    store.create_table("t1x").unwrap();
+    store.create_table("t2x").unwrap();
+    for i in 0..20 {
+        store.write("t1x", insert(&format!("r{i:02}"), i)).unwrap();
+        store.write("t2x", insert(&format!("r{i:02}"), i)).unwrap();
+    }
+    store.gate.with_writer(|w| w.flush()).unwrap();
+    // Every row replaced: the next flush rewrites each of the 10 blocks of t1x.
+    for i in 0..20 {
+        let mut e = Entity::new("p", format!("r{i:02}"));
+        e.set("V", Value::Int32(-i));
+        let op = WriteOp::InsertOrReplace { entity: e };
+        store.write("t1x", op.clone()).unwrap();
+        store.write("t2x", op).unwrap();
+    }
+    // One slice: one block of t1x (the first table) folded, the flush in progress.
+    store.gate.with_writer(|w| w.slice()).unwrap();
+    assert!(store.gate.with_writer(|w| w.flushing.is_some()));
+    store.delete_table("t1x").unwrap();
+    store.create_table("t1x").unwrap();
+    store.write("t2x", insert("r99", 99)).unwrap();
+    // The slices go on (the background thread's, or these) until the flush ends.
+    while store.gate.with_writer(|w| w.flushing.is_some()) {
+        store.gate.with_writer(|w| w.slice()).unwrap();
+    }
+    assert!(all_entities(&store, "t1x").is_empty());
+    let t2: Vec<String> = all_entities(&store, "t2x")
+        .iter()
+        .map(|e| e.row_key().to_owned())
+        .collect();
+    assert_eq!(t2.len(), 21);
+    assert_eq!(t2.last().map(String::as_str), Some("r99"));
+    store.close().unwrap();
+    let tables = stored_block_tables(dir.path());
+    assert!(!tables.is_empty());
+    assert!(
+        tables.iter().all(|&id| id == 2),
+        "blocks of tables {tables:?}: only t2x (id 2) has rows"
+    );
+    let store = DurableBackend::open_with(dir.path(), options).unwrap();
+    assert!(all_entities(&store, "t1x").is_empty());
+    assert_eq!(all_entities(&store, "t2x").len(), 21);
+}
+
+/// Writers that never stop while flushes run in slices: every write is read back as it
+/// was acknowledged at once, from another thread too, and nothing is lost across the
+/// flushes and a reopen — while the flushes did run in many slices, with writes committed
+/// between them.
+#[test]
+fn writes_go_on_between_the_slices_of_a_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = DurableOptions::default()
+        .with_cache_bytes(8 << 20)
+        .with_block_limits(4, 1 << 20)
+        .with_memtable_bytes(16 << 10)
+        .with_flush_interval(Duration::from_millis(50));
+    let mut options = options;
+    options.flush_slice = Duration::from_micros(200);
+    let store = Arc::new(DurableBackend::open_with(dir.path(), options.clone()).unwrap());
+    store.create_table("t1x").unwrap();
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                // Keys spread over the table, so that flushes rewrite many blocks.
+                let mut x: u64 = 0x9E37_79B9 + w;
+                for i in 0..1500i32 {
+                    x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    let rk = format!("{:05}-{w}", (x >> 33) % 100_000);
+                    let mut e = Entity::new("p", &rk);
+                    e.set("V", Value::Int32(i));
+                    store
+                        .write("t1x", WriteOp::InsertOrReplace { entity: e })
+                        .unwrap();
+                    let got = store.get("t1x", "p", &rk).unwrap().unwrap();
+                    assert_eq!(got.custom("V"), Some(&Value::Int32(i)), "{rk}");
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    let stats = store.write_log_stats();
+    let written = all_entities(&store, "t1x");
+    assert!(written.len() > 2000, "{} entities", written.len());
+    assert!(stats.flushes >= 2, "{stats:?}");
+    assert!(stats.flush_slices > 2 * stats.flushes, "{stats:?}");
+    let store = Arc::into_inner(store).unwrap();
+    store.close().unwrap();
+    let store = DurableBackend::open_with(dir.path(), options).unwrap();
+    assert_eq!(all_entities(&store, "t1x"), written);
 }

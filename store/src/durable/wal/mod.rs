@@ -144,6 +144,8 @@ pub(crate) struct Counters {
     /// Flushes of the memtables into redb (checkpoints not counted) and their time.
     pub(crate) flushes: AtomicU64,
     pub(crate) flush_nanos: AtomicU64,
+    /// The slices flushes were folded in (`writer/flush.rs`).
+    pub(crate) flush_slices: AtomicU64,
     /// The memtables' bytes now (the writer updates it).
     pub(crate) memtable_bytes: AtomicU64,
 }
@@ -433,6 +435,12 @@ impl Wal {
         let c = &self.shared.counters;
         c.flushes.fetch_add(1, Ordering::Relaxed);
         c.flush_nanos.fetch_add(nanos(took), Ordering::Relaxed);
+    }
+
+    /// Counts a slice of a flush.
+    pub(crate) fn count_flush_slice(&self) {
+        let c = &self.shared.counters;
+        c.flush_slices.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Records the memtables' size.

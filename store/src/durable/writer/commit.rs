@@ -3,17 +3,19 @@
 //! one by one in redb transactions), flushes and checkpoints, the refusal of writes while
 //! the disk cannot take them and the recovery that ends it (see the writer's module docs).
 
+use super::flush::Flush;
 use super::state::Writer;
 use super::txn::{GroupState, MemReader, Tables, storage};
 use crate::backend::TableInfo;
 use crate::codec::Names;
-use crate::durable::edit::apply_memtable;
+use crate::durable::edit::{apply_entries_until, apply_memtable};
 use crate::durable::format::log as log_format;
 use crate::durable::format::log::WAL_FILE;
 use crate::durable::format::record;
 use crate::durable::format::tables::{
     DATA_FILE, FORMAT_VERSION, META_FORMAT, META_NEXT_TABLE, META_WAL_LSN,
 };
+use crate::durable::memtable::MemTable;
 use crate::durable::open;
 use crate::durable::settings;
 use crate::durable::shared::Refusal;
@@ -21,6 +23,7 @@ use crate::error::{BatchError, StoreError};
 use crate::op::Written;
 use crate::resolve::{CheckedOps, resolve_checked};
 use redb::{Durability, ReadableTable};
+use std::collections::HashMap;
 use std::io;
 use std::sync::PoisonError;
 use std::time::{Duration, Instant};
@@ -112,15 +115,41 @@ impl Writer {
         }
     }
 
-    /// Whether the background thread has work the caller holding the writer must not do
-    /// (a flush or a checkpoint due by size).
+    /// Whether the background thread has work the caller holding the writer must not do:
+    /// a flush or a checkpoint due by size, or — while a flush is folded in slices — its
+    /// next slice (one is due once writes had as long as a slice since the last: writes
+    /// and the flush share the writer's time; at twice the memtable limit the flush has all
+    /// of it, which bounds the memtables).
     pub(crate) fn background_due(&self) -> bool {
-        self.mem_bytes >= self.checkpoints.memtable_bytes
-            || self.wal.record_bytes() >= self.checkpoints.log_bytes
+        let log = self.wal.record_bytes();
+        let limits = &self.checkpoints;
+        match &self.flushing {
+            None => log >= limits.log_bytes || self.mem_bytes >= limits.memtable_bytes,
+            Some(flush) => {
+                flush.last_slice.elapsed() >= limits.flush_slice
+                    || self.mem_bytes >= limits.memtable_bytes.saturating_mul(2)
+                    || log >= limits.log_bytes.saturating_mul(2)
+            }
+        }
     }
 
-    /// The background thread's work: end a refusal if the disk allows, checkpoint if one
-    /// is due, flush if the memtables are due (by size, or — on a `timer` tick — by age).
+    /// Whether a flush is being folded in slices and may go on now (no refusal, no failed
+    /// slice waiting to be tried again): the background thread then goes on with it
+    /// without waiting for its timer.
+    pub(crate) fn flushing(&self) -> bool {
+        self.flushing.is_some() && self.refusal().is_none() && !self.retry_wait()
+    }
+
+    /// A checkpoint or flush failed less than [`CHECKPOINT_RETRY`] ago.
+    fn retry_wait(&self) -> bool {
+        self.last_checkpoint_failure
+            .is_some_and(|at| at.elapsed() < CHECKPOINT_RETRY)
+    }
+
+    /// The background thread's work: end a refusal if the disk allows; go on with a flush
+    /// in progress (one slice); checkpoint if one is due and the memtables are small (else
+    /// begin a flush first, unless the log is twice its bound); begin a flush if the
+    /// memtables are due (by size, or — on a `timer` tick — by age).
     pub(crate) fn background(&mut self, timer: bool) {
         if let Some(refusal) = self.refusal() {
             self.recover(&refusal);
@@ -128,24 +157,29 @@ impl Writer {
         if self.refusal().is_some() {
             return;
         }
-        let retry_wait = self
-            .last_checkpoint_failure
-            .is_some_and(|at| at.elapsed() < CHECKPOINT_RETRY);
-        if retry_wait {
+        if self.retry_wait() {
             return;
         }
+        let limits = self.checkpoints;
         let pending = self.wal.record_bytes();
-        let checkpoint = pending >= self.checkpoints.log_bytes
-            || (timer
-                && pending > 0
-                && self.last_checkpoint.elapsed() >= self.checkpoints.interval);
-        let result = if checkpoint {
-            self.checkpoint()
-        } else if self.mem_bytes > 0
-            && (self.mem_bytes >= self.checkpoints.memtable_bytes
-                || (timer && self.last_flush.elapsed() >= self.checkpoints.flush_interval))
+        let checkpoint = pending >= limits.log_bytes
+            || (timer && pending > 0 && self.last_checkpoint.elapsed() >= limits.interval);
+        let flush = self.mem_bytes >= limits.memtable_bytes
+            || (timer && self.mem_bytes > 0 && self.last_flush.elapsed() >= limits.flush_interval);
+        let result = if self.flushing.is_some() {
+            if pending >= limits.log_bytes.saturating_mul(2) {
+                self.checkpoint()
+            } else {
+                self.flush_slice()
+            }
+        } else if checkpoint
+            && (self.mem_bytes < limits.memtable_bytes / 4
+                || pending >= limits.log_bytes.saturating_mul(2))
         {
-            self.flush()
+            self.checkpoint()
+        } else if checkpoint || flush {
+            self.flushing = Some(Flush::freeze(&self.mem, self.mem_max_timestamp));
+            self.flush_slice()
         } else {
             return;
         };
@@ -370,12 +404,91 @@ impl Writer {
         true
     }
 
-    /// Folds the memtables into redb in one non-durable transaction and empties them.
+    /// Folds the memtables into redb in one non-durable transaction and empties them (the
+    /// tests' flush; the engine's own are folded in slices: [`Writer::flush_slice`]).
+    #[cfg(test)]
     pub(crate) fn flush(&mut self) -> Result<(), StoreError> {
         let started = Instant::now();
         self.fold(Durability::None, None, true)?;
         self.wal.count_flush(started.elapsed());
         Ok(())
+    }
+
+    /// One slice of a flush, which begins if none is in progress (the tests' way to write
+    /// between slices).
+    #[cfg(test)]
+    pub(crate) fn slice(&mut self) -> Result<(), StoreError> {
+        if self.flushing.is_none() {
+            self.flushing = Some(Flush::freeze(&self.mem, self.mem_max_timestamp));
+        }
+        self.flush_slice()
+    }
+
+    /// Folds the next slice of the flush in progress into redb (at most the limits'
+    /// `flush_slice`, then to the end of a block) in a non-durable transaction; the last slice gives readers the
+    /// memtables without what the flush folded (`flush.rs`). A failed slice leaves the
+    /// flush where it was.
+    pub(crate) fn flush_slice(&mut self) -> Result<(), StoreError> {
+        let Some(mut flush) = self.flushing.take() else {
+            return Ok(());
+        };
+        let started = Instant::now();
+        let until = started + self.checkpoints.flush_slice;
+        let position = flush.position();
+        let folded = self.in_transaction(Durability::None, |w, t, state| {
+            state.changes_blocks = true;
+            state.max_timestamp = flush.max_timestamp;
+            while let Some((id, entries)) = flush.next() {
+                // A table deleted since the flush began took its blocks with it.
+                let Some(names) = w.names.get(&id).filter(|_| w.table_keys.contains_key(&id))
+                else {
+                    flush.advance(entries.len());
+                    continue;
+                };
+                let n = apply_entries_until(
+                    &mut t.rows,
+                    id,
+                    names,
+                    w.shared.limits,
+                    entries,
+                    until,
+                    &mut state.block_edits,
+                )?;
+                flush.advance(n);
+                if Instant::now() >= until {
+                    break;
+                }
+            }
+            if flush.finished() {
+                state.next_mem = Some(flush.rest(&w.mem));
+            }
+            // Clones of two pointers a table: the commit gives readers `next_mem`.
+            Ok(state.next_mem.clone())
+        });
+        flush.busy += started.elapsed();
+        flush.last_slice = Instant::now();
+        if folded.is_ok() {
+            self.wal.count_flush_slice();
+        }
+        match folded {
+            Err(e) => {
+                flush.restore(position);
+                self.flushing = Some(flush);
+                Err(e)
+            }
+            Ok(Some(rest)) => {
+                self.mem_bytes = rest.values().map(MemTable::bytes).sum();
+                self.mem = rest;
+                self.wal.set_memtable_bytes(self.mem_bytes);
+                self.last_flush = Instant::now();
+                self.wal.count_flush(flush.busy);
+                Ok(())
+            }
+            Ok(None) => {
+                self.flushing = Some(flush);
+                Ok(())
+            }
+        }
     }
 
     /// Whether the memtables hold enough to be folded into redb (by size).
@@ -420,7 +533,10 @@ impl Writer {
     ) -> Result<(), StoreError> {
         let timestamp = self.mem_max_timestamp;
         self.in_transaction(durability, |w, t, state| {
-            state.flushes = publish;
+            state.changes_blocks = publish;
+            if publish {
+                state.next_mem = Some(HashMap::new());
+            }
             state.max_timestamp = timestamp;
             for (id, mem) in &w.mem {
                 if mem.is_empty() {
@@ -449,6 +565,7 @@ impl Writer {
         self.mem.clear();
         self.mem_bytes = 0;
         self.mem_max_timestamp = None;
+        self.flushing = None;
         self.wal.set_memtable_bytes(0);
         self.last_flush = Instant::now();
         Ok(())
@@ -479,6 +596,7 @@ impl Writer {
         };
         let (catalog, names, wal_lsn) = opened;
         // Everything in the memtables is in the log, which the replay applies to redb.
+        self.flushing = None;
         self.mem.clear();
         self.mem_bytes = 0;
         self.mem_max_timestamp = None;

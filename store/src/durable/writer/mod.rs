@@ -19,12 +19,16 @@
 //!    transaction (`Durability::None`), after their record is in the log.
 //!
 //! A write thus costs no redb transaction at all: a **flush** folds the memtables into
-//! redb's blocks in one non-durable transaction when they hold
+//! redb's blocks when they hold
 //! [`DurableOptions::memtable_bytes`](crate::durable::DurableOptions::memtable_bytes), and at every
-//! tick of the background thread; a **checkpoint** (a durable redb commit recording the last
-//! record number, then the log emptied) is a flush whose commit is durable, made when the
-//! log passes its size bound, when its interval has passed, and on close. Flushes and
-//! checkpoints run on the background thread, never on a caller's.
+//! tick of the background thread, in slices — non-durable transactions of at most
+//! [`DurableOptions::flush_slice`](crate::durable::DurableOptions::flush_slice) each —
+//! between which the queued writes commit (`flush.rs`); a **checkpoint** (a durable redb
+//! commit recording the last record number, then the log emptied) folds the memtables in
+//! one transaction whose commit is durable, made when the log passes its size bound (after
+//! a flush, when the memtables hold more than a quarter of their bound), when its interval
+//! has passed, and on close. Flushes and checkpoints run on the background thread, never
+//! on a caller's.
 //!
 //! **Refusal**: when the log cannot be written (a full disk), when a background `fsync`
 //! failed, or when redb failed an I/O and must be reopened, writes are answered at once
@@ -36,15 +40,17 @@
 //!
 //! ```text
 //! group [A B C] ─ resolve A → memtable ─ resolve B (fails) ─ resolve C → memtable ─ log A,C ─ publish ──▶ A ✓ B ✗ C ✓
-//! flush        ─ memtables → redb blocks (one transaction) ─ commit + empty memtables (one step for readers)
+//! flush        ─ freeze ─ slice → redb ─ group ─ slice → redb ─ group ─ … ─ last slice: commit + memtables without the folded rows (one step for readers)
 //! ```
 //!
 //! * `state.rs` — the [`Writer`] and what it holds;
 //! * `commit.rs` — groups, flushes, checkpoints, refusals ([`Request`]: what callers queue);
+//! * `flush.rs` — a flush in slices: the frozen memtables and how far they are folded;
 //! * `txn.rs` — redb transactions and the memtable changes of writes, live and replayed;
 //! * `replay.rs` — the log's records applied on opening (and after a reopen).
 
 mod commit;
+mod flush;
 mod replay;
 mod state;
 mod txn;

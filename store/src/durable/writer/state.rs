@@ -1,8 +1,9 @@
 //! The writer's state ([`Writer`]): the authoritative catalog, property names and
 //! memtables, its read snapshot of redb, the log it appends to, and when it flushes and
 //! checkpoints ([`CheckpointLimits`]). Its work is in `commit.rs` (groups, flushes,
-//! checkpoints, refusals), `txn.rs` (transactions and memtable changes) and `replay.rs`.
+//! checkpoints, refusals), `flush.rs` (a flush in slices), `txn.rs` (transactions and memtable changes) and `replay.rs`.
 
+use super::flush::Flush;
 use crate::codec::Names;
 use crate::durable::memtable::MemTable;
 use crate::durable::shared::Shared;
@@ -25,6 +26,8 @@ pub(crate) struct CheckpointLimits {
     pub(crate) memtable_bytes: usize,
     /// …and at least this often.
     pub(crate) flush_interval: Duration,
+    /// The longest a slice of a flush holds the writer (`flush.rs`).
+    pub(crate) flush_slice: Duration,
 }
 
 /// The writer's state (held by one thread at a time: `gate.rs`).
@@ -59,6 +62,8 @@ pub(crate) struct Writer {
     /// may follow the next one (`txn.rs`). A replay's unpublished flush and a reopen of the
     /// data file clear it; the next published commit then lets the maps go.
     pub(crate) maps_follow: bool,
+    /// A flush being folded in slices (`flush.rs`), between two of them.
+    pub(crate) flushing: Option<Flush>,
 }
 
 impl Writer {
@@ -85,6 +90,7 @@ impl Writer {
             last_checkpoint_failure: None,
             last_probe: None,
             maps_follow: true,
+            flushing: None,
         };
         writer.load_catalog();
         writer

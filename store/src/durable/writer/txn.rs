@@ -319,8 +319,13 @@ pub(crate) struct GroupState {
     pub(crate) max_timestamp: Option<DateTime>,
     /// Memtables changed by the group (their versions before it).
     mem_before: Option<MemBefore>,
-    /// The transaction folds the memtables into redb: readers get empty ones with it.
-    pub(crate) flushes: bool,
+    /// The transaction folds memtable entries into redb's blocks (a flush, or one of its
+    /// slices): its commit is published like a catalog change, so that the kept block maps
+    /// follow it.
+    pub(crate) changes_blocks: bool,
+    /// The memtables readers get with the commit (the last slice of a flush, a checkpoint:
+    /// what the flush did not fold), keyed by table id; `None` = readers keep theirs.
+    pub(crate) next_mem: Option<HashMap<u64, MemTable>>,
     /// The blocks the transaction wrote and removed (`edit.rs`), which the kept block
     /// maps follow.
     pub(crate) block_edits: BlockEdits,
@@ -392,7 +397,7 @@ impl Writer {
         self.publish_names(state);
         // The writer's view of redb is taken again after the commit.
         self.stored_rows = None;
-        if state.catalog.is_empty() && !state.flushes {
+        if state.catalog.is_empty() && !state.changes_blocks {
             txn.commit().map_err(storage)?;
         } else {
             let mut followed = self.follow_maps(&state.block_edits);
@@ -426,10 +431,10 @@ impl Writer {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner) = next;
             }
-            if state.flushes {
+            if let Some(next) = &state.next_mem {
                 for entry in catalog.values() {
                     *entry.mem.write().unwrap_or_else(PoisonError::into_inner) =
-                        MemTable::default();
+                        next.get(&entry.id).cloned().unwrap_or_default();
                 }
             }
             for change in std::mem::take(&mut state.catalog) {
