@@ -168,7 +168,7 @@ pub struct Args {
     #[arg(
         long,
         value_name = "DURATION",
-        default_value = "20ms",
+        default_value = "10ms",
         value_parser = parse_flush_slice,
         conflicts_with_all = ["in_memory", "store"]
     )]
@@ -279,7 +279,7 @@ fn parse_flush_interval(text: &str) -> Result<Duration, String> {
 /// `--flush-slice`: a duration (zero allowed: one block a slice), at most a minute.
 fn parse_flush_slice(text: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(text.trim())
-        .map_err(|e| format!("{e} (want a duration such as 20ms or 100ms)"))?;
+        .map_err(|e| format!("{e} (want a duration such as 10ms or 100ms)"))?;
     if d > Duration::from_secs(60) {
         return Err(
             "a flush slice of more than a minute would keep writes waiting that long \

@@ -147,8 +147,10 @@ pub(crate) struct MapBuilds {
 
 /// How many commits' edits [`RecentEdits`] holds, at most: a build that more commits
 /// overtook is dropped (the next snapshot walks again). A walk of 10 M entities takes
-/// about 1.7 s; flushes come at most about once a second.
-pub(crate) const RECENT_COMMITS: usize = 8;
+/// about 1.7 s; under a steady stream of writes a flush runs all the time, and each of
+/// its slices (`writer/flush.rs`, one every 10–30 ms) is a commit — up to 170 of them
+/// during such a walk.
+pub(crate) const RECENT_COMMITS: usize = 256;
 /// How many block edits [`RecentEdits`] holds, at most, over its commits (the oldest
 /// commits go first): a flush of random writes into a large table rewrites a block for
 /// about every row, ~100 bytes an edit here — 20 000 of them at 10 M entities.
@@ -522,12 +524,13 @@ mod tests {
         assert_eq!(versions(), [2, 3], "at most RECENT_EDITS edits");
         recent.record(5, edits(1));
         assert_eq!(versions(), [5], "a gap starts the history again");
-        for v in 6..30 {
+        let last = 5 + RECENT_COMMITS as u64 + 20;
+        for v in 6..=last {
             recent.record(v, edits(1));
         }
         let kept = versions();
         assert_eq!(kept.len(), RECENT_COMMITS);
-        assert_eq!(kept.last(), Some(&29));
+        assert_eq!(kept.last(), Some(&last));
         recent.forget();
         assert!(versions().is_empty());
     }

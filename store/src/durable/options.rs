@@ -73,7 +73,7 @@ pub struct DurableOptions {
     /// blocks faster than memtable rows, so a table written in a burst is in blocks soon
     /// after.
     pub flush_interval: Duration,
-    /// The longest a flush holds the writer at a time (default 20 ms; it stops at the
+    /// The longest a flush holds the writer at a time (default 10 ms; it stops at the
     /// first block boundary after it): a flush folds the memtables into redb in slices of
     /// this length, and the writes that queued meanwhile commit between two slices, so no
     /// write waits for a whole flush (which rewrites a block for nearly every row when rows
@@ -103,7 +103,7 @@ impl Default for DurableOptions {
             checkpoint_interval: Duration::from_secs(30),
             memtable_bytes: 16 << 20,
             flush_interval: Duration::from_secs(1),
-            flush_slice: Duration::from_millis(20),
+            flush_slice: Duration::from_millis(10),
         }
     }
 }

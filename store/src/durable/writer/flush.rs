@@ -4,11 +4,11 @@
 //! A flush of a large table rewrites a block for nearly every row it folds (random inserts
 //! into 10 M entities: ≈ 5 000 blocks of 32 KiB a second of writes), which takes about a
 //! second; done in one transaction it held the writer that long, and every write waited
-//! (p99 1.5–1.7 s). A flush therefore **freezes** the memtables — a clone, two pointers a
+//! (p99 up to 1.8 s). A flush therefore **freezes** the memtables — a clone, two pointers a
 //! table — and folds the frozen entries in key order, in slices of at most
-//! `flush_slice` (20 ms by default: [`DurableOptions::flush_slice`]) each committed on its own (`commit.rs`: `Writer::flush_slice`); between slices
-//! the writer commits the groups that queued. Nothing changes for readers until the last
-//! slice:
+//! `flush_slice` (10 ms by default: [`DurableOptions::flush_slice`]) each committed on its
+//! own (`commit.rs`: `Writer::flush_slice`); between slices the writer commits the groups
+//! that queued. Nothing changes for readers until the last slice:
 //!
 //! * readers keep the **whole** memtable while the slices run: an entry that a slice folded
 //!   is in redb *and* in the memtable, the same row twice, and the memtable's copy wins the
