@@ -173,7 +173,7 @@ impl Writer {
                 self.flush_slice()
             }
         } else if checkpoint
-            && (self.mem_bytes < limits.memtable_bytes / 4
+            && (self.mem_bytes <= limits.memtable_bytes / 4
                 || pending >= limits.log_bytes.saturating_mul(2))
         {
             self.checkpoint()
