@@ -39,7 +39,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use tableq_model::DateTime;
 
-/// One table's frozen entries and how many of them slices folded.
+/// One table's frozen entries, in key order.
 struct FrozenTable {
     id: u64,
     entries: Vec<MemEntry>,
@@ -137,5 +137,68 @@ impl Flush {
                 (!rest.is_empty()).then_some((*id, rest))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn mem(tables: &[(u64, &[&str])]) -> HashMap<u64, MemTable> {
+        tables
+            .iter()
+            .map(|(id, rks)| {
+                let mut m = MemTable::default();
+                for rk in *rks {
+                    m.put("p", rk, Some(Arc::from(rk.as_bytes())));
+                }
+                (*id, m)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_flush_walks_the_tables_in_id_order_and_goes_back_when_asked() {
+        let mut writer_mem = mem(&[(7, &["a", "b", "c"]), (3, &["x"]), (9, &[])]);
+        let mut flush = Flush::freeze(&writer_mem, None);
+        let (id, entries) = flush.next().unwrap();
+        assert_eq!(
+            (id, entries.len()),
+            (3, 1),
+            "table 3 first; table 9 is empty"
+        );
+        flush.advance(1);
+        let before = flush.position();
+        let (id, entries) = flush.next().unwrap();
+        assert_eq!((id, entries.len()), (7, 3));
+        flush.advance(2);
+        assert_eq!(flush.next().map(|(id, e)| (id, e.len())), Some((7, 1)));
+        flush.restore(before);
+        assert_eq!(flush.next().map(|(id, e)| (id, e.len())), Some((7, 3)));
+        flush.advance(3);
+        assert!(flush.finished() && flush.next().is_none());
+        // Nothing written since the freeze: nothing left for readers.
+        assert!(flush.rest(&writer_mem).is_empty());
+        // A write during the flush, to a frozen table and to a new one: only they remain.
+        writer_mem
+            .get_mut(&7)
+            .unwrap()
+            .put("p", "b", Some(Arc::from(&b"new"[..])));
+        writer_mem.insert(11, mem(&[(11, &["z"])]).remove(&11).unwrap());
+        let rest = flush.rest(&writer_mem);
+        let keys: Vec<(u64, String)> = {
+            let mut k: Vec<(u64, String)> = rest
+                .iter()
+                .flat_map(|(id, m)| {
+                    m.entries()
+                        .into_iter()
+                        .map(|(_, e)| (*id, e.rk.to_string()))
+                })
+                .collect();
+            k.sort();
+            k
+        };
+        assert_eq!(keys, [(7, "b".to_owned()), (11, "z".to_owned())]);
     }
 }
