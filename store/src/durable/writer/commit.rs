@@ -178,7 +178,7 @@ impl Writer {
         {
             self.checkpoint()
         } else if checkpoint || flush {
-            self.flushing = Some(Flush::freeze(&self.mem, self.mem_max_timestamp));
+            self.begin_flush();
             self.flush_slice()
         } else {
             return;
@@ -419,15 +419,20 @@ impl Writer {
     #[cfg(test)]
     pub(crate) fn slice(&mut self) -> Result<(), StoreError> {
         if self.flushing.is_none() {
-            self.flushing = Some(Flush::freeze(&self.mem, self.mem_max_timestamp));
+            self.begin_flush();
         }
         self.flush_slice()
     }
 
+    /// Freezes the memtables for a flush in slices (`flush.rs`).
+    fn begin_flush(&mut self) {
+        self.flushing = Some(Flush::freeze(&self.mem, self.mem_max_timestamp));
+    }
+
     /// Folds the next slice of the flush in progress into redb (at most the limits'
-    /// `flush_slice`, then to the end of a block) in a non-durable transaction; the last slice gives readers the
-    /// memtables without what the flush folded (`flush.rs`). A failed slice leaves the
-    /// flush where it was.
+    /// `flush_slice`, then to the end of a block) in a non-durable transaction; the last
+    /// slice gives readers the memtables without what the flush folded (`flush.rs`). A
+    /// failed slice leaves the flush where it was.
     pub(crate) fn flush_slice(&mut self) -> Result<(), StoreError> {
         let Some(mut flush) = self.flushing.take() else {
             return Ok(());
@@ -467,16 +472,17 @@ impl Writer {
         });
         flush.busy += started.elapsed();
         flush.last_slice = Instant::now();
-        if folded.is_ok() {
-            self.wal.count_flush_slice();
-        }
-        match folded {
+        let rest = match folded {
             Err(e) => {
                 flush.restore(position);
                 self.flushing = Some(flush);
-                Err(e)
+                return Err(e);
             }
-            Ok(Some(rest)) => {
+            Ok(rest) => rest,
+        };
+        self.wal.count_flush_slice();
+        match rest {
+            Some(rest) => {
                 self.mem_bytes = rest.values().map(MemTable::bytes).sum();
                 self.mem = rest;
                 self.wal.set_memtable_bytes(self.mem_bytes);
@@ -484,7 +490,7 @@ impl Writer {
                 self.wal.count_flush(flush.busy);
                 Ok(())
             }
-            Ok(None) => {
+            None => {
                 self.flushing = Some(flush);
                 Ok(())
             }
