@@ -100,9 +100,11 @@ pub struct WriteLogStats {
     pub fsyncs: u64,
     /// Seconds spent in them (with `fsyncs`, a Prometheus summary's `_sum` and `_count`).
     pub fsync_seconds: f64,
-    /// Checkpoints (durable commits of the data file, after which the log is emptied).
+    /// Checkpoints (durable commits of the data file, after which the log drops the records
+    /// they hold).
     pub checkpoints: u64,
-    /// Seconds spent in them.
+    /// Seconds spent in them (a checkpoint beside the writers: from the start of its
+    /// durable commit to the log's cut, which writes do not wait for).
     pub checkpoint_seconds: f64,
     /// Flushes of the rows written since the last flush (kept in memory in front of the
     /// data file) into the data file, checkpoints not counted.

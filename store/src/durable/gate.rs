@@ -17,7 +17,9 @@
 //! **The background thread** (`tableq-durable-writer`) does what must not delay a caller:
 //! flushes of the memtables into redb and checkpoints (when a leader finds one due, it
 //! hands over, and requests queued meanwhile wait for the background thread, which commits
-//! them between the slices of the flush — `writer/flush.rs` — or after the checkpoint),
+//! them between the slices of the flush — `writer/flush.rs`; a checkpoint's durable commit
+//! runs on a thread of its own while groups go on, and the background thread looks every
+//! 2 ms whether it is done — `writer/checkpoint.rs`),
 //! the timer's work (a flush of what the memtables hold, a
 //! checkpoint due by time, probing a full disk), and every group under
 //! `--fsync always`, whose commit waits for an `fsync`. A leader also hands over after a
@@ -212,22 +214,24 @@ impl Gate {
         }
         let _stopped = Stopped(self);
         let mut next_tick = Instant::now() + self.tick;
-        // A flush is being folded in slices: the next goes on without waiting.
-        let mut flushing = false;
+        // When the writer's background work goes on without being asked (`poll_within`):
+        // the next slice of a flush at once, a checkpoint beside the writer soon.
+        let mut back_at: Option<Instant> = None;
         loop {
             let (closing, timer) = {
                 let mut queue = self.queue();
                 loop {
-                    if queue.wanted || queue.closing || flushing {
+                    if queue.wanted || queue.closing {
                         break;
                     }
                     let now = Instant::now();
-                    if now >= next_tick {
+                    let until = back_at.map_or(next_tick, |at| at.min(next_tick));
+                    if now >= until {
                         break;
                     }
                     queue = self
                         .wake
-                        .wait_timeout(queue, next_tick - now)
+                        .wait_timeout(queue, until - now)
                         .unwrap_or_else(PoisonError::into_inner)
                         .0;
                 }
@@ -246,7 +250,7 @@ impl Gate {
                 self.queue().wanted = false;
                 writer.background(false);
             }
-            flushing = writer.flushing();
+            back_at = writer.poll_within().map(|d| Instant::now() + d);
             if closing && self.queue().requests.is_empty() {
                 writer.close();
                 return;

@@ -75,8 +75,12 @@
 //!   [`DurableOptions::memtable_bytes`], and at least every
 //!   [`DurableOptions::flush_interval`]) in slices of non-durable transactions of at most
 //!   [`DurableOptions::flush_slice`] each, with writes committed between slices
-//!   (`writer/flush.rs`); a **checkpoint** folds them in one transaction committed durably
-//!   that records the last log record it holds, after which the log is emptied.
+//!   (`writer/flush.rs`); a **checkpoint** is a durable commit that records the last log
+//!   record the data file holds, after which the log drops the records up to it: one due
+//!   by size or time is a flush that records its point, then a commit on a thread of its
+//!   own while writes go on, and the log keeps what followed (`writer/checkpoint.rs`,
+//!   `wal/tail.rs`); on close and at twice the log's bound it folds the memtables in one
+//!   durable transaction and empties the log.
 //! * **Write-ahead log** (`wal/`, `writer/replay.rs`): records, checkpoints, replay; the
 //!   background `fsync` of the interval mode. Replay is the write path minus the log: a
 //!   logged row goes into its memtable as logged (only its property numbers move to the
@@ -228,7 +232,9 @@ impl DurableBackend {
         dir: impl AsRef<Path>,
         options: DurableOptions,
     ) -> Result<DurableBackend, OpenError> {
-        DurableBackend::open_logged(dir.as_ref(), options, |file| Arc::new(wal::DiskLog(file)))
+        DurableBackend::open_logged(dir.as_ref(), options, |file| {
+            Arc::new(wal::DiskLog::new(file))
+        })
     }
 
     /// [`open_with`](DurableBackend::open_with), writing the log through `log_file` (tests
@@ -794,7 +800,7 @@ impl Backend for DurableBackend {
         )
         .gauge(
             "wal_log_bytes",
-            "The write-ahead log's size now (each checkpoint empties it)",
+            "The write-ahead log's size now (each checkpoint drops the records it holds)",
             stats.log_bytes as f64,
         )
         .gauge(
@@ -814,12 +820,12 @@ impl Backend for DurableBackend {
         )
         .counter(
             "checkpoints_total",
-            "Checkpoints (durable commits of the data file, after which the log is emptied)",
+            "Checkpoints (durable commits of the data file, after which the log drops the records they hold)",
             stats.checkpoints,
         )
         .gauge(
             "checkpoint_seconds_sum",
-            "Seconds spent in checkpoints since the store opened",
+            "Seconds spent in checkpoints since the store opened (beside the writers for most)",
             stats.checkpoint_seconds,
         )
         .counter(
@@ -862,6 +868,8 @@ impl Backend for DurableBackend {
     }
 }
 
+#[cfg(test)]
+mod checkpoint_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -22,6 +22,7 @@ use super::format::tables::{
 };
 use super::options::DurableOptions;
 use super::shared::{Catalog, TableEntry};
+use super::wal::tail_path;
 use crate::codec::Names;
 use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, StorageError, TableHandle};
 use std::collections::HashMap;
@@ -431,9 +432,17 @@ fn mark_format(db: &Database, file: &Path) -> Result<(), OpenError> {
 pub(crate) type FoundLog = (std::fs::File, Vec<u8>);
 
 /// The write-ahead log of `dir` as found: its path, and the open file (read and write) with
-/// its bytes, or `None` when there is no file.
+/// its bytes, or `None` when there is no file. A next log that a checkpoint was making when
+/// the process stopped (`tableq.wal.tail`, `wal/tail.rs`) is removed: it never took the
+/// log's name, and the log holds every record it copied.
 pub(crate) fn find_log(dir: &Path) -> Result<(PathBuf, Option<FoundLog>), OpenError> {
     let path = dir.join(WAL_FILE);
+    let tail = tail_path(&path);
+    match std::fs::remove_file(&tail) {
+        Ok(()) => tracing::info!(file = %tail.display(), "removed an unfinished log copy"),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_error(&tail, e)),
+    }
     match std::fs::metadata(&path) {
         Ok(m) if !m.is_file() => {
             return Err(OpenError::NotTableqData {

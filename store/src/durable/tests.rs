@@ -66,6 +66,14 @@ impl LogFile for Recorder {
     fn write_reach(&self, data: &[u8]) -> io::Result<()> {
         self.inner.write_reach(data)
     }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.inner.read_at(buf, offset)
+    }
+
+    fn replace(&self, file: std::fs::File) {
+        self.inner.replace(file)
+    }
 }
 
 /// The handles a test keeps on its [`Recorder`].
@@ -82,7 +90,7 @@ impl Probe {
         let probe = self.clone();
         DurableBackend::open_logged(dir, options, move |file| {
             Arc::new(Recorder {
-                inner: DiskLog(file),
+                inner: DiskLog::new(file),
                 events: probe.events,
                 held: probe.held,
                 syncs_waiting: probe.syncs_waiting,
@@ -1333,7 +1341,7 @@ fn writes_go_on_between_the_slices_of_a_flush() {
 
 /// Commits `op` to table t1x by the writer `w` itself (the test holds the writer: no
 /// other thread can go on with a flush meanwhile).
-fn commit_by(w: &mut writer::Writer, op: WriteOp) {
+pub(super) fn commit_by(w: &mut writer::Writer, op: WriteOp) {
     let (reply, answer) = oneshot::channel();
     w.commit(vec![writer::Request::Write {
         table: "t1x".into(),

@@ -25,20 +25,27 @@
 //!
 //! # Checkpoints
 //!
-//! A checkpoint is a durable redb commit — of the memtables' rows, folded into the blocks —
-//! that records the number of the last log record it contains (`wal_lsn` in the meta
-//! table); the log is then emptied (truncated to its header, which names the next record
-//! number). The background thread checkpoints when the log passes
+//! A checkpoint is a durable redb commit that records the number of the last log record
+//! the data file holds (`wal_lsn` in the meta table); the log then drops the records up to
+//! it. Due when the log passes
 //! [`DurableOptions::checkpoint_log_bytes`](super::DurableOptions::checkpoint_log_bytes)
-//! (64 MiB by default: about 200 000 small entities, replayed in about half a second), when
-//! [`DurableOptions::checkpoint_interval`](super::DurableOptions::checkpoint_interval) has
-//! passed since the last one with records pending (30 s), and when the store closes. The
-//! log is thus bounded (a caller commits nothing while a checkpoint is due), and so is the
+//! (64 MiB by default: about 200 000 small entities, replayed in about half a second) or
+//! when [`DurableOptions::checkpoint_interval`](super::DurableOptions::checkpoint_interval)
+//! has passed since the last one with records pending (30 s), a checkpoint runs **beside
+//! the writer** (`writer/checkpoint.rs`): a flush in slices folds the memtables as they
+//! were at its *point* (the last record then), a commit naming the point is made durable
+//! on a thread of its own while writes go on appending, and the log keeps the records
+//! after the point (`tail.rs`: copied into a new file that is renamed over the log). When
+//! the store closes, when redb is reopened, and when the log reaches twice its bound, a
+//! checkpoint folds the memtables in one durable transaction holding the writer, and the
+//! log is emptied (truncated to its header, which names the next record number). The log
+//! is thus bounded (a caller commits nothing while it is at twice its bound), and so is the
 //! memory redb holds for non-durable commits.
 //!
 //! # Files
 //!
-//! `tableq.wal` next to the data file, written through `file.rs`; its layout and the
+//! `tableq.wal` next to the data file, written through `file.rs` (and, while a checkpoint
+//! keeps the log's tail, `tableq.wal.tail` beside it: `tail.rs`); its layout and the
 //! torn-tail rule are the durable format's (`format/log.rs`); records hold one change
 //! each — a table created or deleted, one write's resolved changes with its Timestamp, or
 //! a setting (`format/record.rs`). Replay puts them into the memtables as live writes did —
@@ -47,12 +54,14 @@
 //! state is the state that was acknowledged.
 
 mod file;
+mod tail;
 
 pub(crate) use file::{DiskLog, LogFile};
+pub(crate) use tail::{Tail, tail_path};
 
 use crate::durable::format::log::{HEADER_LEN, header, push_record, reach};
 use std::fmt;
-use std::io;
+use std::io::{self, Seek};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -137,6 +146,9 @@ pub(crate) struct Counters {
     /// The file's length after the last record written, and at the last `fsync`.
     pub(crate) appended_len: AtomicU64,
     pub(crate) synced_len: AtomicU64,
+    /// How many times records were taken back ([`Wal::take_back`]): a copy of the log's
+    /// tail made meanwhile is not used (`tail.rs`).
+    pub(crate) take_backs: AtomicU64,
     pub(crate) fsyncs: AtomicU64,
     pub(crate) fsync_nanos: AtomicU64,
     pub(crate) checkpoints: AtomicU64,
@@ -220,11 +232,48 @@ impl WalShared {
             .clone()
     }
 
+    /// A copy of the log's records from offset `from` — the first numbered `base_lsn` — to
+    /// what is appended now, in a new log file of `generation` beside `log_path`
+    /// (`tail.rs`; any thread).
+    pub(crate) fn copy_tail(
+        &self,
+        log_path: &std::path::Path,
+        from: u64,
+        base_lsn: u64,
+        generation: u64,
+    ) -> io::Result<Tail> {
+        // Taken-back records are counted after the cut: read the count first.
+        let take_backs = self.counters.take_backs.load(Ordering::Acquire);
+        let end = self.counters.appended_len.load(Ordering::Acquire);
+        tail::copy_tail(
+            self.file.as_ref(),
+            log_path,
+            tail::TailSpan {
+                from,
+                take_backs,
+                end,
+                base_lsn,
+                generation,
+            },
+        )
+    }
+
     /// Whether records were appended since the last successful `fsync`.
     pub(crate) fn unsynced(&self) -> bool {
         self.counters.appended_lsn.load(Ordering::Acquire)
             > self.counters.synced_lsn.load(Ordering::Acquire)
     }
+}
+
+/// Why the log could not drop the records a checkpoint holds ([`Wal::keep_after`]).
+#[derive(Debug)]
+pub(crate) enum CutError {
+    /// Nothing changed: the log is whole (a replay skips the records the data file holds),
+    /// and the next checkpoint tries again.
+    Whole(io::Error),
+    /// The new log took the old one's name, but the directory's `fsync` failed: after a
+    /// power loss the old name may come back without the records appended since.
+    NotDurable(io::Error),
 }
 
 /// Where a group's records went, to take them back if the redb commit fails.
@@ -290,6 +339,16 @@ impl Wal {
     /// Bytes of records in the log (after its header).
     pub(crate) fn record_bytes(&self) -> u64 {
         self.len.saturating_sub(HEADER_LEN)
+    }
+
+    /// Bytes in the file (its header and records).
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// The log's generation.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The number of the last record appended (0 before the first).
@@ -376,6 +435,10 @@ impl Wal {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let _ = self.shared.file.truncate(appended.start_len);
+        self.shared
+            .counters
+            .take_backs
+            .fetch_add(1, Ordering::AcqRel);
         self.len = appended.start_len;
         self.next_lsn = appended.first_lsn;
         let last = appended.first_lsn.saturating_sub(1);
@@ -421,6 +484,77 @@ impl Wal {
             .log_bytes
             .store(self.len, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// After a checkpoint that holds every record up to `lsn` — the file's first `point_len`
+    /// bytes — keeps only the records after it (`tail.rs`): in `tail`, the copy the
+    /// checkpoint's thread made of them (copied here when there is none, or when records were
+    /// taken back since it began), completed with the records appended since, `fsync`ed,
+    /// renamed over `log_path` and written from then on. With no record after the point the
+    /// log is emptied in place ([`reset`](Wal::reset)).
+    pub(crate) fn keep_after(
+        &mut self,
+        lsn: u64,
+        point_len: u64,
+        tail: Option<Tail>,
+        log_path: &std::path::Path,
+    ) -> Result<(), CutError> {
+        if self.len <= point_len {
+            drop(tail);
+            return self.reset().map_err(CutError::Whole);
+        }
+        let usable = |t: &Tail| {
+            t.from == point_len
+                && t.copied_to <= self.len
+                && t.take_backs == self.shared.counters.take_backs.load(Ordering::Acquire)
+        };
+        let mut tail = match tail {
+            Some(t) if usable(&t) => t,
+            other => {
+                drop(other);
+                self.shared
+                    .copy_tail(log_path, point_len, lsn.saturating_add(1), self.generation)
+                    .map_err(CutError::Whole)?
+            }
+        };
+        let mut marked = self
+            .shared
+            .sync_lock
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        tail.copy_to(self.shared.file.as_ref(), self.len)
+            .map_err(CutError::Whole)?;
+        let Some(mut file) = tail.file.take() else {
+            return Err(CutError::Whole(io::Error::other(
+                "the log's tail was already used",
+            )));
+        };
+        // Appends continue at its end, where the copy left its position.
+        let renamed = file
+            .sync_data()
+            .and_then(|()| file.stream_position())
+            .and_then(|_| std::fs::rename(&tail.path, log_path));
+        if let Err(e) = renamed {
+            let _ = std::fs::remove_file(&tail.path);
+            return Err(CutError::Whole(e));
+        }
+        // The new file has the log's name: from here on it is the log.
+        self.shared.file.replace(file);
+        let len = HEADER_LEN + (self.len - point_len);
+        self.len = len;
+        let last = self.last_lsn();
+        let c = &self.shared.counters;
+        c.appended_len.store(len, Ordering::Release);
+        c.synced_len.store(len, Ordering::Release);
+        c.appended_lsn.store(last, Ordering::Release);
+        c.synced_lsn.store(last, Ordering::Release);
+        c.log_bytes.store(len, Ordering::Relaxed);
+        // Every record in it was `fsync`ed above; the marker says so at the next `fsync`.
+        if self.shared.file.write_reach(&reach(last, len)).is_ok() {
+            *marked = last;
+        }
+        drop(marked);
+        tail::sync_parent(log_path).map_err(CutError::NotDurable)
     }
 
     /// Counts a checkpoint that took `took`.

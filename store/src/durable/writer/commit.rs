@@ -3,6 +3,7 @@
 //! one by one in redb transactions), flushes and checkpoints, the refusal of writes while
 //! the disk cannot take them and the recovery that ends it (see the writer's module docs).
 
+use super::checkpoint::{InFlight, LogPoint};
 use super::flush::Flush;
 use super::state::Writer;
 use super::txn::{GroupState, MemReader, Tables, storage};
@@ -19,6 +20,7 @@ use crate::durable::memtable::MemTable;
 use crate::durable::open;
 use crate::durable::settings;
 use crate::durable::shared::Refusal;
+use crate::durable::wal::CutError;
 use crate::error::{BatchError, StoreError};
 use crate::op::Written;
 use crate::resolve::{CheckedOps, resolve_checked};
@@ -33,6 +35,8 @@ use tableq_model::validate;
 const CHECKPOINT_RETRY: Duration = Duration::from_secs(1);
 /// How often the disk is probed while writes are refused (at most).
 const PROBE_EVERY: Duration = Duration::from_millis(200);
+/// How often the background thread looks whether a checkpoint beside the writer is done.
+const CHECKPOINT_POLL: Duration = Duration::from_millis(2);
 
 /// Where a request's answer goes.
 pub(crate) type Reply<T> = oneshot::Sender<T>;
@@ -119,25 +123,34 @@ impl Writer {
     /// a flush or a checkpoint due by size, or — while a flush is folded in slices — its
     /// next slice (one is due once writes had as long as a slice since the last: writes
     /// and the flush share the writer's time; at twice the memtable limit the flush has all
-    /// of it, which bounds the memtables).
+    /// of it, which bounds the memtables). While a checkpoint's commit runs beside the
+    /// writer, only the memtables or the log at twice their bound: writers then wait for it.
     pub(crate) fn background_due(&self) -> bool {
         let log = self.wal.record_bytes();
         let limits = &self.checkpoints;
+        let over_twice = self.mem_bytes >= limits.memtable_bytes.saturating_mul(2)
+            || log >= limits.log_bytes.saturating_mul(2);
+        if self.checkpointing.is_some() {
+            return over_twice;
+        }
         match &self.flushing {
             None => log >= limits.log_bytes || self.mem_bytes >= limits.memtable_bytes,
-            Some(flush) => {
-                flush.last_slice.elapsed() >= limits.flush_slice
-                    || self.mem_bytes >= limits.memtable_bytes.saturating_mul(2)
-                    || log >= limits.log_bytes.saturating_mul(2)
-            }
+            Some(flush) => flush.last_slice.elapsed() >= limits.flush_slice || over_twice,
         }
     }
 
-    /// Whether a flush is being folded in slices and may go on now (no refusal, no failed
-    /// slice waiting to be tried again): the background thread then goes on with it
-    /// without waiting for its timer.
-    pub(crate) fn flushing(&self) -> bool {
-        self.flushing.is_some() && self.refusal().is_none() && !self.retry_wait()
+    /// How soon the background thread should come back without being asked: at once while
+    /// a flush is folded in slices and may go on (no refusal, no failed slice waiting to be
+    /// tried again), after [`CHECKPOINT_POLL`] while a checkpoint's commit runs beside the
+    /// writer (to keep the log's tail once it is done), else at its timer (`None`).
+    pub(crate) fn poll_within(&self) -> Option<Duration> {
+        if self.checkpointing.is_some() {
+            Some(CHECKPOINT_POLL)
+        } else if self.flushing.is_some() && self.refusal().is_none() && !self.retry_wait() {
+            Some(Duration::ZERO)
+        } else {
+            None
+        }
     }
 
     /// A checkpoint or flush failed less than [`CHECKPOINT_RETRY`] ago.
@@ -146,10 +159,13 @@ impl Writer {
             .is_some_and(|at| at.elapsed() < CHECKPOINT_RETRY)
     }
 
-    /// The background thread's work: end a refusal if the disk allows; go on with a flush
-    /// in progress (one slice); checkpoint if one is due and the memtables are small (else
-    /// begin a flush first, unless the log is twice its bound); begin a flush if the
-    /// memtables are due (by size, or — on a `timer` tick — by age).
+    /// The background thread's work: end a refusal if the disk allows; finish a checkpoint
+    /// whose commit ran beside the writer once it is done (waiting for it when the
+    /// memtables or the log reached twice their bound); go on with a flush in progress (one
+    /// slice); when a checkpoint is due, begin its flush (or its commit at once, when the
+    /// memtables hold nothing) — or, with the log at twice its bound, checkpoint on the
+    /// writer; begin a flush if the memtables are due (by size, or — on a `timer` tick —
+    /// by age).
     pub(crate) fn background(&mut self, timer: bool) {
         if let Some(refusal) = self.refusal() {
             self.recover(&refusal);
@@ -157,27 +173,33 @@ impl Writer {
         if self.refusal().is_some() {
             return;
         }
+        let limits = self.checkpoints;
+        if self.checkpointing.is_some() {
+            match self.land_checkpoint(self.background_due()) {
+                Ok(true) => {}
+                Ok(false) => return,
+                Err(e) => {
+                    self.last_checkpoint_failure = Some(Instant::now());
+                    self.failed(e);
+                    return;
+                }
+            }
+        }
         if self.retry_wait() {
             return;
         }
-        let limits = self.checkpoints;
         let pending = self.wal.record_bytes();
         let checkpoint = pending >= limits.log_bytes
             || (timer && pending > 0 && self.last_checkpoint.elapsed() >= limits.interval);
         let flush = self.mem_bytes >= limits.memtable_bytes
             || (timer && self.mem_bytes > 0 && self.last_flush.elapsed() >= limits.flush_interval);
-        let result = if self.flushing.is_some() {
-            if pending >= limits.log_bytes.saturating_mul(2) {
-                self.checkpoint()
-            } else {
-                self.flush_slice()
-            }
-        } else if checkpoint
-            && (self.mem_bytes <= limits.memtable_bytes / 4
-                || pending >= limits.log_bytes.saturating_mul(2))
-        {
+        let result = if pending >= limits.log_bytes.saturating_mul(2) {
             self.checkpoint()
-        } else if checkpoint || flush {
+        } else if self.flushing.is_some() {
+            self.flush_slice()
+        } else if checkpoint {
+            self.begin_checkpoint()
+        } else if flush {
             self.begin_flush();
             self.flush_slice()
         } else {
@@ -192,6 +214,9 @@ impl Writer {
     /// The last work before the store closes: a checkpoint, so that the log is empty after
     /// a clean close; then the writer lets go of its read snapshot.
     pub(crate) fn close(&mut self) {
+        if let Err(e) = self.land_checkpoint(true) {
+            self.failed(e);
+        }
         if (self.wal.record_bytes() > 0 || self.mem_bytes > 0) && self.refusal().is_none() {
             let _ = self.checkpoint();
         }
@@ -310,7 +335,14 @@ impl Writer {
             Ok(answer)
         });
         match result {
-            Ok(answer) => answer.send(request),
+            Ok(answer) => {
+                // Its commit holds a record after a checkpoint's point: that flush ends as
+                // a plain one (`checkpoint.rs`).
+                if let Some(flush) = &mut self.flushing {
+                    flush.checkpoint_at = None;
+                }
+                answer.send(request)
+            }
             Err(e) => {
                 // The commit failed after the record was written: take it back, so that
                 // a replay does not apply a change the caller was told failed.
@@ -488,6 +520,9 @@ impl Writer {
                 self.wal.set_memtable_bytes(self.mem_bytes);
                 self.last_flush = Instant::now();
                 self.wal.count_flush(flush.busy);
+                if let Some(point) = flush.checkpoint_at {
+                    self.start_checkpoint(point);
+                }
                 Ok(())
             }
             None => {
@@ -511,9 +546,80 @@ impl Writer {
         self.fold(Durability::None, None, false)
     }
 
+    /// Begins a checkpoint beside the writer (no flush in progress): its point is the last
+    /// record in the log; its flush folds the memtables in slices (the first one here), and
+    /// its durable commit starts after the last — at once when the memtables hold nothing,
+    /// every record being in redb already.
+    pub(crate) fn begin_checkpoint(&mut self) -> Result<(), StoreError> {
+        let point = LogPoint {
+            lsn: self.wal.last_lsn(),
+            len: self.wal.len(),
+        };
+        if self.mem.values().all(MemTable::is_empty) {
+            self.start_checkpoint(point);
+            return Ok(());
+        }
+        self.begin_flush();
+        if let Some(flush) = &mut self.flushing {
+            flush.checkpoint_at = Some(point);
+        }
+        self.flush_slice()
+    }
+
+    /// Starts the durable commit of a checkpoint whose point every record up to is in
+    /// redb, beside the writer (`checkpoint.rs`).
+    fn start_checkpoint(&mut self, point: LogPoint) {
+        self.checkpointing = Some(InFlight::start(
+            self.shared.clone(),
+            self.wal.shared().clone(),
+            self.log_path(),
+            self.wal.generation(),
+            point,
+            self.hold_checkpoints.clone(),
+        ));
+    }
+
+    /// Finishes the checkpoint beside the writer, if one is in flight and done (waiting
+    /// for it when `wait`): the log keeps only the records after its point. `Ok(false)`
+    /// while it runs; `Err` when its commit failed or the log could not be cut (the log
+    /// stays whole then).
+    pub(crate) fn land_checkpoint(&mut self, wait: bool) -> Result<bool, StoreError> {
+        let Some(inflight) = &mut self.checkpointing else {
+            return Ok(true);
+        };
+        let Some(landed) = inflight.poll(wait) else {
+            return Ok(false);
+        };
+        let (point, started) = (inflight.point, inflight.started);
+        self.checkpointing = None;
+        let tail = landed?;
+        self.last_checkpoint = Instant::now();
+        self.last_checkpoint_failure = None;
+        // The data file holds every record up to the point, durably: the log may drop
+        // them. If that fails they stay (a replay skips them), and the next checkpoint
+        // tries again — or, at twice the log's bound, empties the log in place.
+        let cut = self
+            .wal
+            .keep_after(point.lsn, point.len, tail, &self.log_path());
+        self.wal.count_checkpoint(started.elapsed());
+        match cut {
+            Ok(()) => Ok(true),
+            Err(CutError::Whole(e)) => {
+                tracing::warn!(
+                    log = %self.log_path().display(),
+                    "the write-ahead log keeps the records the checkpoint holds: {e}"
+                );
+                Ok(true)
+            }
+            Err(CutError::NotDurable(e)) => Err(self.log_failure(&e)),
+        }
+    }
+
     /// A durable redb commit of the memtables that records the last log record it
-    /// contains; then the log is emptied.
+    /// contains; then the log is emptied (after a checkpoint in flight beside the writer,
+    /// if there is one).
     pub(crate) fn checkpoint(&mut self) -> Result<(), StoreError> {
+        self.land_checkpoint(true)?;
         let started = Instant::now();
         let lsn = self.wal.last_lsn();
         self.fold(Durability::Immediate, Some(lsn), true)?;
@@ -583,6 +689,11 @@ impl Writer {
     fn reopen(&mut self) -> Result<(), StoreError> {
         let options = self.shared.options.clone();
         self.stored_rows = None;
+        // A checkpoint in flight holds redb: let it end (its result no longer matters: the
+        // replay starts from whatever the data file holds).
+        if let Some(mut inflight) = self.checkpointing.take() {
+            let _ = inflight.poll(true);
+        }
         let opened = {
             let mut db = self
                 .shared

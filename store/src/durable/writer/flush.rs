@@ -19,12 +19,16 @@
 //!   frozen version does not hold as they are — the writes made during the flush);
 //! * a table deleted during the flush is skipped by the slices after its deletion (its
 //!   blocks went with it); one created has no frozen entries;
-//! * a checkpoint folds whatever the memtables hold in one transaction, as always, and
-//!   ends a flush in progress; so do the reopening of the data file and the close.
+//! * a checkpoint made on the writer (the log at twice its bound, the close, the reopening
+//!   of the data file) folds whatever the memtables hold in one transaction and ends a
+//!   flush in progress.
 //!
 //! The log is untouched by flushes: every frozen entry stays in it until a checkpoint, so a
 //! crash in the middle of a flush replays them (slices are non-durable commits, which a
-//! crash rolls back anyway).
+//! crash rolls back anyway). A checkpoint due by the log's size or by time is such a flush
+//! that records the log's last record when it froze ([`Flush::checkpoint_at`]): once its
+//! last slice is in, a durable commit naming that record runs beside the writer
+//! (`checkpoint.rs`).
 //!
 //! ```text
 //! freeze   mem = {a b c d}            frozen = {a b c d}     readers: mem over redb
@@ -32,6 +36,7 @@
 //! slice 2  redb += c d  (last)        readers: mem = {e} over redb, in one commit
 //! ```
 
+use super::checkpoint::LogPoint;
 #[cfg(doc)]
 use crate::durable::DurableOptions;
 use crate::durable::memtable::{MemEntry, MemTable};
@@ -59,6 +64,10 @@ pub(crate) struct Flush {
     pub(crate) last_slice: Instant,
     /// The time the slices took, all together.
     pub(crate) busy: Duration,
+    /// A checkpoint's flush: the log's last record when it froze the memtables, which its
+    /// durable commit names once the last slice is in (`checkpoint.rs`). A table or setting
+    /// changed during the flush clears it (its commit holds a later record).
+    pub(crate) checkpoint_at: Option<LogPoint>,
 }
 
 /// Where a flush is: restored when a slice's transaction fails.
@@ -88,6 +97,7 @@ impl Flush {
             max_timestamp,
             last_slice: Instant::now(),
             busy: Duration::ZERO,
+            checkpoint_at: None,
         }
     }
 

@@ -24,11 +24,13 @@
 //! tick of the background thread, in slices — non-durable transactions of at most
 //! [`DurableOptions::flush_slice`](crate::durable::DurableOptions::flush_slice) each —
 //! between which the queued writes commit (`flush.rs`); a **checkpoint** (a durable redb
-//! commit recording the last record number, then the log emptied) folds the memtables in
-//! one transaction whose commit is durable, made when the log passes its size bound (after
-//! a flush, when the memtables hold more than a quarter of their bound), when its interval
-//! has passed, and on close. Flushes and checkpoints run on the background thread, never
-//! on a caller's.
+//! commit recording the last record number the data file holds, then the log cut to the
+//! records after it) is due when the log passes its size bound and when its interval has
+//! passed: it begins as a flush in slices that records its point (the last record when it
+//! froze the memtables), and its durable commit runs on a thread of its own while writes
+//! go on (`checkpoint.rs`). On close, on a reopen and when the log reaches twice its bound,
+//! a checkpoint folds the memtables in one transaction whose commit is durable and empties
+//! the log. Flushes and checkpoints run on the background thread, never on a caller's.
 //!
 //! **Refusal**: when the log cannot be written (a full disk), when a background `fsync`
 //! failed, or when redb failed an I/O and must be reopened, writes are answered at once
@@ -46,14 +48,18 @@
 //! * `state.rs` — the [`Writer`] and what it holds;
 //! * `commit.rs` — groups, flushes, checkpoints, refusals ([`Request`]: what callers queue);
 //! * `flush.rs` — a flush in slices: the frozen memtables and how far they are folded;
+//! * `checkpoint.rs` — a checkpoint's durable commit on its own thread, beside the writer;
 //! * `txn.rs` — redb transactions and the memtable changes of writes, live and replayed;
 //! * `replay.rs` — the log's records applied on opening (and after a reopen).
 
+mod checkpoint;
 mod commit;
 mod flush;
 mod replay;
 mod state;
 mod txn;
 
+#[cfg(test)]
+pub(crate) use checkpoint::Hold;
 pub(crate) use commit::{Reply, Request, io_kind};
 pub(crate) use state::{CheckpointLimits, Writer};

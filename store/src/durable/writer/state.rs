@@ -1,8 +1,10 @@
 //! The writer's state ([`Writer`]): the authoritative catalog, property names and
 //! memtables, its read snapshot of redb, the log it appends to, and when it flushes and
 //! checkpoints ([`CheckpointLimits`]). Its work is in `commit.rs` (groups, flushes,
-//! checkpoints, refusals), `flush.rs` (a flush in slices), `txn.rs` (transactions and memtable changes) and `replay.rs`.
+//! checkpoints, refusals), `flush.rs` (a flush in slices), `checkpoint.rs` (a checkpoint's
+//! commit beside the writer), `txn.rs` (transactions and memtable changes) and `replay.rs`.
 
+use super::checkpoint::{Hold, InFlight};
 use super::flush::Flush;
 use crate::codec::Names;
 use crate::durable::memtable::MemTable;
@@ -64,6 +66,10 @@ pub(crate) struct Writer {
     pub(crate) maps_follow: bool,
     /// A flush being folded in slices (`flush.rs`), between two of them.
     pub(crate) flushing: Option<Flush>,
+    /// A checkpoint whose durable commit runs beside the writer (`checkpoint.rs`).
+    pub(crate) checkpointing: Option<InFlight>,
+    /// Tests: holds the next checkpoints' threads before their commit while set.
+    pub(crate) hold_checkpoints: Option<Hold>,
 }
 
 impl Writer {
@@ -91,6 +97,8 @@ impl Writer {
             last_probe: None,
             maps_follow: true,
             flushing: None,
+            checkpointing: None,
+            hold_checkpoints: None,
         };
         writer.load_catalog();
         writer
