@@ -53,7 +53,8 @@ pub(crate) struct LogPoint {
 /// tail it made (`None` when the copy failed: the writer makes it).
 pub(crate) type Landed = Result<Option<Tail>, StoreError>;
 
-/// Holds a checkpoint's thread before its commit while set (tests: writes go on meanwhile).
+/// Holds a checkpoint's thread before its commit while set (tests: writes go on meanwhile;
+/// the engine never sets one).
 pub(crate) type Hold = Arc<(Mutex<bool>, Condvar)>;
 
 /// A checkpoint whose durable commit runs on its own thread (see the module docs).

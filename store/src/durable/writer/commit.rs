@@ -569,13 +569,17 @@ impl Writer {
     /// Starts the durable commit of a checkpoint whose point every record up to is in
     /// redb, beside the writer (`checkpoint.rs`).
     fn start_checkpoint(&mut self, point: LogPoint) {
+        #[cfg(test)]
+        let hold = self.hold_checkpoints.clone();
+        #[cfg(not(test))]
+        let hold = None;
         self.checkpointing = Some(InFlight::start(
             self.shared.clone(),
             self.wal.shared().clone(),
             self.log_path(),
             self.wal.generation(),
             point,
-            self.hold_checkpoints.clone(),
+            hold,
         ));
     }
 

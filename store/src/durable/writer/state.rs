@@ -4,7 +4,9 @@
 //! checkpoints, refusals), `flush.rs` (a flush in slices), `checkpoint.rs` (a checkpoint's
 //! commit beside the writer), `txn.rs` (transactions and memtable changes) and `replay.rs`.
 
-use super::checkpoint::{Hold, InFlight};
+#[cfg(test)]
+use super::checkpoint::Hold;
+use super::checkpoint::InFlight;
 use super::flush::Flush;
 use crate::codec::Names;
 use crate::durable::memtable::MemTable;
@@ -68,7 +70,9 @@ pub(crate) struct Writer {
     pub(crate) flushing: Option<Flush>,
     /// A checkpoint whose durable commit runs beside the writer (`checkpoint.rs`).
     pub(crate) checkpointing: Option<InFlight>,
-    /// Tests: holds the next checkpoints' threads before their commit while set.
+    /// Holds the next checkpoints' threads before their commit while set (tests: writes
+    /// go on meanwhile).
+    #[cfg(test)]
     pub(crate) hold_checkpoints: Option<Hold>,
 }
 
@@ -98,6 +102,7 @@ impl Writer {
             maps_follow: true,
             flushing: None,
             checkpointing: None,
+            #[cfg(test)]
             hold_checkpoints: None,
         };
         writer.load_catalog();
