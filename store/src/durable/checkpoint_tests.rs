@@ -37,6 +37,19 @@ fn log_numbers(log: &[u8]) -> (u64, Vec<u64>) {
     )
 }
 
+/// A store that checkpoints and flushes only when asked, in slices of one block, with
+/// blocks of two rows, and table `t1x`.
+fn sliced_store() -> (tempfile::TempDir, DurableBackend) {
+    let dir = tempfile::tempdir().unwrap();
+    let options = keep_log(FsyncPolicy::default())
+        .with_block_limits(2, 1 << 20)
+        .with_memtable_bytes(usize::MAX)
+        .with_flush_slice(std::time::Duration::ZERO);
+    let store = DurableBackend::open_with(dir.path(), options).unwrap();
+    store.create_table("t1x").unwrap();
+    (dir, store)
+}
+
 fn release(hold: &writer::Hold) {
     let (lock, wake) = &**hold;
     *lock.lock().unwrap() = false;
@@ -50,13 +63,7 @@ fn release(hold: &writer::Hold) {
 /// the log was cut each open with every acknowledged value.
 #[test]
 fn writes_go_on_beside_a_checkpoint_and_the_log_keeps_what_follows_its_point() {
-    let dir = tempfile::tempdir().unwrap();
-    let options = keep_log(FsyncPolicy::default())
-        .with_block_limits(2, 1 << 20)
-        .with_memtable_bytes(usize::MAX)
-        .with_flush_slice(std::time::Duration::ZERO);
-    let store = DurableBackend::open_with(dir.path(), options).unwrap();
-    store.create_table("t1x").unwrap();
+    let (dir, store) = sliced_store();
     for i in 0..20 {
         store.write("t1x", insert(&rk(i), i)).unwrap();
     }
@@ -140,13 +147,7 @@ fn writes_go_on_beside_a_checkpoint_and_the_log_keeps_what_follows_its_point() {
 /// next checkpoint makes it, and a crash after either opens with every value.
 #[test]
 fn a_table_deleted_during_a_checkpoints_flush_makes_it_a_plain_flush() {
-    let dir = tempfile::tempdir().unwrap();
-    let options = keep_log(FsyncPolicy::default())
-        .with_block_limits(2, 1 << 20)
-        .with_memtable_bytes(usize::MAX)
-        .with_flush_slice(std::time::Duration::ZERO);
-    let store = DurableBackend::open_with(dir.path(), options).unwrap();
-    store.create_table("t1x").unwrap();
+    let (dir, store) = sliced_store();
     store.create_table("t2x").unwrap();
     for i in 0..10 {
         store.write("t1x", insert(&rk(i), i)).unwrap();

@@ -67,25 +67,25 @@ pub(crate) struct InFlight {
     landed: Option<Landed>,
 }
 
+/// What a checkpoint beside the writer commits, and where its log is.
+#[derive(Clone)]
+pub(crate) struct Checkpoint {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) wal: Arc<WalShared>,
+    pub(crate) log_path: PathBuf,
+    pub(crate) generation: u64,
+    pub(crate) point: LogPoint,
+}
+
 impl InFlight {
-    /// Commits `point` durably on a new thread, then copies the log after it; if no thread
-    /// can be started, does both on this one.
-    pub(crate) fn start(
-        shared: Arc<Shared>,
-        wal: Arc<WalShared>,
-        log_path: PathBuf,
-        generation: u64,
-        point: LogPoint,
-        hold: Option<Hold>,
-    ) -> InFlight {
+    /// Commits `checkpoint`'s point durably on a new thread, then copies the log after it;
+    /// if no thread can be started, does both on this one.
+    pub(crate) fn start(checkpoint: Checkpoint, hold: Option<Hold>) -> InFlight {
         let started = Instant::now();
+        let point = checkpoint.point;
         let (send, done) = mpsc::channel();
         let job = Job {
-            shared,
-            wal,
-            log_path,
-            generation,
-            point,
+            checkpoint,
             hold,
             send,
         };
@@ -128,11 +128,7 @@ impl InFlight {
 /// The checkpoint's thread's work.
 #[derive(Clone)]
 struct Job {
-    shared: Arc<Shared>,
-    wal: Arc<WalShared>,
-    log_path: PathBuf,
-    generation: u64,
-    point: LogPoint,
+    checkpoint: Checkpoint,
     hold: Option<Hold>,
     send: mpsc::Sender<Landed>,
 }
@@ -146,10 +142,11 @@ impl Job {
                 held = wake.wait(held).unwrap_or_else(PoisonError::into_inner);
             }
         }
-        let point = self.point;
-        let landed = commit_point(&self.shared, point.lsn).map(|()| {
-            self.wal
-                .copy_tail(&self.log_path, point.len, point.lsn + 1, self.generation)
+        let c = &self.checkpoint;
+        let point = c.point;
+        let landed = commit_point(&c.shared, point.lsn).map(|()| {
+            c.wal
+                .copy_tail(&c.log_path, point.len, point.lsn + 1, c.generation)
                 .ok()
         });
         let _ = self.send.send(landed);

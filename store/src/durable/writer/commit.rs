@@ -3,7 +3,7 @@
 //! one by one in redb transactions), flushes and checkpoints, the refusal of writes while
 //! the disk cannot take them and the recovery that ends it (see the writer's module docs).
 
-use super::checkpoint::{InFlight, LogPoint};
+use super::checkpoint::{Checkpoint, InFlight, LogPoint};
 use super::flush::Flush;
 use super::state::Writer;
 use super::txn::{GroupState, MemReader, Tables, storage};
@@ -573,14 +573,14 @@ impl Writer {
         let hold = self.hold_checkpoints.clone();
         #[cfg(not(test))]
         let hold = None;
-        self.checkpointing = Some(InFlight::start(
-            self.shared.clone(),
-            self.wal.shared().clone(),
-            self.log_path(),
-            self.wal.generation(),
+        let checkpoint = Checkpoint {
+            shared: self.shared.clone(),
+            wal: self.wal.shared().clone(),
+            log_path: self.log_path(),
+            generation: self.wal.generation(),
             point,
-            hold,
-        ));
+        };
+        self.checkpointing = Some(InFlight::start(checkpoint, hold));
     }
 
     /// Finishes the checkpoint beside the writer, if one is in flight and done (waiting
