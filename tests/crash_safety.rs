@@ -22,6 +22,11 @@
 //!   after the last, clean stop `tableq check` finds every block (checksums, rows) and the
 //!   write-ahead log intact.
 //!
+//! Every other server checkpoints every 50 ms (`--checkpoint-interval`), so that kills land
+//! in the steps of checkpoints beside the writer — their flush, their durable commit, the
+//! copy of the log's tail and its rename (`store/src/durable/writer/checkpoint.rs`) — as
+//! well as in long logs replayed whole.
+//!
 //! The kill moments come from a seeded generator; the seed is printed (`TABLEQ_CRASH_SEED`
 //! replays a run). Servers are stopped by pid.
 
@@ -340,14 +345,21 @@ fn acknowledged_writes_survive_repeated_sigkill() {
     // Kill at random moments, restart on the same directory.
     let mut server = Some(server);
     let mut restart_times = Vec::new();
+    let mut tail_copies = 0;
     for kill in 0..KILLS {
         std::thread::sleep(Duration::from_millis(rng.range(150, 1500)));
         let before = run.sent.load(Ordering::Relaxed);
         let stderr = server.take().expect("a running server").kill9();
         run.port.store(0, Ordering::SeqCst);
         assert!(!stderr.contains("panicked"), "kill {kill}: {stderr}");
+        // Its start found a copy of the log's tail that a killed checkpoint left.
+        tail_copies += stderr.matches("unfinished log copy").count();
         let restart = Instant::now();
-        let next = ServeProcess::start(&["--data", dir.path()]);
+        let next = if kill % 2 == 0 {
+            ServeProcess::start(&["--data", dir.path(), "--checkpoint-interval", "50ms"])
+        } else {
+            ServeProcess::start(&["--data", dir.path()])
+        };
         restart_times.push(restart.elapsed());
         run.port.store(next.port, Ordering::SeqCst);
         server = Some(next);
@@ -498,7 +510,8 @@ fn acknowledged_writes_survive_repeated_sigkill() {
         "seed {seed}: {KILLS} kills in {:.1?} ({} requests sent); verified {acked_inserts} \
          acknowledged inserts ({unknown_inserts} unknown), {acked_replaces} acknowledged \
          replaces on {} registers, {acked_batches} acknowledged batches of {BATCH} ({} \
-         attempted); restart time median {:?}, max {:?}",
+         attempted); restart time median {:?}, max {:?}; {tail_copies} starts removed a \
+         checkpoint's unfinished copy of the log",
         started.elapsed(),
         run.sent.load(Ordering::Relaxed),
         registers.len(),

@@ -548,6 +548,112 @@ fn cli_serve_cuts_blocks_at_its_block_size() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--checkpoint-interval` and `--checkpoint-log-size`: a write is checkpointed within a
+/// short interval (`tableq_store_checkpoints_total` counts it, and the log drops its record:
+/// `tableq_store_wal_log_bytes` is back to the header), not before a long one while the
+/// log is small; a log past the size is checkpointed before the interval (and keeps only
+/// the records after the checkpoint's point, less than the size); zero, a bad
+/// duration, more than a day, a zero size, or either beside a store without a data file is
+/// refused at start.
+#[test]
+fn cli_serve_checkpoints_at_its_interval_and_log_size() {
+    let dir = std::env::temp_dir().join(format!("tableq-serve-ckpt-{}", std::process::id()));
+    let metric = |port: u16, name: &str| -> f64 {
+        let metrics = http(
+            port,
+            "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+        );
+        let prefix = format!("tableq_store_{name}{{account=\"devstoreaccount1\"}} ");
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no {name} in {metrics}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let write = |port: u16, rows: usize| {
+        post_created(port, "/devstoreaccount1/Tables", r#"{"TableName":"ckpt"}"#);
+        let pad = "x".repeat(200);
+        for i in 0..rows {
+            post_created(
+                port,
+                "/devstoreaccount1/ckpt",
+                &format!(r#"{{"PartitionKey":"p","RowKey":"r{i:03}","Pad":"{pad}"}}"#),
+            );
+        }
+    };
+    // (interval, size, rows written, the log's size after a checkpoint at most)
+    for (interval, size, rows, log_after) in [
+        ("100ms", "64MiB", 1, Some(64.0)),
+        ("1h", "64MiB", 1, None),
+        ("1h", "4KiB", 40, Some(64.0 + 4096.0)),
+    ] {
+        let _ = std::fs::remove_dir_all(&dir);
+        let data = dir.to_str().unwrap();
+        let (child, port) = spawn_serve(&[
+            "--port",
+            "0",
+            "--data",
+            data,
+            "--checkpoint-interval",
+            interval,
+            "--checkpoint-log-size",
+            size,
+        ]);
+        let before = metric(port, "checkpoints_total");
+        write(port, rows);
+        if let Some(log_after) = log_after {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while metric(port, "checkpoints_total") == before
+                || metric(port, "wal_log_bytes") > log_after
+            {
+                assert!(
+                    Instant::now() < deadline,
+                    "no checkpoint within 10 s at {interval} / {size}"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(2500));
+            assert_eq!(
+                metric(port, "checkpoints_total"),
+                before,
+                "a checkpoint before {interval}"
+            );
+            assert!(
+                metric(port, "wal_log_bytes") > 64.0,
+                "the log holds the write"
+            );
+        }
+        stop(child);
+    }
+    let data = dir.to_str().unwrap();
+    for (args, says) in [
+        (vec!["--data", data, "--checkpoint-interval", "0"], "zero"),
+        (
+            vec!["--data", data, "--checkpoint-interval", "soon"],
+            "duration",
+        ),
+        (
+            vec!["--data", data, "--checkpoint-interval", "25h"],
+            "at most 24h",
+        ),
+        (vec!["--data", data, "--checkpoint-log-size", "0"], "zero"),
+        (
+            vec!["--in-memory", "--checkpoint-interval", "5s"],
+            "--in-memory",
+        ),
+        (
+            vec!["--in-memory", "--checkpoint-log-size", "1MiB"],
+            "--in-memory",
+        ),
+    ] {
+        assert_refused_at_start(&args, says);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `--flush-interval` and `--memtable-size`: written rows reach the blocks within the
 /// interval (`tableq_store_flushes_total` counts the flush), and not before it when it is
 /// long and the memtable has room; zero, a bad duration, or either beside a store without

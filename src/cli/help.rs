@@ -27,6 +27,7 @@ pub const SERVE_USAGE: &str = "\
 tableq serve [--host HOST] [--port PORT] [--data DIR | --in-memory | --store URL]
        [--fsync always|interval=MS] [--accept-log-loss] [--cache-size SIZE] [--block-size SIZE]
        [--memtable-size SIZE] [--flush-interval D] [--flush-slice D]
+       [--checkpoint-interval D] [--checkpoint-log-size SIZE]
        [--account NAME:KEY]... [--no-auth] [--no-explorer]
        [--tls self-signed | --tls-cert PEM --tls-key PEM] [--https-port PORT]
        [--keys DIR] [--local-issuer] [--trust-issuer URL|FILE]... [--role-assignments FILE]

@@ -4,6 +4,7 @@
 //! tableq serve [--host 127.0.0.1] [--port 10002] [--data DIR | --in-memory | --store URL]
 //!              [--fsync always|interval=MS] [--accept-log-loss] [--cache-size SIZE] [--block-size SIZE]
 //!              [--memtable-size SIZE] [--flush-interval D] [--flush-slice D]
+//!              [--checkpoint-interval D] [--checkpoint-log-size SIZE]
 //!              [--account NAME:BASE64KEY]... [--no-auth] [--no-explorer]
 //!              [--header-timeout D] [--body-timeout D] [--request-timeout D] [--idle-timeout D]
 //!              [--max-connections N] [--workers N] [--body-budget SIZE] [--body-budget-wait D]
@@ -173,6 +174,28 @@ pub struct Args {
         conflicts_with_all = ["in_memory", "store"]
     )]
     flush_slice: Duration,
+    /// How often the durable store checkpoints while writes arrive: a durable commit of
+    /// its data file, made beside the writes, after which the write-ahead log drops what
+    /// the data file holds. A longer interval means a longer log to replay after a crash
+    /// and fewer `fsync`s of the data file.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "30s",
+        value_parser = parse_checkpoint_interval,
+        conflicts_with_all = ["in_memory", "store"]
+    )]
+    checkpoint_interval: Duration,
+    /// The write-ahead log's size at which the durable store checkpoints before its
+    /// interval (at twice this size, writes wait for a checkpoint).
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "64MiB",
+        value_parser = parse_size,
+        conflicts_with_all = ["in_memory", "store"]
+    )]
+    checkpoint_log_size: usize,
     /// Threads that serve connections [default: one per CPU core], each with its own
     /// event loop: a connection stays on the thread that accepted it. Queries and large
     /// writes run on a separate pool.
@@ -270,6 +293,26 @@ fn parse_flush_interval(text: &str) -> Result<Duration, String> {
         return Err(
             "a flush interval of zero would fold every write into the blocks at once \
                     (want at least 1ms)"
+                .into(),
+        );
+    }
+    Ok(d)
+}
+
+/// `--checkpoint-interval`: a duration from 1 ms to a day.
+fn parse_checkpoint_interval(text: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(text.trim())
+        .map_err(|e| format!("{e} (want a duration such as 30s, 500ms or 5min)"))?;
+    if d.is_zero() {
+        return Err(
+            "a checkpoint interval of zero would checkpoint without pause (want at least 1ms)"
+                .into(),
+        );
+    }
+    if d > Duration::from_secs(24 * 3600) {
+        return Err(
+            "a checkpoint interval over a day would keep a day of writes to replay after \
+             a crash (want at most 24h)"
                 .into(),
         );
     }
@@ -410,6 +453,7 @@ fn open_store(args: &Args, account: &str, first: bool) -> Result<Arc<dyn Backend
         .with_memtable_bytes(args.memtable_size)
         .with_flush_interval(args.flush_interval)
         .with_flush_slice(args.flush_slice)
+        .with_checkpoints(args.checkpoint_log_size as u64, args.checkpoint_interval)
         .with_fsync(args.fsync)
         .with_accept_log_loss(args.accept_log_loss);
     let backend = DurableBackend::open_with(&dir, options).map_err(|e| format!("--data: {e}"))?;
