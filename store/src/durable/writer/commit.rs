@@ -140,13 +140,16 @@ impl Writer {
     }
 
     /// How soon the background thread should come back without being asked: at once while
-    /// a flush is folded in slices and may go on (no refusal, no failed slice waiting to be
-    /// tried again), after [`CHECKPOINT_POLL`] while a checkpoint's commit runs beside the
-    /// writer (to keep the log's tail once it is done), else at its timer (`None`).
+    /// a flush is folded in slices and may go on (no failed slice waiting to be tried
+    /// again), after [`CHECKPOINT_POLL`] while a checkpoint's commit runs beside the writer
+    /// (to keep the log's tail once it is done), else — and while writes are refused — at
+    /// its timer (`None`).
     pub(crate) fn poll_within(&self) -> Option<Duration> {
-        if self.checkpointing.is_some() {
+        if self.refusal().is_some() {
+            None
+        } else if self.checkpointing.is_some() {
             Some(CHECKPOINT_POLL)
-        } else if self.flushing.is_some() && self.refusal().is_none() && !self.retry_wait() {
+        } else if self.flushing.is_some() && !self.retry_wait() {
             Some(Duration::ZERO)
         } else {
             None
