@@ -71,9 +71,9 @@ pub struct StoreSettings {
 /// one a server holds), so nothing reads it while the load runs: the memtable is flushed
 /// by size, and by time only as often as the log is checkpointed (the store's default
 /// flushes every second so that readers find rows in blocks soon; here that only rewrote
-/// blocks). The log may hold four memtables before a checkpoint folds them (a checkpoint
-/// folds the memtable too); what the log holds is replayed if the load is killed, and the
-/// close at the end checkpoints it.
+/// blocks). The log may hold four memtables before a checkpoint (whose flush folds the
+/// memtable too); what the log holds after the last checkpoint is replayed if the load is
+/// killed, and the close at the end checkpoints it.
 ///
 /// The memtable's default stays the store's. Measured on 1 M entities (2026-11-29), with
 /// flushes by size only: in random key order, where every flush rewrites blocks all over

@@ -6,7 +6,9 @@
 //! A **flush** (on the background writer thread) folds a frozen version of every memtable
 //! into redb's blocks, in slices between which writes go on, and then leaves the memtables
 //! only what was written meanwhile ([`MemTable::written_since`], `writer/flush.rs`); a
-//! checkpoint folds them in one transaction whose commit is durable.
+//! checkpoint is such a flush followed by a durable commit beside the writer
+//! (`writer/checkpoint.rs`), or — on close, and with the log at twice its bound — a fold of
+//! them in one transaction whose commit is durable.
 //! Writes thus pay redb's cost per flush (thousands of rows) instead of per write.
 //!
 //! * **Layout**: a persistent two-level tree (`crate::tree`): PartitionKey → RowKey →
