@@ -548,6 +548,22 @@ fn cli_serve_cuts_blocks_at_its_block_size() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The default account's durable-store metric `tableq_store_NAME` from `/metrics`.
+fn store_metric(port: u16, name: &str) -> f64 {
+    let metrics = http(
+        port,
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
+    let prefix = format!("tableq_store_{name}{{account=\"devstoreaccount1\"}} ");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .unwrap_or_else(|| panic!("no {name} in {metrics}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
 /// `--checkpoint-interval` and `--checkpoint-log-size`: a write is checkpointed within a
 /// short interval (`tableq_store_checkpoints_total` counts it, and the log drops its record:
 /// `tableq_store_wal_log_bytes` is back to the header), not before a long one while the
@@ -558,20 +574,7 @@ fn cli_serve_cuts_blocks_at_its_block_size() {
 #[test]
 fn cli_serve_checkpoints_at_its_interval_and_log_size() {
     let dir = std::env::temp_dir().join(format!("tableq-serve-ckpt-{}", std::process::id()));
-    let metric = |port: u16, name: &str| -> f64 {
-        let metrics = http(
-            port,
-            "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-        );
-        let prefix = format!("tableq_store_{name}{{account=\"devstoreaccount1\"}} ");
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(prefix.as_str()))
-            .unwrap_or_else(|| panic!("no {name} in {metrics}"))
-            .trim()
-            .parse()
-            .unwrap()
-    };
+    let metric = store_metric;
     let write = |port: u16, rows: usize| {
         post_created(port, "/devstoreaccount1/Tables", r#"{"TableName":"ckpt"}"#);
         let pad = "x".repeat(200);
@@ -661,20 +664,7 @@ fn cli_serve_checkpoints_at_its_interval_and_log_size() {
 #[test]
 fn cli_serve_flushes_at_its_flush_interval() {
     let dir = std::env::temp_dir().join(format!("tableq-serve-flush-{}", std::process::id()));
-    let counter = |port: u16, name: &str| -> u64 {
-        let metrics = http(
-            port,
-            "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-        );
-        let prefix = format!("tableq_store_{name}{{account=\"devstoreaccount1\"}} ");
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(prefix.as_str()))
-            .unwrap_or_else(|| panic!("no {name} in {metrics}"))
-            .trim()
-            .parse()
-            .unwrap()
-    };
+    let counter = |port: u16, name: &str| store_metric(port, name) as u64;
     let flushes = |port: u16| counter(port, "flushes_total");
     let write = |port: u16, table: &str| {
         for (path, body) in [
