@@ -22,7 +22,7 @@ use super::format::tables::{
 };
 use super::options::DurableOptions;
 use super::shared::{Catalog, TableEntry};
-use super::wal::tail_path;
+use super::wal::{sync_dir, tail_path};
 use crate::codec::Names;
 use redb::{Database, DatabaseError, ReadableDatabase, ReadableTable, StorageError, TableHandle};
 use std::collections::HashMap;
@@ -343,12 +343,7 @@ fn is_uninitialised(path: &Path) -> Result<bool, OpenError> {
 
 /// Makes a new file's name and contents durable: `fsync`s the directory after a rename.
 fn sync_directory(dir: &Path) -> Result<(), OpenError> {
-    // Directories cannot be opened for syncing everywhere (Windows); where they can, a
-    // failure is a real one.
-    match std::fs::File::open(dir) {
-        Ok(d) => d.sync_all().map_err(|e| io_error(dir, e)),
-        Err(_) => Ok(()),
-    }
+    sync_dir(dir).map_err(|e| io_error(dir, e))
 }
 
 /// Creates the data file atomically: initialised under a temporary name, closed (so its

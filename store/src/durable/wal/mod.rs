@@ -57,11 +57,11 @@ mod file;
 mod tail;
 
 pub(crate) use file::{DiskLog, LogFile};
-pub(crate) use tail::{Tail, tail_path};
+pub(crate) use tail::{Tail, sync_dir, tail_path};
 
 use crate::durable::format::log::{HEADER_LEN, header, push_record, reach};
 use std::fmt;
-use std::io::{self, Seek};
+use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -524,7 +524,7 @@ impl Wal {
             .unwrap_or_else(PoisonError::into_inner);
         tail.copy_to(self.shared.file.as_ref(), self.len)
             .map_err(CutError::Whole)?;
-        let Some(mut file) = tail.file.take() else {
+        let Some(file) = tail.file.take() else {
             return Err(CutError::Whole(io::Error::other(
                 "the log's tail was already used",
             )));
@@ -532,8 +532,7 @@ impl Wal {
         // Appends continue at its end, where the copy left its position.
         let renamed = file
             .sync_data()
-            .and_then(|()| file.stream_position())
-            .and_then(|_| std::fs::rename(&tail.path, log_path));
+            .and_then(|()| std::fs::rename(&tail.path, log_path));
         if let Err(e) = renamed {
             let _ = std::fs::remove_file(&tail.path);
             return Err(CutError::Whole(e));
@@ -554,7 +553,10 @@ impl Wal {
             *marked = last;
         }
         drop(marked);
-        tail::sync_parent(log_path).map_err(CutError::NotDurable)
+        log_path
+            .parent()
+            .map_or(Ok(()), sync_dir)
+            .map_err(CutError::NotDurable)
     }
 
     /// Counts a checkpoint that took `took`.

@@ -124,7 +124,9 @@ impl Tail {
         let Some(file) = self.file.as_mut() else {
             return Err(io::Error::other("the log's tail was already used"));
         };
-        let mut buf = vec![0u8; CHUNK];
+        // The writer's copy is of the last few records: no larger buffer than they need.
+        let left = usize::try_from(end.saturating_sub(self.copied_to)).unwrap_or(CHUNK);
+        let mut buf = vec![0u8; left.min(CHUNK)];
         while self.copied_to < end {
             let n = usize::try_from(end - self.copied_to).map_or(CHUNK, |n| n.min(CHUNK));
             log.read_at(&mut buf[..n], self.copied_to)?;
@@ -135,12 +137,9 @@ impl Tail {
     }
 }
 
-/// Makes a renamed file's name durable: `fsync`s its directory (where directories can be
-/// opened for it: not on Windows).
-pub(super) fn sync_parent(path: &Path) -> io::Result<()> {
-    let Some(dir) = path.parent() else {
-        return Ok(());
-    };
+/// Makes the names of the files renamed into `dir` durable: `fsync`s it (where directories
+/// can be opened for it: not on Windows; where they can, a failure is a real one).
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     match File::open(dir) {
         Ok(d) => d.sync_all(),
         Err(_) => Ok(()),

@@ -203,7 +203,7 @@ impl Writer {
         } else if checkpoint {
             self.begin_checkpoint()
         } else if flush {
-            self.begin_flush();
+            self.begin_flush(None);
             self.flush_slice()
         } else {
             return;
@@ -454,14 +454,17 @@ impl Writer {
     #[cfg(test)]
     pub(crate) fn slice(&mut self) -> Result<(), StoreError> {
         if self.flushing.is_none() {
-            self.begin_flush();
+            self.begin_flush(None);
         }
         self.flush_slice()
     }
 
-    /// Freezes the memtables for a flush in slices (`flush.rs`).
-    fn begin_flush(&mut self) {
-        self.flushing = Some(Flush::freeze(&self.mem, self.mem_max_timestamp));
+    /// Freezes the memtables for a flush in slices (`flush.rs`), a checkpoint's when it
+    /// has a point.
+    fn begin_flush(&mut self, checkpoint_at: Option<LogPoint>) {
+        let mut flush = Flush::freeze(&self.mem, self.mem_max_timestamp);
+        flush.checkpoint_at = checkpoint_at;
+        self.flushing = Some(flush);
     }
 
     /// Folds the next slice of the flush in progress into redb (at most the limits'
@@ -562,10 +565,7 @@ impl Writer {
             self.start_checkpoint(point);
             return Ok(());
         }
-        self.begin_flush();
-        if let Some(flush) = &mut self.flushing {
-            flush.checkpoint_at = Some(point);
-        }
+        self.begin_flush(Some(point));
         self.flush_slice()
     }
 
