@@ -11,10 +11,18 @@
 //! and the reopening of the data file after an I/O failure. A snapshot records the version
 //! it began at (under the read lock, with its redb transaction) and uses a map of that
 //! version only, which then lists exactly the blocks its transaction sees. A table's map is
-//! built by a walk through the table's blocks — by the first split of a scan over more than
-//! one partition, or for point gets (`DurableSnapshot::point_map`) — and kept in its
-//! `TableEntry`; scans of one partition never build one (a walk of a large table to split
-//! one partition would cost more than it saves).
+//! built by a walk through the table's blocks — for the first split of a scan over more than
+//! one partition (`DurableSnapshot::block_map`) or the first point get
+//! (`DurableSnapshot::point_map`) — and kept in its `TableEntry`: at once when the data
+//! file is small enough for copies of all its blocks to fit in the copy budget, otherwise
+//! on a thread of its own ([`MapBuilds`]) while the scans and gets that want it walk redb
+//! (the walk reads every block: 0.6–0.7 s at 10 M entities, several seconds from disk, which
+//! the first filtered page after a start used to wait for). Scans of one partition never
+//! build one (a walk of a large table to split one partition would cost more than it saves).
+//!
+//! **Search.** A get or a scan finds its first block by a binary search for its key; the
+//! map keeps every 16th key in one buffer beside the entries ([`Samples`]), so that the
+//! search's first probes stay in the CPU's caches and only the last few read entries.
 //!
 //! **Following the writer.** A commit that changes blocks does not end a kept map: the
 //! writer records the blocks each flush writes and removes ([`BlockEdits`], `edit.rs`) and,
@@ -97,6 +105,8 @@ pub(crate) struct BlockMap {
     /// The data file's blocks version this map lists (`Shared::blocks_version`).
     pub(crate) version: u64,
     entries: Arc<[MapEntry]>,
+    /// Every [`SAMPLE_STRIDE`]th entry's key, side by side: where a search starts.
+    samples: Arc<Samples>,
     /// Per entry, its verified copy (`verified.rs`).
     copies: Arc<[CopySlot]>,
     /// What the copies are charged to.
@@ -271,6 +281,64 @@ impl MapEntry {
     }
 }
 
+/// How many entries apart [`Samples`] takes its keys: a search reads the samples (small
+/// and contiguous, so mostly in the CPU's caches) and then at most this many entries.
+const SAMPLE_STRIDE: usize = 16;
+
+/// The keys of every [`SAMPLE_STRIDE`]th entry of a map, in one buffer. A binary search
+/// over the entries themselves loads an entry and then its key from another allocation at
+/// every probe, both cold in a large map (70 000 blocks at 10 M entities: 17 probes, two
+/// cache misses each, a tenth of a point get's CPU at 10 M — `benches/README.md`, "The
+/// block map's search"); over the samples the first probes stay in the caches from one
+/// search to the next, and only the last few (within a stride) read the entries.
+#[derive(Debug, Default)]
+struct Samples {
+    /// The sampled keys, one after the other.
+    keys: Vec<u8>,
+    /// Where each sampled key ends in `keys`.
+    ends: Vec<usize>,
+}
+
+impl Samples {
+    fn of(entries: &[MapEntry]) -> Samples {
+        let mut samples = Samples::default();
+        for entry in entries.iter().step_by(SAMPLE_STRIDE) {
+            samples.keys.extend_from_slice(&entry.key);
+            samples.ends.push(samples.keys.len());
+        }
+        samples
+    }
+
+    /// Sampled key `i`.
+    fn key(&self, i: usize) -> &[u8] {
+        let start = i.checked_sub(1).map_or(0, |p| self.ends[p]);
+        &self.keys[start..self.ends[i]]
+    }
+
+    /// `entries.partition_point(|e| below(&e.key))` for the entries these samples were
+    /// taken of (`below` true for a prefix of them).
+    fn partition_point(&self, entries: &[MapEntry], below: impl Fn(&[u8]) -> bool) -> usize {
+        // The first sample for which `below` fails: the answer lies after the sample
+        // before it and at or before it.
+        let (mut lo, mut hi) = (0, self.ends.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if below(self.key(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let start = (lo * SAMPLE_STRIDE).saturating_sub(SAMPLE_STRIDE - 1);
+        let end = (lo * SAMPLE_STRIDE).min(entries.len());
+        start
+            + entries
+                .get(start..end)
+                .unwrap_or_default()
+                .partition_point(|e| below(&e.key))
+    }
+}
+
 impl BlockMap {
     /// The map of table `table` in `rows` (a read transaction of blocks version `version`):
     /// one walk through its blocks, reading each one's header (not verified: the map only
@@ -296,7 +364,7 @@ impl BlockMap {
     ) -> Option<BlockMap> {
         let start = table_prefix(table);
         let end = table_end(table);
-        let mut entries = Vec::new();
+        let mut entries: Vec<MapEntry> = Vec::new();
         for item in rows.range::<&[u8]>(&start[..]..end.as_slice()).ok()? {
             if entries.len() % 256 == 255 && stop.load(Ordering::Acquire) {
                 return None;
@@ -304,9 +372,16 @@ impl BlockMap {
             let (key, value) = item.ok()?;
             let view = BlockView::parse_header_unverified(value.value()).ok()?;
             let rows = u32::try_from(view.len()).ok()?;
+            // The blocks of a partition share one PartitionKey.
+            let partition_key = match entries.last() {
+                Some(last) if *last.partition_key == *view.partition_key() => {
+                    last.partition_key.clone()
+                }
+                _ => view.partition_key().into(),
+            };
             entries.push(MapEntry {
                 key: key.value().into(),
-                partition_key: view.partition_key().into(),
+                partition_key,
                 rows,
             });
         }
@@ -318,6 +393,7 @@ impl BlockMap {
         BlockMap {
             version,
             copies: entries.iter().map(|_| CopySlot::default()).collect(),
+            samples: Arc::new(Samples::of(&entries)),
             entries: entries.into(),
             budget: budget.clone(),
         }
@@ -339,6 +415,7 @@ impl BlockMap {
             return BlockMap {
                 version,
                 entries: self.entries.clone(),
+                samples: self.samples.clone(),
                 copies: self.copies.clone(),
                 budget: self.budget.clone(),
             };
@@ -347,11 +424,17 @@ impl BlockMap {
         let mut copies = Vec::with_capacity(entries.capacity());
         // A block the commit wrote: listed, without a copy.
         type Edit<'e> = (&'e Box<[u8]>, &'e Option<Written>);
-        let write = |(key, edit): Edit<'_>, entries: &mut Vec<_>, copies: &mut Vec<_>| {
+        let write = |(key, edit): Edit<'_>, entries: &mut Vec<MapEntry>, copies: &mut Vec<_>| {
             if let Some((partition_key, rows)) = edit {
+                let partition_key = match entries.last() {
+                    Some(last) if *last.partition_key == **partition_key => {
+                        last.partition_key.clone()
+                    }
+                    _ => Arc::from(&**partition_key),
+                };
                 entries.push(MapEntry {
                     key: Arc::from(&**key),
-                    partition_key: Arc::from(&**partition_key),
+                    partition_key,
                     rows: *rows,
                 });
                 copies.push(CopySlot::default());
@@ -374,6 +457,7 @@ impl BlockMap {
         }
         BlockMap {
             version,
+            samples: Arc::new(Samples::of(&entries)),
             entries: entries.into(),
             copies: copies.into(),
             budget: self.budget.clone(),
@@ -387,14 +471,15 @@ impl BlockMap {
 
     /// The position of the first block whose key is `>= start`.
     pub(crate) fn position(&self, start: &[u8]) -> usize {
-        self.entries.partition_point(|e| &*e.key < start)
+        self.samples
+            .partition_point(&self.entries, |key| key < start)
     }
 
     /// The position of the last block at or before `key` if its key starts with
     /// `partition` (a partition prefix: the block that may hold `key`), else of the first
     /// block after `key` — where redb's cursor would start after `DurableSnapshot::floor`.
     pub(crate) fn floor(&self, key: &[u8], partition: &[u8]) -> usize {
-        let after = self.entries.partition_point(|e| &*e.key <= key);
+        let after = self.samples.partition_point(&self.entries, |k| k <= key);
         match after.checked_sub(1) {
             Some(at) if self.entries[at].key.starts_with(partition) => at,
             _ => after,
@@ -600,6 +685,52 @@ mod tests {
         );
         assert_eq!(m.position(&entity_key(7, "p", "c")), 1);
         assert!(m.entry(3).is_none());
+    }
+
+    #[test]
+    fn the_sampled_search_finds_what_a_search_of_every_entry_finds() {
+        // Sizes around the stride, keys in two partitions, probes before, at, between
+        // and after every key.
+        for n in [0, 1, 2, 15, 16, 17, 31, 32, 33, 100, 257] {
+            let keys: Vec<(String, String)> = (0..n)
+                .map(|i| (format!("p{}", i * 2 / n.max(1)), format!("r{:04}", i * 3)))
+                .collect();
+            let spec: Vec<(&str, &str, u32)> = keys
+                .iter()
+                .map(|(p, r)| (p.as_str(), r.as_str(), 1))
+                .collect();
+            let m = map(&spec);
+            let mut probes = vec![Vec::new(), table_end(7).to_vec()];
+            for (pk, rk) in &keys {
+                for rk in [rk.clone(), format!("{rk}0"), rk[..rk.len() - 1].to_string()] {
+                    probes.push(entity_key(7, pk, &rk));
+                }
+                probes.push(partition_prefix(7, pk));
+            }
+            for probe in &probes {
+                let all = m.entries().partition_point(|e| *e.key < **probe);
+                assert_eq!(m.position(probe), all, "n {n}");
+                let all = m.entries().partition_point(|e| *e.key <= **probe);
+                let p = partition_prefix(7, "p1");
+                let expect = match all.checked_sub(1) {
+                    Some(at) if m.entries()[at].key.starts_with(&p) => at,
+                    _ => all,
+                };
+                assert_eq!(m.floor(probe, &p), expect, "n {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_blocks_of_a_partition_share_its_partition_key() {
+        let m = map(&[("p", "a", 1), ("p", "b", 1), ("q", "a", 1)]);
+        let mut edits = BlockEdits::default();
+        edits.written(&entity_key(7, "p", "c"), "p", 2);
+        edits.written(&entity_key(7, "p", "d"), "p", 2);
+        let next = m.followed(2, 7, &edits);
+        let e = next.entries();
+        assert!(Arc::ptr_eq(&e[2].partition_key, &e[3].partition_key));
+        assert_eq!(&*e[4].partition_key, "q");
     }
 
     #[test]

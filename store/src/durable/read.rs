@@ -376,9 +376,14 @@ impl DurableSnapshot {
     }
 
     /// The table's block map of this snapshot's version (`block_map.rs`): the one kept, or
-    /// one built now for a scan over more than one partition; `None` for a scan of one
-    /// partition without a map, or when building one failed (the split's walk through redb
-    /// then meets and reports the failure).
+    /// — for a scan over more than one partition — one built now if the walk is cheap
+    /// ([`walk_is_cheap`](Self::walk_is_cheap)); `None` for a scan of one partition
+    /// without a map, for a larger table whose map is being built on a thread of its own
+    /// meanwhile, or when building one failed (the split's walk through redb then meets
+    /// and reports the failure). The split then walks redb only as far as the page's
+    /// chunks reach: the first filtered page after a start at 10 M entities waited
+    /// 0.74 s for a walk of the whole table (every block read) when the map was built
+    /// here, where a page takes 15–40 ms (`benches/README.md`, "The block map's search").
     fn block_map(&self, scan: &Scan<'_>) -> Option<Arc<BlockMap>> {
         if let Some(map) = self.own_map() {
             return Some(map.clone());
@@ -386,7 +391,24 @@ impl DurableSnapshot {
         if scan.range.partition_key.as_point().is_some() {
             return None;
         }
-        self.build_map()
+        if self.walk_is_cheap()? {
+            return self.build_map();
+        }
+        self.build_map_elsewhere();
+        None
+    }
+
+    /// Whether the data file holds so few blocks that verified copies of all of them could
+    /// fit in the copy budget (at the default block size): a walk of the table then costs
+    /// less than the reads that its map saves the same request. `None` when redb fails.
+    fn walk_is_cheap(&self) -> Option<bool> {
+        let blocks = self.rows.len().ok()?;
+        Some(
+            usize::try_from(blocks)
+                .ok()?
+                .checked_mul(DEFAULT_BLOCK_BYTES)
+                .is_some_and(|bytes| bytes <= self.copies.limit()),
+        )
     }
 
     /// Builds the table's block map of this snapshot's version, holds it and keeps it
@@ -429,12 +451,7 @@ impl DurableSnapshot {
         if let Some(map) = self.own_map() {
             return Some(map.clone());
         }
-        let blocks = self.rows.len().ok()?;
-        let fits = usize::try_from(blocks)
-            .ok()?
-            .checked_mul(DEFAULT_BLOCK_BYTES)
-            .is_some_and(|bytes| bytes <= self.copies.limit());
-        if fits {
+        if self.walk_is_cheap()? {
             return self.build_map();
         }
         self.build_map_elsewhere();
