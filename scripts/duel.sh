@@ -125,13 +125,13 @@ load_azurite_chunked() {
 # --- the figures ---------------------------------------------------------------------------
 # name | kind (get, insert, query: its first page; scan: every page) | query string
 enc() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe="=&$,"))' "$1"; }
-P_MID=$(printf 'p%03d' $((PARTITIONS / 2)))
+P_MID=$(gen_pk $((PARTITIONS / 2)) "$PARTITIONS")
 R_MID=$(printf 'r%08d' $((ROWS / 2)))
 R_LO=$(printf 'r%08d' $((ROWS / 4)))
 R_HI=$(printf 'r%08d' $((ROWS / 4 + 100)))
 OR5=""
 for i in 1 2 3 4 5; do
-    part="(PartitionKey eq '$(printf 'p%03d' $((i * 17 % PARTITIONS)))' and RowKey eq '$(printf 'r%08d' $((i * 131 % ROWS)))')"
+    part="(PartitionKey eq '$(gen_pk $((i * 17 % PARTITIONS)) "$PARTITIONS")' and RowKey eq '$(gen_rk $((i * 131 % ROWS)))')"
     OR5="${OR5:+$OR5 or }$part"
 done
 FIGURES=(

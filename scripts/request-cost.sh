@@ -133,7 +133,7 @@ for run in $(seq 1 "$RUNS"); do
 
     # nginx serves one point get's reply body, byte for byte.
     mkdir -p "$WORK/www" "$WORK/nginx-$run"
-    key="(PartitionKey='p$(printf '%03d' $((PARTITIONS / 2)))',RowKey='r$(printf '%08d' $((ROWS / 2)))')"
+    key="(PartitionKey='$(gen_pk $((PARTITIONS / 2)) "$PARTITIONS")',RowKey='$(gen_rk $((ROWS / 2)))')"
     curl -sf -o "$WORK/www/entity.json" "$endpoint/bench$key?$DUEL_SAS" \
         -H 'Accept: application/json;odata=nometadata' -H 'x-ms-version: 2019-02-02' -H 'DataServiceVersion: 3.0'
     NG_PORT=$(free_port)

@@ -208,7 +208,9 @@ EOF
 # records "NAME import RATE", "NAME irss MIB", "NAME json BYTES", "NAME data BYTES"
 load() {
     local n=$1 name=$2
-    local json="$WORK/$name.jsonl" dir="$WORK/$name-data"
+    # The JSON lines are named by what they hold, so that a work directory reused with
+    # other sizes never serves one size's lines for another.
+    local json="$WORK/gen-$n-$PARTITIONS.jsonl" dir="$WORK/$name-data"
     [ -s "$json" ] || "$TABLEQ_BIN" gen --entities "$n" --partitions "$PARTITIONS" > "$json"
     rm -rf "$dir"
     echo "scale: $name: importing $n entities" >&2

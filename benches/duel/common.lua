@@ -15,6 +15,17 @@ function M.headers(extra)
    return h
 end
 
+-- The keys `tableq gen` writes (src/datagen.rs): PartitionKey `p` + the partition number
+-- with as many digits as `partitions - 1` has, at least 3; RowKey `r` + 8 digits.
+function M.partition_key(p, partitions)
+   local width = math.max(3, #tostring(partitions - 1))
+   return string.format("p%0" .. width .. "d", p)
+end
+
+function M.row_key(r)
+   return string.format("r%08d", r)
+end
+
 -- Assigns each thread a number (1, 2, ...) and keeps the threads for `done`.
 M.threads = {}
 local next_id = 0

@@ -1,4 +1,5 @@
--- A point get of a random existing key: PartitionKey p000..p(P-1), RowKey r00000000..
+-- A point get of a random existing key: PartitionKey p000..p(P-1) (wider past 1000
+-- partitions, as `tableq gen` writes them), RowKey r00000000..
 -- (DUEL_ROWS rows per partition, as `tableq gen` lays out N entities over P partitions).
 package.path = os.getenv("DUEL_LUA_DIR") .. "/?.lua;" .. package.path
 local common = require("common")
@@ -16,7 +17,8 @@ end
 request = function()
    local p = math.random(0, partitions - 1)
    local r = math.random(0, rows - 1)
-   local path = string.format("/%s/%s(PartitionKey='p%03d',RowKey='r%08d')?%s",
-      common.account, table_name, p, r, common.sas)
+   local path = string.format("/%s/%s(PartitionKey='%s',RowKey='%s')?%s",
+      common.account, table_name, common.partition_key(p, partitions), common.row_key(r),
+      common.sas)
    return wrk.format("GET", path, headers)
 end

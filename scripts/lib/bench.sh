@@ -13,9 +13,22 @@
 #   wrk_figures FILE LABEL   prints "REQUESTS|REQ_PER_S|P50_US" of a `wrk --latency` output
 #                            FILE; exits (printing FILE) when a reply failed (non-2xx, socket
 #                            errors), LABEL naming the figure
+#   gen_pk P PARTITIONS      prints partition P's PartitionKey as `tableq gen` writes it
+#                            for PARTITIONS partitions (`p` + at least 3 digits, as many
+#                            as PARTITIONS − 1 has)
+#   gen_rk R                 prints row R's RowKey as `tableq gen` writes it (`r` + 8 digits)
 #   PIDS                     servers to stop (by pid) when the script exits
 # and exports DUEL_SAS (an account SAS of the development account, both servers know its
 # key), DUEL_ACCOUNT and ACCOUNT for the wrk scripts in benches/duel/.
+
+gen_pk() { # p partitions
+    local last=$(( $2 - 1 )) width
+    width=${#last}
+    [ "$width" -ge 3 ] || width=3
+    printf "p%0${width}d" "$1"
+}
+
+gen_rk() { printf 'r%08d' "$1"; }
 
 bench_need() {
     command -v "$1" > /dev/null && return 0
