@@ -385,17 +385,10 @@ impl DurableSnapshot {
     /// 0.74 s for a walk of the whole table (every block read) when the map was built
     /// here, where a page takes 15–40 ms (`benches/README.md`, "The block map's search").
     fn block_map(&self, scan: &Scan<'_>) -> Option<Arc<BlockMap>> {
-        if let Some(map) = self.own_map() {
-            return Some(map.clone());
-        }
         if scan.range.partition_key.as_point().is_some() {
-            return None;
+            return self.own_map().cloned();
         }
-        if self.walk_is_cheap()? {
-            return self.build_map();
-        }
-        self.build_map_elsewhere();
-        None
+        self.point_map()
     }
 
     /// Whether the data file holds so few blocks that verified copies of all of them could
@@ -434,8 +427,9 @@ impl DurableSnapshot {
         Some(self.map.get_or_init(|| kept))
     }
 
-    /// The block map point gets use: the kept map of this snapshot's version; or one built
-    /// now when the data file holds so few blocks that verified copies of all of them
+    /// The block map point gets (and scans over more than one partition,
+    /// [`block_map`](Self::block_map)) use: the kept map of this snapshot's version; or one
+    /// built now when the data file holds so few blocks that verified copies of all of them
     /// could fit in the copy budget (at the default block size) — the walk then costs
     /// less than the gets it serves save. For a larger file the walk (every block read
     /// once) would cost a get many times its own time: a thread of its own builds the map
