@@ -564,6 +564,31 @@ fn store_metric(port: u16, name: &str) -> f64 {
         .unwrap()
 }
 
+/// `--cache-size` sets what the verified copies of blocks may hold — half of it
+/// (`tableq_store_verified_copies_limit_bytes`: 32 MiB of the default 64 MiB) — and
+/// `tableq_store_verified_copies_bytes` reports what they hold.
+#[test]
+fn cli_serve_cache_size_bounds_the_verified_copies() {
+    let dir = std::env::temp_dir().join(format!("tableq-serve-cache-{}", std::process::id()));
+    for (cache, limit) in [(None, 32 << 20), (Some("8MiB"), 4 << 20)] {
+        let _ = std::fs::remove_dir_all(&dir);
+        let data = dir.to_str().unwrap();
+        let mut args = vec!["--port", "0", "--data", data];
+        if let Some(cache) = cache {
+            args.extend(["--cache-size", cache]);
+        }
+        let (child, port) = spawn_serve(&args);
+        assert_eq!(
+            store_metric(port, "verified_copies_limit_bytes"),
+            f64::from(limit),
+            "{cache:?}"
+        );
+        assert_eq!(store_metric(port, "verified_copies_bytes"), 0.0);
+        stop(child);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `--checkpoint-interval` and `--checkpoint-log-size`: a write is checkpointed within a
 /// short interval (`tableq_store_checkpoints_total` counts it, and the log drops its record:
 /// `tableq_store_wal_log_bytes` is back to the header), not before a long one while the

@@ -859,6 +859,17 @@ impl Backend for DurableBackend {
             "writes_refused",
             "1 while writes are refused (a full disk, a log that cannot be written), else 0",
             if self.ready().is_err() { 1.0 } else { 0.0 },
+        )
+        .gauge(
+            "verified_copies_bytes",
+            "Bytes held by verified copies of blocks, which point gets and filtered scans read \
+             instead of the data file (at most verified_copies_limit_bytes)",
+            self.shared.copies.used() as f64,
+        )
+        .gauge(
+            "verified_copies_limit_bytes",
+            "The most the verified copies may hold: half of --cache-size",
+            self.shared.copies.limit() as f64,
         );
         m
     }

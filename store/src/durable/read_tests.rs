@@ -694,6 +694,39 @@ fn owned(value: Option<tableq_model::ValueRef<'_>>) -> Option<Value> {
     value.map(|v| v.to_owned())
 }
 
+/// The store's metrics report what the verified copies hold, and their limit.
+#[test]
+fn metrics_report_what_the_verified_copies_hold() {
+    use crate::metrics::SampleValue;
+    let dir = tempfile::tempdir().unwrap();
+    let (store, _) = columnar_store_with(dir.path(), None, 1 << 20);
+    let gauge = |name: &str| {
+        store
+            .metrics()
+            .samples()
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.value.clone())
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    assert_eq!(gauge("verified_copies_bytes"), SampleValue::Gauge(0.0));
+    assert_eq!(
+        gauge("verified_copies_limit_bytes"),
+        SampleValue::Gauge((512 << 10) as f64)
+    );
+    keep_a_block_map(&store);
+    for _ in 0..2 {
+        query_keys(&store, "A eq 5").unwrap();
+    }
+    let used = store.shared.copies.used();
+    assert!(used > 0, "no copy was made");
+    assert_eq!(
+        gauge("verified_copies_bytes"),
+        SampleValue::Gauge(used as f64)
+    );
+    store.close().unwrap();
+}
+
 /// Point gets in a data file small enough for copies of all its blocks keep a block map
 /// (built by the first get), find blocks in it, copy a block on its second read and then
 /// answer from the copies — the same answers throughout, misses included.

@@ -85,8 +85,7 @@ impl CopyBudget {
         self.used.fetch_sub(bytes, Ordering::AcqRel);
     }
 
-    /// The bytes the copies take now.
-    #[cfg(test)]
+    /// The bytes the copies take now (reported in the store's metrics).
     pub(crate) fn used(&self) -> usize {
         self.used.load(Ordering::Acquire)
     }
