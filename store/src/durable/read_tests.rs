@@ -700,15 +700,7 @@ fn metrics_report_what_the_verified_copies_hold() {
     use crate::metrics::SampleValue;
     let dir = tempfile::tempdir().unwrap();
     let (store, _) = columnar_store_with(dir.path(), None, 1 << 20);
-    let gauge = |name: &str| {
-        store
-            .metrics()
-            .samples()
-            .iter()
-            .find(|s| s.name == name)
-            .map(|s| s.value.clone())
-            .unwrap_or_else(|| panic!("no {name}"))
-    };
+    let gauge = |name: &str| crate::durable::tests::metric(&store, name);
     assert_eq!(gauge("verified_copies_bytes"), SampleValue::Gauge(0.0));
     assert_eq!(
         gauge("verified_copies_limit_bytes"),

@@ -671,6 +671,17 @@ fn settings_are_replayed_with_the_tables_they_belong_to() {
     assert!(store.table_acl("gone").unwrap().is_empty());
 }
 
+/// The value the store's metrics report under `name` (a test fails without one).
+pub(super) fn metric(store: &DurableBackend, name: &str) -> crate::metrics::SampleValue {
+    store
+        .metrics()
+        .samples()
+        .iter()
+        .find(|s| s.name == name)
+        .map(|s| s.value.clone())
+        .unwrap_or_else(|| panic!("no {name}"))
+}
+
 #[test]
 fn metrics_report_the_log_the_data_file_and_refusals() {
     use crate::metrics::SampleValue;
@@ -678,15 +689,7 @@ fn metrics_report_the_log_the_data_file_and_refusals() {
     let store = DurableBackend::open_with(dir.path(), keep_log(FsyncPolicy::default())).unwrap();
     store.create_table("t1x").unwrap();
     store.write("t1x", insert("a", 1)).unwrap();
-    let value = |name: &str| {
-        store
-            .metrics()
-            .samples()
-            .iter()
-            .find(|s| s.name == name)
-            .map(|s| s.value.clone())
-            .unwrap_or_else(|| panic!("no {name}"))
-    };
+    let value = |name: &str| metric(&store, name);
     assert_eq!(value("wal_records_total"), SampleValue::Counter(2));
     assert!(matches!(value("wal_log_bytes"), SampleValue::Gauge(b) if b > 0.0));
     assert!(matches!(value("data_file_bytes"), SampleValue::Gauge(b) if b > 0.0));
