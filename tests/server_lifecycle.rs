@@ -548,6 +548,14 @@ fn cli_serve_cuts_blocks_at_its_block_size() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A server on a free port over the data directory `dir`, emptied first, with `flags`.
+fn serve_fresh(dir: &std::path::Path, flags: &[&str]) -> (std::process::Child, u16) {
+    let _ = std::fs::remove_dir_all(dir);
+    let mut args = vec!["--port", "0", "--data", dir.to_str().unwrap()];
+    args.extend_from_slice(flags);
+    spawn_serve(&args)
+}
+
 /// The default account's durable-store metric `tableq_store_NAME` from `/metrics`.
 fn store_metric(port: u16, name: &str) -> f64 {
     let metrics = http(
@@ -571,13 +579,11 @@ fn store_metric(port: u16, name: &str) -> f64 {
 fn cli_serve_cache_size_bounds_the_verified_copies() {
     let dir = std::env::temp_dir().join(format!("tableq-serve-cache-{}", std::process::id()));
     for (cache, limit) in [(None, 32 << 20), (Some("8MiB"), 4 << 20)] {
-        let _ = std::fs::remove_dir_all(&dir);
-        let data = dir.to_str().unwrap();
-        let mut args = vec!["--port", "0", "--data", data];
-        if let Some(cache) = cache {
-            args.extend(["--cache-size", cache]);
-        }
-        let (child, port) = spawn_serve(&args);
+        let flags: &[&str] = match cache {
+            Some(cache) => &["--cache-size", cache],
+            None => &[],
+        };
+        let (child, port) = serve_fresh(&dir, flags);
         assert_eq!(
             store_metric(port, "verified_copies_limit_bytes"),
             f64::from(limit),
@@ -617,18 +623,15 @@ fn cli_serve_checkpoints_at_its_interval_and_log_size() {
         ("1h", "64MiB", 1, None),
         ("1h", "4KiB", 40, Some(64.0 + 4096.0)),
     ] {
-        let _ = std::fs::remove_dir_all(&dir);
-        let data = dir.to_str().unwrap();
-        let (child, port) = spawn_serve(&[
-            "--port",
-            "0",
-            "--data",
-            data,
-            "--checkpoint-interval",
-            interval,
-            "--checkpoint-log-size",
-            size,
-        ]);
+        let (child, port) = serve_fresh(
+            &dir,
+            &[
+                "--checkpoint-interval",
+                interval,
+                "--checkpoint-log-size",
+                size,
+            ],
+        );
         let before = metric(port, "checkpoints_total");
         write(port, rows);
         if let Some(log_after) = log_after {
@@ -706,20 +709,17 @@ fn cli_serve_flushes_at_its_flush_interval() {
         }
     };
     for (interval, flushed) in [("50ms", true), ("1h", false)] {
-        let _ = std::fs::remove_dir_all(&dir);
-        let data = dir.to_str().unwrap();
-        let (child, port) = spawn_serve(&[
-            "--port",
-            "0",
-            "--data",
-            data,
-            "--flush-interval",
-            interval,
-            "--memtable-size",
-            "64MiB",
-            "--flush-slice",
-            "0ms",
-        ]);
+        let (child, port) = serve_fresh(
+            &dir,
+            &[
+                "--flush-interval",
+                interval,
+                "--memtable-size",
+                "64MiB",
+                "--flush-slice",
+                "0ms",
+            ],
+        );
         let before = flushes(port);
         write(port, "flushed");
         // Past the default interval (1 s), well past 50 ms.
