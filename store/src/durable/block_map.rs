@@ -281,6 +281,15 @@ impl MapEntry {
     }
 }
 
+/// The PartitionKey of an entry that follows `entries`: the last one's own when it is the
+/// same partition (the blocks of a partition share one allocation), else a new one.
+fn partition_key_after(entries: &[MapEntry], partition_key: &str) -> Arc<str> {
+    match entries.last() {
+        Some(last) if *last.partition_key == *partition_key => last.partition_key.clone(),
+        _ => partition_key.into(),
+    }
+}
+
 /// How many entries apart [`Samples`] takes its keys: a search reads the samples (small
 /// and contiguous, so mostly in the CPU's caches) and then at most this many entries.
 const SAMPLE_STRIDE: usize = 16;
@@ -372,16 +381,9 @@ impl BlockMap {
             let (key, value) = item.ok()?;
             let view = BlockView::parse_header_unverified(value.value()).ok()?;
             let rows = u32::try_from(view.len()).ok()?;
-            // The blocks of a partition share one PartitionKey.
-            let partition_key = match entries.last() {
-                Some(last) if *last.partition_key == *view.partition_key() => {
-                    last.partition_key.clone()
-                }
-                _ => view.partition_key().into(),
-            };
             entries.push(MapEntry {
                 key: key.value().into(),
-                partition_key,
+                partition_key: partition_key_after(&entries, view.partition_key()),
                 rows,
             });
         }
@@ -426,15 +428,9 @@ impl BlockMap {
         type Edit<'e> = (&'e Box<[u8]>, &'e Option<Written>);
         let write = |(key, edit): Edit<'_>, entries: &mut Vec<MapEntry>, copies: &mut Vec<_>| {
             if let Some((partition_key, rows)) = edit {
-                let partition_key = match entries.last() {
-                    Some(last) if *last.partition_key == **partition_key => {
-                        last.partition_key.clone()
-                    }
-                    _ => Arc::from(&**partition_key),
-                };
                 entries.push(MapEntry {
                     key: Arc::from(&**key),
-                    partition_key,
+                    partition_key: partition_key_after(entries, partition_key),
                     rows: *rows,
                 });
                 copies.push(CopySlot::default());
