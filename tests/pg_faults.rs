@@ -260,19 +260,29 @@ fn a_restarted_database_costs_no_failed_request() {
         201
     );
     let point = "/devstoreaccount1/warm(PartitionKey='p',RowKey='r')";
-    let gets = |_| ("GET".to_owned(), point.to_owned(), String::new());
-    // Fill the pool with connections the restart will close.
-    let warm = parallel(port, 16, gets);
+    let query = "/devstoreaccount1/warm()?$filter=RowKey%20eq%20'r'";
+    // Point gets (pipelined on the event loop's connections) and queries (on the blocking
+    // pool's), half and half.
+    let reads = |i: usize| {
+        let target = if i.is_multiple_of(2) { point } else { query };
+        ("GET".to_owned(), target.to_owned(), String::new())
+    };
+    // Fill both pools with connections the restart will close.
+    let warm = parallel(port, 32, reads);
     assert!(warm.iter().all(|(s, _, _)| *s == 200), "{warm:?}");
+    let opened = metric(port, "tableq_store_pg_nonblocking_connections_opened_total");
+    assert!(opened >= 1.0);
 
     pg_cluster(&["restart", &cluster.dir]);
-    let after = parallel(port, 16, gets);
+    let after = parallel(port, 32, reads);
     assert!(
         after.iter().all(|(s, _, _)| *s == 200),
         "reads right after the restart: {:?}",
         after.iter().map(|(s, b, _)| (s, b)).collect::<Vec<_>>()
     );
     assert!(metric(port, "tableq_store_pg_read_retries_total") >= 1.0);
+    // The gets' closed connections left their pool and new ones were opened.
+    assert!(metric(port, "tableq_store_pg_nonblocking_connections_opened_total") > opened);
 
     pg_cluster(&["restart", &cluster.dir]);
     let writes = parallel(port, 16, |i| {

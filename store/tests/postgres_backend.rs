@@ -8,6 +8,7 @@ use crate::suite;
 use std::sync::Arc;
 use tableq_exec::PageOptions;
 use tableq_model::{DateTime, Entity, Value};
+use tableq_store::metrics::SampleValue;
 use tableq_store::postgres::{PostgresBackend, PostgresConfig, PostgresError};
 use tableq_store::{Backend, StoreError, WriteOp};
 
@@ -387,6 +388,97 @@ fn a_failed_conditional_write_leaves_no_row_locked() {
         1
     );
     tx.rollback().unwrap();
+}
+
+/// Point gets issued together on one thread are pipelined on one connection (PostgreSQL
+/// reads several statements a wake-up): each gets its own row; a connection the server
+/// closed leaves the pool, its gets are left to `get`, and the next ones open another.
+#[test]
+fn nonblocking_gets_issued_together_share_one_connection() {
+    let Some(cluster) = pg::single("nonblocking_gets_issued_together_share_one_connection") else {
+        return;
+    };
+    let (b, url) = pg::open_single(cluster);
+    let b = Arc::new(b);
+    b.create_table("pipelined").unwrap();
+    let keys: Vec<String> = (0..12).map(|i| format!("r{i:02}")).collect();
+    for (i, rk) in (0..).zip(&keys) {
+        let e = entity("p", rk, &[("N", Value::Int32(i))]);
+        b.write("pipelined", WriteOp::Insert { entity: e }).unwrap();
+    }
+    let expected: Vec<Entity> = keys
+        .iter()
+        .map(|rk| b.get("pipelined", "p", rk).unwrap().unwrap())
+        .collect();
+    let rt = pg::runtime();
+    // Every get spawned before any is answered: each leases before the first is sent.
+    let together = |rt: &tokio::runtime::Runtime| {
+        rt.block_on(async {
+            let tasks: Vec<_> = keys
+                .iter()
+                .map(|rk| {
+                    let (b, rk) = (b.clone(), rk.clone());
+                    tokio::spawn(async move { b.get_nonblocking("pipelined", "p", &rk).await })
+                })
+                .collect();
+            let mut answers = Vec::new();
+            for task in tasks {
+                answers.push(task.await.unwrap());
+            }
+            answers
+        })
+    };
+    let metric = |name: &str| {
+        b.metrics()
+            .samples()
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.value.clone())
+            .unwrap_or_else(|| panic!("no {name}"))
+    };
+    for (answer, want) in together(&rt).into_iter().zip(&expected) {
+        assert_eq!(answer.unwrap().unwrap().as_ref(), Some(want));
+    }
+    assert_eq!(
+        metric("pg_nonblocking_connections_opened_total"),
+        SampleValue::Counter(1)
+    );
+    assert_eq!(
+        metric("pg_nonblocking_connections_open"),
+        SampleValue::Gauge(1.0)
+    );
+
+    // The server closes the engine's connections: the gets sent on the closed one fail
+    // over to `get` (never a wrong row, never an error), and the next ones open another.
+    let schema = PostgresConfig::from_url(&url)
+        .unwrap()
+        .schema_name()
+        .to_owned();
+    let mut admin = postgres::Client::connect(&cluster.url, postgres::NoTls).unwrap();
+    let closed = admin
+        .query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE pid <> pg_backend_pid() AND strpos(query, $1) > 0",
+            &[&format!("\"{schema}\".entities")],
+        )
+        .unwrap();
+    assert!(!closed.is_empty());
+    for (answer, want) in together(&rt).into_iter().zip(&expected) {
+        if let Some(answer) = answer {
+            assert_eq!(answer.unwrap().as_ref(), Some(want));
+        }
+    }
+    for (answer, want) in together(&rt).into_iter().zip(&expected) {
+        assert_eq!(answer.unwrap().unwrap().as_ref(), Some(want));
+    }
+    assert_eq!(
+        metric("pg_nonblocking_connections_opened_total"),
+        SampleValue::Counter(2)
+    );
+    assert_eq!(
+        metric("pg_nonblocking_connections_open"),
+        SampleValue::Gauge(1.0)
+    );
 }
 
 /// Point gets without a blocking thread (`Backend::get_nonblocking`, what the HTTP server

@@ -371,8 +371,8 @@ impl PostgresBackend {
     /// of the caller's runtime (`nonblocking.rs`). It answers when it knows the table's id
     /// (from an earlier get) and a statement settles the get: a row, a missing entity of
     /// an existing table, or a timeout (which `get` would meet too). It leaves to `get` the
-    /// first get of a table, a table that is gone or has a new id, a failed connection and
-    /// a full pool.
+    /// first get of a table, a table that is gone or has a new id, and a failed connection
+    /// (gets share the connections, pipelined: `nonblocking.rs`).
     async fn get_on_caller(
         &self,
         table: &str,
