@@ -55,6 +55,8 @@ struct Conn {
     in_flight: AtomicUsize,
     /// Opening it or a get on it failed: no new get is sent on it.
     failed: AtomicBool,
+    /// Opening it timed out.
+    open_timed_out: AtomicBool,
 }
 
 /// An open connection and its prepared statements.
@@ -116,9 +118,9 @@ impl AsyncPool {
         self.conns.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Connections open or being opened.
+    /// Usable connections, open or being opened.
     pub(crate) fn open(&self) -> usize {
-        self.conns().len()
+        self.conns().iter().filter(|c| c.usable()).count()
     }
 
     /// Connections opened since the start.
@@ -156,6 +158,7 @@ impl AsyncPool {
                         home: here,
                         in_flight: AtomicUsize::new(0),
                         failed: AtomicBool::new(false),
+                        open_timed_out: AtomicBool::new(false),
                     });
                     conns.push(c.clone());
                     c
@@ -168,12 +171,34 @@ impl AsyncPool {
         };
         let lease = Lease::new(self, conn);
         // The first get to reach a new connection opens it; one dropped meanwhile leaves
-        // that to the next.
-        if let Err(e) = lease.conn.ready.get_or_try_init(|| self.connect()).await {
-            lease.conn.failed.store(true, Ordering::Relaxed);
+        // that to the next. When opening failed, the gets that waited for it fail with it
+        // at once (the same timeout, else `Unusable`: left to the blocking path) instead of
+        // each trying in turn — one connect timeout after another.
+        let conn = &lease.conn;
+        let opened = conn.ready.get_or_try_init(|| async {
+            if conn.open_timed_out.load(Ordering::Relaxed) {
+                return Err(self.connect_timed_out());
+            }
+            if conn.failed.load(Ordering::Relaxed) {
+                return Err(PostgresError::Unusable);
+            }
+            self.connect().await
+        });
+        if let Err(e) = opened.await {
+            if matches!(e, PostgresError::ConnectTimeout { .. }) {
+                conn.open_timed_out.store(true, Ordering::Relaxed);
+            }
+            conn.failed.store(true, Ordering::Relaxed);
             return Err(e);
         }
         Ok(Some(lease))
+    }
+
+    fn connect_timed_out(&self) -> PostgresError {
+        PostgresError::ConnectTimeout {
+            target: self.target.clone(),
+            after: self.connect_timeout,
+        }
     }
 
     /// A new connection, set up, whose driver is a task of the caller's runtime.
@@ -187,12 +212,7 @@ impl AsyncPool {
                         source,
                     });
                 }
-                Err(_) => {
-                    return Err(PostgresError::ConnectTimeout {
-                        target: self.target.clone(),
-                        after: self.connect_timeout,
-                    });
-                }
+                Err(_) => return Err(self.connect_timed_out()),
             };
         tokio::spawn(async move {
             let _ = connection.await;
@@ -276,5 +296,50 @@ impl<'a> Lease<'a> {
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
         self.conn.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The gets that waited for a connection whose opening timed out fail with it at once,
+    /// instead of each opening it again in turn; the failed connection leaves the pool.
+    #[test]
+    fn gets_waiting_for_a_connection_that_cannot_open_fail_with_it() {
+        // Accepts TCP connections (in its backlog) and never answers: opening times out.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = silent.local_addr().unwrap().port();
+        let url = format!("postgres://nobody@127.0.0.1:{port}/none?connect_timeout=1");
+        let config = PostgresConfig::from_url(&url).unwrap();
+        let pool = Arc::new(AsyncPool::new(&config, String::new()));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let outcomes = runtime.block_on(async {
+            let gets: Vec<_> = (0..6)
+                .map(|_| {
+                    let pool = pool.clone();
+                    tokio::spawn(async move { pool.lease().await.map(|lease| lease.is_some()) })
+                })
+                .collect();
+            let mut outcomes = Vec::new();
+            for get in gets {
+                outcomes.push(get.await.unwrap());
+            }
+            outcomes
+        });
+        let timed_out = outcomes
+            .iter()
+            .filter(|o| matches!(o, Err(PostgresError::ConnectTimeout { .. })))
+            .count();
+        assert_eq!(timed_out, 6, "{outcomes:?}");
+        // One attempt to connect, not one a get.
+        silent.set_nonblocking(true).unwrap();
+        let attempts = std::iter::from_fn(|| silent.accept().ok()).count();
+        assert_eq!(attempts, 1);
+        assert_eq!(pool.open(), 0);
+        assert_eq!(pool.opened(), 0);
     }
 }
