@@ -30,7 +30,8 @@
 //! * **Connections that fail leave the pool**: after an error or a timeout of any get on
 //!   it, or when the server (or the end of the runtime that drove it) closed it, no new get
 //!   is sent on it; the gets already waiting on it finish or fail, and the last one closes
-//!   it.
+//!   it. The gets waiting for a connection to open fail with it when it cannot (one
+//!   connect timeout for all of them, not one each in turn).
 
 use super::config::PostgresConfig;
 use super::error::PostgresError;
