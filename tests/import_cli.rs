@@ -193,6 +193,50 @@ fn stdin_then_existing_keys_are_rejected_or_replaced_with_upsert() {
     store.close().unwrap();
 }
 
+/// One entity a partition: every batch holds one operation, and the writers get them in
+/// parcels of many partitions (their groups when 4 096 operations wait, and at the end),
+/// submitted together; a batch that fails in a parcel is rejected on its own while the
+/// others load.
+#[test]
+fn data_mode_loads_one_entity_partitions_in_parcels() {
+    let tmp = TempDir::new("parcels");
+    let data = dir_arg(&tmp.0);
+    let out = import(
+        &["--table", "single", "-", "--data", &data],
+        &lines(10_000, 1, 1),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("<stdin>: 10000 loaded, 0 rejected in "));
+
+    // Every other partition again, each line beside a new partition's: the parcels mix
+    // batches that fail with batches that load.
+    let mut text = String::new();
+    for k in 0..5_000 {
+        for p in [2 * k, 10_000 + k] {
+            text.push_str(&format!(
+                "{{\"PartitionKey\":\"p{p}\",\"RowKey\":\"r0000\",\"X\":2}}\n"
+            ));
+        }
+    }
+    let out = import(&["--table", "single", "-", "--data", &data], &text);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("<stdin>: 5000 loaded, 5000 rejected in "),
+        "{err}"
+    );
+    assert!(err.contains("(by code: EntityAlreadyExists 5000)"), "{err}");
+    // The first import's values stay; the new partitions hold the second's.
+    let store = DurableBackend::open(&data).unwrap();
+    for p in 0..15_000 {
+        let e = store.get("single", &format!("p{p}"), "r0000").unwrap();
+        let x = e.and_then(|e| e.get("X").map(|v| v.to_owned()));
+        let want = if p < 10_000 { 1 } else { 2 };
+        assert_eq!(x, Some(Value::Int32(want)), "p{p}");
+    }
+    store.close().unwrap();
+}
+
 #[test]
 fn a_data_directory_held_by_a_server_is_refused() {
     let tmp = TempDir::new("locked");
