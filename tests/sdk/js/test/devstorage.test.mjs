@@ -1,6 +1,10 @@
 // `UseDevelopmentStorage=true`, literally: @azure/data-tables against `tableq serve` started
 // with its defaults (127.0.0.1:10002). Needs port 10002 and TABLEQ_BIN: skipped, with the
-// reason printed, when either is missing.
+// reason printed, when either is missing — or when port 10002 is taken between the check and
+// the server's start (another suite's run of this test, say). As in the Python suite
+// (`conftest.py`), it starts its own server, not the store under test, so the PostgreSQL
+// runs (`TABLEQ_SDK_STORE=pg|pg-sharded`) skip it: the durable run covers it, and two runs
+// at once would race for the one port.
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -31,6 +35,9 @@ function answers(port) {
   });
 }
 
+/** The server could not listen on PORT: taken since `portIsFree` said it was free. */
+class PortTaken extends Error {}
+
 async function startDefaultServer(bin) {
   const child = spawn(bin, ["serve", "--in-memory"], { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
@@ -39,7 +46,10 @@ async function startDefaultServer(bin) {
   child.on("exit", () => (exited = true));
   const deadline = Date.now() + 30000;
   while (Date.now() < deadline) {
-    if (exited) throw new Error(`${bin} serve --in-memory exited before it answered:\n${stderr}`);
+    if (exited) {
+      if (stderr.includes("Address already in use")) throw new PortTaken(stderr.trim());
+      throw new Error(`${bin} serve --in-memory exited before it answered:\n${stderr}`);
+    }
     if (await answers(PORT)) return child;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -59,10 +69,21 @@ async function stop(child) {
 test("UseDevelopmentStorage=true works unchanged", async (t) => {
   const bin = process.env.TABLEQ_BIN;
   if (!bin) return t.skip("TABLEQ_BIN is not set: this test starts its own tableq server");
-  if (!(await portIsFree(PORT))) {
-    return t.skip(`port ${PORT} is in use, so UseDevelopmentStorage=true cannot reach our server`);
+  const store = process.env.TABLEQ_SDK_STORE ?? "durable";
+  if (store !== "durable" && store !== "memory") {
+    return t.skip(
+      `starts its own tableq server (--in-memory), not the ${store} store under test: covered by the --store durable run`,
+    );
   }
-  const child = await startDefaultServer(bin);
+  const inUse = `port ${PORT} is in use, so UseDevelopmentStorage=true cannot reach our server`;
+  if (!(await portIsFree(PORT))) return t.skip(inUse);
+  let child;
+  try {
+    child = await startDefaultServer(bin);
+  } catch (e) {
+    if (e instanceof PortTaken) return t.skip(`${inUse} (taken after the check)`);
+    throw e;
+  }
   try {
     const service = TableServiceClient.fromConnectionString("UseDevelopmentStorage=true", {
       retryOptions: { maxRetries: 0 },
