@@ -22,6 +22,7 @@
 
 use super::loader::{Item, Loader, Mode};
 use super::outcome::Outcome;
+use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -169,21 +170,12 @@ impl StoreLoader {
         ))
     }
 
-    /// Sends each partition's group to its writer, the groups of one writer in one parcel.
-    /// (`groups` holds each partition once: the batches of a parcel are independent.)
+    /// Sends each partition's group to its writer, in the parcels [`parcels`] makes.
     fn send(&mut self, groups: Vec<(String, Batch)>) -> Result<(), String> {
-        let mut parcels: Vec<Parcel> = vec![Vec::new(); self.senders.len()];
-        for (partition_key, ops) in groups {
-            if !ops.is_empty() {
-                parcels[worker_for(&partition_key, self.senders.len())].push(ops);
-            }
-        }
-        for (sender, parcel) in self.senders.iter().zip(parcels) {
-            if !parcel.is_empty() {
-                sender
-                    .send(parcel)
-                    .map_err(|_| "a writer thread stopped".to_owned())?;
-            }
+        for (worker, parcel) in parcels(groups, self.senders.len()) {
+            self.senders[worker]
+                .send(parcel)
+                .map_err(|_| "a writer thread stopped".to_owned())?;
         }
         Ok(())
     }
@@ -230,6 +222,37 @@ impl Loader for StoreLoader {
         }
         closed.map_err(|e| format!("closing the store failed: {e}"))
     }
+}
+
+/// The groups (in the order due) as parcels for `workers` writers: each group to its
+/// partition's writer, the groups of one writer in one parcel — except that a partition
+/// met again starts the next parcel of its writer, sent after the one holding its earlier
+/// group. A parcel's batches are written independently (a failed one is written again
+/// after the others), so two batches of one partition in one parcel could be applied out
+/// of input order. (`PartitionGroups::push` with `--data`'s limits never returns a
+/// partition twice; this does not rely on it.)
+fn parcels(groups: Vec<(String, Batch)>, workers: usize) -> Vec<(usize, Parcel)> {
+    let mut sent = Vec::new();
+    let mut open: Vec<(Parcel, HashSet<String>)> = vec![Default::default(); workers];
+    for (partition_key, ops) in groups {
+        if ops.is_empty() {
+            continue;
+        }
+        let worker = worker_for(&partition_key, workers);
+        let (parcel, partitions) = &mut open[worker];
+        if !partitions.insert(partition_key) {
+            sent.push((worker, std::mem::take(parcel)));
+            partitions.clear();
+        }
+        parcel.push(ops);
+    }
+    sent.extend(
+        open.into_iter()
+            .enumerate()
+            .filter(|(_, (parcel, _))| !parcel.is_empty())
+            .map(|(worker, (parcel, _))| (worker, parcel)),
+    );
+    sent
 }
 
 /// A writer thread: writes every parcel it receives; stops at the first failure that is no
@@ -375,4 +398,59 @@ fn retry_batch(
         outcome.reject(line, error.error.code(), error.error.to_string());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(pk: &str, lines: &[u64]) -> (String, Batch) {
+        let ops = lines
+            .iter()
+            .map(|&line| {
+                let entity = tableq::model::Entity::new(pk, line.to_string());
+                (line, String::new(), WriteOp::Insert { entity })
+            })
+            .collect();
+        (pk.to_owned(), ops)
+    }
+
+    fn lines(parcel: &Parcel) -> Vec<Vec<u64>> {
+        parcel
+            .iter()
+            .map(|batch| batch.iter().map(|(line, _, _)| *line).collect())
+            .collect()
+    }
+
+    /// One parcel a writer; a partition met again goes into a later parcel of its writer.
+    #[test]
+    fn a_parcel_never_holds_two_batches_of_one_partition() {
+        let due = vec![
+            group("a", &[1, 2]),
+            group("b", &[3]),
+            group("c", &[]),
+            group("a", &[4]),
+        ];
+        let made = parcels(due, 1);
+        let made: Vec<_> = made.iter().map(|(w, p)| (*w, lines(p))).collect();
+        assert_eq!(
+            made,
+            vec![(0, vec![vec![1, 2], vec![3]]), (0, vec![vec![4]])]
+        );
+
+        let due: Vec<_> = (0..40u64).map(|i| group(&format!("p{i}"), &[i])).collect();
+        let made = parcels(due, 4);
+        assert!(made.len() <= 4);
+        let mut all: Vec<u64> = made
+            .iter()
+            .flat_map(|(w, p)| {
+                p.iter().map(move |batch| {
+                    assert_eq!(worker_for(&format!("p{}", batch[0].0), 4), *w);
+                    batch[0].0
+                })
+            })
+            .collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..40).collect::<Vec<_>>());
+    }
 }

@@ -392,7 +392,7 @@ impl PostgresBackend {
         if let Some(routes) = &self.routes {
             // A row from the shard is the answer; anything else asks the coordinator.
             let shard = routes.shard(&epk);
-            if let Ok(Some(mut conn)) = shard.nonblocking.lease().await
+            if let Ok(Some(conn)) = shard.nonblocking.lease().await
                 && let Ok(rows) = conn.query(&shard.get, &[&id, &epk, &erk]).await
                 && let Some(row) = rows.first()
                 && let Ok(entity) = stored_entity(row, &epk, &erk)
@@ -402,7 +402,7 @@ impl PostgresBackend {
                 return Some(Ok(Some(entity)));
             }
         }
-        let mut conn = match self.nonblocking.lease().await {
+        let conn = match self.nonblocking.lease().await {
             Ok(Some(conn)) => conn,
             Err(e @ (PostgresError::Timeout { .. } | PostgresError::ConnectTimeout { .. })) => {
                 return Some(Err(e.into()));

@@ -253,7 +253,7 @@ impl<'a> Lease<'a> {
     /// Every row of the statement `sql` (prepared on this connection's first use of it).
     /// A failure takes the connection out of the pool.
     pub(crate) async fn query(
-        &mut self,
+        &self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, PostgresError> {
