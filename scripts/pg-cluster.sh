@@ -9,6 +9,8 @@
 #       Starts the servers and prints shell assignments (eval them):
 #         TABLEQ_PG_DIR=…     the directory (pass it to `down`)
 #         TABLEQ_PG_URL=…     the URL for `tableq serve --store …` (the coordinator)
+#         TABLEQ_PG_SOCKET_URL=…  the same server through its Unix socket (in the
+#                             directory, percent-encoded as the URL's host)
 #         TABLEQ_PG_SHARDS=…  space-separated URLs of the shards (empty without --shards)
 #       --shards N     N ≥ 2: a coordinator and N shards (default 0: one plain server)
 #       --dir DIR      use DIR (must not exist) instead of a new temporary directory
@@ -198,6 +200,7 @@ CREATE FOREIGN TABLE tableq.entities_shard$i PARTITION OF tableq.entities
     fi
     {
         echo "TABLEQ_PG_URL=postgres://postgres@127.0.0.1:$coord/tableq"
+        echo "TABLEQ_PG_SOCKET_URL=postgres://postgres@$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$DIR"):$coord/tableq"
         local urls=""
         for port in "${shard_ports[@]}"; do urls="$urls postgres://postgres@127.0.0.1:$port/tableq"; done
         echo "TABLEQ_PG_SHARDS='${urls# }'"

@@ -3,7 +3,7 @@
 # requests a second, p50, and the CPU a get costs tableq and PostgreSQL.
 #
 #   scripts/pg-cost.sh [--shards 0|N] [--runs 3] [--seconds 3] [--entities 100000]
-#                      [--partitions 100] [--tableq BIN]
+#                      [--partitions 100] [--socket] [--tableq BIN]
 #
 # Starts local PostgreSQL servers with `scripts/pg-cluster.sh up --no-fsync` (one server, or
 # with --shards N a coordinator and N shards; fsync off, as for tests: durability is not
@@ -18,7 +18,9 @@
 #   * PostgreSQL's CPU per get (every server process of the cluster, `pg-cluster.sh pids`:
 #     each postmaster with the children it reaped, and its live children), which for the
 #     durable engine shows PostgreSQL's background work (≈ 0).
-# Every reply must be a success. The table printed at the end holds each figure's runs and
+# With --socket, tableq reaches the one server (or the coordinator) through its Unix
+# socket instead of loopback TCP (`TABLEQ_PG_SOCKET_URL`; routed gets still reach the
+# shards by TCP, as the coordinator's catalog names them). Every reply must be a success. The table printed at the end holds each figure's runs and
 # the ratio durable ÷ PostgreSQL of requests a second per run: the issue's targets are ≤ 2×
 # on one server and ≤ 3× on 3 shards. tableq, PostgreSQL and wrk share the machine's cores:
 # PostgreSQL's CPU per get is part of what a get costs the machine.
@@ -35,6 +37,7 @@ SECONDS_PER_FIGURE=3
 ENTITIES=100000
 PARTITIONS=100
 TABLEQ_BIN=""
+SOCKET=0
 
 usage() { sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
@@ -45,6 +48,7 @@ while [ $# -gt 0 ]; do
         --entities) ENTITIES="$2"; shift 2 ;;
         --partitions) PARTITIONS="$2"; shift 2 ;;
         --tableq) TABLEQ_BIN="$2"; shift 2 ;;
+        --socket) SOCKET=1; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "pg-cost: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -83,7 +87,8 @@ serve() { # name args...
     PIDS+=("${PID[$name]}")
     wait_port "${PORT[$name]}" "${PID[$name]}" "tableq ($name)"
 }
-serve postgres --store "$TABLEQ_PG_URL"
+if [ "$SOCKET" = 1 ]; then PG_STORE_URL=$TABLEQ_PG_SOCKET_URL; else PG_STORE_URL=$TABLEQ_PG_URL; fi
+serve postgres --store "$PG_STORE_URL"
 serve durable --data "$WORK/durable"
 for name in postgres durable; do
     "$TABLEQ_BIN" import --table bench "$WORK/entities.jsonl" \
@@ -95,7 +100,7 @@ serve durable --data "$WORK/durable"
 for name in postgres durable; do
     wrk -t1 -c8 -d2s -s "$LUA_DIR/point_get.lua" "http://127.0.0.1:${PORT[$name]}" > /dev/null
 done
-echo "pg-cost: $ENTITIES entities loaded; PostgreSQL: $([ "$SHARDS" = 0 ] && echo "one server" || echo "$SHARDS shards")" >&2
+echo "pg-cost: $ENTITIES entities loaded; PostgreSQL: $([ "$SHARDS" = 0 ] && echo "one server" || echo "$SHARDS shards"), $([ "$SOCKET" = 1 ] && echo "Unix socket" || echo "loopback TCP")" >&2
 
 # measure NAME CONNS RUN -> appends "name|conns|run|tableq_ticks|postgres_ticks|requests|rps|p50us"
 measure() {

@@ -527,3 +527,53 @@ fn nonblocking_gets_answer_as_get_does_and_leave_the_rest_to_it() {
     b.close().unwrap();
     assert!(matches!(nb(&rt, "p", "r"), Some(Err(StoreError::Closed))));
 }
+
+/// A URL whose host is a directory (percent-encoded) reaches the server through its Unix
+/// socket there — writes, `get`, the event loop's gets and a scan — and names the
+/// directory in what it reports; a directory without the server's socket is a typed
+/// connect error naming it.
+#[test]
+fn a_unix_socket_directory_as_the_host_reaches_the_server() {
+    let Some(cluster) = pg::single("a_unix_socket_directory_as_the_host_reaches_the_server") else {
+        return;
+    };
+    assert!(
+        cluster.socket_url.contains("@%2F"),
+        "{}",
+        cluster.socket_url
+    );
+    let url = pg::url_with_schema(&cluster.socket_url, &pg::fresh_schema());
+    let b = PostgresBackend::open(&url).expect("open through the socket");
+    assert!(
+        b.config()
+            .target()
+            .starts_with(&format!("postgres@{}:", cluster.dir)),
+        "{}",
+        b.config().target()
+    );
+    b.create_table("bysocket").unwrap();
+    for rk in ["a", "b", "c"] {
+        let e = entity("p", rk, &[("N", Value::Int32(1))]);
+        b.write("bysocket", WriteOp::Insert { entity: e }).unwrap();
+    }
+    let got = b.get("bysocket", "p", "b").unwrap().expect("the row");
+    let rt = pg::runtime();
+    let nb = rt.block_on(b.get_nonblocking("bysocket", "p", "b"));
+    assert_eq!(nb.unwrap().unwrap(), Some(got));
+    assert_eq!(b.nonblocking_gets(), 1);
+    let hits = suite::query_all(&b, "bysocket", &suite::plan("N eq 1", None, None));
+    assert_eq!(hits.len(), 3);
+
+    // The same URL with a directory that holds no socket: refused at once, by path.
+    let missing = format!("{}/none", cluster.dir).replace('/', "%2F");
+    let port = cluster.url.rsplit(':').next().unwrap();
+    let err = PostgresBackend::open(&format!(
+        "postgres://postgres@{missing}:{port}?connect_timeout=2"
+    ))
+    .unwrap_err();
+    assert!(matches!(err, PostgresError::Connect { .. }), "{err}");
+    assert!(
+        err.to_string().contains(&format!("{}/none", cluster.dir)),
+        "{err}"
+    );
+}

@@ -20,6 +20,8 @@ pub struct Cluster {
     pub dir: String,
     /// The coordinator (or the single server).
     pub url: String,
+    /// The same server through its Unix socket.
+    pub socket_url: String,
     /// The shards' URLs (empty for a single server).
     pub shards: Vec<String>,
 }
@@ -109,6 +111,7 @@ pub fn start(shards: usize) -> Option<Cluster> {
     Some(Cluster {
         dir: var("TABLEQ_PG_DIR"),
         url: var("TABLEQ_PG_URL"),
+        socket_url: var("TABLEQ_PG_SOCKET_URL"),
         shards: var("TABLEQ_PG_SHARDS")
             .split_whitespace()
             .map(str::to_owned)
