@@ -369,9 +369,10 @@ impl PostgresBackend {
 
     /// [`Backend::get_nonblocking`]: the same statements as [`Backend::get`] on connections
     /// of the caller's runtime (`nonblocking.rs`). It answers when it knows the table's id
-    /// (from an earlier get) and a statement settles the get: a row, a missing entity of
-    /// an existing table, or a timeout (which `get` would meet too). It leaves to `get` the
-    /// first get of a table, a table that is gone or has a new id, and a failed connection
+    /// (from creating the table or an earlier get) and a statement settles the get: a row,
+    /// a missing entity of an existing table, or a timeout (which `get` would meet too). It
+    /// leaves to `get` the first get of a table this engine neither created nor read, a
+    /// table that is gone or has a new id, and a failed connection
     /// (gets share the connections, pipelined: `nonblocking.rs`).
     async fn get_on_caller(
         &self,
@@ -534,8 +535,8 @@ const CREATE_ATTEMPTS: usize = 50;
 
 /// What one attempt of Create Table found.
 enum Created {
-    /// Created by this call.
-    Now,
+    /// Created by this call, with this id.
+    Now(i64),
     /// It existed, with this name.
     Before(String),
     /// It conflicted, then was gone (deleted concurrently): try again.
@@ -565,8 +566,8 @@ impl Backend for PostgresBackend {
                 let create = conn.prepared(&self.sql.create_table)?;
                 let lookup = conn.prepared(&self.sql.lookup_name)?;
                 let mut tx = conn.client.transaction()?;
-                let outcome = if tx.query_opt(&create, &[&key, &name])?.is_some() {
-                    Created::Now
+                let outcome = if let Some(row) = tx.query_opt(&create, &[&key, &name])? {
+                    Created::Now(row.try_get(0).map_err(PostgresError::from)?)
                 } else {
                     match tx.query_opt(&lookup, &[&key])? {
                         Some(row) => Created::Before(row.try_get(0).map_err(PostgresError::from)?),
@@ -578,7 +579,16 @@ impl Backend for PostgresBackend {
                 Ok(outcome)
             })?;
             match outcome {
-                Created::Now => return Ok(TableInfo { name: name.into() }),
+                Created::Now(id) => {
+                    // Remembered, so that the table's first point gets can go on the
+                    // event loop's connections (`get_on_caller`) rather than each waiting
+                    // for a blocking thread until one of them has looked the id up.
+                    self.ids
+                        .write()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .insert(key, id);
+                    return Ok(TableInfo { name: name.into() });
+                }
                 Created::Before(existing) => {
                     return Err(StoreError::TableAlreadyExists { existing });
                 }
